@@ -1,0 +1,15 @@
+"""msclassify: pixel and tabular classifiers that are accurate and cheap to run.
+
+Cost-Efficient Gradient Boosting (Peter et al., NIPS 2017) in Numba, with an
+image-pyramid feature bank, a napari plugin and a batch CLI.
+"""
+
+from ._load import load_model
+from ._modelfile import ModelFileError
+from .cegb._sklearn import (CEGBClassifier, CEGBRegressor, GreedyMiserClassifier,
+                            GreedyMiserRegressor)
+
+__version__ = "0.1.0"
+
+__all__ = ["CEGBClassifier", "CEGBRegressor", "GreedyMiserClassifier", "GreedyMiserRegressor",
+           "ModelFileError", "load_model", "__version__"]

@@ -1,0 +1,104 @@
+"""Versioned model files: a zip holding ``model.json`` and ``.npy`` arrays.
+
+Loading never executes code: JSON is parsed with :mod:`json` and arrays are
+read with ``allow_pickle=False``, so a model file from an untrusted source can
+at worst fail validation. Files are written to a temporary sibling and renamed
+into place, so an interrupted save never leaves a half-written model behind.
+"""
+
+import io
+import json
+import os
+import tempfile
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+FORMAT_NAME = "msclassify-model"
+FORMAT_VERSION = 1
+
+
+class ModelFileError(ValueError):
+    """A model file is missing, corrupt, truncated or from a newer version."""
+
+
+def write_model(path, kind, meta, arrays):
+    """Write a model atomically.
+
+    Parameters
+    ----------
+    path : str or Path
+        Destination file (conventionally ``*.msc``).
+    kind : str
+        What the file holds, e.g. ``"cegb_classifier"``; `read_model` returns it.
+    meta : dict
+        JSON-serialisable metadata (parameters, classes, feature specs, ...).
+    arrays : dict of str to ndarray
+        Numeric arrays (no object dtype).
+    """
+    path = Path(path)
+    header = {"format": FORMAT_NAME, "format_version": FORMAT_VERSION, "kind": kind,
+              "arrays": sorted(arrays), "meta": meta}
+    directory = path.parent if str(path.parent) else Path(".")
+    if not directory.is_dir():
+        raise ModelFileError(f"cannot save model to {path}: folder {directory} does not exist")
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as fh, zipfile.ZipFile(fh, "w", zipfile.ZIP_DEFLATED) as zf:
+            zf.writestr("model.json", json.dumps(header, indent=1))
+            for name, array in arrays.items():
+                array = np.asarray(array)
+                if array.dtype.hasobject:
+                    raise TypeError(f"array {name!r} has object dtype; model files hold numbers only")
+                buffer = io.BytesIO()
+                np.lib.format.write_array(buffer, np.ascontiguousarray(array), allow_pickle=False)
+                zf.writestr(f"{name}.npy", buffer.getvalue())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def read_model(path):
+    """Read and validate a model file written by `write_model`.
+
+    Returns
+    -------
+    kind : str
+    meta : dict
+    arrays : dict of str to ndarray
+
+    Raises
+    ------
+    ModelFileError
+        If the file is missing, not a model file, corrupt, truncated, or written
+        by a newer format version.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise ModelFileError(f"model file {path} does not exist")
+    try:
+        with zipfile.ZipFile(path) as zf:
+            bad = zf.testzip()
+            if bad is not None:
+                raise ModelFileError(f"model file {path} is corrupt (entry {bad} fails its checksum)")
+            header = json.loads(zf.read("model.json"))
+            if header.get("format") != FORMAT_NAME:
+                raise ModelFileError(f"{path} is not an msclassify model file")
+            version = header.get("format_version")
+            if not isinstance(version, int) or version > FORMAT_VERSION:
+                raise ModelFileError(
+                    f"{path} was written by a newer msclassify (format version {version}, this one "
+                    f"reads up to {FORMAT_VERSION}); upgrade msclassify to load it")
+            arrays = {}
+            for name in header["arrays"]:
+                with zf.open(f"{name}.npy") as fh:
+                    arrays[name] = np.lib.format.read_array(io.BytesIO(fh.read()), allow_pickle=False)
+    except ModelFileError:
+        raise
+    except (zipfile.BadZipFile, KeyError, EOFError, json.JSONDecodeError, ValueError, OSError) as exc:
+        raise ModelFileError(
+            f"model file {path} is corrupt or truncated ({type(exc).__name__}: {exc}); "
+            "re-save or re-train the model") from None
+    return header["kind"], header["meta"], arrays

@@ -1,0 +1,11 @@
+"""Cost-Efficient Gradient Boosting (Peter et al., NIPS 2017) in Numba.
+
+The core knows nothing of images: it trains on a matrix ``X`` with per-feature
+costs. See ``DESIGN.md`` ("CEGB, precisely") for the exact penalties.
+"""
+
+from ._booster import Booster, PredictionCost
+from ._params import CEGBParams
+from ._train import train
+
+__all__ = ["Booster", "CEGBParams", "PredictionCost", "train"]

@@ -1,0 +1,50 @@
+"""Quantile binning of raw features into at most 255 value bins (+ a missing bin)."""
+
+import numpy as np
+
+from ._kernels import bin_data
+
+_QUANTILE_SAMPLE = 200_000
+
+
+class BinMapper:
+    """Per-feature upper bin edges learned from the training data.
+
+    A feature with few distinct values gets one bin per value (edges halfway
+    between neighbours); otherwise edges are quantiles of (a sample of) the
+    column. The last edge is ``+inf`` so every finite value has a bin; NaN goes
+    to the missing bin.
+    """
+
+    def __init__(self, max_bins=255, random_state=None):
+        self.max_bins = int(max_bins)
+        self.random_state = random_state
+
+    def fit(self, X):
+        n_rows, n_features = X.shape
+        rng = np.random.default_rng(self.random_state)
+        if n_rows > _QUANTILE_SAMPLE:
+            sample = X[np.sort(rng.choice(n_rows, _QUANTILE_SAMPLE, replace=False))]
+        else:
+            sample = X
+        self.edges = np.full((n_features, self.max_bins), np.inf)
+        self.n_bins = np.ones(n_features, dtype=np.int32)
+        for m in range(n_features):
+            column = sample[:, m]
+            values = np.unique(column[~np.isnan(column)])
+            if values.size <= 1:
+                continue
+            if values.size <= self.max_bins:
+                cuts = (values[:-1] + values[1:]) / 2.0
+            else:
+                quantiles = np.linspace(0, 1, self.max_bins + 1)[1:-1]
+                cuts = np.unique(np.quantile(column[~np.isnan(column)], quantiles, method="lower"))
+                cuts = cuts[cuts < values[-1]]
+            self.edges[m, :cuts.size] = cuts
+            self.n_bins[m] = cuts.size + 1
+        return self
+
+    def transform(self, X):
+        out = np.empty((X.shape[1], X.shape[0]), dtype=np.uint8)
+        bin_data(X, self.edges, self.n_bins, out)
+        return out

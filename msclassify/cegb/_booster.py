@@ -1,0 +1,263 @@
+"""The trained ensemble: prediction, prediction cost, dump and model files."""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import _predict
+from ._validation import check_features
+
+_NODE_FIELDS = ("feature", "threshold", "default_left", "left", "right", "value", "count", "share")
+
+
+@dataclass
+class PredictionCost:
+    """Prediction cost of a model on some samples (DESIGN.md "Prediction cost").
+
+    Attributes
+    ----------
+    evaluation : ndarray, shape (N,)
+        Sum of ``alpha * eps`` over the split nodes each sample visits.
+    feature : ndarray, shape (N,)
+        Sum of ``beta_m`` over the distinct features on each sample's paths.
+    batch : float
+        Sum of ``gamma_m`` over the features the model uses (paid once per image/batch).
+    """
+
+    evaluation: np.ndarray
+    feature: np.ndarray
+    batch: float
+
+    @property
+    def per_sample(self):
+        return self.evaluation + self.feature
+
+
+class Booster:
+    """An ensemble of regression trees trained by `msclassify.cegb.train`.
+
+    Trees are stored in training order; with ``n_outputs = K`` outputs each
+    iteration adds K trees, tree ``t`` contributing to output ``t % K``.
+    """
+
+    def __init__(self, trees, init_score, n_features, objective, split_cost=0.0,
+                 feature_costs=None, feature_batch_costs=None, feature_share=None, params=None):
+        self.trees = trees
+        self.init_score = np.asarray(init_score, dtype=np.float64)
+        self.n_outputs = self.init_score.shape[0]
+        self.n_features = int(n_features)
+        self.objective = objective
+        self.split_cost = float(split_cost)
+        zeros = np.zeros(self.n_features)
+        self.feature_costs = zeros if feature_costs is None else np.asarray(feature_costs, float)
+        self.feature_batch_costs = (zeros if feature_batch_costs is None
+                                    else np.asarray(feature_batch_costs, float))
+        self.feature_share = (np.ones(self.n_features) if feature_share is None
+                              else np.asarray(feature_share, float))
+        self.params = params or {}
+        self._flat = None
+
+    # -- structure -----------------------------------------------------------------------------
+    @property
+    def n_trees(self):
+        return len(self.trees)
+
+    @property
+    def n_iterations(self):
+        return len(self.trees) // self.n_outputs
+
+    def _n_trees_for(self, n_iterations):
+        if n_iterations is None:
+            return self.n_trees
+        if not 0 <= n_iterations <= self.n_iterations:
+            raise ValueError(f"n_iterations must be in [0, {self.n_iterations}], got {n_iterations}")
+        return int(n_iterations) * self.n_outputs
+
+    def features_used(self, n_iterations=None):
+        """Sorted indices of the features split on by the first ``n_iterations`` iterations."""
+        used = [t["feature"][t["feature"] >= 0] for t in self.trees[:self._n_trees_for(n_iterations)]]
+        return np.unique(np.concatenate(used)) if used else np.zeros(0, dtype=np.int32)
+
+    def feature_importances(self, kind="gain"):
+        """Total split gain (``kind="gain"``) or number of splits (``"split"``) per feature."""
+        if kind not in ("gain", "split"):
+            raise ValueError(f"kind must be 'gain' or 'split', got {kind!r}")
+        out = np.zeros(self.n_features)
+        for tree in self.trees:
+            splits = tree["feature"] >= 0
+            weights = tree["gain"][splits] if kind == "gain" else np.ones(splits.sum())
+            np.add.at(out, tree["feature"][splits], weights)
+        return out
+
+    def _flatten(self):
+        if self._flat is None:
+            sizes = np.array([t["feature"].shape[0] for t in self.trees], dtype=np.int64)
+            offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int32)
+            cat = lambda key, dtype: np.ascontiguousarray(
+                np.concatenate([t[key] for t in self.trees]) if self.trees else np.zeros(0),
+                dtype=dtype)
+            feature = cat("feature", np.int32)
+            left = cat("left", np.int32)
+            right = cat("right", np.int32)
+            shift = np.repeat(offsets, sizes)
+            split = feature >= 0
+            left[split] += shift[split]
+            right[split] += shift[split]
+            node_cost = np.where(split, self.split_cost / cat("share", np.float64), 0.0)
+            self._flat = {
+                "feature": feature, "threshold": cat("threshold", np.float64),
+                "default_left": cat("default_left", np.bool_), "left": left, "right": right,
+                "value": cat("value", np.float64), "node_cost": node_cost, "roots": offsets,
+                "tree_output": (np.arange(self.n_trees) % self.n_outputs).astype(np.int32),
+                "tree_iteration": (np.arange(self.n_trees) // self.n_outputs).astype(np.int32),
+            }
+        return self._flat
+
+    # -- prediction ----------------------------------------------------------------------------
+    def predict_raw(self, X, n_iterations=None):
+        """Raw scores (margins): shape (N,) for one output, (N, K) otherwise."""
+        X = check_features(X, self.n_features)
+        f = self._flatten()
+        out = np.tile(self.init_score, (X.shape[0], 1))
+        _predict.predict_raw(X, f["feature"], f["threshold"], f["default_left"], f["left"],
+                             f["right"], f["value"], f["roots"], f["tree_output"],
+                             self._n_trees_for(n_iterations), out)
+        return out[:, 0] if self.n_outputs == 1 else out
+
+    def staged_predict_raw(self, X):
+        """Yield the raw scores after each iteration."""
+        outputs = self.tree_outputs(X)
+        raw = np.tile(self.init_score, (outputs.shape[0], 1))
+        for it in range(self.n_iterations):
+            for k in range(self.n_outputs):
+                raw[:, k] += outputs[:, it * self.n_outputs + k]
+            yield raw[:, 0].copy() if self.n_outputs == 1 else raw.copy()
+
+    def apply(self, X):
+        """Leaf reached in every tree, shape (N, n_trees), node ids within each tree."""
+        X = check_features(X, self.n_features)
+        f = self._flatten()
+        out = np.empty((X.shape[0], self.n_trees), dtype=np.int32)
+        _predict.predict_leaves(X, f["feature"], f["threshold"], f["default_left"], f["left"],
+                                f["right"], f["roots"], out)
+        return out
+
+    def tree_outputs(self, X):
+        """Each tree's output (learning rate applied), shape (N, n_trees)."""
+        leaves = self.apply(X)
+        out = np.empty(leaves.shape)
+        for t, tree in enumerate(self.trees):
+            out[:, t] = tree["value"][leaves[:, t]]
+        return out
+
+    # -- cost ----------------------------------------------------------------------------------
+    def _cost(self, X, n_iterations=None):
+        X = check_features(X, self.n_features)
+        f = self._flatten()
+        n = X.shape[0]
+        evaluation, feature = np.zeros(n), np.zeros(n)
+        eval_it, feat_it = np.zeros(self.n_iterations), np.zeros(self.n_iterations)
+        _predict.prediction_cost(X, f["feature"], f["threshold"], f["default_left"], f["left"],
+                                 f["right"], f["node_cost"], f["roots"], f["tree_iteration"],
+                                 self.feature_costs, self._n_trees_for(n_iterations),
+                                 self.n_iterations, evaluation, feature, eval_it, feat_it)
+        return evaluation, feature, eval_it / n, feat_it / n
+
+    def prediction_cost(self, X, n_iterations=None):
+        """Prediction cost of the first ``n_iterations`` iterations on ``X``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from msclassify.cegb import train
+        >>> X = np.arange(40.0).reshape(20, 2); y = (X[:, 0] > 19).astype(float)
+        >>> b = train(X, y, "binary", {"n_estimators": 2, "min_samples_leaf": 1, "split_cost": 1.0})
+        >>> cost = b.prediction_cost(X)
+        >>> cost.evaluation.shape
+        (20,)
+        """
+        evaluation, feature, _, _ = self._cost(X, n_iterations)
+        used = self.features_used(n_iterations)
+        return PredictionCost(evaluation, feature, float(self.feature_batch_costs[used].sum()))
+
+    def cost_curve(self, X):
+        """Mean costs as a function of the number of iterations (index ``j`` = first ``j+1``).
+
+        Returns
+        -------
+        dict with ``evaluation``, ``feature``, ``batch`` and ``total`` arrays of length
+        ``n_iterations``, where ``total = evaluation + feature`` (per sample).
+        """
+        _, _, eval_it, feat_it = self._cost(X)
+        batch = np.array([self.feature_batch_costs[self.features_used(j + 1)].sum()
+                          for j in range(self.n_iterations)])
+        evaluation, feature = np.cumsum(eval_it), np.cumsum(feat_it)
+        return {"evaluation": evaluation, "feature": feature, "batch": batch,
+                "total": evaluation + feature}
+
+    # -- serialisation -------------------------------------------------------------------------
+    def dump(self):
+        """JSON-able dict of the model; nodes of each tree in the order they were created."""
+        trees = []
+        for tree in self.trees:
+            entry = {key: tree[key].tolist() for key in _NODE_FIELDS if key != "threshold"}
+            entry["threshold"] = [None if f < 0 else float(t)
+                                  for f, t in zip(tree["feature"], tree["threshold"])]
+            entry["gain"] = tree["gain"].tolist()
+            trees.append(entry)
+        return {"objective": self.objective, "n_features": self.n_features,
+                "init_score": self.init_score.tolist(), "split_cost": self.split_cost,
+                "feature_costs": self.feature_costs.tolist(),
+                "feature_batch_costs": self.feature_batch_costs.tolist(),
+                "feature_share": self.feature_share.tolist(), "params": self.params,
+                "trees": trees}
+
+    @classmethod
+    def from_dict(cls, d):
+        """Inverse of `dump`."""
+        dtypes = {"feature": np.int32, "threshold": np.float64, "default_left": np.bool_,
+                  "left": np.int32, "right": np.int32, "value": np.float64,
+                  "count": np.float64, "share": np.float64, "gain": np.float64}
+        trees = []
+        for entry in d["trees"]:
+            tree = {k: np.asarray([np.nan if v is None else v for v in entry[k]], dtype=dt)
+                    for k, dt in dtypes.items()}
+            trees.append(tree)
+        return cls(trees, d["init_score"], d["n_features"], d["objective"], d["split_cost"],
+                   d["feature_costs"], d["feature_batch_costs"], d["feature_share"], d["params"])
+
+    def to_model_file(self):
+        """``(meta, arrays)`` for `msclassify._modelfile.write_model`."""
+        meta = {k: v for k, v in self.dump().items() if k != "trees"}
+        meta["n_trees"] = self.n_trees
+        sizes = np.array([t["feature"].shape[0] for t in self.trees], dtype=np.int64)
+        arrays = {"tree_sizes": sizes}
+        for key in _NODE_FIELDS + ("gain",):
+            arrays[f"node_{key}"] = (np.concatenate([t[key] for t in self.trees])
+                                     if self.trees else np.zeros(0))
+        return meta, arrays
+
+    @classmethod
+    def from_model_file(cls, meta, arrays):
+        """Inverse of `to_model_file`, validating array consistency."""
+        from .._modelfile import ModelFileError
+        sizes = arrays["tree_sizes"].astype(np.int64)
+        total = int(sizes.sum())
+        if len(sizes) != meta["n_trees"] or any(
+                arrays[f"node_{k}"].shape != (total,) for k in _NODE_FIELDS + ("gain",)):
+            raise ModelFileError("model file is inconsistent: node arrays do not match tree sizes")
+        bounds = np.concatenate([[0], np.cumsum(sizes)])
+        trees = []
+        for t in range(len(sizes)):
+            tree = {k: arrays[f"node_{k}"][bounds[t]:bounds[t + 1]].copy()
+                    for k in _NODE_FIELDS + ("gain",)}
+            split = tree["feature"] >= 0
+            n = sizes[t]
+            if (np.any(tree["feature"] >= meta["n_features"])
+                    or np.any((tree["left"][split] <= 0) | (tree["left"][split] >= n))
+                    or np.any((tree["right"][split] <= 0) | (tree["right"][split] >= n))):
+                raise ModelFileError(f"model file is inconsistent: tree {t} has invalid node links")
+            trees.append(tree)
+        return cls(trees, meta["init_score"], meta["n_features"], meta["objective"],
+                   meta["split_cost"], meta["feature_costs"], meta["feature_batch_costs"],
+                   meta["feature_share"], meta["params"])

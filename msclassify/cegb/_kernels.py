@@ -1,0 +1,195 @@
+"""Numba kernels of tree growth: binning, histograms, split search, partition.
+
+Binned data is stored feature-major, ``Xb[m, i]`` (uint8), so each thread of a
+``prange`` over features streams its own column. Bin 255 is reserved for
+missing values; value bins are ``0 .. n_bins[m]-1`` where bin ``b`` holds
+``edges[m, b-1] < x <= edges[m, b]``.
+
+Histograms have shape ``(M, 256, 3)``: per bin the sums of gradient, hessian and
+the number of labelled samples (``sample_weight > 0``).
+"""
+
+import numpy as np
+from numba import njit, prange
+
+MISSING_BIN = 255
+N_SLOTS = 256
+
+
+@njit(parallel=True, cache=True)
+def bin_data(X, edges, n_bins, out):
+    """Map raw values to bins: out[m, i] = first b with X[i, m] <= edges[m, b]."""
+    n_rows, n_features = X.shape
+    chunk = 4096
+    n_chunks = (n_rows + chunk - 1) // chunk
+    for c in prange(n_chunks):
+        start = c * chunk
+        stop = min(start + chunk, n_rows)
+        for m in range(n_features):
+            e = edges[m]
+            last = n_bins[m] - 1
+            for i in range(start, stop):
+                x = X[i, m]
+                if np.isnan(x):
+                    out[m, i] = MISSING_BIN
+                    continue
+                lo = 0
+                hi = last
+                while lo < hi:
+                    mid = (lo + hi) >> 1
+                    if x <= e[mid]:
+                        hi = mid
+                    else:
+                        lo = mid + 1
+                out[m, i] = lo
+
+
+@njit(cache=True)
+def gather_rows(rows, grad, hess, labelled, cost_weight, g_out, h_out, n_out, c_out):
+    """Copy per-row statistics into leaf order so histogram loops read them sequentially."""
+    for k in range(rows.shape[0]):
+        i = rows[k]
+        g_out[k] = grad[i]
+        h_out[k] = hess[i]
+        n_out[k] = labelled[i]
+        c_out[k] = cost_weight[i]
+
+
+@njit(parallel=True, cache=True)
+def build_histograms(Xb, rows, g, h, n, c, active, paid_bits, count_unpaid, hist, unpaid):
+    """Histograms of one leaf, and per feature the cost weight of rows that have not paid it.
+
+    ``g, h, n, c`` are already in the order of ``rows`` (see `gather_rows`).
+    ``count_unpaid[m]`` says whether feature m carries a per-sample cost; only
+    then is its bitset read.
+    """
+    n_features = Xb.shape[0]
+    n_rows = rows.shape[0]
+    for m in prange(n_features):
+        hm = hist[m]
+        hm[:, :] = 0.0
+        unpaid[m] = 0.0
+        if not active[m]:
+            continue
+        col = Xb[m]
+        for k in range(n_rows):
+            b = col[rows[k]]
+            hm[b, 0] += g[k]
+            hm[b, 1] += h[k]
+            hm[b, 2] += n[k]
+        if count_unpaid[m]:
+            bits = paid_bits[m]
+            total = 0.0
+            for k in range(n_rows):
+                i = rows[k]
+                if (bits[i >> 6] >> np.uint64(i & 63)) & np.uint64(1) == 0:
+                    total += c[k]
+            unpaid[m] = total
+
+
+@njit(parallel=True, cache=True)
+def find_best_splits(hist, n_bins, active, G, H, N, l2, min_samples, min_hessian,
+                     gain_out, bin_out, default_left_out):
+    """Best threshold per feature by the second-order gain (with the 1/2 factor).
+
+    The cost penalty does not depend on the threshold, so it is applied later
+    when features and leaves are compared. Features without a valid split get
+    ``-inf``.
+    """
+    n_features = hist.shape[0]
+    parent = G * G / (H + l2)
+    for m in prange(n_features):
+        best = -np.inf
+        best_bin = 0
+        best_left = False
+        if active[m] and n_bins[m] >= 2:
+            hm = hist[m]
+            g_miss = hm[MISSING_BIN, 0]
+            h_miss = hm[MISSING_BIN, 1]
+            n_miss = hm[MISSING_BIN, 2]
+            has_missing = n_miss > 0 or h_miss > 0
+            gl = 0.0
+            hl = 0.0
+            nl = 0.0
+            for b in range(n_bins[m] - 1):
+                gl += hm[b, 0]
+                hl += hm[b, 1]
+                nl += hm[b, 2]
+                for missing_left in range(2 if has_missing else 1):
+                    gL = gl + g_miss * missing_left
+                    hL = hl + h_miss * missing_left
+                    nL = nl + n_miss * missing_left
+                    gR = G - gL
+                    hR = H - hL
+                    nR = N - nL
+                    if nL < min_samples or nR < min_samples or hL < min_hessian or hR < min_hessian:
+                        continue
+                    gain = 0.5 * (gL * gL / (hL + l2) + gR * gR / (hR + l2) - parent)
+                    if gain > best:
+                        best = gain
+                        best_bin = b
+                        best_left = missing_left == 1
+        gain_out[m] = best
+        bin_out[m] = best_bin
+        default_left_out[m] = best_left
+
+
+@njit(cache=True)
+def partition(order, start, stop, column, threshold_bin, default_left, cost_weight,
+              paid_bits, mark_paid, scratch):
+    """Stable in-place partition of ``order[start:stop]`` by a split.
+
+    Returns the number of rows going left and their cost weight. When
+    ``mark_paid``, every row of the leaf is recorded as having paid the
+    feature's per-sample cost (``paid_bits`` is that feature's bitset).
+    """
+    n_left = 0
+    w_left = 0.0
+    n_right = 0
+    size = stop - start
+    for k in range(start, stop):
+        i = order[k]
+        b = column[i]
+        goes_left = default_left if b == MISSING_BIN else b <= threshold_bin
+        if goes_left:
+            order[start + n_left] = i
+            n_left += 1
+            w_left += cost_weight[i]
+        else:
+            scratch[n_right] = i
+            n_right += 1
+        if mark_paid:
+            paid_bits[i >> 6] |= np.uint64(1) << np.uint64(i & 63)
+    for k in range(n_right):
+        order[start + n_left + k] = scratch[k]
+    return n_left, w_left
+
+
+@njit(parallel=True, cache=True)
+def route_binned(Xb, rows, feature, threshold_bin, default_left, left, right, leaf_out):
+    """Leaf reached by each of ``rows`` in one tree, on binned data."""
+    for k in prange(rows.shape[0]):
+        i = rows[k]
+        node = 0
+        while feature[node] >= 0:
+            b = Xb[feature[node], i]
+            if b == MISSING_BIN:
+                go_left = default_left[node]
+            else:
+                go_left = b <= threshold_bin[node]
+            node = left[node] if go_left else right[node]
+        leaf_out[k] = node
+
+
+@njit(cache=True)
+def mark_paid_on_paths(Xb, feature, threshold_bin, default_left, left, right, rows, paid_bits):
+    """Record, for rows that were not in the tree's training sample, the features on their path."""
+    for k in range(rows.shape[0]):
+        i = rows[k]
+        node = 0
+        while feature[node] >= 0:
+            f = feature[node]
+            paid_bits[f, i >> 6] |= np.uint64(1) << np.uint64(i & 63)
+            b = Xb[f, i]
+            go_left = default_left[node] if b == MISSING_BIN else b <= threshold_bin[node]
+            node = left[node] if go_left else right[node]

@@ -1,0 +1,134 @@
+"""Training parameters of the CEGB core and their validation."""
+
+from dataclasses import asdict, dataclass, fields
+
+import numpy as np
+
+_CHOICES = {
+    "share_mode": ("path", "feature"),
+    "growth": ("best_first", "breadth_first"),
+    "hessian": ("exact", "unit"),
+    "feature_cost_mode": ("lazy", "coupled"),
+    "evaluation_cost_mode": ("leaf", "tree"),
+}
+
+
+@dataclass
+class CEGBParams:
+    """Hyper-parameters of cost-efficient gradient boosting.
+
+    The cost parameters follow ``DESIGN.md``: splitting leaf ``p`` on feature ``m``
+    is penalised by ``cost_tradeoff * dPsi(p, m)`` with
+
+    ``dPsi = split_cost * W_p / share + feature_batch_costs[m] * (m unused)
+    + feature_costs[m] * (cost weight of samples in p that have not paid m)``.
+
+    With ``cost_tradeoff=0`` training is plain second-order gradient boosting.
+    Per-feature arrays default to zeros (costs) and ones (shares).
+    """
+
+    n_estimators: int = 100
+    learning_rate: float = 0.1
+    max_leaves: int = 31
+    max_depth: int | None = None
+    min_samples_leaf: int = 20
+    min_hessian_leaf: float = 1e-3
+    l2_regularization: float = 1.0
+    max_bins: int = 255
+    subsample: float = 1.0
+    colsample: float = 1.0
+    random_state: int | None = None
+    cost_tradeoff: float = 0.0
+    split_cost: float = 0.0
+    feature_costs: object = None
+    feature_batch_costs: object = None
+    feature_share: object = None
+    share_mode: str = "path"
+    growth: str = "best_first"
+    hessian: str = "exact"
+    feature_cost_mode: str = "lazy"
+    evaluation_cost_mode: str = "leaf"
+
+    @classmethod
+    def from_any(cls, params):
+        """Build from ``None``, a dict or an instance (unknown keys are an error)."""
+        if params is None:
+            return cls()
+        if isinstance(params, cls):
+            return cls(**asdict(params))
+        if isinstance(params, dict):
+            known = {f.name for f in fields(cls)}
+            unknown = sorted(set(params) - known)
+            if unknown:
+                raise ValueError(f"unknown CEGB parameter(s) {unknown}; valid names: {sorted(known)}")
+            return cls(**params)
+        raise TypeError(f"params must be a dict or CEGBParams, got {type(params).__name__}")
+
+    def validate(self, n_features):
+        """Check ranges and return the per-feature cost arrays.
+
+        Returns
+        -------
+        beta, gamma, share : ndarray of float64, shape (n_features,)
+        """
+        def positive_int(name, value, minimum=1):
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+                raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+
+        positive_int("n_estimators", self.n_estimators)
+        positive_int("max_leaves", self.max_leaves, 2)
+        positive_int("min_samples_leaf", self.min_samples_leaf)
+        if self.max_depth is not None:
+            positive_int("max_depth", self.max_depth)
+        if not 2 <= int(self.max_bins) <= 255:
+            raise ValueError(f"max_bins must be in [2, 255], got {self.max_bins!r}")
+        for name in ("learning_rate",):
+            value = getattr(self, name)
+            if not (np.isfinite(value) and value > 0):
+                raise ValueError(f"{name} must be a positive finite number, got {value!r}")
+        for name in ("min_hessian_leaf", "l2_regularization", "cost_tradeoff", "split_cost"):
+            value = getattr(self, name)
+            if not (np.isfinite(value) and value >= 0):
+                raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+        for name in ("subsample", "colsample"):
+            value = getattr(self, name)
+            if not (0 < value <= 1):
+                raise ValueError(f"{name} must be in (0, 1], got {value!r}")
+        for name, allowed in _CHOICES.items():
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
+        beta = _per_feature("feature_costs", self.feature_costs, n_features, 0.0)
+        gamma = _per_feature("feature_batch_costs", self.feature_batch_costs, n_features, 0.0)
+        share = _per_feature("feature_share", self.feature_share, n_features, 1.0)
+        if np.any(share < 1):
+            raise ValueError("feature_share values must be >= 1 (the number of pixels sharing a value)")
+        if self.share_mode == "path":
+            ordered = np.unique(share)
+            if np.any(ordered[1:] % ordered[:-1] != 0):
+                raise ValueError(
+                    "share_mode='path' needs nested shares (each divides the next, e.g. 1, 4, 16, 64); "
+                    f"got {ordered.tolist()}. Use share_mode='feature' for arbitrary shares.")
+        return beta, gamma, share
+
+    def to_dict(self):
+        """JSON-able dict (cost arrays as lists)."""
+        out = asdict(self)
+        for name in ("feature_costs", "feature_batch_costs", "feature_share"):
+            if out[name] is not None:
+                out[name] = np.asarray(out[name], dtype=float).tolist()
+        return out
+
+
+def _per_feature(name, values, n_features, default):
+    if values is None:
+        return np.full(n_features, default, dtype=np.float64)
+    try:
+        array = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a sequence of numbers, one per feature") from None
+    if array.ndim != 1 or array.shape[0] != n_features:
+        raise ValueError(
+            f"{name} has {array.size} value(s) but X has {n_features} feature(s); give one per feature")
+    if not np.all(np.isfinite(array)) or np.any(array < 0):
+        raise ValueError(f"{name} must be finite and >= 0")
+    return np.ascontiguousarray(array)

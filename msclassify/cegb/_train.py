@@ -1,0 +1,111 @@
+"""Functional training entry point of the CEGB core."""
+
+import numpy as np
+
+from ._binning import BinMapper
+from ._booster import Booster
+from ._grow import CostState, TreeGrower
+from ._losses import make_objective
+from ._params import CEGBParams
+from ._validation import check_features, check_weights
+
+
+def train(X, y, objective="binary", params=None, n_classes=None, sample_weight=None,
+          cost_weight=None, callback=None):
+    """Train a cost-efficient gradient-boosted ensemble.
+
+    Parameters
+    ----------
+    X : array-like, shape (N, M)
+        Features; NaN is missing (learned default direction), infinities are rejected.
+    y : array-like, shape (N,)
+        Targets: real values (regression), 0/1 (binary), 0..K-1 (multiclass).
+    objective : {"regression", "binary", "multiclass"} or callable
+        A callable ``f(raw, y) -> (grad, hess)`` gives custom gradients (raw has
+        shape (N,) or (N, n_classes)).
+    params : CEGBParams or dict, optional
+    n_classes : int, optional
+        Number of outputs for "multiclass" and multi-output callables.
+    sample_weight : array-like, shape (N,), optional
+        Weight of each sample in the loss. Rows with weight 0 still count in the
+        cost terms: the pixel classifier uses them to represent a whole image.
+    cost_weight : array-like, shape (N,), optional
+        Weight of each sample in the cost terms (default 1).
+    callback : callable, optional
+        ``callback(iteration, n_iterations)`` after every iteration; a truthy
+        return value stops training (the trees so far are kept).
+
+    Returns
+    -------
+    Booster
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from msclassify.cegb import train
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(200, 3)); y = (X[:, 0] > 0).astype(float)
+    >>> booster = train(X, y, "binary", {"n_estimators": 10, "feature_costs": [1, 1, 1],
+    ...                                  "cost_tradeoff": 0.01})
+    >>> booster.features_used().tolist()
+    [0]
+    """
+    p = CEGBParams.from_any(params)
+    X = check_features(X)
+    n_rows, n_features = X.shape
+    beta, gamma, share = p.validate(n_features)
+    y = np.asarray(y, dtype=np.float64)
+    if y.ndim != 1 or y.shape[0] != n_rows:
+        raise ValueError(f"y must have one value per row of X ({n_rows}), got shape {y.shape}")
+    if not np.all(np.isfinite(y)):
+        raise ValueError("y contains NaN or infinite values")
+    sample_weight = check_weights(sample_weight, n_rows, "sample_weight")
+    cost_weight = check_weights(cost_weight, n_rows, "cost_weight")
+    if not sample_weight.sum() > 0:
+        raise ValueError("sample_weight sums to 0: at least one sample must carry loss weight")
+    loss = make_objective(objective, n_classes)
+    if loss.name == "binary" and not np.all((y == 0) | (y == 1)):
+        raise ValueError("objective='binary' needs y in {0, 1}")
+    if loss.name == "multiclass" and not np.all((y == np.round(y)) & (y >= 0) & (y < loss.n_outputs)):
+        raise ValueError(f"objective='multiclass' needs integer y in [0, {loss.n_outputs})")
+
+    rng = np.random.default_rng(p.random_state)
+    binner = BinMapper(p.max_bins, rng.integers(2**31)).fit(X)
+    Xb = binner.transform(X)
+    labelled = (sample_weight > 0).astype(np.float64)
+    state = CostState(n_rows, n_features)
+    grower = TreeGrower(Xb, binner, p, beta, gamma, share, labelled, cost_weight, state)
+
+    K = loss.n_outputs
+    init = loss.init_score(y, sample_weight) if sample_weight.sum() > 0 else np.zeros(K)
+    raw = np.tile(init, (n_rows, 1))
+    all_rows = np.arange(n_rows, dtype=np.int32)
+    n_sample = max(1, int(round(p.subsample * n_rows)))
+    n_active = max(1, int(round(p.colsample * n_features)))
+    trees = []
+    for iteration in range(p.n_estimators):
+        scores = raw[:, 0] if K == 1 else raw
+        grad, hess = loss.gradients(scores, y)
+        grad = np.asarray(grad).reshape(n_rows, K) * sample_weight[:, None]
+        hess = np.asarray(hess).reshape(n_rows, K) * sample_weight[:, None]
+        if p.hessian == "unit":
+            hess = np.repeat(sample_weight[:, None], K, axis=1)
+        if n_sample < n_rows:
+            in_sample = np.zeros(n_rows, dtype=bool)
+            in_sample[rng.choice(n_rows, n_sample, replace=False)] = True
+            sampled, outside = all_rows[in_sample], all_rows[~in_sample]
+        else:
+            sampled, outside = all_rows, None
+        active = np.zeros(n_features, dtype=np.bool_)
+        active[rng.choice(n_features, n_active, replace=False)] = True
+        for k in range(K):
+            order = sampled.copy()
+            tree, leaf_of_row = grower.grow(np.ascontiguousarray(grad[:, k]),
+                                            np.ascontiguousarray(hess[:, k]), order, active, outside)
+            raw[:, k] += tree["value"][leaf_of_row]
+            trees.append(tree)
+        if callback is not None and callback(iteration + 1, p.n_estimators):
+            break
+
+    return Booster(trees, init, n_features, loss.name, p.split_cost, beta, gamma, share,
+                   params=p.to_dict())
