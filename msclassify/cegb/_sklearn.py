@@ -2,6 +2,7 @@
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._modelfile import write_model
@@ -153,6 +154,7 @@ class CEGBClassifier(ClassifierMixin, _CEGBBase):
         """Fit on ``X`` (N, M) and labels ``y``; see `msclassify.cegb.train` for the weights."""
         X, y = validate_data(self, X, y, ensure_all_finite="allow-nan",
                              dtype=(np.float64, np.float32))
+        check_classification_targets(y)
         self.classes_, encoded = np.unique(y, return_inverse=True)
         if len(self.classes_) < 2:
             raise ValueError(f"y has only one class ({self.classes_[0]!r}); a classifier needs "
@@ -177,7 +179,9 @@ class CEGBClassifier(ClassifierMixin, _CEGBBase):
         return self._proba(self._raw(X, n_iterations))
 
     def predict(self, X, n_iterations=None):
-        return self.classes_[np.argmax(self.predict_proba(X, n_iterations), axis=1)]
+        raw = self._raw(X, n_iterations)
+        winner = (raw > 0).astype(np.intp) if raw.ndim == 1 else np.argmax(raw, axis=1)
+        return self.classes_[winner]
 
     def staged_predict_proba(self, X):
         """Yield class probabilities after each iteration."""

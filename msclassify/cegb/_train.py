@@ -62,7 +62,7 @@ def train(X, y, objective="binary", params=None, n_classes=None, sample_weight=N
     sample_weight = check_weights(sample_weight, n_rows, "sample_weight")
     cost_weight = check_weights(cost_weight, n_rows, "cost_weight")
     if not sample_weight.sum() > 0:
-        raise ValueError("sample_weight sums to 0: at least one sample must carry loss weight")
+        raise ValueError("sample_weight is all zero: at least one sample must carry loss weight")
     loss = make_objective(objective, n_classes)
     if loss.name == "binary" and not np.all((y == 0) | (y == 1)):
         raise ValueError("objective='binary' needs y in {0, 1}")
@@ -70,7 +70,8 @@ def train(X, y, objective="binary", params=None, n_classes=None, sample_weight=N
         raise ValueError(f"objective='multiclass' needs integer y in [0, {loss.n_outputs})")
 
     rng = np.random.default_rng(p.random_state)
-    binner = BinMapper(p.max_bins, rng.integers(2**31)).fit(X)
+    # Thresholds come from the samples that carry loss; cost-only rows are just routed.
+    binner = BinMapper(p.max_bins, rng.integers(2**31)).fit(X[sample_weight > 0])
     Xb = binner.transform(X)
     labelled = (sample_weight > 0).astype(np.float64)
     state = CostState(n_rows, n_features)

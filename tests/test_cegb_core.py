@@ -1,0 +1,233 @@
+"""Hand-checkable tests of the CEGB core (msclassify.cegb)."""
+
+import numpy as np
+import pytest
+
+from msclassify.cegb import train
+from _reference_cegb import reference_trees
+
+
+def _regression(X, y, **params):
+    base = dict(n_estimators=1, learning_rate=1.0, max_leaves=2, min_samples_leaf=1,
+                l2_regularization=0.0)
+    return train(X, y, "regression", base | params)
+
+
+def test_equal_gain_cheaper_feature_wins():
+    x = np.repeat([0.0, 1.0], 10)
+    X = np.column_stack([x, x])          # two copies: identical raw gain
+    y = x * 4.0
+    for costs, expected in (([5.0, 1.0], 1), ([1.0, 5.0], 0)):
+        tree = _regression(X, y, cost_tradeoff=0.01, feature_costs=costs).trees[0]
+        assert tree["feature"][0] == expected
+
+
+def test_cost_flips_the_split():
+    # feature 0 separates perfectly, feature 1 makes one mistake: gain0 > gain1.
+    y = np.array([0, 0, 0, 0, 1, 1, 1, 1], float) * 2
+    X = np.column_stack([[0, 0, 0, 0, 1, 1, 1, 1], [0, 0, 0, 1, 0, 1, 1, 1]]).astype(float)
+    g = y.mean() - y
+    def gain(left):
+        gl, gr, G = g[left].sum(), g[~left].sum(), g.sum()
+        return 0.5 * (gl**2 / left.sum() + gr**2 / (~left).sum() - G**2 / 8)
+    gain0, gain1 = gain(X[:, 0] <= 0.5), gain(X[:, 1] <= 0.5)
+    assert gain0 > gain1 > 0
+    assert _regression(X, y).trees[0]["feature"][0] == 0
+    # Feature 0 costs beta per sample, all 8 unpaid: flip once mu*8*beta > gain0 - gain1.
+    beta = (gain0 - gain1) / 8 * 1.5
+    flipped = _regression(X, y, cost_tradeoff=1.0, feature_costs=[beta, 0.0]).trees[0]
+    assert flipped["feature"][0] == 1
+    assert flipped["gain"][0] == pytest.approx(gain1)
+
+
+def test_batch_cost_paid_once_then_free():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(400, 2))
+    y = X[:, 0] + 1.05 * X[:, 1]        # feature 1 slightly more useful
+    free = train(X, y, "regression", dict(n_estimators=5, max_leaves=2, min_samples_leaf=5))
+    assert 1 in free.features_used(1)
+    gamma = [0.0, 1e6]                   # feature 1 would need to win once by 1e6 to be paid
+    model = train(X, y, "regression", dict(n_estimators=5, max_leaves=2, min_samples_leaf=5,
+                                           cost_tradeoff=1.0, feature_batch_costs=gamma))
+    assert model.features_used().tolist() == [0]
+    # When both are expensive, the first one paid keeps being used although the other is
+    # slightly better: its gamma is paid, the other's is not.
+    both = train(X, y, "regression", dict(n_estimators=5, max_leaves=2, min_samples_leaf=5,
+                                          cost_tradeoff=1.0, feature_batch_costs=[1.0, 1e6]))
+    assert both.features_used().tolist() == [0]
+    assert both.prediction_cost(X).batch == 1.0
+
+
+def test_gamma_paid_reranks_other_leaves_with_penalised_gain():
+    """After a split pays gamma_m, a cached candidate on m must keep its beta penalty.
+
+    Raw gains (l2 = 0): leaf A: feature 2 -> 5.0, feature 1 -> 1.8; leaf B: feature 2 -> 11.25,
+    feature 1 -> 4.05. Feature 2 costs gamma = 1 and beta = 0.4 per sample. B splits first on
+    feature 2 (11.25 - 1 - 4 = 6.25) and pays its gamma. A's candidate on feature 2 is still
+    penalised by beta * 10 unpaid rows (5 - 4 = 1 < 1.8), so A must split on feature 1.
+    Promoting A's cached candidate with its unpenalised gain (LightGBM 4.7) picks feature 2.
+    """
+    n = 10
+    side = np.repeat([0.0, 1.0], n)                      # feature 0: root split A | B
+    a = np.tile(np.repeat([0.0, 1.0], n // 2), 2)        # feature 2: clean step in both halves
+    b = a.copy(); b[[4, 5, 14, 15]] = b[[5, 4, 15, 14]]  # feature 1: one swap in both halves
+    X = np.column_stack([side, b, a])
+    y = 100 * side + np.where(side == 0, 2.0, 3.0) * a   # B's step larger: B split before A
+    params = dict(max_leaves=4, cost_tradeoff=1.0, feature_batch_costs=[0, 0, 1.0],
+                  feature_costs=[0, 0, 0.4])
+    tree = _regression(X, y, **params).trees[0]
+    order = np.argsort(np.where(tree["feature"] >= 0, tree["left"], np.inf))
+    split_features = [int(tree["feature"][i]) for i in order if tree["feature"][i] >= 0]
+    assert split_features == [0, 2, 1]
+    # The reference (penalty recomputed from scratch at every step) agrees.
+    ref = reference_trees(X, y, 1, 4, 1.0, 0.0, np.array([0, 0, 0.4]), np.array([0, 0, 1.0]),
+                          np.ones(3), l2=0.0)[0]
+    assert np.array_equal(ref["feature"], tree["feature"])
+
+
+def test_split_cost_prefers_small_leaf_best_first_order():
+    # Root splits 80 | 20 rows; both halves then have a split on feature 1, A's slightly better.
+    group = np.r_[np.zeros(80), np.ones(20)]
+    half = np.r_[np.repeat([0.0, 1.0], 40), np.repeat([0.0, 1.0], 10)]
+    y = np.where(group == 0, np.where(half == 0, -1.0, 1.0), 10 + np.where(half == 0, -1.9, 1.9))
+    X = np.column_stack([group, half])
+    plain = _regression(X, y, max_leaves=3).trees[0]
+    assert plain["feature"][0] == 0 and plain["feature"][1] == 1   # big leaf A (node 1) first
+    costly = _regression(X, y, max_leaves=3, cost_tradeoff=1.0, split_cost=0.1).trees[0]
+    assert costly["feature"][2] == 1 and costly["feature"][1] == -1  # small leaf B (node 2)
+    assert costly["left"][2] == 3                                     # B's children created next
+
+
+def test_lazy_cost_only_for_unpaid_samples_across_trees():
+    # Tree 1: root on free feature 0, then the left half (5 rows) on costly feature 1.
+    # Tree 2 splits the root on feature 1: only the 5 right rows still pay beta.
+    X = np.column_stack([np.repeat([0.0, 1.0], 5), np.tile([0.0, 1.0], 5)])
+    y = np.array([0, 3, 0, 3, 0, 10, 10, 10, 10, 10.0]) + 0.5 * X[:, 1]
+    beta = 0.01
+    model = train(X, y, "regression", dict(n_estimators=2, learning_rate=1.0, max_leaves=3,
+                                           min_samples_leaf=1, cost_tradeoff=1.0,
+                                           l2_regularization=0.0, feature_costs=[0.0, beta]))
+    t1, t2 = model.trees
+    assert t1["feature"][0] == 0 and t1["feature"][1] == 1
+    assert t2["feature"][0] == 1
+    ref = reference_trees(X, y, 2, 3, 1.0, 0.0, np.array([0, beta]), np.zeros(2), np.ones(2),
+                          l2=0.0)
+    for ours, theirs in zip(model.trees, ref):
+        assert np.array_equal(ours["feature"], theirs["feature"])
+        np.testing.assert_allclose(ours["value"], theirs["value"], rtol=1e-12, atol=1e-12)
+    # Tree 2's root gain carries beta * 5 (unpaid rows), not beta * 10.
+    pred = model.init_score[0] + t1["value"][model.apply(X)[:, 0]]
+    g = pred - y
+    left = X[:, 1] <= 0.5
+    raw = 0.5 * (g[left].sum()**2 / left.sum() + g[~left].sum()**2 / (~left).sum()
+                 - g.sum()**2 / 10)
+    assert t2["gain"][0] == pytest.approx(raw - 5 * beta, rel=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_matches_reference_implementation(seed):
+    """Random tiny problems with every cost term: trees equal the naive reference exactly."""
+    rng = np.random.default_rng(seed)
+    n, m = 40, 4
+    X = rng.integers(0, 6, size=(n, m)).astype(float)
+    y = X @ rng.normal(size=m) + rng.normal(scale=0.5, size=n)
+    beta = rng.uniform(0, 0.05, m)
+    gamma = rng.uniform(0, 2, m)
+    share = rng.choice([1.0, 4.0, 16.0, 64.0], m)
+    alpha = 0.02
+    model = train(X, y, "regression", dict(n_estimators=4, learning_rate=1.0, max_leaves=6,
+                                           min_samples_leaf=2, cost_tradeoff=1.0,
+                                           split_cost=alpha, feature_costs=beta,
+                                           feature_batch_costs=gamma, feature_share=share))
+    ref = reference_trees(X, y, 4, 6, 1.0, alpha, beta, gamma, share, min_samples_leaf=2)
+    for ours, theirs in zip(model.trees, ref):
+        assert np.array_equal(ours["feature"], theirs["feature"])
+        assert np.array_equal(ours["left"], theirs["left"])
+        split = ours["feature"] >= 0
+        np.testing.assert_allclose(ours["threshold"][split], theirs["threshold"][split])
+        np.testing.assert_allclose(ours["value"], theirs["value"], rtol=1e-10, atol=1e-10)
+
+
+def test_path_share_cost_equals_reported_evaluation_cost():
+    """Training's alpha term uses min(s_p, s_m); prediction_cost reports alpha / that share."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(500, 3))
+    y = (X[:, 0] + X[:, 1] * X[:, 2] > 0).astype(float)
+    share = np.array([64.0, 4.0, 1.0])
+    model = train(X, y, "binary", dict(n_estimators=3, max_leaves=8, split_cost=1.0,
+                                       feature_share=share, min_samples_leaf=5))
+    cost = model.prediction_cost(X).evaluation
+    expected = np.zeros(len(X))
+    for tree in model.trees:
+        for i, x in enumerate(X):
+            node, s = 0, 64.0
+            while tree["feature"][node] >= 0:
+                f = tree["feature"][node]
+                s = min(s, share[f])
+                expected[i] += 1.0 / s
+                node = tree["left"][node] if x[f] <= tree["threshold"][node] else tree["right"][node]
+    np.testing.assert_allclose(cost, expected)
+
+
+def test_missing_values_learn_a_direction():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=600)
+    y = (x > 0).astype(float)
+    x_missing = x.copy()
+    x_missing[y == 1][:150] = np.nan
+    x_missing[np.flatnonzero(y == 1)[:150]] = np.nan   # missing only among positives
+    model = train(x_missing[:, None], y, "binary", dict(n_estimators=20))
+    p_nan = model.predict_raw(np.array([[np.nan]]))[0]
+    assert p_nan > 0   # NaN routed with the positives
+
+
+def test_breadth_first_grows_level_by_level():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 3))
+    y = X[:, 0] ** 2 + X[:, 1]
+    tree = train(X, y, "regression", dict(n_estimators=1, max_leaves=16, max_depth=4,
+                                          growth="breadth_first", min_samples_leaf=2)).trees[0]
+    depth = np.zeros(len(tree["feature"]), int)
+    for node in range(len(depth)):
+        if tree["feature"][node] >= 0:
+            depth[tree["left"][node]] = depth[tree["right"][node]] = depth[node] + 1
+    splits = np.flatnonzero(tree["feature"] >= 0)
+    split_order = splits[np.argsort(tree["left"][splits])]
+    assert np.all(np.diff(depth[split_order]) >= 0)
+    assert depth.max() <= 4
+
+
+def test_softmax_trees_share_cost_state():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 2))
+    y = np.digitize(X[:, 0], [-0.5, 0.5]).astype(float)
+    model = train(X, y, "multiclass", dict(n_estimators=3, max_leaves=2, cost_tradeoff=1.0,
+                                           feature_batch_costs=[5.0, 5.0]), n_classes=3)
+    assert model.n_trees == 9 and model.n_outputs == 3
+    # gamma is paid once by the first class tree; the others reuse feature 0 for free.
+    first = model.trees[0]["gain"][0]
+    assert all(t["feature"][0] == 0 for t in model.trees)
+    assert model.prediction_cost(X).batch == 5.0
+    assert first > 0
+
+
+def test_callback_can_stop_training():
+    X = np.random.default_rng(0).normal(size=(100, 2))
+    seen = []
+    model = train(X, X[:, 0], "regression", dict(n_estimators=50),
+                  callback=lambda it, total: seen.append((it, total)) or it >= 3)
+    assert model.n_iterations == 3 and seen[-1] == (3, 50)
+
+
+def test_cost_curve_is_cumulative_and_ends_at_total():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 4))
+    y = (X.sum(axis=1) > 0).astype(float)
+    model = train(X, y, "binary", dict(n_estimators=8, split_cost=1.0,
+                                       feature_costs=[1, 2, 3, 4], feature_batch_costs=[1, 1, 1, 1]))
+    curve = model.cost_curve(X)
+    cost = model.prediction_cost(X)
+    assert np.all(np.diff(curve["total"]) >= 0)
+    assert curve["total"][-1] == pytest.approx(cost.per_sample.mean())
+    assert curve["batch"][-1] == cost.batch
+    assert curve["evaluation"][2] == pytest.approx(model.prediction_cost(X, 3).evaluation.mean())
