@@ -251,11 +251,13 @@ class Booster:
         for t in range(len(sizes)):
             tree = {k: arrays[f"node_{k}"][bounds[t]:bounds[t + 1]].copy()
                     for k in _NODE_FIELDS + ("gain",)}
-            split = tree["feature"] >= 0
+            split = np.flatnonzero(tree["feature"] >= 0)
             n = sizes[t]
+            # Children are always created after their parent, so links only point forward:
+            # this also rules out cycles that would hang prediction.
             if (np.any(tree["feature"] >= meta["n_features"])
-                    or np.any((tree["left"][split] <= 0) | (tree["left"][split] >= n))
-                    or np.any((tree["right"][split] <= 0) | (tree["right"][split] >= n))):
+                    or np.any((tree["left"][split] <= split) | (tree["left"][split] >= n))
+                    or np.any((tree["right"][split] <= split) | (tree["right"][split] >= n))):
                 raise ModelFileError(f"model file is inconsistent: tree {t} has invalid node links")
             trees.append(tree)
         return cls(trees, meta["init_score"], meta["n_features"], meta["objective"],

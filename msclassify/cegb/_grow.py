@@ -24,11 +24,6 @@ class CostState:
         self.used = np.zeros(n_features, dtype=np.bool_)
         self.paid_bits = np.zeros((n_features, (n_rows + 63) // 64), dtype=np.uint64)
 
-    def paid(self, m):
-        """Boolean mask over rows that have paid feature m."""
-        bits = np.unpackbits(self.paid_bits[m].view(np.uint8), bitorder="little")
-        return bits[: self.n_rows].astype(bool)
-
 
 class _Leaf:
     __slots__ = ("node", "start", "stop", "depth", "G", "H", "N", "W", "share", "slot",
@@ -62,7 +57,6 @@ class TreeGrower:
         self.labelled = labelled
         self.cost_weight = cost_weight
         self.state = state
-        self.state.n_rows = n_rows
         self.mu = float(params.cost_tradeoff)
         self.alpha = float(params.split_cost)
         self.share = share

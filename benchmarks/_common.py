@@ -1,0 +1,51 @@
+"""Shared plumbing of the benchmark scripts: data location, timing, JSON and tables."""
+
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = REPO / "benchmarks" / "results"
+SHARED_DATA = Path(os.environ.get("MSCLASSIFY_SHARED_DATA", REPO.parent / "shared" / "data"))
+
+sys.path.insert(0, str(REPO))
+
+
+def median_time(function, repeats=3):
+    """Median wall time of ``function()`` over ``repeats`` runs, and its last result."""
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        result = function()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), result
+
+
+def machine():
+    return {"python": platform.python_version(), "cpus": os.cpu_count(),
+            "platform": platform.platform()}
+
+
+def write_results(name, results, command):
+    """Write ``benchmarks/results/<name>.json`` with the command that produced it."""
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / f"{name}.json"
+    payload = {"command": command, "machine": machine(), "results": results}
+    path.write_text(json.dumps(payload, indent=2))
+    return path
+
+
+def print_table(rows, columns):
+    """Print ``rows`` (dicts) as a Markdown table with the given column keys."""
+    def fmt(value):
+        if isinstance(value, float):
+            return f"{value:.4g}"
+        return str(value)
+    print("| " + " | ".join(columns) + " |")
+    print("|" + "---|" * len(columns))
+    for row in rows:
+        print("| " + " | ".join(fmt(row.get(c, "")) for c in columns) + " |")

@@ -1,0 +1,183 @@
+"""CEGB core vs LightGBM: training time, lazy-cost overhead, prediction throughput, accuracy.
+
+Run: ``python benchmarks/bench_core.py [--quick]``. Writes benchmarks/results/core.json.
+Everything compared is measured in the same run (the machine is shared and noisy):
+ratios matter, absolute seconds less so.
+
+LightGBM's split gain has no 1/2 factor, ours does (DESIGN.md), so the same
+penalties need LightGBM's ``cegb_tradeoff = 2 * mu``; its ``cegb_penalty_split``
+is multiplied by the rows in the leaf like our ``split_cost``.
+"""
+
+import argparse
+import resource
+import subprocess
+import sys
+
+import numpy as np
+
+from _common import SHARED_DATA, median_time, print_table, write_results
+
+import lightgbm
+from sklearn.metrics import accuracy_score, roc_auc_score
+from sklearn.model_selection import train_test_split
+
+from msclassify.cegb import train
+from msclassify.tabular import load_covtype_20k, load_higgs_sample, load_miniboone_tiny
+
+THREADS = 2
+
+
+def synthetic(n_rows, n_features=50, seed=0):
+    """Binary task with linear, interaction and non-linear signal; built in chunks so that
+    generating it does not raise the process's peak memory above X itself."""
+    rng = np.random.default_rng(seed)
+    w = rng.normal(size=5)
+    X = np.empty((n_rows, n_features))
+    y = np.empty(n_rows)
+    for start in range(0, n_rows, 100_000):
+        block = X[start:start + 100_000]
+        block[:] = rng.normal(size=block.shape)
+        logit = block[:, :5] @ w + block[:, 5] * block[:, 6] + np.sin(block[:, 7])
+        y[start:start + 100_000] = logit + rng.logistic(size=len(block)) > 0
+    return X, y
+
+
+def ours_params(mu=0.0, beta=None, alpha=0.0, n_trees=100):
+    return dict(n_estimators=n_trees, learning_rate=0.1, max_leaves=31, min_samples_leaf=20,
+                l2_regularization=1.0, max_bins=255, cost_tradeoff=mu, feature_costs=beta,
+                split_cost=alpha)
+
+
+def lgb_params(mu=0.0, beta=None, alpha=0.0):
+    params = dict(objective="binary", num_leaves=31, learning_rate=0.1, min_data_in_leaf=20,
+                  lambda_l2=1.0, min_sum_hessian_in_leaf=1e-3, max_bin=255, verbose=-1,
+                  num_threads=THREADS, seed=0)
+    if mu > 0:
+        params.update(cegb_tradeoff=2 * mu, cegb_penalty_split=alpha)
+        if beta is not None:
+            params["cegb_penalty_feature_lazy"] = list(beta)
+    return params
+
+
+def lgb_train(X, y, params, n_trees=100):
+    return lightgbm.train(params, lightgbm.Dataset(X, y, params={"max_bin": 255, "verbose": -1}),
+                          n_trees)
+
+
+def speed(n_rows, repeats):
+    X, y = synthetic(n_rows)
+    beta = np.linspace(1.0, 10.0, X.shape[1])
+    mu = 1e-3
+    train(X[:5000], y[:5000], "binary", ours_params(n_trees=2))  # compile outside the timing
+    t_ours, model = median_time(lambda: train(X, y, "binary", ours_params()), repeats)
+    t_lazy, lazy_model = median_time(lambda: train(X, y, "binary", ours_params(mu, beta)), repeats)
+    t_lgb, peer = median_time(lambda: lgb_train(X, y, lgb_params()), repeats)
+    t_lgb_lazy, _ = median_time(lambda: lgb_train(X, y, lgb_params(mu, beta)), repeats)
+    Xp, _ = synthetic(1_000_000, seed=1)
+    model.predict_raw(Xp[:1000])
+    t_pred, _ = median_time(lambda: model.predict_raw(Xp), repeats)
+    t_pred_lgb, _ = median_time(lambda: peer.predict(Xp, raw_score=True, num_threads=THREADS),
+                                repeats)
+    return {
+        "rows": n_rows, "features": X.shape[1], "trees": 100, "leaves": 31,
+        "train_s_ours_mu0": t_ours, "train_s_lightgbm_mu0": t_lgb,
+        "train_ratio_ours_over_lightgbm": t_ours / t_lgb,
+        "train_s_ours_lazy": t_lazy, "train_s_lightgbm_lazy": t_lgb_lazy,
+        "lazy_overhead_ours": t_lazy / t_ours, "lazy_overhead_lightgbm": t_lgb_lazy / t_lgb,
+        "lazy_features_used": len(lazy_model.features_used()),
+        "predict_rows": len(Xp), "predict_rows_per_s_ours": len(Xp) / t_pred,
+        "predict_rows_per_s_lightgbm": len(Xp) / t_pred_lgb,
+        "predict_throughput_ratio_ours_over_lightgbm": t_pred_lgb / t_pred,
+    }
+
+
+def real_sets():
+    sets = {}
+    tr, te = load_miniboone_tiny(SHARED_DATA, "train"), load_miniboone_tiny(SHARED_DATA, "test")
+    sets["MiniBooNE tiny"] = (tr.X, tr.y, te.X, te.y)
+    cov = load_covtype_20k(SHARED_DATA, positive_class=2)
+    sets["Covertype 20k (2 vs rest)"] = tuple(train_test_split(cov.X, cov.y, test_size=0.25,
+                                                               random_state=0, stratify=cov.y))
+    sets["Covertype 20k (2 vs rest)"] = tuple(sets["Covertype 20k (2 vs rest)"][i]
+                                              for i in (0, 2, 1, 3))
+    tr, te = load_higgs_sample(SHARED_DATA, "train"), load_higgs_sample(SHARED_DATA, "test")
+    sets["HIGGS sample"] = (tr.X, tr.y, te.X, te.y)
+    return sets
+
+
+def accuracy():
+    rows = []
+    for name, (Xtr, ytr, Xte, yte) in real_sets().items():
+        n_features = Xtr.shape[1]
+        beta = np.ones(n_features)
+        for mu, alpha in ((0.0, 0.0), (0.01, 0.01)):
+            model = train(Xtr, ytr, "binary", ours_params(mu, beta, alpha))
+            peer = lgb_train(Xtr, ytr, lgb_params(mu, beta, alpha))
+            p_ours = 1 / (1 + np.exp(-model.predict_raw(Xte)))
+            p_lgb = peer.predict(Xte)
+            cost = model.prediction_cost(Xte)
+            rows.append({
+                "data": name, "mu": mu, "alpha": alpha,
+                "auc_ours": roc_auc_score(yte, p_ours), "auc_lightgbm": roc_auc_score(yte, p_lgb),
+                "acc_ours": accuracy_score(yte, p_ours > 0.5),
+                "acc_lightgbm": accuracy_score(yte, p_lgb > 0.5),
+                "features_ours": len(model.features_used()),
+                "features_lightgbm": int(np.sum(peer.feature_importance("split") > 0)),
+                "mean_cost_ours": float(cost.per_sample.mean()),
+            })
+    return rows
+
+
+def peak_memory(n_rows):
+    """Peak RSS of a child process that builds X (float64) and trains 10 trees on it."""
+    code = (
+        "import resource, sys, numpy as np; sys.path.insert(0, %r)\n"
+        "from bench_core import synthetic, ours_params\n"
+        "from msclassify.cegb import train\n"
+        "X, y = synthetic(2000); train(X, y, 'binary', ours_params(n_trees=2))\n"
+        "X, y = synthetic(%d)\n"
+        "base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "train(X, y, 'binary', ours_params(n_trees=10))\n"
+        "print(base, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+    ) % (str(__file__.rsplit("/", 1)[0]), n_rows)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    base_kb, peak_kb = map(int, out.stdout.split()[-2:])
+    data_mb = n_rows * 50 * 8 / 2**20
+    return {"rows": n_rows, "features": 50, "X_float64_mb": data_mb,
+            "peak_rss_mb": peak_kb / 1024, "rss_before_training_mb": base_kb / 1024,
+            "training_overhead_mb": (peak_kb - base_kb) / 1024}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="smaller data, one repeat")
+    args = parser.parse_args()
+    n_rows, repeats = (50_000, 1) if args.quick else (200_000, 3)
+    results = {"speed": speed(n_rows, repeats), "accuracy": accuracy(),
+               "memory": peak_memory(200_000 if args.quick else 2_000_000)}
+    command = "python benchmarks/bench_core.py" + (" --quick" if args.quick else "")
+    path = write_results("core" + ("_quick" if args.quick else ""), results, command)
+    s = results["speed"]
+    print(f"\nTraining {s['rows']}x{s['features']}, 100 trees x 31 leaves (median of {repeats}):")
+    print_table([
+        {"model": "ours mu=0", "train s": s["train_s_ours_mu0"]},
+        {"model": "LightGBM mu=0", "train s": s["train_s_lightgbm_mu0"]},
+        {"model": "ours lazy costs", "train s": s["train_s_ours_lazy"]},
+        {"model": "LightGBM lazy costs", "train s": s["train_s_lightgbm_lazy"]},
+    ], ["model", "train s"])
+    print(f"ratio ours/LightGBM (mu=0): {s['train_ratio_ours_over_lightgbm']:.2f}; lazy overhead "
+          f"ours {s['lazy_overhead_ours']:.2f}x, LightGBM {s['lazy_overhead_lightgbm']:.2f}x")
+    print(f"predict {s['predict_rows']} rows: ours {s['predict_rows_per_s_ours']:.3g} rows/s, "
+          f"LightGBM {s['predict_rows_per_s_lightgbm']:.3g} rows/s "
+          f"(ratio {s['predict_throughput_ratio_ours_over_lightgbm']:.2f})\n")
+    print_table(results["accuracy"], ["data", "mu", "alpha", "auc_ours", "auc_lightgbm", "acc_ours",
+                                      "acc_lightgbm", "features_ours", "features_lightgbm"])
+    m = results["memory"]
+    print(f"\npeak RSS training {m['rows']}x50: {m['peak_rss_mb']:.0f} MB "
+          f"(X itself {m['X_float64_mb']:.0f} MB; training adds {m['training_overhead_mb']:.0f} MB)")
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()

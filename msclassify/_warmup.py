@@ -1,0 +1,30 @@
+"""Compile and cache every Numba kernel by running each code path once on tiny data.
+
+``python -m msclassify._warmup`` takes a while once per install (Numba writes its
+cache next to the sources); afterwards imports and first calls are fast.
+"""
+
+import time
+
+import numpy as np
+
+
+def warm_up(verbose=True):
+    start = time.perf_counter()
+    from .cegb import train
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 4))
+    X[::17, 1] = np.nan
+    y = (X[:, 0] > 0).astype(float)
+    for X_typed in (X, X.astype(np.float32)):
+        booster = train(X_typed, y, "binary", dict(n_estimators=2, subsample=0.8, cost_tradeoff=1e-3,
+                                                   feature_costs=[1, 1, 1, 1], split_cost=0.1))
+        booster.predict_raw(X_typed)
+        booster.apply(X_typed)
+        booster.cost_curve(X_typed)
+    if verbose:
+        print(f"msclassify: numba kernels compiled and cached in {time.perf_counter() - start:.1f} s")
+
+
+if __name__ == "__main__":
+    warm_up()
