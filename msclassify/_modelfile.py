@@ -8,12 +8,12 @@ into place, so an interrupted save never leaves a half-written model behind.
 
 import io
 import json
-import os
-import tempfile
 import zipfile
 from pathlib import Path
 
 import numpy as np
+
+from ._atomic import write_atomically
 
 FORMAT_NAME = "msclassify-model"
 FORMAT_VERSION = 1
@@ -40,12 +40,11 @@ def write_model(path, kind, meta, arrays):
     path = Path(path)
     header = {"format": FORMAT_NAME, "format_version": FORMAT_VERSION, "kind": kind,
               "arrays": sorted(arrays), "meta": meta}
-    directory = path.parent if str(path.parent) else Path(".")
-    if not directory.is_dir():
-        raise ModelFileError(f"cannot save model to {path}: folder {directory} does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as fh, zipfile.ZipFile(fh, "w", zipfile.ZIP_DEFLATED) as zf:
+    if not path.parent.is_dir():
+        raise ModelFileError(f"cannot save model to {path}: folder {path.parent} does not exist")
+
+    def write(fh):
+        with zipfile.ZipFile(fh, "w", zipfile.ZIP_DEFLATED) as zf:
             zf.writestr("model.json", json.dumps(header, indent=1))
             for name, array in arrays.items():
                 array = np.asarray(array)
@@ -54,10 +53,8 @@ def write_model(path, kind, meta, arrays):
                 buffer = io.BytesIO()
                 np.lib.format.write_array(buffer, np.ascontiguousarray(array), allow_pickle=False)
                 zf.writestr(f"{name}.npy", buffer.getvalue())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+
+    write_atomically(path, write)
 
 
 def read_model(path):
