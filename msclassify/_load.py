@@ -10,6 +10,7 @@ _MODEL_KINDS = {
     "cegb_regressor": "msclassify.cegb._sklearn:CEGBRegressor",
     "greedy_miser_classifier": "msclassify.cegb._sklearn:GreedyMiserClassifier",
     "greedy_miser_regressor": "msclassify.cegb._sklearn:GreedyMiserRegressor",
+    "budgetrf_classifier": "msclassify.baselines._budgetrf:BudgetRFClassifier",
 }
 
 

@@ -1,0 +1,187 @@
+"""Cost-accuracy curves of budgeted learners on the shared real data sets (issue 6).
+
+Run: ``python benchmarks/bench_budgeted.py [--quick]``. Writes
+benchmarks/results/budgeted.json and docs/budgeted_<data>.png, prints a table of
+the normalised area under each cost-accuracy frontier (higher is better) over a
+common cost range, per data set.
+
+Cost = mean per-sample feature-acquisition cost on the test set (each feature
+paid once per sample across all trees), measured for every method by the same
+code: `Booster.prediction_cost` (LightGBM models are converted to a Booster),
+BudgetRF's and CSTC's own `prediction_cost`, which use the same definition.
+Split evaluation is not priced here (BudgetRF prices features only).
+Costs: uniform (1 per feature) for MiniBooNE, Covertype and HIGGS; for the Yahoo
+LTR sample, costs drawn with a fixed seed from the real Yahoo cost vector
+(yahoo_cs_cost) because the mapping of those costs to the sample's feature ids is
+unknown (PROVENANCE.md). Score: accuracy, or precision@5 on Yahoo (relevance >= 1).
+"""
+
+import argparse
+import time
+
+import lightgbm
+import matplotlib
+import numpy as np
+
+from _common import REPO, SHARED_DATA, print_table, write_results
+from _lightgbm_convert import booster_from_lightgbm
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from msclassify import CEGBClassifier, GreedyMiserClassifier  # noqa: E402
+from msclassify.metrics import cost_accuracy_curve, precision_at_k  # noqa: E402
+from msclassify.baselines import BudgetRFClassifier  # noqa: E402
+from msclassify.tabular import (load_covtype_20k, load_higgs_sample,  # noqa: E402
+                                load_miniboone_tiny, load_yahoo_feature_costs,
+                                load_yahoo_ltr_sample)
+from sklearn.model_selection import train_test_split  # noqa: E402
+
+
+def datasets():
+    out = {}
+    tr, tv, te = (load_miniboone_tiny(SHARED_DATA, s) for s in ("train", "validation", "test"))
+    out["MiniBooNE"] = dict(train=(tr.X, tr.y), val=(tv.X, tv.y), test=(te.X, te.y), qid=None,
+                            costs=np.ones(tr.X.shape[1]))
+    cov = load_covtype_20k(SHARED_DATA, positive_class=2)
+    Xa, Xte, ya, yte = train_test_split(cov.X, cov.y, test_size=0.25, random_state=0, stratify=cov.y)
+    Xtr, Xv, ytr, yv = train_test_split(Xa, ya, test_size=0.2, random_state=0, stratify=ya)
+    out["Covertype"] = dict(train=(Xtr, ytr), val=(Xv, yv), test=(Xte, yte), qid=None,
+                            costs=np.ones(cov.X.shape[1]))
+    tr, te = load_higgs_sample(SHARED_DATA, "train"), load_higgs_sample(SHARED_DATA, "test")
+    Xtr, Xv, ytr, yv = train_test_split(tr.X, tr.y, test_size=0.2, random_state=0)
+    out["HIGGS"] = dict(train=(Xtr, ytr), val=(Xv, yv), test=(te.X, te.y), qid=None,
+                        costs=np.ones(tr.X.shape[1]))
+    tr, te = load_yahoo_ltr_sample(SHARED_DATA, "train"), load_yahoo_ltr_sample(SHARED_DATA, "test")
+    yahoo_costs = np.random.default_rng(0).choice(load_yahoo_feature_costs(SHARED_DATA),
+                                                  tr.X.shape[1])
+    ytr, yte = (tr.y >= 1).astype(int), (te.y >= 1).astype(int)
+    queries = np.unique(tr.qid)
+    val_queries = np.random.default_rng(0).choice(queries, len(queries) // 5, replace=False)
+    is_val = np.isin(tr.qid, val_queries)
+    out["Yahoo LTR"] = dict(train=(tr.X[~is_val], ytr[~is_val]), val=(tr.X[is_val], ytr[is_val]),
+                            test=(te.X, yte), qid=te.qid, costs=yahoo_costs, grades=te.y)
+    return out
+
+
+def scorer(data):
+    _, y = data["test"]
+    if data["qid"] is None:
+        return lambda proba: float(np.mean((proba > 0.5) == y))
+    return lambda proba: precision_at_k(data["grades"], proba, data["qid"], k=5)
+
+
+def staged_points(model, X, score, cost_curve):
+    """(cost, score) after every iteration of a fitted staged model."""
+    points = []
+    for j, proba in enumerate(model.staged_predict_proba(X)):
+        points.append((float(cost_curve[j]), score(proba[:, 1])))
+    return points
+
+
+def run_cegb(data, score, mus, n_trees, **extra):
+    (Xtr, ytr), (Xte, _) = data["train"], data["test"]
+    points = []
+    for mu in mus:
+        model = CEGBClassifier(n_estimators=n_trees, cost_tradeoff=mu, feature_costs=data["costs"],
+                               random_state=0, **extra).fit(Xtr, ytr)
+        points += staged_points(model, Xte, score, model.cost_curve(Xte)["total"])
+    return points
+
+
+def run_greedy_miser(data, score, mus, n_trees):
+    (Xtr, ytr), (Xte, _) = data["train"], data["test"]
+    points = []
+    for mu in mus:
+        model = GreedyMiserClassifier(n_estimators=n_trees, cost_tradeoff=mu, split_cost=0.0,
+                                      feature_costs=data["costs"], random_state=0).fit(Xtr, ytr)
+        points += staged_points(model, Xte, score, model.cost_curve(Xte)["total"])
+    return points
+
+
+def run_lightgbm_cegb(data, score, mus, n_trees):
+    (Xtr, ytr), (Xte, _) = data["train"], data["test"]
+    points = []
+    for mu in mus:
+        params = dict(objective="binary", num_leaves=31, learning_rate=0.1, min_data_in_leaf=20,
+                      lambda_l2=1.0, verbose=-1, num_threads=2, seed=0)
+        if mu > 0:  # LightGBM's gain has no 1/2: its tradeoff is 2 * mu for the same model
+            params.update(cegb_tradeoff=2 * mu, cegb_penalty_feature_lazy=list(data["costs"]))
+        peer = lightgbm.train(params, lightgbm.Dataset(Xtr, ytr), n_trees)
+        booster = booster_from_lightgbm(peer, data["costs"])
+        raw = booster.predict_raw(Xte)
+        if not np.allclose(raw, peer.predict(Xte, raw_score=True), atol=1e-9):
+            raise RuntimeError("LightGBM model conversion changed its predictions")
+        curve = booster.cost_curve(Xte)["total"]
+        for j, staged in enumerate(booster.staged_predict_raw(Xte)):
+            points.append((float(curve[j]), score(1 / (1 + np.exp(-staged)))))
+    return points
+
+
+def run_budgetrf(data, score, n_trees):
+    (Xtr, ytr), (Xte, _) = data["train"], data["test"]
+    points = []
+    for threshold in (0.0, 0.05, 0.2):
+        forest = BudgetRFClassifier(n_estimators=n_trees, feature_costs=data["costs"],
+                                    impurity_threshold=threshold, random_state=0,
+                                    n_jobs=2).fit(Xtr, ytr)
+        points += staged_points(forest, Xte, score, forest.cost_curve(Xte)["total"])
+    return points
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="fewer trees and knob values")
+    args = parser.parse_args()
+    n_trees = 40 if args.quick else 150
+    mus = np.geomspace(1e-4, 3e-2, 4 if args.quick else 8)
+    rows, results = [], {}
+    for name, data in datasets().items():
+        score = scorer(data)
+        started = time.perf_counter()
+        methods = {
+            "CEGB (best-first)": run_cegb(data, score, mus, n_trees),
+            "CEGB (breadth-first)": run_cegb(data, score, mus, n_trees, growth="breadth_first",
+                                             max_depth=5),
+            "GreedyMiser": run_greedy_miser(data, score, mus, n_trees),
+            "plain GB (mu=0)": run_cegb(data, score, [0.0], n_trees),
+            "LightGBM CEGB": run_lightgbm_cegb(data, score, mus, n_trees),
+            "BudgetRF": run_budgetrf(data, score, 40 if args.quick else 100),
+        }
+        # Every method can predict the training prior for free: all frontiers start at cost 0,
+        # and the common range ends at the cheapest of the methods' most expensive points.
+        prior = np.full(len(data["test"][1]), data["train"][1].mean())
+        free = (0.0, score(prior))
+        frontiers = {m: cost_accuracy_curve(*zip(free, *pts)) for m, pts in methods.items()}
+        upper = min(f.costs[-1] for f in frontiers.values())
+        lower = 0.0
+        row = {"data": name, "cost range": f"[{lower:.3g}, {upper:.3g}]"}
+        for method, frontier in frontiers.items():
+            row[method] = frontier.area((lower, upper))
+        rows.append(row)
+        results[name] = {"cost_range": [lower, upper], "seconds": time.perf_counter() - started,
+                         "area": {m: row[m] for m in methods},
+                         "frontier": {m: {"cost": f.costs.tolist(), "score": f.scores.tolist()}
+                                      for m, f in frontiers.items()}}
+        fig, ax = plt.subplots(figsize=(6, 4))
+        for method, frontier in frontiers.items():
+            ax.step(frontier.costs, frontier.scores, where="post", label=method)
+        ax.set_xscale("symlog", linthresh=1.0)
+        ax.set_xlabel("mean feature cost per test sample")
+        ax.set_ylabel("precision@5" if data["qid"] is not None else "test accuracy")
+        ax.set_title(f"{name}: cost-accuracy frontiers")
+        ax.legend(fontsize=7)
+        fig.tight_layout()
+        fig.savefig(REPO / "docs" / f"budgeted_{name.split()[0].lower()}.png", dpi=100)
+        plt.close(fig)
+        print(f"{name}: done in {results[name]['seconds']:.0f} s", flush=True)
+    command = "python benchmarks/bench_budgeted.py" + (" --quick" if args.quick else "")
+    path = write_results("budgeted" + ("_quick" if args.quick else ""), results, command)
+    print("\nNormalised area under the cost-accuracy frontier over the common cost range:")
+    print_table(rows, ["data", "cost range", "CEGB (best-first)", "CEGB (breadth-first)",
+                       "GreedyMiser", "plain GB (mu=0)", "LightGBM CEGB", "BudgetRF"])
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()

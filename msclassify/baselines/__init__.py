@@ -1,0 +1,10 @@
+"""Budgeted-learning baselines from the papers, with scikit-learn interfaces.
+
+GreedyMiser is the special case of CEGB (Peter et al. 2017, supplement) and lives
+with the core as a preset; it is re-exported here beside the other baselines.
+"""
+
+from ..cegb._sklearn import GreedyMiserClassifier, GreedyMiserRegressor
+from ._budgetrf import BudgetRFClassifier
+
+__all__ = ["BudgetRFClassifier", "GreedyMiserClassifier", "GreedyMiserRegressor"]
