@@ -1,0 +1,38 @@
+"""Image -> features: a block-mean pyramid, ilastik's filter bank and feature costs.
+
+A frame is normalised by dtype (uint8 / 255, uint16 / 65535, floats as they
+are), padded at the bottom/right to a multiple of 8 by symmetric reflection, and
+averaged over non-overlapping 2x2, 4x4 and 8x8 blocks (pyramid levels 1-3;
+level 0 is full resolution). Filters run on each level: intensity, Gaussian
+smoothing, gradient magnitude, Laplacian of Gaussian, difference of Gaussians,
+Hessian and structure-tensor eigenvalues. A level-L feature is constant on
+``2**L x 2**L`` blocks, so ``2**(2L)`` pixels share it (``share``, s_m of CEGB),
+and it is computed and stored on the level's grid only.
+
+Every feature has a stable id (``"L2:gauss:s1.6:c0"``: level, filter, sigma,
+channel), a name, a level and share, and a modelled whole-image cost
+``batch_cost`` (gamma_m) in operations per original pixel (see `FeatureSpec`,
+`modelled_batch_cost`; the filters' exact definitions are in ``_specs.py``).
+Time stacks are split into frames with `as_frame_stack`; the bank works on one
+frame at a time.
+
+Examples
+--------
+>>> import numpy as np
+>>> from msclassify.features import FeatureBank
+>>> bank = FeatureBank("default")
+>>> image = np.random.default_rng(0).integers(0, 256, (64, 64), dtype=np.uint8)
+>>> X = bank.gather(image, ys=[3, 40], xs=[5, 63])       # training: labelled pixels
+>>> X.shape
+(2, 92)
+>>> levels = bank.compute_levels(image, ["L3:gauss:s1.6:c0", "L0:intensity:c0"])
+>>> levels.arrays[3].shape                              # prediction: per level
+(8, 8, 1)
+"""
+
+from ._bank import FeatureBank, FeatureLevels
+from ._pyramid import PyramidImage, as_frame_stack
+from ._specs import FILTERS, N_LEVELS, PRESETS, FeatureSpec, make_id, modelled_batch_cost, parse_id
+
+__all__ = ["FILTERS", "N_LEVELS", "PRESETS", "FeatureBank", "FeatureLevels", "FeatureSpec",
+           "PyramidImage", "as_frame_stack", "make_id", "modelled_batch_cost", "parse_id"]

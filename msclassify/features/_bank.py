@@ -1,0 +1,426 @@
+"""FeatureBank: an ordered list of feature specs for images with a fixed channel count."""
+
+import numbers
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import numpy as np
+from numba import get_num_threads
+from numba.typed import List
+
+from . import _kernels
+from ._pyramid import PyramidImage
+from ._specs import N_LEVELS, PRESETS, FeatureSpec
+
+FORMAT = "msclassify.features.FeatureBank"
+# Bump when the meaning of an id or of the normalisation/padding changes; files
+# with another version are refused rather than silently computed differently.
+PIPELINE_VERSION = 1
+# Below this many modelled operations (sum of batch_cost x pixels) a thread pool
+# costs more than it saves.
+MIN_OPS_FOR_THREADS = 4e6
+
+
+@dataclass(frozen=True)
+class FeatureLevels:
+    """Selected features of one frame, stored per pyramid level.
+
+    ``arrays[L]`` is a C-contiguous float32 ``(h_L, w_L, k_L)`` array over the
+    *padded* frame (``h_L = padded_height >> L``); a level-L value is constant on
+    the ``2**L x 2**L`` block it covers. Column ``j`` of the selection lives in
+    ``arrays[level[j]][:, :, slot[j]]``; ``columns[L]`` lists the selection
+    columns stored in ``arrays[L]``, in slot order.
+
+    Attributes
+    ----------
+    arrays : tuple of 4 ndarray
+    columns : tuple of 4 ndarray of int64
+    level, slot : ndarray of int64, shape (M_sel,)
+    feature_indices : ndarray of int64, shape (M_sel,)
+        Bank index of every selected feature, in selection order.
+    shape, padded_shape : tuple of int
+        ``(H, W)`` of the frame and of the padded frame.
+    """
+
+    arrays: tuple
+    columns: tuple
+    level: np.ndarray
+    slot: np.ndarray
+    feature_indices: np.ndarray
+    shape: tuple
+    padded_shape: tuple
+
+    @property
+    def n_features(self):
+        """Number of selected features (M_sel)."""
+        return self.feature_indices.shape[0]
+
+    def gather(self, ys, xs):
+        """Feature values at pixels ``(ys, xs)`` of the frame: float32 ``(n, M_sel)``.
+
+        A level-L value is read at ``(ys >> L, xs >> L)``.
+        """
+        ys, xs = _check_pixels(ys, xs, self.shape)
+        out = np.empty((ys.shape[0], self.n_features), dtype=np.float32)
+        for level, (array, columns) in enumerate(zip(self.arrays, self.columns)):
+            if columns.shape[0]:
+                out[:, columns] = array[ys >> level, xs >> level]
+        return out
+
+    def full(self):
+        """Every selected feature at full resolution, cropped: float32 ``(H, W, M_sel)``.
+
+        Coarse levels are upsampled by repetition (nearest neighbour).
+        """
+        height, width = self.shape
+        out = np.empty((height, width, self.n_features), dtype=np.float32)
+        for level, (array, columns) in enumerate(zip(self.arrays, self.columns)):
+            if columns.shape[0]:
+                rows = np.arange(height) >> level
+                cols = np.arange(width) >> level
+                out[:, :, columns] = array[rows[:, None], cols[None, :]]
+        return out
+
+
+@contextmanager
+def _task_runner(n_threads):
+    """Yield ``run(function, items) -> list of results``, on a pool if n_threads > 1."""
+    if n_threads == 1:
+        yield lambda function, items: [function(item) for item in items]
+        return
+    with ThreadPoolExecutor(max_workers=n_threads) as pool:
+        yield lambda function, items: list(pool.map(function, items))
+
+
+def _resolve_threads(n_threads, specs, shape):
+    if n_threads is None:
+        modelled_ops = sum(s.batch_cost for s in specs) * shape[0] * shape[1]
+        return get_num_threads() if modelled_ops >= MIN_OPS_FOR_THREADS else 1
+    if isinstance(n_threads, bool) or not isinstance(n_threads, numbers.Integral) or n_threads < 1:
+        raise ValueError(f"n_threads must be an int >= 1 or None, got {n_threads!r}")
+    return int(n_threads)
+
+
+def _feature_planes(pyramid, specs, run):
+    """Level-grid plane of every spec, in order; the finest levels (most work) start first."""
+    order = sorted(range(len(specs)), key=lambda j: specs[j].level)
+    planes = dict(zip(order, run(lambda j: pyramid.feature(specs[j]), order)))
+    return [planes[j] for j in range(len(specs))]
+
+
+def _check_pixels(ys, xs, shape):
+    ys = np.asarray(ys)
+    xs = np.asarray(xs)
+    for name, coords in (("ys", ys), ("xs", xs)):
+        if coords.ndim != 1:
+            raise ValueError(f"{name} must be a 1-D array of pixel coordinates, got shape "
+                             f"{coords.shape}")
+        if coords.size and not np.issubdtype(coords.dtype, np.integer):
+            raise TypeError(f"{name} must hold integer pixel coordinates, got dtype {coords.dtype}")
+    if ys.shape != xs.shape:
+        raise ValueError(f"ys and xs must have the same length, got {ys.shape[0]} and "
+                         f"{xs.shape[0]}")
+    ys = ys.astype(np.intp, copy=False)
+    xs = xs.astype(np.intp, copy=False)
+    for name, coords, size in (("ys", ys, shape[0]), ("xs", xs, shape[1])):
+        if coords.size and (coords.min() < 0 or coords.max() >= size):
+            raise ValueError(f"{name} must lie in [0, {size}) for an image of shape {shape}, got "
+                             f"values in [{coords.min()}, {coords.max()}]")
+    return ys, xs
+
+
+def _spec_from_item(item):
+    if isinstance(item, FeatureSpec):
+        return item
+    if isinstance(item, str):
+        return FeatureSpec.from_id(item)
+    raise TypeError(f"specs must be FeatureSpec objects or feature id strings, got {item!r}")
+
+
+class FeatureBank:
+    """An ordered list of image features (pyramid level x filter x sigma x channel).
+
+    Parameters
+    ----------
+    preset : {"fast", "default", "rich"}, optional
+        Named bank, repeated for every channel (channel-major order). Used when
+        ``specs`` is not given; default ``"default"``.
+    n_channels : int, optional
+        Channels of the images the bank is for. Default 1 for presets; for
+        ``specs`` it defaults to one more than the largest channel used.
+    specs : sequence of FeatureSpec or str, optional
+        Custom list of features (specs or stable ids such as ``"L2:gauss:s1.6:c0"``).
+
+    Notes
+    -----
+    Presets (sigmas in pixels of each level; see `msclassify.features` for the
+    filters and the cost model):
+
+    * ``fast`` (21 per channel): intensity, Gaussian and gradient magnitude at
+      sigma 1 on every level, plus LoG and Hessian eigenvalues on levels 1-3.
+    * ``default`` (92 per channel): intensity, and every filter at sigmas 0.7, 1.6
+      on level 0 and 0.7, 1.6, 3.5 on levels 1-3.
+    * ``rich`` (160 per channel): ilastik's sigmas 0.3 (smoothing only), 0.7, 1, 1.6,
+      3.5, 5, 10 on level 0, up to 5 on level 1 and up to 3.5 on levels 2-3.
+
+    Examples
+    --------
+    >>> bank = FeatureBank("fast", n_channels=3)
+    >>> len(bank), bank.ids[0]
+    (63, 'L0:intensity:c0')
+    >>> image = np.random.default_rng(0).random((37, 53, 3))
+    >>> bank.gather(image, [0, 36], [0, 52]).shape
+    (2, 63)
+    """
+
+    def __init__(self, preset=None, n_channels=None, *, specs=None):
+        if specs is not None:
+            if preset is not None:
+                raise ValueError("pass either a preset name or specs, not both")
+            if isinstance(specs, (str, FeatureSpec)):
+                raise TypeError("specs must be a list of FeatureSpec objects or ids, not a "
+                                "single one")
+            specs = [_spec_from_item(item) for item in specs]
+            needed = 1 + max((s.channel for s in specs), default=0)
+            n_channels = needed if n_channels is None else n_channels
+            self.preset = None
+        else:
+            preset = "default" if preset is None else preset
+            if preset not in PRESETS:
+                raise ValueError(f"unknown preset {preset!r}; choose one of "
+                                 f"{', '.join(map(repr, PRESETS))} or pass specs=[...]")
+            n_channels = 1 if n_channels is None else n_channels
+            self.preset = preset
+        if isinstance(n_channels, bool) or not isinstance(n_channels, numbers.Integral) \
+                or n_channels < 1:
+            raise ValueError(f"n_channels must be an int >= 1, got {n_channels!r}")
+        self.n_channels = int(n_channels)
+        if specs is None:
+            specs = [FeatureSpec.make(level, filter, sigma, channel)
+                     for channel in range(self.n_channels)
+                     for level, filter, sigma in PRESETS[preset]]
+        too_high = [s.id for s in specs if s.channel >= self.n_channels]
+        if too_high:
+            raise ValueError(f"features {too_high[:3]} use channels beyond n_channels="
+                             f"{self.n_channels}; raise n_channels or drop them")
+        ids = [s.id for s in specs]
+        if len(set(ids)) != len(ids):
+            duplicates = sorted({i for i in ids if ids.count(i) > 1})
+            raise ValueError(f"feature ids must be unique, repeated: {duplicates[:5]}")
+        self.specs = list(specs)
+        self._index = {feature_id: i for i, feature_id in enumerate(ids)}
+
+    @classmethod
+    def from_ids(cls, ids, n_channels=None):
+        """Bank of the features with these stable ids, in this order."""
+        return cls(specs=list(ids), n_channels=n_channels)
+
+    @property
+    def ids(self):
+        """Stable ids of the features, in bank order."""
+        return [s.id for s in self.specs]
+
+    def __len__(self):
+        return len(self.specs)
+
+    def __repr__(self):
+        origin = f"preset={self.preset!r}" if self.preset else "custom"
+        return f"FeatureBank({origin}, n_channels={self.n_channels}, n_features={len(self)})"
+
+    def __eq__(self, other):
+        return (isinstance(other, FeatureBank) and self.n_channels == other.n_channels
+                and self.specs == other.specs)
+
+    def shares(self):
+        """(M,) float64: original pixels sharing each feature's value (s_m = 4**level)."""
+        return np.array([s.share for s in self.specs], dtype=np.float64)
+
+    def batch_costs(self):
+        """(M,) float64: modelled whole-image cost gamma_m per original pixel."""
+        return np.array([s.batch_cost for s in self.specs], dtype=np.float64)
+
+    def sample_costs(self):
+        """(M,) float64: per-pixel cost beta_m (0 for image features)."""
+        return np.array([s.sample_cost for s in self.specs], dtype=np.float64)
+
+    def index(self, feature_id):
+        """Bank index of a feature id."""
+        try:
+            return self._index[feature_id]
+        except KeyError:
+            raise ValueError(f"feature {feature_id!r} is not in this bank") from None
+
+    def _selection(self, feature_indices):
+        """Validated int64 bank indices; ids are translated."""
+        if feature_indices is None:
+            return np.arange(len(self.specs), dtype=np.int64)
+        if isinstance(feature_indices, str):
+            raise TypeError("feature_indices must be a list of indices or ids, not a single id")
+        items = list(feature_indices)
+        if items and all(isinstance(i, str) for i in items):
+            selection = np.array([self.index(i) for i in items], dtype=np.int64)
+        else:
+            selection = np.asarray(items)
+            if selection.size == 0:
+                selection = selection.astype(np.int64)
+            if not np.issubdtype(selection.dtype, np.integer):
+                raise TypeError("feature_indices must be integer indices or feature id strings, "
+                                f"got {items[:3]}")
+            selection = selection.astype(np.int64)
+            if selection.size and (selection.min() < -len(self) or selection.max() >= len(self)):
+                raise ValueError(f"feature_indices must lie in [0, {len(self)}) for this bank, got "
+                                 f"values in [{selection.min()}, {selection.max()}]")
+            selection %= max(len(self), 1)
+        if np.unique(selection).size != selection.size:
+            raise ValueError("feature_indices contains duplicates; select each feature once")
+        return selection
+
+    def subset(self, feature_indices):
+        """A bank of the selected features (indices or ids), in the given order.
+
+        Examples
+        --------
+        >>> FeatureBank("fast").subset(["L3:gauss:s1.0:c0"]).ids
+        ['L3:gauss:s1.0:c0']
+        """
+        selection = self._selection(feature_indices)
+        return FeatureBank(specs=[self.specs[i] for i in selection], n_channels=self.n_channels)
+
+    def pyramid(self, image, channel_axis=-1):
+        """A `PyramidImage` of ``image`` checked against this bank's channel count."""
+        pyramid = image if isinstance(image, PyramidImage) else PyramidImage(image, channel_axis)
+        if pyramid.n_channels != self.n_channels:
+            raise ValueError(f"image has {pyramid.n_channels} channel(s) but the feature bank was "
+                             f"built for {self.n_channels}; pass images like the training images "
+                             f"or build the bank with n_channels={pyramid.n_channels}")
+        return pyramid
+
+    def compute_levels(self, image, feature_indices=None, *, channel_axis=-1, n_threads=None):
+        """Compute the selected features of one frame on their pyramid levels.
+
+        Only what the selection needs is computed: the channels it uses, the
+        levels up to its coarsest, the smoothed images of its sigmas (each once).
+
+        Parameters
+        ----------
+        image : array_like or PyramidImage
+            One frame, ``(H, W)`` or ``(H, W, C)``; pass a `PyramidImage` to reuse
+            intermediates across calls.
+        feature_indices : sequence of int or str, optional
+            Bank indices or ids of the features wanted (default all), no repeats.
+        channel_axis : int, optional
+            Channel axis of a 3-D image (default last).
+        n_threads : int, optional
+            Threads computing features side by side. Default
+            ``numba.get_num_threads()`` (set it with ``NUMBA_NUM_THREADS``), or one
+            thread when the modelled work is too small to pay for a pool.
+            Results do not depend on it.
+
+        Returns
+        -------
+        FeatureLevels
+
+        Examples
+        --------
+        >>> bank = FeatureBank("fast")
+        >>> levels = bank.compute_levels(np.zeros((37, 53)), ["L3:gauss:s1.0:c0"])
+        >>> [a.shape for a in levels.arrays]
+        [(40, 56, 0), (20, 28, 0), (10, 14, 0), (5, 7, 1)]
+        """
+        pyramid = self.pyramid(image, channel_axis)
+        selection = self._selection(feature_indices)
+        specs = [self.specs[i] for i in selection]
+        levels = np.array([s.level for s in specs], dtype=np.int64)
+        n_threads = _resolve_threads(n_threads, specs, pyramid.shape)
+        with _task_runner(n_threads) as run:
+            planes = _feature_planes(pyramid, specs, run)
+            arrays, columns, slots = [], [], np.empty_like(levels)
+            interleave_tasks = []
+            for level in range(N_LEVELS):
+                on_level = np.flatnonzero(levels == level)
+                slots[on_level] = np.arange(on_level.size)
+                array = np.empty(pyramid.level_shape(level) + (on_level.size,), dtype=np.float32)
+                if on_level.size:
+                    level_planes = List([planes[j] for j in on_level])
+                    bounds = np.linspace(0, array.shape[0], min(array.shape[0], 2 * n_threads) + 1)
+                    interleave_tasks += [(level_planes, array, int(start), int(stop))
+                                         for start, stop in zip(bounds[:-1], bounds[1:])]
+                arrays.append(array)
+                columns.append(on_level)
+            run(lambda task: _kernels.interleave(*task), interleave_tasks)
+        return FeatureLevels(arrays=tuple(arrays), columns=tuple(columns), level=levels,
+                             slot=slots, feature_indices=selection, shape=pyramid.shape,
+                             padded_shape=pyramid.padded_shape)
+
+    def gather(self, image, ys, xs, feature_indices=None, *, channel_axis=-1, n_threads=None):
+        """Feature values at labelled pixels: float32 ``(n, M_sel)``.
+
+        Coarse features are computed on their level and read at ``(y >> L, x >> L)``;
+        nothing is replicated to full resolution, nor stacked into level arrays.
+
+        Parameters
+        ----------
+        image : array_like or PyramidImage
+            One frame (see `compute_levels`).
+        ys, xs : array_like of int, shape (n,)
+            Row and column of each pixel.
+        feature_indices : sequence of int or str, optional
+        channel_axis : int, optional
+        n_threads : int, optional
+            As in `compute_levels`.
+        """
+        pyramid = self.pyramid(image, channel_axis)
+        ys, xs = _check_pixels(ys, xs, pyramid.shape)
+        specs = [self.specs[i] for i in self._selection(feature_indices)]
+        with _task_runner(_resolve_threads(n_threads, specs, pyramid.shape)) as run:
+            planes = _feature_planes(pyramid, specs, run)
+        out = np.empty((ys.shape[0], len(specs)), dtype=np.float32)
+        for j, (spec, plane) in enumerate(zip(specs, planes)):
+            out[:, j] = plane[ys >> spec.level, xs >> spec.level]
+        return out
+
+    def compute_full(self, image, feature_indices=None, *, channel_axis=-1, n_threads=None):
+        """Every selected feature at every pixel: float32 ``(H, W, M_sel)``.
+
+        The reference path: the level arrays of `compute_levels` upsampled by
+        repetition and cropped to the frame. Parameters as in `compute_levels`.
+        """
+        return self.compute_levels(image, feature_indices, channel_axis=channel_axis,
+                                   n_threads=n_threads).full()
+
+    def to_dict(self):
+        """JSON-able description that `from_dict` restores exactly (costs included)."""
+        return {
+            "format": FORMAT,
+            "pipeline_version": PIPELINE_VERSION,
+            "n_channels": self.n_channels,
+            "preset": self.preset,
+            "features": [{"id": s.id, "batch_cost": s.batch_cost, "sample_cost": s.sample_cost}
+                         for s in self.specs],
+        }
+
+    @classmethod
+    def from_dict(cls, data):
+        """Restore a bank from `to_dict` output.
+
+        Costs are taken from the dict, so a saved model keeps the costs it was
+        trained with even if the cost model changes later.
+        """
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
+            raise ValueError(f"not a feature bank description (expected format {FORMAT!r})")
+        version = data.get("pipeline_version")
+        if version != PIPELINE_VERSION:
+            raise ValueError(f"feature bank was saved by pipeline version {version!r}; this "
+                             f"msclassify computes version {PIPELINE_VERSION}; retrain the model "
+                             "or use the msclassify release that saved it")
+        try:
+            specs = [FeatureSpec.from_id(f["id"], batch_cost=f["batch_cost"],
+                                         sample_cost=f["sample_cost"]) for f in data["features"]]
+            n_channels = data["n_channels"]
+            preset = data.get("preset")
+        except (KeyError, TypeError) as exc:
+            raise ValueError(f"feature bank description is incomplete: {exc!r}") from None
+        bank = cls(specs=specs, n_channels=n_channels)
+        bank.preset = preset
+        return bank

@@ -1,0 +1,305 @@
+"""Feature specifications: stable ids, filters, presets and the cost model.
+
+Feature ids
+-----------
+A feature is identified by a string whose meaning never changes once released::
+
+    L{level}:{filter}:s{sigma}:c{channel}      e.g. "L2:gauss:s1.6:c0"
+    L{level}:intensity:c{channel}              e.g. "L0:intensity:c2"
+
+``level`` 0..3 is the pyramid level (full resolution, 2x2, 4x4, 8x8 block means
+of the padded image), ``sigma`` is ``repr(float(sigma))`` in pixels *of that
+level* (so the scale in original pixels is about ``sigma * 2**level``) and
+``channel`` is the input channel. The filters (ilastik's bank, computed on the
+Gaussian-smoothed level image ``G = G_sigma * I`` with finite differences, as
+``skimage.feature.hessian_matrix(..., use_gaussian_derivatives=False)`` does):
+
+============== ================================================================
+intensity      the level image itself (block means; raw pixels on level 0)
+gauss          G
+gradmag        sqrt(gx^2 + gy^2), central differences of G
+log            five-point Laplacian of G
+dog            G_sigma - G_{0.66 sigma} (ilastik's ratio)
+hessian_max    larger eigenvalue of the finite-difference Hessian of G
+hessian_min    smaller eigenvalue of it
+structure_max  larger eigenvalue of G_{0.5 sigma} * (grad G grad G^T)
+               (inner scale sigma, outer scale 0.5 sigma, as in ilastik)
+structure_min  smaller eigenvalue of it
+============== ================================================================
+
+Gaussians have radius ``int(3 * sigma + 0.5)``; every border is half-sample
+symmetric. These constants are part of the ids' meaning.
+
+Cost model (``batch_cost`` = gamma_m)
+-------------------------------------
+Deterministic, never timed, so a model trained twice gets the same costs. The
+unit is one multiply-add per *original-resolution* pixel:
+
+* a Gaussian of radius r costs ``2 (2r + 1)`` taps per level pixel (separable);
+* stencils: gradient 4, Laplacian 5, Hessian 10 (3 + 3 + 4), gradient products 3;
+* every feature pays 1 per level pixel to store its value;
+* the level's filter cost is scaled by its pixel fraction ``4**-level``;
+* a level-L feature also pays the block-mean pyramid it needs: building level l
+  from level l-1 reads every pixel of level l-1 once, so
+  ``pyramid(L) = sum(4**-l for l in range(L))`` (0, 1, 1.25, 1.3125).
+
+So ``batch_cost = 4**-L * (filter_taps + 1) + pyramid(L)``; the whole-image
+operation count is ``batch_cost * H * W``. Intermediate results shared between
+features (a smoothed image, the pyramid) are charged to each feature in full,
+because the booster pays gamma_m per feature. Reading and normalising the input,
+which every model does, is not charged. ``sample_cost`` (beta_m) is 0: in image
+mode nothing is paid per pixel.
+"""
+
+import math
+import numbers
+import re
+from dataclasses import dataclass
+
+N_LEVELS = 4
+GAUSSIAN_TRUNCATE = 3.0
+DOG_RATIO = 0.66
+STRUCTURE_OUTER_RATIO = 0.5
+MAX_SIGMA = 64.0
+
+FILTER_TITLES = {
+    "intensity": "intensity",
+    "gauss": "Gaussian smoothing",
+    "gradmag": "gradient magnitude",
+    "log": "Laplacian of Gaussian",
+    "dog": "difference of Gaussians",
+    "hessian_max": "Hessian eigenvalue (larger)",
+    "hessian_min": "Hessian eigenvalue (smaller)",
+    "structure_max": "structure-tensor eigenvalue (larger)",
+    "structure_min": "structure-tensor eigenvalue (smaller)",
+}
+FILTERS = tuple(FILTER_TITLES)
+SIGMA_FILTERS = FILTERS[1:]
+
+_ID_PATTERN = re.compile(r"^L(\d+):([a-z_]+)(?::s([^:]+))?:c(\d+)$")
+
+
+def gaussian_radius(sigma):
+    """Radius of the truncated Gaussian kernel used for ``sigma``."""
+    return int(GAUSSIAN_TRUNCATE * float(sigma) + 0.5)
+
+
+def _gaussian_taps(sigma):
+    return 2 * (2 * gaussian_radius(sigma) + 1)
+
+
+def pyramid_cost(level):
+    """Block-mean operations per original pixel needed to build ``level``."""
+    return sum(4.0 ** -l for l in range(level))
+
+
+def _filter_taps(filter, sigma):
+    if filter == "intensity":
+        return 0
+    smooth = _gaussian_taps(sigma)
+    if filter == "gauss":
+        return smooth
+    if filter == "gradmag":
+        return smooth + 4
+    if filter == "log":
+        return smooth + 5
+    if filter == "dog":
+        return smooth + _gaussian_taps(DOG_RATIO * sigma) + 1
+    if filter in ("hessian_max", "hessian_min"):
+        return smooth + 10
+    # structure tensor: gradient, three products, three outer smoothings
+    return smooth + 4 + 3 + 3 * _gaussian_taps(STRUCTURE_OUTER_RATIO * sigma)
+
+
+def modelled_batch_cost(level, filter, sigma=None):
+    """Modelled operations per original pixel to compute one feature on a whole image.
+
+    ``4**-level * (filter_taps + 1) + sum(4**-l for l in range(level))``: the
+    filter's multiply-adds (a Gaussian of radius r: ``2 (2r + 1)``; stencils:
+    gradient 4, Laplacian 5, Hessian 10, gradient products 3) plus one store per
+    level pixel, scaled to original pixels, plus the 2x2-mean passes that build
+    the level. Deterministic (never timed), so retraining gives the same costs.
+
+    Examples
+    --------
+    >>> modelled_batch_cost(0, "intensity")
+    1.0
+    >>> modelled_batch_cost(1, "gauss", 1.0)   # (2 * 7 + 1) / 4 + 1
+    4.75
+    """
+    level, filter, sigma, _ = _check_parts(level, filter, sigma, 0)
+    return 4.0 ** -level * (_filter_taps(filter, sigma) + 1) + pyramid_cost(level)
+
+
+def _check_parts(level, filter, sigma, channel):
+    if isinstance(level, bool) or not isinstance(level, numbers.Integral) \
+            or not 0 <= level < N_LEVELS:
+        raise ValueError(f"level must be an int in 0..{N_LEVELS - 1}, got {level!r}")
+    if filter not in FILTER_TITLES:
+        raise ValueError(f"unknown filter {filter!r}; choose one of {', '.join(FILTERS)}")
+    if filter == "intensity":
+        if sigma is not None:
+            raise ValueError("the intensity filter takes no sigma; pass sigma=None")
+    else:
+        if sigma is None or isinstance(sigma, bool):
+            raise ValueError(f"filter {filter!r} needs a sigma (e.g. 1.0)")
+        sigma = float(sigma)
+        if not (math.isfinite(sigma) and 0 < sigma <= MAX_SIGMA):
+            raise ValueError(f"sigma must be in (0, {MAX_SIGMA}], got {sigma!r}")
+    if isinstance(channel, bool) or not isinstance(channel, numbers.Integral) or channel < 0:
+        raise ValueError(f"channel must be an int >= 0, got {channel!r}")
+    return int(level), filter, None if sigma is None else float(sigma), int(channel)
+
+
+def make_id(level, filter, sigma=None, channel=0):
+    """The canonical id of a feature, e.g. ``make_id(2, "gauss", 1.6) == "L2:gauss:s1.6:c0"``."""
+    level, filter, sigma, channel = _check_parts(level, filter, sigma, channel)
+    if sigma is None:
+        return f"L{level}:{filter}:c{channel}"
+    return f"L{level}:{filter}:s{float(sigma)!r}:c{channel}"
+
+
+def parse_id(feature_id):
+    """Split an id into ``(level, filter, sigma or None, channel)``; raise on malformed ids."""
+    if not isinstance(feature_id, str):
+        raise TypeError(f"a feature id is a string like 'L2:gauss:s1.6:c0', got {feature_id!r}")
+    match = _ID_PATTERN.match(feature_id)
+    if match is None:
+        raise ValueError(f"malformed feature id {feature_id!r}; expected "
+                         "'L<level>:<filter>:s<sigma>:c<channel>' (e.g. 'L2:gauss:s1.6:c0') "
+                         "or 'L<level>:intensity:c<channel>'")
+    level, filter, sigma_text, channel = match.groups()
+    try:
+        sigma = None if sigma_text is None else float(sigma_text)
+    except ValueError:
+        raise ValueError(f"feature id {feature_id!r}: sigma {sigma_text!r} is not a "
+                         "number") from None
+    parts = (int(level), filter, sigma, int(channel))
+    canonical = make_id(*parts)
+    if canonical != feature_id:
+        raise ValueError(f"feature id {feature_id!r} is not in canonical form; use {canonical!r}")
+    return parts
+
+
+def _describe(level, filter, sigma, channel):
+    block = "full resolution" if level == 0 else f"{2 ** level}x{2 ** level} block means"
+    title = FILTER_TITLES[filter]
+    if sigma is not None:
+        title = f"{title}, sigma {float(sigma)!r}"
+    return f"{title} ({block}), channel {channel}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class FeatureSpec:
+    """What one feature is and what it costs.
+
+    Build specs with `FeatureSpec.make` or `FeatureSpec.from_id`, which fill in
+    the derived fields; the constructor checks that they agree with ``id``.
+
+    Attributes
+    ----------
+    id : str
+        Stable id, e.g. ``"L2:gauss:s1.6:c0"`` (see the module docstring).
+    name : str
+        Human-readable description.
+    level : int
+        Pyramid level 0..3; the feature is constant on ``2**level`` square blocks.
+    share : int
+        ``4**level``: original pixels sharing one value (s_m of CEGB).
+    batch_cost : float
+        Whole-image cost gamma_m from the documented cost model.
+    sample_cost : float
+        Per-pixel cost beta_m (0 for image features).
+    channel : int
+        Input channel.
+    filter : str
+        Filter name (one of `FILTERS`).
+    sigma : float or None
+        Scale in pixels of the level; None for ``intensity``.
+
+    Examples
+    --------
+    >>> spec = FeatureSpec.from_id("L2:gauss:s1.6:c0")
+    >>> spec.level, spec.share, spec.sigma
+    (2, 16, 1.6)
+    """
+
+    id: str
+    name: str
+    level: int
+    share: int
+    batch_cost: float
+    sample_cost: float = 0.0
+    channel: int
+    filter: str
+    sigma: float | None
+
+    def __post_init__(self):
+        level, filter, sigma, channel = parse_id(self.id)
+        if (self.level, self.filter, self.sigma, self.channel) != (level, filter, sigma, channel):
+            raise ValueError(f"FeatureSpec fields (level={self.level}, filter={self.filter!r}, "
+                             f"sigma={self.sigma!r}, channel={self.channel}) disagree with its id "
+                             f"{self.id!r}; build specs with FeatureSpec.from_id or "
+                             "FeatureSpec.make")
+        if self.share != 4 ** level:
+            raise ValueError(f"share of a level-{level} feature is {4 ** level}, got {self.share}")
+        for field in ("batch_cost", "sample_cost"):
+            value = getattr(self, field)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                    or not math.isfinite(value) or value < 0:
+                raise ValueError(f"{field} must be a finite number >= 0, got {value!r}")
+
+    @classmethod
+    def make(cls, level, filter, sigma=None, channel=0, *, batch_cost=None, sample_cost=0.0):
+        """Spec of one feature; ``batch_cost`` defaults to `modelled_batch_cost`.
+
+        Examples
+        --------
+        >>> FeatureSpec.make(1, "dog", 1.6, channel=2).id
+        'L1:dog:s1.6:c2'
+        """
+        level, filter, sigma, channel = _check_parts(level, filter, sigma, channel)
+        feature_id = make_id(level, filter, sigma, channel)
+        if batch_cost is None:
+            batch_cost = modelled_batch_cost(level, filter, sigma)
+        return cls(id=feature_id, name=_describe(level, filter, sigma, channel), level=level,
+                   share=4 ** level, batch_cost=float(batch_cost), sample_cost=float(sample_cost),
+                   channel=channel, filter=filter, sigma=sigma)
+
+    @classmethod
+    def from_id(cls, feature_id, *, batch_cost=None, sample_cost=0.0):
+        """Spec for a stable id; ``batch_cost`` defaults to `modelled_batch_cost`."""
+        level, filter, sigma, channel = parse_id(feature_id)
+        return cls.make(level, filter, sigma, channel, batch_cost=batch_cost,
+                        sample_cost=sample_cost)
+
+
+def _per_level(sigmas_by_level, extra_gauss_sigmas=()):
+    """(level, filter, sigma) triples: intensity, then every filter at every sigma."""
+    triples = []
+    for level, sigmas in enumerate(sigmas_by_level):
+        triples.append((level, "intensity", None))
+        triples.extend((level, "gauss", s) for s in extra_gauss_sigmas)
+        for sigma in sigmas:
+            triples.extend((level, filter, sigma) for filter in SIGMA_FILTERS)
+    return tuple(triples)
+
+
+def _fast_preset():
+    triples = [(0, "intensity", None), (0, "gauss", 1.0), (0, "gradmag", 1.0)]
+    for level in range(1, N_LEVELS):
+        triples.append((level, "intensity", None))
+        triples.extend((level, filter, 1.0) for filter in
+                       ("gauss", "gradmag", "log", "hessian_max", "hessian_min"))
+    return tuple(triples)
+
+
+# Sigmas are in pixels of each level: coarse levels get the small sigmas, since one
+# coarse pixel already spans 2**level original pixels. "rich" follows ilastik's
+# sigma set (0.3 only for smoothing, as ilastik's dialog allows).
+PRESETS = {
+    "fast": _fast_preset(),
+    "default": _per_level([(0.7, 1.6), (0.7, 1.6, 3.5), (0.7, 1.6, 3.5), (0.7, 1.6, 3.5)]),
+    "rich": _per_level([(0.7, 1.0, 1.6, 3.5, 5.0, 10.0), (0.7, 1.0, 1.6, 3.5, 5.0),
+                        (0.7, 1.0, 1.6, 3.5), (0.7, 1.0, 1.6, 3.5)], extra_gauss_sigmas=(0.3,)),
+}
