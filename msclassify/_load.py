@@ -11,6 +11,9 @@ _MODEL_KINDS = {
     "greedy_miser_classifier": "msclassify.cegb._sklearn:GreedyMiserClassifier",
     "greedy_miser_regressor": "msclassify.cegb._sklearn:GreedyMiserRegressor",
     "budgetrf_classifier": "msclassify.baselines._budgetrf:BudgetRFClassifier",
+    "pixel_classifier": "msclassify.pixel:PixelClassifier",
+    "grbb_classifier": "msclassify.baselines._grbb:GRBBClassifier",
+    "laplacian_boosting_classifier": "msclassify.baselines._grbb:LaplacianBoostingClassifier",
 }
 
 

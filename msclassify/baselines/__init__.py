@@ -6,5 +6,8 @@ with the core as a preset; it is re-exported here beside the other baselines.
 
 from ..cegb._sklearn import GreedyMiserClassifier, GreedyMiserRegressor
 from ._budgetrf import BudgetRFClassifier
+from ._cstc import CSTCClassifier, CSTCRegressor
+from ._grbb import GRBBClassifier, LaplacianBoostingClassifier
 
-__all__ = ["BudgetRFClassifier", "GreedyMiserClassifier", "GreedyMiserRegressor"]
+__all__ = ["BudgetRFClassifier", "CSTCClassifier", "CSTCRegressor", "GRBBClassifier",
+           "GreedyMiserClassifier", "GreedyMiserRegressor", "LaplacianBoostingClassifier"]

@@ -5,25 +5,37 @@ below are to it.
 
 * Feature map (Sec. 3, "boosting trick"): gradient-boosted regression trees of
   limited depth are fitted with the squared loss by the CEGB core (cost-blind,
-  ``cost_tradeoff=0``, breadth-first) and ``phi_t(x) = h_t(x)`` is the output of
-  tree t (learning rate applied, so ``beta = 1`` reproduces the ensemble).
-  ``F[a, t] = 1`` iff tree t splits on raw feature a; ``e_t = tree_cost``.
+  ``cost_tradeoff=0``, breadth-first to ``weak_learner_depth``) and
+  ``phi_t(x) = h_t(x)`` is the output of tree t (learning rate applied, so
+  ``beta = 1`` reproduces the ensemble). ``F[a, t] = 1`` iff tree t splits on
+  raw feature a, and every tree costs ``e_t = tree_cost`` to evaluate.
   ``feature_map="identity"`` uses ``phi(x) = x``, ``F = I``, ``e_t = 0`` (the
   synthetic experiment of Sec. 5.1).
 * Model (Sec. 4, Fig. 1): a binary tree of classifier nodes ``v^k`` with weight
-  vectors ``beta^k`` (plus an unpenalised intercept ``b^k``, which the paper
-  folds into phi) and thresholds ``theta^k``. An input goes to the upper child
-  iff ``phi(x)' beta^k + b^k > theta^k`` (hard traversal, used at test time); a
+  vectors ``beta^k``, an unpenalised intercept ``b^k`` (the paper folds it into
+  phi) and thresholds ``theta^k``. An input goes to the upper child iff
+  ``phi(x)' beta^k + b^k > theta^k`` (hard traversal, used at test time); a
   missing child is a terminal element that returns its parent's prediction.
+* Loss: the squared loss of the paper; `CSTCClassifier` regresses on targets
+  -1/+1 and predicts the sign (binary only).
 * Training minimises Eq. (5): the expected tree risk (6)
-  ``1/n sum_i sum_k p_i^k l(phi_i' beta^k, y_i)`` with soft traversal
-  ``p(upper | x, v^k) = sigmoid(s * (phi' beta^k + b^k - theta^k))`` (``s =
-  routing_sharpness``, 1 in the paper), plus ``rho * sum_k |beta^k|_1``, plus
-  ``lambda * sum_l p^l [sum_t e_t ||beta_t^{pi_l}||_2 + sum_a c_a ||beta_{F_a}^{pi_l}||_2]``,
-  the mixed-norm relaxation (3) of the exact path cost, where ``p^l`` is the mean
+  ``1/n sum_i sum_k p_i^k l(phi_i' beta^k + b^k, y_i)`` over *all* nodes, with
+  soft traversal ``p(upper | x, v^k) = sigmoid(s (phi' beta^k + b^k - theta^k))``,
+  plus ``rho sum_k |beta^k|_1``, plus
+  ``lambda sum_l p^l [sum_t e_t ||beta_t over pi^l||_2 + sum_a c_a ||beta_{F_a} over pi^l||_2]``,
+  the mixed-norm relaxation (3) of the exact path cost; ``p^l`` is the mean
   probability of reaching terminal element l and the norms run over all
-  classifiers on its path ``pi^l``. Both terminal elements of a node share the
-  node's path, so their terms are merged.
+  classifiers on its path ``pi^l`` (both terminal elements of a node share the
+  node's path, so their terms are merged).
+* Routing slope ``s = routing_sharpness``: the paper's sigmoid has ``s = 1`` in
+  score units. When the predictions of different input regions differ by less
+  than a few units (always, with the classifier's -1/+1 targets) that sends
+  many samples down both branches: the children learn from mixtures of regions
+  and reject the expert features of their own region, which are noise for the
+  others. Our default ``s = 20`` keeps the soft traversal close to the hard one
+  used at test time; on the synthetic data of ``tests/test_cstc.py`` s = 1
+  mixes the quadrants and s = 20 separates them. Choose ``s`` so that ``1 / s``
+  is small against the gap between the predictions of different regions.
 * Optimisation (Sec. 4.2): every square root and ``|.|`` is replaced by
   ``min_z (g / z + z) / 2`` (Lemma 1); cyclic block-coordinate descent then
   alternates L-BFGS over one node's ``(beta^k, b^k, theta^k)`` (the paper uses
@@ -31,26 +43,41 @@ below are to it.
   whose magnitude falls below ``1e-6`` is set to zero and stays there (its
   auxiliary variable would otherwise make the quadratic bound infinite).
 * Initialisation (Sec. 4.2): top-down, one depth at a time; each new node
-  starts from its parent's weights with fresh auxiliary variables, the parent's
-  threshold is the weighted median of its scores, and the new node is optimised
-  as a leaf (a convex problem) before the whole tree is refined jointly.
-* Pruning (Sec. 4.2): with validation data, bottom-up, a subtree is removed
-  when the validation accuracy (R^2 for the regressor) does not drop.
+  starts from its parent's weights with fresh auxiliary variables (``z = 1``),
+  the parent's threshold is the weighted mean of its scores, and the new node is
+  optimised as a leaf (a convex problem) before the whole tree is refined.
+* Exact-cost pruning of weights (our addition, ``l0_pruning``): the relaxation
+  charges a weight in proportion to its size while the real cost charges a
+  weak learner and its features in full for any non-zero weight on a path, so
+  the coordinate descent leaves small weights that buy expensive features for
+  whole paths. Afterwards, weak learner t is removed from all paths through a
+  node k (k's ancestors and subtree) whenever that does not increase Eq. (5)
+  with the exact l0 path costs ``c^l`` of Sec. 4.1, trying the moves that remove
+  the least ``sum |beta_t| std(phi_t)`` first; then the descent resumes.
+* Tree pruning (Sec. 4.2): given validation data, bottom-up, a subtree is
+  removed when the validation accuracy (mean squared error for the regressor)
+  does not get worse.
 * Fine-tuning, Eq. (8): every classifier that has a terminal child is refitted
-  on its non-zero weights with ``l1`` regularisation, its samples weighted by
-  the probability of reaching its terminal elements (``p_i^k`` for a leaf
-  classifier, as in Eq. (8)). The refitted weights are used for *predictions*
-  only; routing keeps the weights of Eq. (5), so the paths and costs do not
-  change.
+  on its non-zero weights with the l1 penalty (exact, by L-BFGS-B on the
+  positive and negative parts). The paper weights the samples by the soft
+  ``p_i^k``; we use the samples that exit at that node under the hard (test-time)
+  traversal, because the refit is meant to undo the relaxation's shrinkage on
+  the predictions actually made, and with soft weights a few samples from other
+  regions (where an expert feature is noise) pull the expert's weight back
+  towards zero. The refitted weights are used for *predictions* only; routing
+  keeps the weights of Eq. (5), so the paths and their costs do not change.
 
 Prediction cost (the paper's model, the cost ``c^l`` of Sec. 4.1): a sample
-that exits at terminal element l pays ``e_t`` once for every weak learner with
-a non-zero weight in any classifier on ``pi^l`` (``evaluation``) and ``c_a``
-once for every raw feature used by any of those weak learners (``feature``).
-Evaluating a tree is charged all of its features, an upper bound of lazy
-acquisition along the path taken inside the tree; evaluating the linear
-classifiers themselves is free. Weak learners not selected anywhere are never
-evaluated.
+exiting at terminal element l pays ``e_t`` once for every weak learner with a
+non-zero weight in any classifier on ``pi^l`` (``evaluation``) and ``c_a`` once
+for every raw feature used by any of those weak learners (``feature``). A tree
+is charged all of its features, an upper bound of lazy acquisition along the
+path taken inside it; evaluating the linear classifiers themselves is free.
+Units: feature costs are in units of one weak-learner evaluation when
+``tree_cost = 1``, as in the paper's Yahoo! experiment.
+
+Training cost: every L-BFGS step evaluates all ``n`` samples on one node
+(``O(n T)``); expect minutes for ``n`` in the tens of thousands and ``T = 100``.
 """
 
 from numbers import Integral, Real
@@ -61,6 +88,7 @@ from scipy.special import expit
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
+from threadpoolctl import threadpool_limits
 
 from ..cegb import PredictionCost, train
 from ..cegb._params import _per_feature
@@ -69,18 +97,10 @@ _ZERO = 1e-6        # weights below this magnitude are exactly zero from then on
 _AUX_FLOOR = 1e-12  # floor of the auxiliary variables of Lemma 1 (never divide by 0)
 
 
-# -- losses ------------------------------------------------------------------------------------
-def _logistic(score, y):
-    """Logistic loss on y in {0, 1} and its derivative in the score."""
-    return np.logaddexp(0.0, score) - y * score, expit(score) - y
-
-
-def _squared(score, y):
+def _squared_loss(score, y):
+    """``(score - y)^2 / 2`` and its derivative in the score."""
     residual = score - y
     return 0.5 * residual * residual, residual
-
-
-_LOSSES = {"logistic": _logistic, "squared": _squared}
 
 
 # -- the tree objective ------------------------------------------------------------------------
@@ -94,11 +114,11 @@ class _TreeObjective:
     and feature-cost norms over the path to k.
     """
 
-    def __init__(self, phi, y, loss, tree_cost, feature_costs, uses, cost_tradeoff, l1,
-                 sharpness, depth):
+    def __init__(self, phi, y, tree_cost, feature_costs, uses, cost_tradeoff, l1, sharpness,
+                 depth):
         self.phi = phi
         self.y = y
-        self.loss = _LOSSES[loss]
+        self.loss = _squared_loss
         self.n, self.T = phi.shape
         self.e = tree_cost
         self.c = feature_costs
@@ -191,27 +211,37 @@ class _TreeObjective:
         if self.with_feat:
             self.w = np.maximum(np.sqrt(R), _AUX_FLOOR)
 
-    def _block(self, x, k, free):
-        """Smoothed objective and its gradient in node k's (beta_free, b, theta)."""
+    def _block(self, x, k, block):
+        """Smoothed objective and its gradient in node k's (beta_free, b, theta).
+
+        Only node k's scores change, so only the reach probabilities of its
+        subtree are recomputed; ``block`` caches everything else (`optimise_node`).
+        """
+        free, phi_free, subtree, p, q, terminal, losses, derivs, fixed_risk = block
         self.coef[k, free] = x[:-2]
         self.intercept[k], self.threshold[k] = x[-2], x[-1]
-        self.scores[:, k] = self.phi[:, free] @ x[:-2] + x[-2]
-        nodes, p, q, terminal = self._forward()
+        self.scores[:, k] = phi_free @ x[:-2] + x[-2]
+        losses[k], derivs[k] = self.loss(self.scores[:, k], self.y)
+        q[:, k] = expit(self.sharp * (self.scores[:, k] - self.threshold[k]))
+        risk = fixed_risk
+        for j in subtree:                      # heap order: parents before children
+            risk += p[:, j] @ losses[j]
+            terminal[:, j] = 0.0
+            for child, branch in zip(self.children[j], (1.0 - q[:, j], q[:, j])):
+                if child >= 0:
+                    p[:, child] = p[:, j] * branch
+                else:
+                    terminal[:, j] += p[:, j] * branch
         S, R = self._path_squares()
         path_cost = self._path_costs(S, R, smoothed=True)
-        losses, derivs = self._node_losses
-        losses[k], derivs[k] = self.loss(self.scores[:, k], self.y)
-        risk = sum(p[:, j] @ losses[j] for j in nodes)
         mass = terminal.mean(axis=0)
         beta = self.coef[k]
         value = (risk / self.n + self.lam * mass @ path_cost
                  + 0.5 * self.rho * np.sum(beta * beta / self.zeta[k]))
-        # Backward: to_go[j] = d value / d p_j per sample (risk of the subtree below j).
+        # Backward: to_go[j] = d value / d p_j per sample (the subtree of j below it).
         exit_value = self.lam * path_cost / self.n
         to_go = {}
-        for j in nodes[::-1]:
-            if j != k and not self.ancestors[j, k]:
-                continue
+        for j in subtree[::-1]:
             branch_values = [to_go[c] if c >= 0 else exit_value[j] for c in self.children[j]]
             to_go[j] = (losses[j] / self.n + (1.0 - q[:, j]) * branch_values[0]
                         + q[:, j] * branch_values[1])
@@ -221,50 +251,85 @@ class _TreeObjective:
         slope = self.sharp * q[:, k] * (1.0 - q[:, k]) * diff * p[:, k]
         grad_score = p[:, k] * derivs[k] / self.n + slope
         penalty = self.rho / self.zeta[k]
-        below = self.subtree(k)
-        weight = mass[below]
+        weight = mass[subtree]
         if self.with_eval:
-            penalty = penalty + self.lam * (weight @ (self.e / self.u[below]))
+            penalty = penalty + self.lam * (weight @ (self.e / self.u[subtree]))
         if self.with_feat:
-            penalty = penalty + self.lam * ((weight @ (self.c / self.w[below])) @ self.uses)
+            penalty = penalty + self.lam * ((weight @ (self.c / self.w[subtree])) @ self.uses)
         grad = np.empty_like(x)
-        grad[:-2] = self.phi[:, free].T @ grad_score + (penalty * beta)[free]
+        grad[:-2] = grad_score @ phi_free + (penalty * beta)[free]
         grad[-2] = grad_score.sum()
         grad[-1] = -slope.sum()
         return value, grad
 
+    def prepare_block(self, k):
+        """Cache for `_block`: node k's free weights and the state outside its subtree."""
+        free = np.flatnonzero(~self.frozen[k])
+        nodes, p, q, terminal = self._forward()
+        subtree = self.subtree(k)
+        losses, derivs = [None] * self.K, [None] * self.K
+        for j in nodes:
+            losses[j], derivs[j] = self.loss(self.scores[:, j], self.y)
+        outside = np.setdiff1d(nodes, subtree)
+        fixed_risk = sum(p[:, j] @ losses[j] for j in outside)
+        return (free, np.ascontiguousarray(self.phi[:, free]), subtree, p, q, terminal, losses,
+                derivs, fixed_risk)
+
     def optimise_node(self, k, max_iter):
         """One block step of the cyclic coordinate descent: L-BFGS over node k."""
-        free = np.flatnonzero(~self.frozen[k])
-        # Only node k's scores change inside the block: cache the other nodes' losses.
-        losses = [self.loss(self.scores[:, j], self.y) for j in range(self.K)]
-        self._node_losses = ([v for v, _ in losses], [d for _, d in losses])
+        block = self.prepare_block(k)
+        free = block[0]
         x0 = np.concatenate([self.coef[k, free], [self.intercept[k], self.threshold[k]]])
-        result = minimize(self._block, x0, args=(k, free), jac=True, method="L-BFGS-B",
+        result = minimize(self._block, x0, args=(k, block), jac=True, method="L-BFGS-B",
                           options={"maxiter": max_iter})
-        self._block(result.x, k, free)   # leave the state at the optimum found
+        self._block(result.x, k, block)   # leave the state at the optimum found
+
+    def exact_value(self):
+        """Eq. (5) with the exact (l0) path costs c^l of Sec. 4.1 instead of the relaxation."""
+        nodes, p, _, terminal = self._forward()
+        risk = sum(p[:, k] @ self.loss(self.scores[:, k], self.y)[0] for k in nodes)
+        used = (self.ancestors.astype(np.float64) @ (self.coef != 0)) > 0       # (K, T)
+        cost = used @ self.e + ((used @ self.uses.T) > 0) @ self.c
+        return (risk / self.n + self.lam * terminal.mean(axis=0) @ cost
+                + self.rho * np.abs(self.coef[nodes]).sum())
 
     def sparsify(self):
-        """Zero every weight whose removal does not increase the relaxed objective (5).
+        """Remove weak learners from paths when that does not increase `exact_value`.
 
-        Lemma 1 drives unneeded weights to zero only geometrically; a weight of
-        1e-3 would still buy its feature on every path. Candidates are tried from
-        the smallest magnitude up. Returns whether any weight was zeroed.
+        The relaxation charges a weight in proportion to its size while the real
+        cost charges the whole weak learner and its features for any non-zero
+        weight on a path, so the coordinate descent leaves small weights that buy
+        expensive features for entire paths. A move zeroes weak learner t on every
+        classifier whose path passes through node k (k's ancestors and subtree),
+        which frees those paths of t; moves are tried from the smallest removed
+        contribution ``sum |beta_t| * std(phi_t)`` up. Returns whether any move
+        was accepted.
         """
-        current = self.value()
+        if self.lam == 0:
+            return False
+        current = self.exact_value()
+        spread = self.phi.std(axis=0)
+        nodes = self.nodes()
+        moves = []
+        for k in nodes:
+            members = nodes[self.ancestors[k, nodes] | self.ancestors[nodes, k]]
+            for t in np.flatnonzero(np.any(self.coef[members] != 0, axis=0)):
+                moves.append((np.abs(self.coef[members, t]).sum() * spread[t], t, members))
         changed = False
-        for k in self.nodes():
-            for t in np.flatnonzero(self.coef[k])[np.argsort(np.abs(self.coef[k][self.coef[k] != 0]))]:
-                weight = self.coef[k, t]
-                self.coef[k, t] = 0.0
-                self.scores[:, k] -= weight * self.phi[:, t]
-                trial = self.value()
-                if trial <= current:
-                    current, changed = trial, True
-                    self.frozen[k, t] = True
-                else:
-                    self.coef[k, t] = weight
-                    self.scores[:, k] += weight * self.phi[:, t]
+        for _, t, members in sorted(moves, key=lambda move: move[0]):
+            members = members[self.coef[members, t] != 0]
+            if members.size == 0:
+                continue
+            weights = self.coef[members, t].copy()
+            self.coef[members, t] = 0.0
+            self.scores[:, members] -= self.phi[:, [t]] * weights
+            trial = self.exact_value()
+            if trial <= current:
+                current, changed = trial, True
+                self.frozen[members, t] = True
+            else:
+                self.coef[members, t] = weights
+                self.scores[:, members] += self.phi[:, [t]] * weights
         if changed:
             self.update_auxiliary()
         return changed
@@ -273,12 +338,11 @@ class _TreeObjective:
         self.scores = self.phi @ self.coef.T + self.intercept
 
 
-def _fit_sparse_linear(phi, y, weights, support, rho, loss, coef, intercept, max_iter):
+def _fit_sparse_linear(phi, y, weights, support, rho, coef, intercept, max_iter):
     """Eq. (8): ``min sum_i w_i l(phi_i' beta + b, y_i) / n + rho |beta|_1``, beta zero off support.
 
     The l1 term is exact: beta = beta_plus - beta_minus with both >= 0 (L-BFGS-B bounds).
     """
-    loss = _LOSSES[loss]
     sub = phi[:, support]
     m = support.size
     n = phi.shape[0]
@@ -286,7 +350,7 @@ def _fit_sparse_linear(phi, y, weights, support, rho, loss, coef, intercept, max
     def objective(x):
         beta = x[:m] - x[m:2 * m]
         score = sub @ beta + x[-1]
-        value, deriv = loss(score, y)
+        value, deriv = _squared_loss(score, y)
         g = weights * deriv / n
         grad_beta = sub.T @ g
         return (weights @ value / n + rho * x[:2 * m].sum(),
@@ -306,12 +370,10 @@ def _fit_sparse_linear(phi, y, weights, support, rho, loss, coef, intercept, max
 class _CSTCBase(BaseEstimator):
     """Shared fitting, traversal and cost accounting of the CSTC estimators."""
 
-    _loss = None
-
-    def __init__(self, cost_tradeoff=1.0, l1_regularization=1e-3, max_depth=3, feature_costs=None,
+    def __init__(self, cost_tradeoff=0.01, l1_regularization=1e-3, max_depth=3, feature_costs=None,
                  tree_cost=1.0, feature_map="trees", n_weak_learners=100, weak_learner_depth=3,
-                 weak_learner_learning_rate=0.1, routing_sharpness=1.0, max_sweeps=30,
-                 max_node_iter=50, tol=1e-5, fine_tune=True, random_state=None):
+                 weak_learner_learning_rate=0.1, routing_sharpness=20.0, l0_pruning=True,
+                 fine_tune=True, max_sweeps=30, max_node_iter=20, tol=1e-4, random_state=None):
         self.cost_tradeoff = cost_tradeoff
         self.l1_regularization = l1_regularization
         self.max_depth = max_depth
@@ -322,112 +384,119 @@ class _CSTCBase(BaseEstimator):
         self.weak_learner_depth = weak_learner_depth
         self.weak_learner_learning_rate = weak_learner_learning_rate
         self.routing_sharpness = routing_sharpness
+        self.l0_pruning = l0_pruning
+        self.fine_tune = fine_tune
         self.max_sweeps = max_sweeps
         self.max_node_iter = max_node_iter
         self.tol = tol
-        self.fine_tune = fine_tune
         self.random_state = random_state
 
     # -- parameter checks ----------------------------------------------------------------------
     def _check_params(self):
-        def number(name, low=0.0, strict=False):
+        def number(name, strict=False):
             value = getattr(self, name)
             ok = isinstance(value, Real) and not isinstance(value, bool) and np.isfinite(value)
-            if not ok or value < low or (strict and value <= low):
+            if not ok or value < 0 or (strict and value == 0):
                 relation = ">" if strict else ">="
-                raise ValueError(f"{name} must be a finite number {relation} {low}, got {value!r}")
+                raise ValueError(f"{name} must be a finite number {relation} 0, got {value!r}")
 
-        def integer(name, low=1):
+        def integer(name):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, Integral) or value < low:
-                raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+            if isinstance(value, bool) or not isinstance(value, Integral) or value < 1:
+                raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
 
         for name in ("cost_tradeoff", "l1_regularization", "tree_cost", "tol"):
             number(name)
-        number("routing_sharpness", strict=True)
-        number("weak_learner_learning_rate", strict=True)
+        for name in ("routing_sharpness", "weak_learner_learning_rate"):
+            number(name, strict=True)
         for name in ("max_depth", "n_weak_learners", "weak_learner_depth", "max_sweeps",
                      "max_node_iter"):
             integer(name)
-        if self.max_depth > 10:
+        if self.max_depth > 8:
             raise ValueError(f"max_depth={self.max_depth} means {2 ** self.max_depth - 1} "
-                             "classifier nodes; use at most 10 (the paper uses up to 4)")
+                             "classifier nodes; use at most 8 (the paper uses up to 4)")
         if self.feature_map not in ("trees", "identity"):
             raise ValueError("feature_map must be 'trees' (boosted-tree outputs, Sec. 3) or "
                              f"'identity' (phi(x) = x, Sec. 5.1), got {self.feature_map!r}")
 
+    def _check_validation(self, X_val, y_val):
+        if (X_val is None) != (y_val is None):
+            raise ValueError("give both X_val and y_val (for validation pruning) or neither")
+        if X_val is None:
+            return None, None
+        X_val = validate_data(self, X_val, reset=False, dtype=(np.float64, np.float32))
+        y_val = np.asarray(y_val)
+        if y_val.shape != (X_val.shape[0],):
+            raise ValueError(f"y_val must have one value per row of X_val ({X_val.shape[0]}), "
+                             f"got shape {y_val.shape}")
+        return X_val, y_val
+
     # -- fitting -------------------------------------------------------------------------------
-    def _feature_map(self, X, target):
-        """Build phi on the training data; return (phi, F, e)."""
+    def _fit(self, X, target, X_val, target_val):
+        self._check_params()
+        self.feature_costs_ = _per_feature("feature_costs", self.feature_costs, X.shape[1], 1.0)
+        phi = self._fit_feature_map(X, target)
+        problem = _TreeObjective(phi, target, self.weak_learner_costs_, self.feature_costs_,
+                                 self.weak_learner_features_, self.cost_tradeoff,
+                                 self.l1_regularization, self.routing_sharpness, self.max_depth)
+        problem.intercept[0] = target.mean()
+        problem.refresh_scores()
+        # The per-node problems are matrix-vector products on a few hundred columns, where
+        # BLAS threads mostly spin: one thread was 5x faster on 2 cores (2000 x 6 data).
+        with threadpool_limits(1, user_api="blas"):
+            self._initialise_top_down(problem)
+            curve = [self._coordinate_descent(problem, problem.nodes())]
+            for _ in range(3 if self.l0_pruning else 0):
+                if not problem.sparsify():
+                    break
+                curve.append(self._coordinate_descent(problem, problem.nodes()))
+            self.objective_curve_ = np.concatenate(curve)
+            self._store(problem)
+            if X_val is not None:
+                self._prune(X_val, target_val)
+            self.prediction_coef_ = self.coef_.copy()
+            self.prediction_intercept_ = self.intercept_.copy()
+            if self.fine_tune:
+                self._fine_tune(phi, target)
+        return self
+
+    def _fit_feature_map(self, X, target):
+        """Build phi on the training data and set F (``weak_learner_features_``) and e."""
         n_features = X.shape[1]
         if self.feature_map == "identity":
             self.booster_ = None
-            return X.astype(np.float64), np.eye(n_features, dtype=bool), np.zeros(n_features)
+            self.weak_learner_features_ = np.eye(n_features, dtype=bool)
+            self.weak_learner_costs_ = np.zeros(n_features)
+            return np.ascontiguousarray(X, dtype=np.float64)
         depth = self.weak_learner_depth
-        params = {"n_estimators": self.n_weak_learners,
-                  "learning_rate": self.weak_learner_learning_rate, "max_depth": depth,
-                  "max_leaves": max(2, 2 ** depth), "growth": "breadth_first",
-                  "min_samples_leaf": 1 if X.shape[0] < 100 else 20,
-                  "random_state": self._seed()}
+        seed = self.random_state
+        if isinstance(seed, np.random.RandomState):
+            seed = int(seed.randint(2**31))
+        params = {"n_estimators": self.n_weak_learners, "max_depth": depth,
+                  "learning_rate": self.weak_learner_learning_rate, "max_leaves": 2 ** depth,
+                  "growth": "breadth_first", "min_samples_leaf": 1, "random_state": seed}
         self.booster_ = train(X, target, "regression", params)
         uses = np.zeros((n_features, self.booster_.n_trees), dtype=bool)
         for t, tree in enumerate(self.booster_.trees):
             uses[tree["feature"][tree["feature"] >= 0], t] = True
-        e = np.full(self.booster_.n_trees, float(self.tree_cost))
-        return self._phi(X), uses, e
-
-    def _seed(self):
-        state = self.random_state
-        if isinstance(state, np.random.RandomState):
-            return int(state.randint(2**31))
-        return state
+        self.weak_learner_features_ = uses
+        self.weak_learner_costs_ = np.full(self.booster_.n_trees, float(self.tree_cost))
+        return self._phi(X)
 
     def _phi(self, X):
         if self.booster_ is None:
             return np.ascontiguousarray(X, dtype=np.float64)
         return self.booster_.tree_outputs(X)
 
-    def _fit(self, X, target, X_val, y_val):
-        self._check_params()
-        costs = _per_feature("feature_costs", self.feature_costs, X.shape[1], 1.0)
-        self.feature_costs_ = costs
-        phi, uses, e = self._feature_map(X, target)
-        self.weak_learner_features_ = uses
-        self.weak_learner_costs_ = e
-        problem = _TreeObjective(phi, target, self._loss, e, costs, uses, self.cost_tradeoff,
-                                 self.l1_regularization, self.routing_sharpness, self.max_depth)
-        problem.intercept[0] = self._initial_score(target)
-        problem.refresh_scores()
-        self._initialise_top_down(problem)
-        self.objective_curve_ = self._coordinate_descent(problem, problem.nodes())
-        if problem.sparsify():
-            curve = self._coordinate_descent(problem, problem.nodes())
-            self.objective_curve_ = np.concatenate([self.objective_curve_, curve])
-        self._store(problem)
-        if X_val is not None:
-            self._prune(X_val, y_val)
-        self.prediction_coef_ = self.coef_.copy()
-        self.prediction_intercept_ = self.intercept_.copy()
-        if self.fine_tune:
-            self._fine_tune(problem)
-        return self
-
-    def _initial_score(self, target):
-        mean = float(np.mean(target))
-        if self._loss == "logistic":
-            mean = float(np.clip(mean, 1e-6, 1 - 1e-6))
-            return np.log(mean / (1 - mean))
-        return mean
-
     def _initialise_top_down(self, problem):
         """Sec. 4.2: optimise depth by depth, each new node as if it were a leaf."""
         for depth in range(self.max_depth):
             new = np.arange(2 ** depth - 1, 2 ** (depth + 1) - 1)
             if depth > 0:
-                _, p, _, _ = problem._forward()
+                _, reach, _, _ = problem._forward()
                 for parent in np.unique(problem.parent[new]):
                     problem.threshold[parent] = np.average(problem.scores[:, parent],
-                                                           weights=p[:, parent])
+                                                           weights=reach[:, parent])
                 for k in new:
                     parent = problem.parent[k]
                     problem.coef[k] = problem.coef[parent]
@@ -435,8 +504,8 @@ class _CSTCBase(BaseEstimator):
                     problem.threshold[k] = problem.threshold[parent]
                     problem.scores[:, k] = problem.scores[:, parent]
                     problem.frozen[k] = False
-                    # Fresh auxiliary variables: any z > 0 bounds the objective from above,
-                    # and the parent's zeros must not be inherited as absorbing states.
+                    # Any z > 0 bounds the objective from above (Lemma 1); z = 1 keeps the
+                    # parent's zeros from being inherited as absorbing states.
                     problem.zeta[k] = 1.0
                     problem.u[k] = 1.0
                     problem.w[k] = 1.0
@@ -452,8 +521,8 @@ class _CSTCBase(BaseEstimator):
                 problem.optimise_node(k, self.max_node_iter)
                 problem.update_auxiliary()
             curve.append(problem.value())
-            # The first sweep may start from loose auxiliary variables (new nodes), after
-            # which each sweep is a majorise-minimise step and cannot increase (5).
+            # The first sweep may start from loose auxiliary variables (new nodes); after
+            # it each sweep is a majorise-minimise step and cannot increase Eq. (5).
             if sweep > 0 and curve[-2] - curve[-1] <= self.tol * max(abs(curve[-2]), 1e-12):
                 break
         return np.array(curve)
@@ -467,12 +536,11 @@ class _CSTCBase(BaseEstimator):
         self.threshold_ = problem.threshold[keep].copy()
         children = problem.children[keep]
         self.children_ = np.where(children >= 0, index[np.maximum(children, 0)], -1)
-        self._heap_index = keep
 
-    def _prune(self, X_val, y_val):
+    def _prune(self, X_val, target_val):
         """Sec. 4.2: remove subtrees whose removal does not lower the validation score."""
         phi = self._phi(X_val)
-        best = self._validation_score(phi, y_val)
+        best = self._validation_score(phi, target_val)
         changed = True
         while changed:
             changed = False
@@ -482,15 +550,14 @@ class _CSTCBase(BaseEstimator):
                     if child < 0:
                         continue
                     self.children_[node, side] = -1
-                    score = self._validation_score(phi, y_val)
+                    score = self._validation_score(phi, target_val)
                     if score >= best:
                         best, changed = score, True
                     else:
                         self.children_[node, side] = child
-        self._compact()
+        self._drop_unreachable()
 
-    def _compact(self):
-        """Drop nodes no longer reachable from the root (after pruning)."""
+    def _drop_unreachable(self):
         reachable = np.zeros(self.children_.shape[0], dtype=bool)
         stack = [0]
         while stack:
@@ -504,18 +571,13 @@ class _CSTCBase(BaseEstimator):
         self.children_ = np.where(children >= 0, index[np.maximum(children, 0)], -1)
         self.coef_, self.intercept_ = self.coef_[keep], self.intercept_[keep]
         self.threshold_ = self.threshold_[keep]
-        self._heap_index = self._heap_index[keep]
 
-    def _fine_tune(self, problem):
-        """Eq. (8) for every classifier with a terminal child, on the samples that exit there.
+    def _validation_score(self, phi, target):
+        raw = self._raw_from_phi(phi, self.coef_, self.intercept_)
+        return -float(np.mean((raw - target) ** 2))
 
-        The paper weights samples by the soft ``p_i^k``; we use the hard
-        (test-time) traversal, because the refit is meant to undo the shrinkage of
-        the relaxation on the predictions actually made, and soft weights let a
-        few samples of other regions (for which an expert feature is noise) pull
-        the expert's weight towards zero.
-        """
-        phi, target = problem.phi, problem.y
+    def _fine_tune(self, phi, target):
+        """Eq. (8) for every node with a terminal child, on the samples that exit there."""
         exit_node = self._exit_nodes(phi)
         for k in range(self.children_.shape[0]):
             exits = (exit_node == k).astype(np.float64)
@@ -523,7 +585,7 @@ class _CSTCBase(BaseEstimator):
                 continue
             support = np.flatnonzero(self.coef_[k] != 0)
             self.prediction_coef_[k], self.prediction_intercept_[k] = _fit_sparse_linear(
-                phi, target, exits, support, self.l1_regularization, self._loss, self.coef_[k],
+                phi, target, exits, support, self.l1_regularization, self.coef_[k],
                 self.intercept_[k], 10 * self.max_node_iter)
 
     # -- traversal and costs -------------------------------------------------------------------
@@ -534,15 +596,14 @@ class _CSTCBase(BaseEstimator):
     def _exit_nodes(self, phi):
         """Hard traversal: the classifier node whose terminal element each sample reaches."""
         node = np.zeros(phi.shape[0], dtype=np.int64)
-        done = np.zeros(phi.shape[0], dtype=bool)
-        while not done.all():
-            open_rows = np.flatnonzero(~done)
+        open_rows = np.arange(phi.shape[0])
+        while open_rows.size:
             k = node[open_rows]
             score = np.einsum("ij,ij->i", phi[open_rows], self.coef_[k]) + self.intercept_[k]
             child = self.children_[k, (score > self.threshold_[k]).astype(np.int64)]
-            finished = child < 0
-            done[open_rows[finished]] = True
-            node[open_rows[~finished]] = child[~finished]
+            moving = child >= 0
+            node[open_rows[moving]] = child[moving]
+            open_rows = open_rows[moving]
         return node
 
     def _raw_from_phi(self, phi, coef=None, intercept=None):
@@ -552,27 +613,20 @@ class _CSTCBase(BaseEstimator):
         return np.einsum("ij,ij->i", phi, coef[node]) + intercept[node]
 
     def apply(self, X):
-        """Index of the classifier node whose terminal element each sample exits through."""
+        """Index of the classifier node at whose terminal element each sample exits."""
         return self._exit_nodes(self._phi(self._check_X(X)))
 
-    def _paths(self):
-        parent = np.full(self.children_.shape[0], -1)
-        for k, kids in enumerate(self.children_):
-            parent[kids[kids >= 0]] = k
-        paths = []
-        for k in range(self.children_.shape[0]):
-            path, j = [], k
-            while j >= 0:
-                path.append(j)
-                j = parent[j]
-            paths.append(path[::-1])
-        return paths
+    def path_nodes(self, node):
+        """Classifier nodes from the root to ``node`` (the path ``pi`` of its terminal elements)."""
+        check_is_fitted(self, "coef_")
+        path = [int(node)]
+        while path[-1] != 0:
+            path.append(int(np.flatnonzero(np.any(self.children_ == path[-1], axis=1))[0]))
+        return path[::-1]
 
     def path_weak_learners(self, node):
-        """Weak learners (phi dimensions) evaluated by a sample exiting at ``node``."""
-        check_is_fitted(self, "coef_")
-        path = self._paths()[node]
-        return np.flatnonzero(np.any(self.coef_[path] != 0, axis=0))
+        """Weak learners (columns of phi) evaluated by a sample exiting at ``node``."""
+        return np.flatnonzero(np.any(self.coef_[self.path_nodes(node)] != 0, axis=0))
 
     def path_features(self, node):
         """Raw features extracted by a sample exiting at ``node``."""
@@ -580,14 +634,14 @@ class _CSTCBase(BaseEstimator):
         return np.flatnonzero(self.weak_learner_features_[:, learners].any(axis=1))
 
     def prediction_cost(self, X):
-        """Per-sample test-time cost under the paper's cost model (module docstring).
+        """Per-sample test-time cost under the paper's cost model (see the module docstring).
 
         Returns
         -------
         PredictionCost
-            ``evaluation``: sum of ``e_t`` over the weak learners evaluated on the
-            sample's path; ``feature``: sum of the raw feature costs those weak
-            learners need; ``batch``: 0.0 (CSTC has no per-batch cost).
+            ``evaluation``: sum of ``e_t`` over the weak learners evaluated on each
+            sample's path; ``feature``: sum of the costs of the raw features those
+            weak learners use; ``batch``: 0.0 (CSTC has no per-batch cost).
         """
         node = self.apply(X)
         n_nodes = self.children_.shape[0]
@@ -605,65 +659,79 @@ class _CSTCBase(BaseEstimator):
 
     @property
     def n_nodes_(self):
+        """Number of classifier nodes (after pruning)."""
         check_is_fitted(self, "coef_")
         return self.children_.shape[0]
 
 
-class CSTCClassifier(ClassifierMixin, _CSTCBase):
-    """Cost-sensitive tree of classifiers (CSTC; Xu, Kusner, Weinberger & Chen, ICML 2013).
-
-    A binary tree of sparse linear classifiers over a boosted-tree feature map;
-    each sample follows one path and pays only for the weak learners and raw
-    features used along it. Binary classification with the logistic loss (the
-    paper uses the squared loss for regression; see `CSTCRegressor`). See the
-    module docstring for the exact objective, optimisation and cost model.
-
+_SHARED_DOC = """
     Parameters
     ----------
     cost_tradeoff : float
-        lambda of Eq. (5): weight of the relaxed expected test-time cost.
+        lambda of Eq. (5): weight of the relaxed expected test-time cost, in
+        units of the mean squared loss per unit of cost.
     l1_regularization : float
         rho of Eq. (5): l1 penalty on every classifier's weights.
     max_depth : int
-        Levels of classifier nodes (1 = the single cost-sensitive linear model of
-        Eq. (4); 3 = the tree of Fig. 2, 7 nodes).
+        Levels of classifier nodes: 1 is the single cost-sensitive linear model
+        of Eq. (4); 3 is the tree of Fig. 2 (7 nodes).
     feature_costs : array-like of shape (n_features,), optional
         Extraction cost ``c_a`` of each raw feature (default 1).
     tree_cost : float
-        Evaluation cost ``e_t`` of each weak learner (the paper's unit of cost).
+        Evaluation cost ``e_t`` of each weak learner (``feature_map="trees"``).
     feature_map : {"trees", "identity"}
-        ``phi`` = outputs of boosted trees (Sec. 3) or the raw features (Sec. 5.1).
+        phi = the outputs of boosted regression trees (Sec. 3) or the raw
+        features (Sec. 5.1).
     n_weak_learners, weak_learner_depth, weak_learner_learning_rate
-        The squared-loss boosted trees of the feature map (``feature_map="trees"``).
+        The squared-loss boosted trees of ``feature_map="trees"``.
     routing_sharpness : float
-        Slope ``s`` of the soft traversal ``sigmoid(s (score - theta))`` in training
-        (1 in the paper).
-    max_sweeps, max_node_iter, tol
-        Cyclic coordinate descent: at most ``max_sweeps`` sweeps over the nodes,
-        ``max_node_iter`` L-BFGS iterations per node, stop when the relative
-        decrease of Eq. (5) over a sweep is below ``tol``.
+        Slope s of the soft traversal ``sigmoid(s (score - theta))`` used in
+        training (the paper: 1; see the module docstring for our default).
+    l0_pruning : bool
+        Remove weak learners from paths by the exact cost (module docstring);
+        False is the paper's procedure.
     fine_tune : bool
         Refit the predicting classifiers on their non-zero weights (Eq. 8).
+    max_sweeps, max_node_iter, tol
+        Cyclic coordinate descent: at most ``max_sweeps`` sweeps over the nodes
+        and ``max_node_iter`` L-BFGS iterations per node; stops when a sweep
+        lowers Eq. (5) by less than ``tol`` (relative).
     random_state : int, RandomState or None
         Seeds the binning of the boosted feature map.
 
     Attributes
     ----------
-    classes_ : ndarray of shape (2,)
     coef_, intercept_, threshold_ : ndarray
-        Per classifier node (after pruning): routing weights of Eq. (5), intercept
-        and threshold; a sample goes to ``children_[k, 1]`` iff
-        ``phi(x) @ coef_[k] + intercept_[k] > threshold_[k]``, else ``children_[k, 0]``.
+        Per classifier node (after pruning): the weights of Eq. (5), intercept
+        and threshold. A sample goes to ``children_[k, 1]`` iff
+        ``phi(x) @ coef_[k] + intercept_[k] > threshold_[k]``, else to
+        ``children_[k, 0]``.
     children_ : ndarray of shape (n_nodes, 2)
-        Node indices; -1 is a terminal element (predict with this node).
+        Child node indices; -1 is a terminal element (predict with node k).
     prediction_coef_, prediction_intercept_ : ndarray
-        Weights used for predictions (fine-tuned, Eq. 8; equal to ``coef_`` without).
+        Weights used for predictions (fine-tuned, Eq. 8; equal to ``coef_``
+        without fine-tuning). Their non-zeros are a subset of ``coef_``'s.
     booster_ : Booster or None
-        The boosted trees of the feature map.
+        The boosted trees of the feature map (``tree_outputs`` is phi).
     weak_learner_features_ : ndarray of bool, shape (n_features, n_weak_learners)
         F of the paper.
+    weak_learner_costs_ : ndarray
+        e_t of every weak learner.
+    feature_costs_ : ndarray
     objective_curve_ : ndarray
-        Eq. (5) after each sweep of the final coordinate descent.
+        Eq. (5) after each sweep of the final coordinate descent(s).
+"""
+
+
+class CSTCClassifier(ClassifierMixin, _CSTCBase):
+    __doc__ = """Cost-sensitive tree of classifiers (CSTC; Xu, Kusner, Weinberger & Chen 2013).
+
+    A binary tree of sparse linear classifiers over a boosted-tree feature map;
+    each sample follows one path and pays only for the weak learners and raw
+    features used along it. Binary: the squared loss of the paper on targets
+    -1 (``classes_[0]``) and +1 (``classes_[1]``). See the module docstring for
+    the objective, the optimisation and the cost model.
+    """ + _SHARED_DOC + """    classes_ : ndarray of shape (2,)
 
     Examples
     --------
@@ -678,60 +746,53 @@ class CSTCClassifier(ClassifierMixin, _CSTCBase):
     [0]
     """
 
-    _loss = "logistic"
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False
+        return tags
 
     def fit(self, X, y, X_val=None, y_val=None):
-        """Fit on ``X`` (n, d) and binary labels ``y``; ``X_val, y_val`` enable pruning."""
+        """Fit on ``X`` (n, d) and binary labels ``y``; ``X_val, y_val`` enable tree pruning."""
         X, y = validate_data(self, X, y, dtype=(np.float64, np.float32))
         check_classification_targets(y)
         self.classes_, encoded = np.unique(y, return_inverse=True)
         if len(self.classes_) != 2:
-            raise ValueError(f"CSTCClassifier is a binary classifier (as in the paper); y has "
-                             f"{len(self.classes_)} classes. Combine it with sklearn's "
+            raise ValueError(f"Only binary classification is supported (as in the paper); y has "
+                             f"{len(self.classes_)} class(es). Wrap CSTCClassifier in sklearn's "
                              "OneVsRestClassifier for more classes.")
-        if (X_val is None) != (y_val is None):
-            raise ValueError("give both X_val and y_val (validation pruning) or neither")
-        if X_val is not None:
-            X_val = validate_data(self, X_val, reset=False, dtype=(np.float64, np.float32))
-            y_val = np.asarray(y_val)
-            if y_val.shape != (X_val.shape[0],):
-                raise ValueError(f"y_val must have one label per row of X_val ({X_val.shape[0]}), "
-                                 f"got shape {y_val.shape}")
+        X_val, y_val = self._check_validation(X_val, y_val)
+        if y_val is not None:
             unknown = ~np.isin(y_val, self.classes_)
             if unknown.any():
                 raise ValueError(f"y_val has label(s) {np.unique(y_val[unknown]).tolist()} not "
-                                 f"seen in y {self.classes_.tolist()}")
-            y_val = np.searchsorted(self.classes_, y_val).astype(np.float64)
-        encoded = encoded.astype(np.float64)
-        if self._loss == "squared":
-            encoded = 2.0 * encoded - 1.0
-            if y_val is not None:
-                y_val = 2.0 * y_val - 1.0
-        return self._fit(X, encoded, X_val, y_val)
+                                 f"in y's classes {self.classes_.tolist()}")
+            y_val = 2.0 * np.searchsorted(self.classes_, y_val) - 1.0
+        return self._fit(X, 2.0 * encoded - 1.0, X_val, y_val)
 
     def _validation_score(self, phi, target):
         raw = self._raw_from_phi(phi, self.coef_, self.intercept_)
         return float(np.mean((raw > 0) == (target > 0)))
 
     def decision_function(self, X):
-        """Log-odds of ``classes_[1]`` from the classifier each sample exits at."""
+        """Score of the classifier each sample exits at (> 0 means ``classes_[1]``)."""
         return self._raw_from_phi(self._phi(self._check_X(X)))
 
     def predict_proba(self, X):
-        p = expit(self.decision_function(X))
+        """``clip((score + 1) / 2, 0, 1)``; the squared-loss score is not calibrated."""
+        p = np.clip(0.5 * (self.decision_function(X) + 1.0), 0.0, 1.0)
         return np.column_stack([1.0 - p, p])
 
     def predict(self, X):
-        return self.classes_[(self.decision_function(X) > 0).astype(np.intp)]
+        score = self.decision_function(X)
+        return self.classes_[(score > 0).astype(np.intp)]
 
 
 class CSTCRegressor(RegressorMixin, _CSTCBase):
-    """Cost-sensitive tree of regressors with the squared loss (the paper's own setting).
+    __doc__ = """Cost-sensitive tree of regressors with the squared loss (the paper's own setting).
 
-    Same parameters and attributes as `CSTCClassifier` (no ``classes_``); used
-    for the synthetic regression data of Sec. 5.1 and relevance regression
-    (Yahoo! LTR, Sec. 5.2).
-
+    Used for the synthetic regression data of Sec. 5.1 and for relevance
+    regression (Yahoo! LTR, Sec. 5.2). See the module docstring.
+    """ + _SHARED_DOC + """
     Examples
     --------
     >>> import numpy as np
@@ -743,24 +804,13 @@ class CSTCRegressor(RegressorMixin, _CSTCBase):
     True
     """
 
-    _loss = "squared"
-
     def fit(self, X, y, X_val=None, y_val=None):
-        """Fit on ``X`` (n, d) and real targets ``y``; ``X_val, y_val`` enable pruning."""
+        """Fit on ``X`` (n, d) and real targets ``y``; ``X_val, y_val`` enable tree pruning."""
         X, y = validate_data(self, X, y, dtype=(np.float64, np.float32), y_numeric=True)
-        if (X_val is None) != (y_val is None):
-            raise ValueError("give both X_val and y_val (validation pruning) or neither")
-        if X_val is not None:
-            X_val = validate_data(self, X_val, reset=False, dtype=(np.float64, np.float32))
-            y_val = np.asarray(y_val, dtype=np.float64)
-            if y_val.shape != (X_val.shape[0],):
-                raise ValueError(f"y_val must have one value per row of X_val ({X_val.shape[0]}), "
-                                 f"got shape {y_val.shape}")
+        X_val, y_val = self._check_validation(X_val, y_val)
+        if y_val is not None:
+            y_val = y_val.astype(np.float64)
         return self._fit(X, np.asarray(y, dtype=np.float64), X_val, y_val)
-
-    def _validation_score(self, phi, target):
-        raw = self._raw_from_phi(phi, self.coef_, self.intercept_)
-        return -float(np.mean((raw - target) ** 2))
 
     def predict(self, X):
         return self._raw_from_phi(self._phi(self._check_X(X)))

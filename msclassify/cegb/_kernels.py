@@ -55,8 +55,7 @@ def gather_rows(rows, grad, hess, labelled, cost_weight, g_out, h_out, n_out, c_
         c_out[k] = cost_weight[i]
 
 
-@njit(parallel=True, cache=True)
-def build_histograms(Xb, rows, g, h, n, c, active, paid_bits, count_unpaid, hist, unpaid):
+def _build_histograms(Xb, rows, g, h, n, c, active, paid_bits, count_unpaid, hist, unpaid):
     """Histograms of one leaf, and per feature the cost weight of rows that have not paid it.
 
     ``g, h, n, c`` are already in the order of ``rows`` (see `gather_rows`).
@@ -87,9 +86,8 @@ def build_histograms(Xb, rows, g, h, n, c, active, paid_bits, count_unpaid, hist
             unpaid[m] = total
 
 
-@njit(parallel=True, cache=True)
-def find_best_splits(hist, n_bins, active, G, H, N, l2, min_samples, min_hessian,
-                     gain_out, bin_out, default_left_out):
+def _find_best_splits(hist, n_bins, active, G, H, N, l2, min_samples, min_hessian,
+                      gain_out, bin_out, default_left_out):
     """Best threshold per feature by the second-order gain (with the 1/2 factor).
 
     The cost penalty does not depend on the threshold, so it is applied later
@@ -132,6 +130,28 @@ def find_best_splits(hist, n_bins, active, G, H, N, l2, min_samples, min_hessian
         gain_out[m] = best
         bin_out[m] = best_bin
         default_left_out[m] = best_left
+
+
+# A parallel region costs tens of microseconds when cores are free and milliseconds when
+# they are busy (a GUI, other processes): small leaves and split searches run serially.
+PARALLEL_HISTOGRAM_WORK = 1 << 18
+PARALLEL_SPLIT_WORK = 1 << 16
+build_histograms_parallel = njit(parallel=True, cache=True)(_build_histograms)
+build_histograms_serial = njit(cache=True)(_build_histograms)
+find_best_splits_parallel = njit(parallel=True, cache=True)(_find_best_splits)
+find_best_splits_serial = njit(cache=True)(_find_best_splits)
+
+
+def build_histograms(Xb, rows, *args):
+    kernel = (build_histograms_parallel if rows.shape[0] * Xb.shape[0] >= PARALLEL_HISTOGRAM_WORK
+              else build_histograms_serial)
+    kernel(Xb, rows, *args)
+
+
+def find_best_splits(hist, *args):
+    kernel = (find_best_splits_parallel if hist.shape[0] * hist.shape[1] >= PARALLEL_SPLIT_WORK
+              else find_best_splits_serial)
+    kernel(hist, *args)
 
 
 @njit(cache=True)

@@ -1,6 +1,7 @@
 """scikit-learn estimators over the CEGB core: thin wrappers around `train` and `Booster`."""
 
 import numpy as np
+from scipy.special import expit, softmax
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -166,10 +167,9 @@ class CEGBClassifier(ClassifierMixin, _CEGBBase):
 
     def _proba(self, raw):
         if raw.ndim == 1:
-            p = 1.0 / (1.0 + np.exp(-raw))
+            p = expit(raw)
             return np.column_stack([1 - p, p])
-        e = np.exp(raw - raw.max(axis=1, keepdims=True))
-        return e / e.sum(axis=1, keepdims=True)
+        return softmax(raw, axis=1)
 
     def decision_function(self, X):
         return self._raw(X)
