@@ -2,7 +2,8 @@
 
 Run: ``python benchmarks/bench_core.py [--quick]``. Writes benchmarks/results/core.json.
 Everything compared is measured in the same run (the machine is shared and noisy):
-ratios matter, absolute seconds less so.
+ratios matter, absolute seconds less so. OMP_WAIT_POLICY=PASSIVE is set for both
+libraries (they share the process and would otherwise spin against each other).
 
 LightGBM's split gain has no 1/2 factor, ours does (DESIGN.md), so the same
 penalties need LightGBM's ``cegb_tradeoff = 2 * mu``; its ``cegb_penalty_split``
@@ -10,9 +11,13 @@ is multiplied by the rows in the leaf like our ``split_cost``.
 """
 
 import argparse
-import resource
+import os
 import subprocess
 import sys
+
+# Numba's and LightGBM's OpenMP runtimes share this process: spinning idle workers of one
+# steal the cores of the other, so both are told to sleep when idle.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import numpy as np
 

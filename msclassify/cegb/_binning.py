@@ -24,6 +24,8 @@ class BinMapper:
         n_rows, n_features = X.shape
         rng = np.random.default_rng(self.random_state)
         if n_rows > _QUANTILE_SAMPLE:
+            # Quantiles from a sample: the same edges up to sampling noise, at a fraction of
+            # the sorting and without copying X.
             sample = X[np.sort(rng.choice(n_rows, _QUANTILE_SAMPLE, replace=False))]
         else:
             sample = X

@@ -71,7 +71,9 @@ def train(X, y, objective="binary", params=None, n_classes=None, sample_weight=N
 
     rng = np.random.default_rng(p.random_state)
     # Thresholds come from the samples that carry loss; cost-only rows are just routed.
-    binner = BinMapper(p.max_bins, rng.integers(2**31)).fit(X[sample_weight > 0])
+    carries_loss = sample_weight > 0
+    binner = BinMapper(p.max_bins, rng.integers(2**31)).fit(
+        X if carries_loss.all() else X[carries_loss])
     Xb = binner.transform(X)
     labelled = (sample_weight > 0).astype(np.float64)
     state = CostState(n_rows, n_features)
