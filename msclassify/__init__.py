@@ -4,12 +4,15 @@ Cost-Efficient Gradient Boosting (Peter et al., NIPS 2017) in Numba, with an
 image-pyramid feature bank, a napari plugin and a batch CLI.
 """
 
+from . import datasets, metrics
 from ._load import load_model
 from ._modelfile import ModelFileError
 from .cegb._sklearn import (CEGBClassifier, CEGBRegressor, GreedyMiserClassifier,
                             GreedyMiserRegressor)
+from .pixel import PixelClassifier
 
 __version__ = "0.1.0"
 
 __all__ = ["CEGBClassifier", "CEGBRegressor", "GreedyMiserClassifier", "GreedyMiserRegressor",
-           "ModelFileError", "load_model", "__version__"]
+           "ModelFileError", "PixelClassifier", "datasets", "load_model", "metrics",
+           "__version__"]

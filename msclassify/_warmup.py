@@ -22,6 +22,19 @@ def warm_up(verbose=True):
         booster.predict_raw(X_typed)
         booster.apply(X_typed)
         booster.cost_curve(X_typed)
+
+    from .baselines import BudgetRFClassifier
+    from .pixel import PixelClassifier
+    complete = np.nan_to_num(X)
+    BudgetRFClassifier(n_estimators=2, random_state=0).fit(complete, y).predict(complete)
+    image = rng.random((40, 56))
+    labels = np.zeros(image.shape, dtype=np.uint8)
+    labels[:8], labels[-8:] = 1, 2
+    for features in ("fast", "default"):
+        pixel = PixelClassifier(features=features, n_estimators=3, random_state=0).fit(image, labels)
+        pixel.predict_proba(image)
+        pixel.predict_proba(image, strategy="per_pixel")
+        pixel.cost_map(image)
     if verbose:
         print(f"msclassify: numba kernels compiled and cached in {time.perf_counter() - start:.1f} s")
 

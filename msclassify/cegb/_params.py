@@ -113,9 +113,11 @@ class CEGBParams:
     def to_dict(self):
         """JSON-able dict (cost arrays as lists)."""
         out = asdict(self)
-        for name in ("feature_costs", "feature_batch_costs", "feature_share"):
-            if out[name] is not None:
-                out[name] = np.asarray(out[name], dtype=float).tolist()
+        for name, value in out.items():
+            if name in ("feature_costs", "feature_batch_costs", "feature_share") and value is not None:
+                out[name] = np.asarray(value, dtype=float).tolist()
+            elif isinstance(value, np.generic):
+                out[name] = value.item()
         return out
 
 

@@ -1,0 +1,290 @@
+"""The "Tabular (cost vs accuracy)" dock widget.
+
+Loads a Yahoo! LTR style svmlight file (with its ``.query`` groups), a
+MiniBooNE file or a CSV file plus an optional feature-cost file, runs
+`msclassify._tabular_sweep.cost_sweep` (plain GB and CEGB for a sweep of mu) in a
+worker thread, and plots the score against the mean prediction cost with
+matplotlib inside the dock. The widget only collects inputs and draws; the
+sweep is library code the CLI shares.
+"""
+
+from pathlib import Path
+
+import numpy as np
+from matplotlib.backends.backend_qtagg import FigureCanvasQTAgg
+from matplotlib.figure import Figure
+from napari.qt.threading import create_worker
+from qtpy.QtCore import Signal
+from qtpy.QtWidgets import (QComboBox, QDoubleSpinBox, QFileDialog, QFormLayout, QGroupBox,
+                            QHBoxLayout, QHeaderView, QLabel, QLineEdit, QProgressBar,
+                            QPushButton, QSpinBox, QTableWidget, QTableWidgetItem, QVBoxLayout,
+                            QWidget)
+
+from msclassify._tabular_sweep import (DEFAULT_COST_TRADEOFFS, cost_sweep, load_table,
+                                       split_train_test)
+from msclassify.tabular import load_feature_costs
+
+from ._widget import notify_error
+
+__all__ = ["TabularWidget", "parse_cost_tradeoffs"]
+
+_FORMATS = {"auto": "auto (by content)", "svmlight": "svmlight / LETOR (Yahoo! LTR)",
+            "miniboone": "MiniBooNE", "csv": "CSV with header"}
+
+
+def parse_cost_tradeoffs(text):
+    """``"1e-3, 0.01 0.1"`` -> ``[0.001, 0.01, 0.1]``; ValueError naming a bad entry.
+
+    Examples
+    --------
+    >>> parse_cost_tradeoffs("1e-3, 0.01  0.1")
+    [0.001, 0.01, 0.1]
+    """
+    values = []
+    for token in text.replace(",", " ").replace(";", " ").split():
+        try:
+            value = float(token)
+        except ValueError:
+            raise ValueError(f"cost tradeoff {token!r} is not a number; give values > 0 such as "
+                             "1e-3, 1e-2") from None
+        if not np.isfinite(value) or value <= 0:
+            raise ValueError(f"cost tradeoffs must be > 0 (plain GB, mu = 0, is always "
+                             f"included), got {token}")
+        values.append(value)
+    if not values:
+        raise ValueError("give at least one cost tradeoff mu > 0, e.g. 1e-3, 1e-2")
+    return sorted(set(values))
+
+
+def _prepare(train_path, test_path, cost_path, file_format, label_column, test_fraction):
+    """Load train/test data and costs (runs in the worker thread)."""
+    costs = load_feature_costs(cost_path) if cost_path else None
+    n_features = None if costs is None else costs.size
+    train = load_table(train_path, file_format, label_column=label_column, n_features=n_features)
+    if test_path:
+        test = load_table(test_path, file_format, label_column=label_column,
+                          n_features=train.n_features)
+    else:
+        train, test = split_train_test(train, test_fraction)
+    if costs is not None and costs.size != train.n_features:
+        raise ValueError(f"the cost file {cost_path} holds {costs.size} costs but the data has "
+                         f"{train.n_features} features")
+    return train, test, costs
+
+
+def _run_sweep(paths, options, sweep_options):
+    """What the worker thread runs: load, then sweep."""
+    train, test, costs = _prepare(*paths, **options)
+    return cost_sweep(train, test, costs, **sweep_options)
+
+
+class TabularWidget(QWidget):
+    """Train CEGB for a sweep of mu and plain GB on tabular data; plot cost vs accuracy.
+
+    Signals
+    -------
+    sweep_done()
+        The sweep finished, failed or was cancelled.
+    """
+
+    sweep_done = Signal()
+    _progress = Signal(int, int)
+
+    def __init__(self, napari_viewer=None, parent=None):
+        super().__init__(parent)
+        self.viewer = napari_viewer
+        self.sweep = None
+        self._worker = None
+        self._cancelled = False
+        self._build_ui()
+
+    def _build_ui(self):
+        layout = QVBoxLayout(self)
+        files = QGroupBox("Data")
+        form = QFormLayout(files)
+        self.format_combo = QComboBox()
+        for key, text in _FORMATS.items():
+            self.format_combo.addItem(text, key)
+        form.addRow("Format", self.format_combo)
+        self.train_edit = self._file_row(form, "Training file", "svmlight with <file>.query, "
+                                         "MiniBooNE_PID.txt layout, or CSV")
+        self.test_edit = self._file_row(form, "Test file", "optional: without it a random 30% "
+                                        "(whole queries for ranking data) is held out")
+        self.cost_edit = self._file_row(form, "Feature costs", "optional: one cost per line, in "
+                                        "feature order (default 1 per feature)")
+        self.label_edit = QLineEdit("label")
+        self.label_edit.setToolTip("Name of the label column of a CSV file")
+        form.addRow("CSV label column", self.label_edit)
+        layout.addWidget(files)
+
+        model = QGroupBox("Sweep")
+        form = QFormLayout(model)
+        self.mu_edit = QLineEdit(", ".join(f"{mu:g}" for mu in DEFAULT_COST_TRADEOFFS))
+        self.mu_edit.setToolTip("CEGB cost tradeoffs mu to train (plain GB, mu = 0, is always "
+                                "trained too)")
+        form.addRow("Cost tradeoffs μ", self.mu_edit)
+        self.alpha_spin = QDoubleSpinBox()
+        self.alpha_spin.setRange(0.0, 1e4)
+        self.alpha_spin.setToolTip("Split cost α: cost of evaluating one split, in feature-cost "
+                                   "units (0: only feature acquisition costs)")
+        form.addRow("Split cost α", self.alpha_spin)
+        self.trees_spin = QSpinBox()
+        self.trees_spin.setRange(1, 5000)
+        self.trees_spin.setValue(100)
+        form.addRow("Trees", self.trees_spin)
+        self.leaves_spin = QSpinBox()
+        self.leaves_spin.setRange(2, 1024)
+        self.leaves_spin.setValue(15)
+        form.addRow("Leaves per tree", self.leaves_spin)
+        row = QHBoxLayout()
+        self.run_button = QPushButton("Run sweep")
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.setEnabled(False)
+        row.addWidget(self.run_button)
+        row.addWidget(self.cancel_button)
+        form.addRow(row)
+        self.progress = QProgressBar()
+        form.addRow(self.progress)
+        self.status_label = QLabel("Choose a training file, then Run sweep.")
+        self.status_label.setWordWrap(True)
+        form.addRow(self.status_label)
+        layout.addWidget(model)
+
+        self.figure = Figure(figsize=(4, 3), tight_layout=True)
+        self.canvas = FigureCanvasQTAgg(self.figure)
+        self.canvas.setMinimumHeight(240)
+        self.axes = self.figure.add_subplot(111)
+        layout.addWidget(self.canvas, 1)
+        self.table = QTableWidget(0, 5)
+        self.table.setHorizontalHeaderLabels(["model", "mean cost", "score", "# features",
+                                              "features used"])
+        self.table.horizontalHeader().setSectionResizeMode(4, QHeaderView.Stretch)
+        self.table.verticalHeader().setVisible(False)
+        layout.addWidget(self.table, 1)
+
+        self.run_button.clicked.connect(self.run)
+        self.cancel_button.clicked.connect(self.cancel)
+        self._progress.connect(self._show_progress)
+
+    def _file_row(self, form, label, tooltip):
+        row = QHBoxLayout()
+        edit = QLineEdit()
+        edit.setToolTip(tooltip)
+        button = QPushButton("…")
+        button.setMaximumWidth(30)
+        button.clicked.connect(lambda: self._browse(edit, label))
+        row.addWidget(edit, 1)
+        row.addWidget(button)
+        form.addRow(label, row)
+        return edit
+
+    def _browse(self, edit, title):
+        path, _ = QFileDialog.getOpenFileName(self, title, str(Path(edit.text()).parent))
+        if path:
+            edit.setText(path)
+
+    def set_files(self, train, test=None, costs=None, file_format="auto", label_column="label"):
+        """Fill in the file fields (what the Browse buttons do)."""
+        self.train_edit.setText(str(train))
+        self.test_edit.setText(str(test) if test else "")
+        self.cost_edit.setText(str(costs) if costs else "")
+        self.format_combo.setCurrentIndex(list(_FORMATS).index(file_format))
+        self.label_edit.setText(label_column)
+
+    def run(self):
+        """Load the files and run the sweep in a worker thread."""
+        try:
+            if not self.train_edit.text().strip():
+                raise ValueError("choose a training file first")
+            tradeoffs = parse_cost_tradeoffs(self.mu_edit.text())
+        except ValueError as exc:
+            self._report_error(exc)
+            self.sweep_done.emit()
+            return None
+        paths = (self.train_edit.text().strip(), self.test_edit.text().strip() or None,
+                 self.cost_edit.text().strip() or None)
+        options = {"file_format": self.format_combo.currentData(),
+                   "label_column": self.label_edit.text().strip() or "label",
+                   "test_fraction": 0.3}
+        sweep_options = {"cost_tradeoffs": tradeoffs, "split_cost": self.alpha_spin.value(),
+                         "n_estimators": self.trees_spin.value(),
+                         "max_leaves": self.leaves_spin.value(),
+                         "callback": self._on_step}
+        self._cancelled = False
+        self.progress.setValue(0)
+        self.status_label.setText("Training…")
+        self.run_button.setEnabled(False)
+        self.cancel_button.setEnabled(True)
+        worker = create_worker(_run_sweep, paths, options, sweep_options, _ignore_errors=True)
+        worker.returned.connect(self._show_sweep)
+        worker.errored.connect(self._report_error)
+        worker.finished.connect(self._on_finished)
+        self._worker = worker
+        worker.start()
+        return worker
+
+    def _on_step(self, step, n_steps):
+        """Sweep callback (worker thread): report progress, tell the sweep to stop if asked."""
+        self._progress.emit(step, n_steps)
+        return self._cancelled
+
+    def _show_progress(self, step, n_steps):
+        self.progress.setMaximum(n_steps)
+        self.progress.setValue(step)
+
+    def cancel(self):
+        """Stop after the current boosting round; finished models are still shown."""
+        self._cancelled = True
+
+    def _on_finished(self):
+        self._worker = None
+        self.run_button.setEnabled(True)
+        self.cancel_button.setEnabled(False)
+        self.sweep_done.emit()
+
+    def _show_sweep(self, sweep):
+        self.sweep = sweep
+        self._plot(sweep)
+        self._fill_table(sweep)
+        what = "Sweep finished" if sweep.completed else "Sweep cancelled"
+        self.status_label.setText(f"{what}: {len(sweep.points)} models, {sweep.task} "
+                                  f"({sweep.metric}).")
+
+    def _plot(self, sweep):
+        axes = self.axes
+        axes.clear()
+        costs, scores = sweep.costs, sweep.scores()
+        cegb = [i for i, p in enumerate(sweep.points) if p.cost_tradeoff > 0]
+        if cegb:
+            axes.plot(costs[cegb], scores[cegb], "o-", color="tab:blue", label="CEGB")
+            for i in cegb:
+                axes.annotate(f"μ={sweep.points[i].cost_tradeoff:g}", (costs[i], scores[i]),
+                              textcoords="offset points", xytext=(4, 4), fontsize=7)
+        plain = [i for i, p in enumerate(sweep.points) if p.cost_tradeoff == 0]
+        if plain:
+            axes.plot(costs[plain], scores[plain], "*", color="tab:red", markersize=12,
+                      label="plain GB")
+        positive = costs[costs > 0]
+        if positive.size > 1 and positive.max() / positive.min() > 30:
+            axes.set_xscale("symlog", linthresh=positive.min())
+        axes.set_xlabel("mean prediction cost per sample")
+        axes.set_ylabel(sweep.metric)
+        axes.grid(True, alpha=0.3)
+        axes.legend(loc="lower right", fontsize=8)
+        self.canvas.draw_idle()
+
+    def _fill_table(self, sweep):
+        self.table.setRowCount(len(sweep.points))
+        for row, point in enumerate(sweep.points):
+            cells = (point.name, f"{point.mean_cost:.4g}", f"{point.scores[sweep.metric]:.4f}",
+                     str(len(point.features_used)), ", ".join(point.features_used))
+            for column, text in enumerate(cells):
+                item = QTableWidgetItem(text)
+                if column == 4:
+                    item.setToolTip("\n".join(point.features_used))
+                self.table.setItem(row, column, item)
+        for column in range(4):
+            self.table.resizeColumnToContents(column)
+
+    def _report_error(self, exc):
+        notify_error(exc, self.status_label)

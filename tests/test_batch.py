@@ -1,0 +1,252 @@
+"""Batch prediction engine: in-process and on a real Dask LocalCluster.
+
+The cluster runs two worker processes on 127.0.0.1, as ``msclassify predict --workers 2`` does.
+"""
+
+import time
+
+import numpy as np
+import pytest
+import tifffile
+
+import msclassify._batch as batch
+from msclassify import load_model
+from msclassify._batch import (BatchError, _ModelPlugin, _numba_threads, _predict_chunk,
+                               _workers_per_host, available_cores, connect, label_dtype,
+                               local_cluster, predict_frame, predict_to_writer)
+from msclassify.io import FrameWriteError, open_writer
+from msclassify.pixel import PixelClassifier
+
+distributed = pytest.importorskip("distributed")
+
+SIZE = 48
+
+
+def make_frames(n_frames, seed=0):
+    """Dark noisy frames with one bright square each, at a position that moves with t."""
+    rng = np.random.default_rng(seed)
+    frames = rng.integers(10, 40, (n_frames, SIZE, SIZE)).astype(np.uint8)
+    for t in range(n_frames):
+        start = 4 + (3 * t) % 24
+        frames[t, start:start + 16, start:start + 16] += 180
+    return frames
+
+
+class FrameList(list):
+    """The part of the FrameSource interface the engine uses."""
+
+    def read(self, index):
+        return self[index]
+
+
+class ThresholdModel:
+    """Stub model: class 2 where the frame is bright, else 1 (hand-checkable)."""
+
+    classes_ = np.array([1, 2], dtype=np.uint8)
+
+    def predict(self, frame):
+        return np.where(frame > 100, 2, 1).astype(np.uint8)
+
+    def predict_proba(self, frame):
+        p = (frame > 100).astype(np.float32) * 0.8 + 0.1
+        return np.stack([1 - p, p], axis=2)
+
+
+@pytest.fixture(scope="module")
+def model_file(tmp_path_factory):
+    frames = make_frames(1)
+    labels = np.zeros((SIZE, SIZE), np.uint8)
+    labels[:3, :] = 1
+    labels[8:16, 8:16] = 2
+    clf = PixelClassifier(features="fast", n_estimators=6, random_state=0).fit(frames[0], labels)
+    path = tmp_path_factory.mktemp("model") / "squares.msc"
+    clf.save(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def client():
+    with local_cluster(2) as client:
+        yield client
+
+
+# -- small pieces ------------------------------------------------------------------------------
+
+def test_label_dtype_is_the_smallest_unsigned_type_holding_every_class():
+    assert label_dtype([1, 2]) == np.uint8
+    assert label_dtype([1, 255]) == np.uint8
+    assert label_dtype([1, 256]) == np.uint16
+    assert label_dtype(np.array([3, 70000])) == np.uint32
+
+
+def test_numba_threads_share_the_cores_between_the_workers_of_a_host():
+    assert _numba_threads(cores=2, workers_on_host=2, numba_max=2) == 1
+    assert _numba_threads(cores=2, workers_on_host=1, numba_max=2) == 2
+    assert _numba_threads(cores=8, workers_on_host=3, numba_max=8) == 2
+    assert _numba_threads(cores=16, workers_on_host=1, numba_max=4) == 4  # Numba's pool size
+    assert _numba_threads(cores=2, workers_on_host=5, numba_max=2) == 1   # never zero
+
+
+def test_predict_frame_with_probabilities_labels_the_most_probable_class():
+    frame = np.array([[0, 200], [101, 100]], np.uint8)
+    labels, proba = predict_frame(ThresholdModel(), frame, probabilities=True, dtype=np.uint16)
+    assert labels.dtype == np.uint16 and labels.tolist() == [[1, 2], [2, 1]]
+    assert proba.dtype == np.float32 and proba.shape == (2, 2, 2)
+    labels, proba = predict_frame(ThresholdModel(), frame)
+    assert labels.dtype == np.uint8 and proba is None
+
+
+# -- in-process engine -------------------------------------------------------------------------
+
+def test_local_engine_writes_the_todo_frames_of_a_selection_in_order(tmp_path):
+    frames = FrameList(make_frames(8))
+    selection = [1, 3, 5, 7]                     # writer position p holds source frame selection[p]
+    writer = open_writer(tmp_path / "out", len(selection), (SIZE, SIZE))
+    seen = []
+    written = predict_to_writer(ThresholdModel(), frames, writer, [0, 2, 3],
+                                frame_index=selection, on_frame=seen.append)
+    assert written == 3 and seen == [0, 2, 3]
+    assert writer.completed() == [0, 2, 3]
+    for position in (0, 2, 3):
+        stored = tifffile.imread(tmp_path / "out" / f"frame_{position:06d}.tif")
+        np.testing.assert_array_equal(stored, ThresholdModel().predict(frames[selection[position]]))
+
+
+def test_local_engine_with_a_real_model_matches_predict(tmp_path, model_file):
+    model = load_model(model_file)
+    frames = FrameList(make_frames(3))
+    writer = open_writer(tmp_path / "out.zarr", 3, (SIZE, SIZE), n_classes=2, format="zarr")
+    predict_to_writer(model, frames, writer, [0, 1, 2], probabilities=True)
+    import zarr
+    root = zarr.open_group(str(tmp_path / "out.zarr"), mode="r")
+    for t in range(3):
+        np.testing.assert_allclose(root["probabilities"][t], model.predict_proba(frames[t]),
+                                   rtol=1e-6)
+        np.testing.assert_array_equal(root["labels"][t], model.predict(frames[t]))
+
+
+def test_a_failing_write_stops_the_run_and_keeps_earlier_frames(tmp_path):
+    writer = open_writer(tmp_path / "out", 5, (SIZE, SIZE))
+    real_write = writer.write
+
+    def write(position, labels, probabilities=None):
+        if position == 2:
+            raise FrameWriteError(f"cannot write frame {position}: disk full")
+        real_write(position, labels, probabilities)
+
+    writer.write = write
+    with pytest.raises(FrameWriteError, match="disk full"):
+        predict_to_writer(ThresholdModel(), FrameList(make_frames(5)), writer, range(5))
+    assert writer.completed() == [0, 1]
+
+
+def test_the_cluster_path_needs_the_model_bytes():
+    with pytest.raises(ValueError, match="model_bytes"):
+        predict_to_writer(ThresholdModel(), FrameList(), None, [0], client=object())
+
+
+# -- Dask --------------------------------------------------------------------------------------
+
+def test_cluster_runs_worker_processes_on_loopback_with_one_thread_each(client):
+    workers = client.scheduler_info()["workers"]
+    assert len(workers) == 2
+    assert all(address.startswith("tcp://127.0.0.1:") for address in workers)
+    assert all(info["nthreads"] == 1 for info in workers.values())
+    pids = client.run(lambda: __import__("os").getpid())
+    assert len(set(pids.values())) == 2 and __import__("os").getpid() not in pids.values()
+    assert _workers_per_host(client) == {"127.0.0.1": 2}
+
+
+def test_cluster_results_equal_local_results_in_order(client, model_file, tmp_path):
+    model = load_model(model_file)
+    frames = FrameList(make_frames(11))
+    writer = open_writer(tmp_path / "out", 11, (SIZE, SIZE), n_classes=2)
+    order = []
+    written = predict_to_writer(model, frames, writer, list(range(11)), probabilities=True,
+                                client=client, model_bytes=model_file.read_bytes(), chunk_size=3,
+                                on_frame=order.append)
+    assert written == 11 and order == list(range(11))
+    assert writer.completed() == list(range(11))
+    for t in range(11):
+        stored = tifffile.imread(tmp_path / "out" / f"frame_{t:06d}.tif")
+        np.testing.assert_array_equal(stored, model.predict(frames[t]))
+        probabilities = tifffile.imread(tmp_path / "out" / "probabilities" / f"frame_{t:06d}.tif")
+        np.testing.assert_allclose(probabilities, model.predict_proba(frames[t]), rtol=1e-6)
+    # the model plugin is removed again, so a shared cluster does not accumulate models
+    plugins = client.run(lambda dask_worker: [name for name in dask_worker.plugins
+                                              if name.startswith("msclassify-model")])
+    assert all(names == [] for names in plugins.values())
+
+
+def test_the_model_is_loaded_once_per_worker_and_uses_its_share_of_the_cores(client, model_file):
+    name = "msclassify-model-test-once"
+    client.register_plugin(_ModelPlugin(model_file.read_bytes(), _workers_per_host(client)),
+                           name=name)
+    try:
+        def model_identity(dask_worker):
+            plugin = dask_worker.plugins[name]
+            return id(plugin.model), plugin.numba_threads
+
+        before = client.run(model_identity)
+        frames = make_frames(8)
+        futures = [client.submit(_predict_chunk, frames[t:t + 2], name, False, np.uint8,
+                                 pure=False) for t in range(0, 8, 2)]
+        results = client.gather(futures)
+        after = client.run(model_identity)
+    finally:
+        client.unregister_worker_plugin(name)
+    assert before == after  # the same model object served every task
+    assert all(threads == max(1, available_cores() // 2) for _, threads in after.values())
+    model = load_model(model_file)
+    labels = np.concatenate([labels for labels, _ in results])
+    np.testing.assert_array_equal(labels, np.stack([model.predict(f) for f in frames]))
+
+
+def test_a_worker_error_reaches_the_driver_as_the_same_exception(client, model_file, tmp_path):
+    colour = FrameList(np.repeat(make_frames(2)[..., None], 3, axis=3))  # model is for grey
+    writer = open_writer(tmp_path / "out", 2, (SIZE, SIZE))
+    with pytest.raises(ValueError, match="like the training images"):
+        predict_to_writer(load_model(model_file), colour, writer, [0, 1], client=client,
+                          model_bytes=model_file.read_bytes())
+    assert writer.completed() == []
+
+
+def test_interrupting_the_driver_cancels_the_queued_chunks(client, model_file, tmp_path):
+    writer = open_writer(tmp_path / "out", 12, (SIZE, SIZE))
+
+    def interrupt_after_two(position):
+        if position == 1:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        predict_to_writer(load_model(model_file), FrameList(make_frames(12)), writer,
+                          list(range(12)), client=client, model_bytes=model_file.read_bytes(),
+                          chunk_size=1, on_frame=interrupt_after_two)
+    assert writer.completed() == [0, 1]
+    # nothing of the run is left on the cluster (cancelling is asynchronous)
+    deadline = time.monotonic() + 10
+    while _prediction_keys(client) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _prediction_keys(client) == []
+
+
+def _prediction_keys(client):
+    return [key for key in client.who_has() if str(key).startswith("msclassify-predict")]
+
+
+def test_connecting_to_a_missing_scheduler_is_a_batch_error():
+    address = "tcp://127.0.0.1:9"  # the discard port: nothing listens there
+    with pytest.raises(BatchError, match=f"cannot connect to the Dask scheduler at {address}"):
+        with connect(address, timeout=1):
+            pass
+
+
+def test_a_cluster_without_workers_is_a_batch_error(model_file, tmp_path, monkeypatch):
+    monkeypatch.setattr(batch, "_WORKER_WAIT_SECONDS", 1)
+    with distributed.LocalCluster(n_workers=0, host="127.0.0.1", dashboard_address=None) \
+            as cluster, \
+            distributed.Client(cluster) as empty:
+        writer = open_writer(tmp_path / "out", 1, (SIZE, SIZE))
+        with pytest.raises(BatchError, match="has no workers; start some with: dask worker"):
+            predict_to_writer(load_model(model_file), FrameList(make_frames(1)), writer, [0],
+                              client=empty, model_bytes=model_file.read_bytes())

@@ -1,0 +1,196 @@
+"""Multi-scale prediction: same outputs as per-pixel prediction, and its work equals the reported cost."""
+
+import numpy as np
+import pytest
+
+from msclassify._multiscale import predict_multiscale
+from msclassify.cegb import Booster, train
+
+
+def _random_levels(rng, shape, n_per_level, nan_fraction=0.0):
+    """Random level arrays over the padded image, and the per-pixel matrix they define."""
+    height, width = shape
+    padded = (-(-height // 8) * 8, -(-width // 8) * 8)
+    arrays = [rng.normal(size=(padded[0] >> L, padded[1] >> L, n)).astype(np.float32)
+              for L, n in enumerate(n_per_level)]
+    if nan_fraction:
+        for array in arrays:
+            array[rng.random(array.shape) < nan_fraction] = np.nan
+    levels = np.repeat(np.arange(4), n_per_level)
+    slots = np.concatenate([np.arange(n) for n in n_per_level]).astype(np.int64)
+    ys, xs = (a.ravel() for a in np.mgrid[:height, :width])
+    X = np.stack([arrays[L][ys >> L, xs >> L, s] for L, s in zip(levels, slots)], axis=1)
+    return arrays, levels, slots, X
+
+
+def _target(X, objective, rng):
+    signal = np.nan_to_num(X[:, 0] + X[:, -1] + 0.5 * X[:, len(X[0]) // 2])
+    if objective == "regression":
+        return signal + 0.1 * rng.normal(size=len(signal))
+    if objective == "binary":
+        return (signal > 0).astype(float)
+    return np.digitize(signal, [-0.7, 0.7]).astype(float)
+
+
+CASES = [  # shape, features per level 0..3, objective, share mode, mu
+    ((37, 53), (2, 2, 2, 2), "binary", "path", 0.01),
+    ((40, 48), (1, 2, 2, 3), "binary", "path", 0.003),
+    ((17, 9), (2, 1, 1, 2), "multiclass", "path", 0.005),
+    ((64, 24), (3, 0, 2, 2), "regression", "path", 0.0),
+    ((29, 31), (2, 2, 0, 0), "binary", "path", 0.01),      # coarsest feature on level 1
+    ((33, 35), (2, 2, 2, 2), "binary", "feature", 0.01),
+]
+
+
+@pytest.mark.parametrize("shape, n_per_level, objective, share_mode, mu", CASES)
+def test_random_models_match_per_pixel_prediction_and_cost(shape, n_per_level, objective,
+                                                           share_mode, mu):
+    rng = np.random.default_rng(shape[0] * 1000 + shape[1] + len(objective + share_mode))
+    arrays, levels, slots, X = _random_levels(rng, shape, n_per_level)
+    y = _target(X, objective, rng)
+    params = dict(n_estimators=12, max_leaves=8, min_samples_leaf=3, split_cost=1.5,
+                  cost_tradeoff=mu, feature_share=4.0 ** levels, share_mode=share_mode,
+                  random_state=0)
+    booster = train(X, y, objective, params, n_classes=3 if objective == "multiclass" else None)
+    assert set(levels[booster.features_used()]) != {0}   # the trees do use coarse features
+
+    result = predict_multiscale(booster, arrays, levels, slots, shape, cost_map=True)
+    expected = booster.predict_raw(X).reshape(shape[0], shape[1], -1)
+    np.testing.assert_allclose(result.values, expected, rtol=0, atol=1e-12)
+
+    if share_mode == "path":
+        reported = booster.prediction_cost(X).evaluation
+        np.testing.assert_allclose(result.cost_map.ravel(), reported, rtol=1e-12, atol=1e-12)
+        # One evaluation of a block of share s stands for its s pixels at cost 1/s each.
+        assert result.pixel_evaluations * booster.split_cost == pytest.approx(reported.sum(),
+                                                                             rel=1e-12)
+    if shape[0] % 8 == 0 and shape[1] % 8 == 0:
+        assert result.n_evaluations == result.pixel_evaluations
+    else:
+        assert result.n_evaluations >= result.pixel_evaluations
+
+
+def test_nan_features_follow_the_learned_default_direction():
+    rng = np.random.default_rng(3)
+    arrays, levels, slots, X = _random_levels(rng, (27, 45), (2, 2, 2, 2), nan_fraction=0.2)
+    y = _target(X, "binary", rng)
+    booster = train(X, y, "binary", dict(n_estimators=10, max_leaves=6, min_samples_leaf=3,
+                                         feature_share=4.0 ** levels, random_state=1))
+    assert any(t["default_left"][t["feature"] >= 0].any() for t in booster.trees)
+    result = predict_multiscale(booster, arrays, levels, slots, (27, 45))
+    np.testing.assert_allclose(result.values[:, :, 0].ravel(), booster.predict_raw(X), atol=1e-12)
+
+
+def _hand_tree(nodes):
+    """A tree dict from rows (feature, threshold, left, right, value, share)."""
+    columns = list(zip(*nodes))
+    return {"feature": np.array(columns[0], dtype=np.int32),
+            "threshold": np.array(columns[1], dtype=np.float64),
+            "default_left": np.zeros(len(nodes), dtype=np.bool_),
+            "left": np.array(columns[2], dtype=np.int32),
+            "right": np.array(columns[3], dtype=np.int32),
+            "value": np.array(columns[4], dtype=np.float64),
+            "count": np.ones(len(nodes)), "share": np.array(columns[5], dtype=np.float64),
+            "gain": np.zeros(len(nodes))}
+
+
+def test_hand_checked_block_split():
+    # Features: 0 on level 3 (8x8 blocks), 1 on level 0. Image 8 x 16: two 8x8 blocks.
+    # Root splits on the coarse feature: the left block stops in a leaf, the right block
+    # needs the pixel feature, so it splits into its 64 pixels.
+    tree = _hand_tree([
+        (0, 0.5, 1, 2, 0.0, 64.0),      # root: x0 <= 0.5 ?
+        (-1, np.nan, -1, -1, 1.0, 64.0),
+        (1, 0.5, 3, 4, 0.0, 1.0),       # x1 <= 0.5 ? evaluated per pixel
+        (-1, np.nan, -1, -1, 2.0, 1.0),
+        (-1, np.nan, -1, -1, 3.0, 1.0),
+    ])
+    booster = Booster([tree], [0.5], 2, "regression", split_cost=2.0,
+                      feature_share=[64.0, 1.0])
+    coarse = np.array([[[0.0], [1.0]]], dtype=np.float32)          # (1, 2, 1)
+    fine = np.zeros((8, 16, 1), dtype=np.float32)
+    fine[:, 8:, 0] = np.tile([0.0, 1.0], 32).reshape(8, 8)          # stripes in the right block
+    arrays = [fine, np.zeros((4, 8, 0), np.float32), np.zeros((2, 4, 0), np.float32), coarse]
+    result = predict_multiscale(booster, arrays, [3, 0], [0, 0], (8, 16), cost_map=True)
+
+    assert result.n_evaluations == 2 + 64
+    assert result.pixel_evaluations == 66.0
+    expected = np.full((8, 16), 1.5)
+    expected[:, 8:] = 0.5 + np.where(fine[:, 8:, 0] <= 0.5, 2.0, 3.0)
+    np.testing.assert_array_equal(result.values[:, :, 0], expected)
+    expected_cost = np.full((8, 16), 2.0 / 64)
+    expected_cost[:, 8:] += 2.0
+    np.testing.assert_allclose(result.cost_map, expected_cost)
+    assert result.cost_map.sum() == pytest.approx(2.0 * result.pixel_evaluations)
+
+
+def test_blocks_in_the_padding_are_not_evaluated():
+    # A 9 x 9 image is padded to 16 x 16; a pixel-level root must evaluate exactly its 81
+    # pixels, none of the 175 padding pixels.
+    tree = _hand_tree([(0, 0.0, 1, 2, 0.0, 1.0), (-1, np.nan, -1, -1, -1.0, 1.0),
+                       (-1, np.nan, -1, -1, 1.0, 1.0)])
+    booster = Booster([tree], [0.0], 2, "regression", split_cost=1.0, feature_share=[1.0, 64.0])
+    rng = np.random.default_rng(0)
+    fine = rng.normal(size=(16, 16, 1)).astype(np.float32)
+    arrays = [fine, np.zeros((8, 8, 0), np.float32), np.zeros((4, 4, 0), np.float32),
+              np.zeros((2, 2, 1), np.float32)]
+    result = predict_multiscale(booster, arrays, [0, 3], [0, 0], (9, 9))
+    assert result.n_evaluations == 81
+    np.testing.assert_array_equal(result.values[:, :, 0], np.where(fine[:9, :9, 0] <= 0, -1, 1))
+
+
+def test_leaf_only_tree_costs_nothing():
+    booster = Booster([_hand_tree([(-1, np.nan, -1, -1, 0.25, 64.0)])], [1.0], 1, "regression",
+                      split_cost=1.0, feature_share=[64.0])
+    arrays = [np.zeros((8 >> L, 16 >> L, 0 if L < 3 else 1), np.float32) for L in range(4)]
+    result = predict_multiscale(booster, arrays, [3], [0], (5, 11), cost_map=True)
+    assert result.n_evaluations == 0
+    np.testing.assert_array_equal(result.values, np.full((5, 11, 1), 1.25))
+    np.testing.assert_array_equal(result.cost_map, 0)
+
+
+def test_probability_and_class_outputs():
+    rng = np.random.default_rng(5)
+    shape = (23, 30)
+    arrays, levels, slots, X = _random_levels(rng, shape, (1, 1, 1, 1))
+    for objective, n_classes in (("binary", None), ("multiclass", 3)):
+        y = _target(X, objective, rng)
+        booster = train(X, y, objective, dict(n_estimators=8, min_samples_leaf=3,
+                                              feature_share=4.0 ** levels, random_state=0),
+                        n_classes=n_classes)
+        raw = booster.predict_raw(X).reshape(shape[0], shape[1], -1)
+        proba = predict_multiscale(booster, arrays, levels, slots, shape, output="proba").values
+        index = predict_multiscale(booster, arrays, levels, slots, shape, output="class").values
+        named = predict_multiscale(booster, arrays, levels, slots, shape, output="class",
+                                   classes=np.array([10, 20, 30][:max(2, n_classes or 2)],
+                                                    dtype=np.int16)).values
+        assert index.dtype == np.uint8 and named.dtype == np.int16
+        np.testing.assert_array_equal(named, (index.astype(np.int16) + 1) * 10)
+        assert proba.dtype == np.float32
+        np.testing.assert_allclose(proba.sum(axis=2), 1.0, atol=1e-6)
+        if n_classes is None:
+            np.testing.assert_allclose(proba[:, :, 1], 1 / (1 + np.exp(-raw[:, :, 0])), atol=1e-6)
+            np.testing.assert_array_equal(index, raw[:, :, 0] > 0)
+        else:
+            softmax = np.exp(raw - raw.max(axis=2, keepdims=True))
+            softmax /= softmax.sum(axis=2, keepdims=True)
+            np.testing.assert_allclose(proba, softmax, atol=1e-6)
+            np.testing.assert_array_equal(index, np.argmax(raw, axis=2))
+
+
+def test_bad_inputs_raise_clear_errors():
+    rng = np.random.default_rng(0)
+    arrays, levels, slots, X = _random_levels(rng, (16, 16), (1, 1, 1, 1))
+    booster = train(X, _target(X, "binary", rng), "binary",
+                    dict(n_estimators=3, min_samples_leaf=3, feature_share=4.0 ** levels))
+    with pytest.raises(ValueError, match="level 1 array has shape"):
+        predict_multiscale(booster, [arrays[0], arrays[0], arrays[2], arrays[3]], levels, slots,
+                           (16, 16))
+    with pytest.raises(ValueError, match="one entry per model feature"):
+        predict_multiscale(booster, arrays, levels[:2], slots[:2], (16, 16))
+    with pytest.raises(ValueError, match="shares disagree"):
+        predict_multiscale(booster, arrays, levels[::-1], slots, (16, 16))
+    with pytest.raises(ValueError, match="no level array"):
+        predict_multiscale(booster, arrays, np.full(4, -1), slots, (16, 16))
+    with pytest.raises(ValueError, match="output must be one of"):
+        predict_multiscale(booster, arrays, levels, slots, (16, 16), output="labels")

@@ -1,0 +1,385 @@
+"""The napari plugin in a real viewer (Xvfb in CI): manifest, sample data, reader, the
+pixel-classifier widget (train, live update, apply to all frames, files) and the tabular widget.
+
+Run: ``xvfb-run -a python -m pytest tests/test_napari_plugin.py``.
+Set ``MSCLASSIFY_SCREENSHOT=1`` to also write ``docs/napari_widget.png``.
+"""
+
+import os
+import subprocess
+import sys
+from importlib.metadata import entry_points
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tifffile
+from qtpy import sip
+from scipy import ndimage
+
+from msclassify.datasets import load_sample_flies
+from msclassify.io import read_label_stack
+from msclassify.metrics import label_instances, seg_score
+from msclassify_napari._controller import PREDICT, RETRAIN, TRAIN
+from msclassify_napari._tabular_widget import TabularWidget
+from msclassify_napari._widget import PixelClassifierWidget
+
+pytestmark = pytest.mark.gui
+
+REPO = Path(__file__).resolve().parents[1]
+MANIFEST = REPO / "plugins" / "msclassify_napari" / "napari.yaml"
+TABULAR = REPO / "sample_data" / "tabular"
+JOB_TIMEOUT = 300_000   # ms; numba compilation and a loaded CI machine make the first job slow
+FLY, BACKGROUND = 2, 1
+# Measured with 30 trees: SEG 0.845 from the sample scribbles (100 trees: 0.845; mu = 0: 0.857),
+# 0.85-0.86 from the points `fly_and_floor_points` paints.
+MIN_SEG = 0.75
+
+
+@pytest.fixture
+def plugin():
+    """The npe2 plugin manager with msclassify registered (installed or not)."""
+    from npe2 import PluginManager, PluginManifest
+    manager = PluginManager.instance()
+    if "msclassify" not in manager:
+        manager.register(PluginManifest.from_file(MANIFEST))
+    return manager
+
+
+@pytest.fixture
+def flies():
+    return load_sample_flies()
+
+
+def pixel_widget(viewer):
+    _, widget = viewer.window.add_plugin_dock_widget("msclassify", "Pixel classifier")
+    assert isinstance(widget, PixelClassifierWidget)
+    widget.trees_spin.setValue(30)
+    return widget
+
+
+def run_job(qtbot, widget, action):
+    with qtbot.waitSignal(widget.job_done, timeout=JOB_TIMEOUT):
+        action()
+
+
+def seg_of(segmentation, masks):
+    return seg_score(masks, label_instances(segmentation, foreground=FLY))
+
+
+# -- manifest, sample data, reader ---------------------------------------------------------------
+
+def test_manifest_validates():
+    result = subprocess.run([sys.executable, "-m", "npe2", "validate", str(MANIFEST)],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+    installed = [ep for ep in entry_points(group="napari.manifest") if ep.name == "msclassify"]
+    if installed:   # `npe2 validate msclassify` as a user would run it
+        result = subprocess.run([sys.executable, "-m", "npe2", "validate", "msclassify"],
+                                capture_output=True, text=True)
+        assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_sample_data_and_reader_in_the_viewer(make_napari_viewer, plugin, tmp_path):
+    viewer = make_napari_viewer()
+    viewer.open_sample("msclassify", "flies")
+    assert [layer.name for layer in viewer.layers] == ["flies", "fly masks (reference)",
+                                                       "scribbles"]
+    assert viewer.layers["flies"].data.shape == (8, 1024, 1024)
+    frames = np.random.default_rng(0).integers(0, 255, (6, 32, 40), dtype=np.uint8)
+    tifffile.imwrite(tmp_path / "movie.tif", frames, photometric="minisblack")
+    [layer] = viewer.open(str(tmp_path / "movie.tif"), plugin="msclassify")
+    assert layer.data.shape == (6, 32, 40) and type(layer.data).__name__ == "Array"  # dask
+    viewer.dims.set_current_step(0, 2)
+    np.testing.assert_array_equal(np.asarray(layer.data[2]), frames[2])
+
+
+# -- pixel classifier ----------------------------------------------------------------------------
+
+def test_train_apply_save_export(make_napari_viewer, plugin, flies, qtbot, tmp_path):
+    frames, masks, _ = flies
+    viewer = make_napari_viewer(show=True)
+    viewer.open_sample("msclassify", "flies")
+    widget = pixel_widget(viewer)
+    assert widget.image_combo.currentText() == "flies"
+    assert widget.scribble_combo.currentText() == "scribbles"
+    assert [widget.class_table.item(r, 1).text() for r in range(2)] == ["background", "fly"]
+    viewer.dims.set_current_step(0, 5)                 # a frame without scribbles
+
+    started = []
+    widget.job_started.connect(started.append)
+    run_job(qtbot, widget, widget.train_button.click)
+    assert started == [TRAIN]
+    assert widget.classifier is not None, widget.status_label.text()
+
+    names = [layer.name for layer in viewer.layers]
+    for name in ("flies segmentation", "flies P(background)", "flies P(fly)",
+                 "flies uncertainty", "flies cost map"):
+        assert name in names
+    segmentation = viewer.layers["flies segmentation"]
+    assert segmentation.data.shape == (8, 1024, 1024)
+    assert widget.predicted_frames == {5}
+    for name in ("flies P(fly)", "flies uncertainty", "flies cost map"):
+        layer = viewer.layers[name]
+        assert layer.data.shape == (1, 1024, 1024)
+        assert layer.translate[0] == 5                 # shown at frame 5 only
+    probability = viewer.layers["flies P(fly)"].data[0]
+    np.testing.assert_array_equal(segmentation.data[5] == FLY, probability > 0.5)
+    assert seg_of(segmentation.data[5], masks[5]) > MIN_SEG
+    assert not segmentation.data[[0, 1, 2, 3, 4, 6, 7]].any()
+
+    # stats: training time, cost per pixel against the mu = 0 model, features used
+    assert widget.time_label.text().endswith("2 frames)")
+    assert "μ = 0:" in widget.evaluation_label.text()
+    model, baseline = widget._costs["model"], widget._costs["baseline"]
+    assert baseline.total > model.total                  # what the cost tradeoff buys
+    used = widget.classifier.features_used_
+    assert widget.features_text.toPlainText().startswith(f"{len(used)} of ")
+    assert all(feature in widget.features_text.toPlainText() for feature in used)
+
+    screenshot = viewer.screenshot(canvas_only=False, flash=False)
+    assert screenshot.ndim == 3 and screenshot.std() > 10
+    if os.environ.get("MSCLASSIFY_SCREENSHOT"):
+        import imageio.v3 as iio
+        viewer.window._qt_window.resize(1500, 1050)
+        qtbot.wait(200)
+        iio.imwrite(REPO / "docs" / "napari_widget.png",
+                    viewer.screenshot(canvas_only=False, flash=False))
+
+    # apply to all frames: progress bar, every frame segmented
+    with qtbot.waitSignal(widget.batch_done, timeout=JOB_TIMEOUT):
+        widget.apply_button.click()
+    assert widget.predicted_frames == set(range(8))
+    assert widget.apply_progress.value() == widget.apply_progress.maximum() == 8
+    assert seg_of(segmentation.data, masks) > MIN_SEG
+
+    # save, load into a fresh widget, same prediction
+    widget.save_model(tmp_path / "flies.msc")
+    other = PixelClassifierWidget(viewer)
+    other.image_combo.setCurrentText("flies")
+    expected = segmentation.data[5].copy()
+    segmentation.data[5] = 0
+    run_job(qtbot, other, lambda: other.load_model(tmp_path / "flies.msc"))
+    np.testing.assert_array_equal(segmentation.data[5], expected)
+    other.deleteLater()
+
+    # export the masks
+    with qtbot.waitSignal(widget.batch_done, timeout=JOB_TIMEOUT):
+        widget.export(tmp_path / "masks")
+    exported = read_label_stack(tmp_path / "masks")
+    assert len(exported) == 8
+    np.testing.assert_array_equal(exported.read(3), segmentation.data[3])
+
+
+def paint_stroke(layer, points, label, brush=5):
+    """Paint discs at ``points`` (t, y, x) as one undo step: one paint event, like a stroke."""
+    layer.brush_size = brush
+    with layer.block_history():
+        for point in points:
+            layer.paint(point, label, refresh=False)
+    layer.refresh()
+
+
+def fly_and_floor_points(mask, n_fly=80, n_floor=150, seed=0):
+    """Random points 2 px inside the flies and > 10 px away from them."""
+    rng = np.random.default_rng(seed)
+    inner = np.argwhere(ndimage.binary_erosion(mask > 0, iterations=2))
+    floor = np.argwhere(ndimage.distance_transform_edt(mask == 0) > 10)
+    return (inner[rng.choice(len(inner), n_fly, replace=False)],
+            floor[rng.choice(len(floor), n_floor, replace=False)])
+
+
+def test_painted_scribbles_live_update_and_frame_change(make_napari_viewer, plugin, flies,
+                                                        qtbot):
+    frames, masks, _ = flies
+    viewer = make_napari_viewer()
+    viewer.add_image(frames, name="flies")
+    widget = pixel_widget(viewer)
+    layer = widget.new_scribble_layer()
+    assert layer.data.shape == frames.shape and widget.scribble_combo.currentText() == layer.name
+    viewer.dims.set_current_step(0, 0)
+
+    fly_points, floor_points = fly_and_floor_points(masks[0])
+    paint_stroke(layer, [(0, y, x) for y, x in floor_points], BACKGROUND, brush=9)
+    paint_stroke(layer, [(0, y, x) for y, x in fly_points], FLY, brush=3)
+    assert (layer.data[0] == FLY).any() and not (layer.data[0][masks[0] == 0] == FLY).any()
+
+    started = []
+    widget.job_started.connect(started.append)
+    widget.scheduler.delay_ms = 300
+    # switching live update on retrains right away (after the quiet period)
+    run_job(qtbot, widget, lambda: widget.live_check.setChecked(True))
+    assert started == [RETRAIN]
+    assert seg_of(viewer.layers["flies segmentation"].data[0], masks[0]) > MIN_SEG
+    first_model = widget.classifier
+
+    # three strokes within the quiet period: one retrain
+    more_fly, more_floor = fly_and_floor_points(masks[0], 10, 10, seed=1)
+    with qtbot.waitSignal(widget.job_done, timeout=JOB_TIMEOUT):
+        paint_stroke(layer, [(0, y, x) for y, x in more_floor[:5]], BACKGROUND)
+        qtbot.wait(50)
+        paint_stroke(layer, [(0, y, x) for y, x in more_floor[5:]], BACKGROUND)
+        qtbot.wait(50)
+        paint_stroke(layer, [(0, y, x) for y, x in more_fly], FLY, brush=3)
+    qtbot.wait(600)                                  # twice the quiet period: nothing else starts
+    assert started == [RETRAIN, RETRAIN]
+    assert widget.classifier is not first_model
+
+    # strokes while a job runs coalesce into exactly one follow-up job
+    _, new_floor = fly_and_floor_points(masks[0], 1, 4, seed=2)
+    with qtbot.waitSignal(widget.job_started, timeout=JOB_TIMEOUT):
+        paint_stroke(layer, [(0, *new_floor[0])], BACKGROUND)
+    assert widget.scheduler.running == RETRAIN
+    paint_stroke(layer, [(0, *new_floor[1])], BACKGROUND)
+    paint_stroke(layer, [(0, *new_floor[2])], BACKGROUND)
+    qtbot.waitUntil(lambda: len(started) == 4 and widget.scheduler.running is None,
+                    timeout=JOB_TIMEOUT)
+    qtbot.wait(600)
+    assert started == [RETRAIN] * 4
+
+    # moving the time slider segments the new frame with the current model (no retrain)
+    with qtbot.waitSignal(widget.segmentation_updated, timeout=JOB_TIMEOUT) as blocker:
+        viewer.dims.set_current_step(0, 6)
+    assert blocker.args == [6] and started[-1] == PREDICT
+    qtbot.waitUntil(lambda: widget.scheduler.running is None, timeout=JOB_TIMEOUT)
+    segmentation = viewer.layers["flies segmentation"].data
+    np.testing.assert_array_equal(segmentation[6], widget.classifier.predict(frames[6]))
+    # the extra strokes tip the default mu to an 8x8-block-only model (measured SEG 0.67)
+    assert seg_of(segmentation[6], masks[6]) > 0.6
+
+    # live update off: painting does nothing
+    widget.live_check.setChecked(False)
+    paint_stroke(layer, [(0, *new_floor[3])], BACKGROUND)
+    qtbot.wait(600)
+    assert len(started) == 5
+
+
+def test_cancel_training_and_apply_to_all_frames(make_napari_viewer, plugin, qtbot, flies):
+    frames, _, scribbles = flies
+    viewer = make_napari_viewer()
+    viewer.add_image(frames, name="flies")
+    viewer.add_labels(scribbles, name="scribbles")
+    widget = pixel_widget(viewer)
+    viewer.dims.set_current_step(0, 0)
+
+    # cancelling a training at its first boosting round keeps no half-trained model
+    def cancel_when_started(value):
+        if value > 0:
+            widget.cancel()
+
+    widget.train_progress.valueChanged.connect(cancel_when_started)
+    run_job(qtbot, widget, widget.train)
+    assert widget.classifier is None and widget.status_label.text() == "Cancelled."
+    widget.train_progress.valueChanged.disconnect(cancel_when_started)
+
+    widget.trees_spin.setValue(5)
+    run_job(qtbot, widget, widget.train)
+    assert widget.classifier is not None
+    widget.segmentation_updated.connect(lambda _: widget.cancel_batch())
+    with qtbot.waitSignal(widget.batch_done, timeout=JOB_TIMEOUT):
+        widget.apply_to_all_frames()
+    assert 1 <= len(widget.predicted_frames) < 8
+    assert "cancelled" in widget.status_label.text()
+    assert widget.apply_button.isEnabled() and not widget.apply_cancel_button.isEnabled()
+
+
+def test_rgb_image(make_napari_viewer, plugin, qtbot):
+    """A colour frame trains on its three channels; outputs are 2-D."""
+    rng = np.random.default_rng(0)
+    image = rng.integers(0, 60, (64, 80, 3), dtype=np.uint8)
+    image[16:48, 20:60, 0] = 220                       # a red rectangle
+    viewer = make_napari_viewer()
+    viewer.add_image(image, name="rgb", rgb=True)
+    widget = pixel_widget(viewer)
+    widget.features_combo.setCurrentText("fast")
+    widget.mu_edit.setText("0")
+    layer = widget.new_scribble_layer()
+    assert layer.data.shape == (64, 80)
+    rectangle = np.zeros((64, 80), bool)
+    rectangle[16:48, 20:60] = True
+    layer.data[::3, ::3] = BACKGROUND
+    layer.data[ndimage.binary_dilation(rectangle, iterations=3)] = 0
+    layer.data[18:46:2, 22:58:2] = FLY
+    run_job(qtbot, widget, widget.train)
+    assert widget.classifier.n_channels_ == 3
+    segmentation = viewer.layers["rgb segmentation"].data
+    assert segmentation.shape == (64, 80)
+    np.testing.assert_array_equal(segmentation == FLY, rectangle)
+    assert viewer.layers["rgb cost map"].data.shape == (64, 80)
+
+
+def test_clear_messages_instead_of_tracebacks(make_napari_viewer, plugin, qtbot, tmp_path):
+    viewer = make_napari_viewer()
+    widget = pixel_widget(viewer)
+    run_job(qtbot, widget, widget.train)
+    assert "add or open an image" in widget.status_label.text()
+    viewer.add_image(np.zeros((2, 3, 16, 16)), name="4d")
+    viewer.add_image(np.zeros((32, 32), np.uint8), name="plain")
+    widget.image_combo.setCurrentText("4d")
+    assert widget.new_scribble_layer() is None
+    assert "Split Stack" in widget.status_label.text()
+    widget.image_combo.setCurrentText("plain")
+    layer = widget.new_scribble_layer()
+    layer.data[0, 0] = 1
+    run_job(qtbot, widget, widget.train)
+    assert "at least two classes" in widget.status_label.text()
+    widget.mu_edit.setText("-1")
+    run_job(qtbot, widget, widget.train)
+    assert "μ must be" in widget.status_label.text()
+    with pytest.raises(ValueError, match="no model to save"):
+        widget.save_model(tmp_path / "m.msc")
+    with pytest.raises(ValueError, match="nothing to export"):
+        widget.export(tmp_path / "out")
+    (tmp_path / "junk.msc").write_bytes(b"not a model")
+    with pytest.raises(ValueError, match="corrupt"):
+        widget.load_model(tmp_path / "junk.msc")
+
+    # a deleted widget stops listening: painting, adding layers, moving sliders still work
+    widget.live_check.setChecked(True)
+    widget.deleteLater()
+    qtbot.waitUntil(lambda: sip.isdeleted(widget))
+    layer.paint((5, 5), 2)
+    viewer.add_image(np.zeros((3, 8, 8)), name="stack")
+    viewer.dims.set_current_step(0, 2)
+    qtbot.wait(300)
+
+
+# -- tabular -------------------------------------------------------------------------------------
+
+def test_tabular_widget_plots_cost_against_precision(make_napari_viewer, plugin, qtbot):
+    viewer = make_napari_viewer()
+    _, widget = viewer.window.add_plugin_dock_widget("msclassify", "Tabular (cost vs accuracy)")
+    assert isinstance(widget, TabularWidget)
+    widget.set_files(TABULAR / "yahoo_style.train", TABULAR / "yahoo_style.test",
+                     TABULAR / "yahoo_style.cost", file_format="svmlight")
+    widget.mu_edit.setText("1e-3, 1e-2")
+    widget.trees_spin.setValue(30)
+    with qtbot.waitSignal(widget.sweep_done, timeout=JOB_TIMEOUT):
+        widget.run_button.click()
+    sweep = widget.sweep
+    assert sweep is not None and sweep.completed, widget.status_label.text()
+    assert sweep.metric == "precision@5" and len(sweep.points) == 3
+    assert widget.progress.value() == widget.progress.maximum() == 90
+    assert widget.axes.get_ylabel() == "precision@5"
+    cegb_line, plain_marker = widget.axes.get_lines()
+    np.testing.assert_allclose(cegb_line.get_xdata(), sweep.costs[1:])
+    np.testing.assert_allclose(plain_marker.get_ydata(), sweep.scores()[:1])
+    assert widget.table.rowCount() == 3
+    assert widget.table.item(2, 4).text() == ", ".join(sweep.points[2].features_used)
+
+    widget.set_files(TABULAR / "miniboone_style.txt", costs=TABULAR / "miniboone_style.cost")
+    widget.mu_edit.setText("0.01")
+    widget.trees_spin.setValue(10)
+    with qtbot.waitSignal(widget.sweep_done, timeout=JOB_TIMEOUT):
+        widget.run()
+    assert widget.sweep.metric == "accuracy" and widget.axes.get_ylabel() == "accuracy"
+
+    widget.mu_edit.setText("0, 1e-3")
+    with qtbot.waitSignal(widget.sweep_done, timeout=JOB_TIMEOUT):
+        widget.run()
+    assert "must be > 0" in widget.status_label.text()
+    widget.mu_edit.setText("1e-3")
+    widget.set_files(TABULAR / "miniboone_style.txt", costs=TABULAR / "yahoo_style.cost")
+    with qtbot.waitSignal(widget.sweep_done, timeout=JOB_TIMEOUT):
+        widget.run()
+    assert "30 costs but the data has 12" in widget.status_label.text()

@@ -1,0 +1,510 @@
+"""The napari plugin's logic without Qt: frames, scribble snapshots, jobs, debouncing, layer
+specs, the lazy reader, sample data; and the library's tabular cost sweep that its tabular
+widget (and the CLI) run."""
+
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tifffile
+from scipy import ndimage
+
+from msclassify import CEGBClassifier
+from msclassify._tabular_sweep import DEFAULT_COST_TRADEOFFS, cost_sweep, split_train_test
+from msclassify.io import FrameReadError, read_label_stack
+from msclassify.pixel import PixelClassifier
+from msclassify.tabular import TabularData, load_csv, load_feature_costs, load_svmlight
+from msclassify_napari._controller import (CLASS_NAMES_KEY, PREDICT, RETRAIN, TRAIN,
+                                           ClassifierSettings, CostSummary, FramePrediction,
+                                           FrameStack, LiveUpdateScheduler, TrainedModel,
+                                           apply_to_frames, class_names, cost_map_layer,
+                                           export_masks, load_classifier, prediction_layers,
+                                           segmentation_spec, snapshot_scribbles, update_job)
+from msclassify_napari._reader import get_reader, lazy_frames, read_frames
+from msclassify_napari._sample_data import sample_flies
+
+REPO = Path(__file__).resolve().parents[1]
+TABULAR = REPO / "sample_data" / "tabular"
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+CLIP = DATA / "fly_sleap" / "clip.mp4"
+
+SMALL = ClassifierSettings(n_estimators=8, max_leaves=7, features="fast")
+
+
+def two_region_stack(n_frames=3, size=48):
+    """Dark frames with a bright square whose position moves with t, and its mask."""
+    rng = np.random.default_rng(0)
+    frames = rng.integers(10, 40, (n_frames, size, size)).astype(np.uint8)
+    masks = np.zeros((n_frames, size, size), bool)
+    for t in range(n_frames):
+        masks[t, 10 + 2 * t:30 + 2 * t, 12:32] = True
+    frames[masks] += 150
+    return frames, masks
+
+
+def iou(a, b):
+    return (a & b).sum() / (a | b).sum()
+
+
+def scribbles_for(masks, frame=0):
+    """Every 3rd pixel inside the square (2) and of the floor 3 px away from it (1)."""
+    labels = np.zeros(masks.shape, np.uint8)
+    floor = ~ndimage.binary_dilation(masks[frame], iterations=3)
+    for value, region in ((1, floor), (2, masks[frame])):
+        ys, xs = np.nonzero(region)
+        labels[frame, ys[::3], xs[::3]] = value
+    return labels
+
+
+# -- frames and scribbles ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("shape, rgb, n_frames, frame_shape", [
+    ((20, 30), False, 1, (20, 30)),
+    ((20, 30, 3), True, 1, (20, 30)),
+    ((4, 20, 30), False, 4, (20, 30)),
+    ((4, 20, 30, 4), True, 4, (20, 30)),
+])
+def test_frame_stack_layouts(shape, rgb, n_frames, frame_shape):
+    data = np.arange(np.prod(shape), dtype=np.uint32).reshape(shape)
+    stack = FrameStack(data, rgb=rgb)
+    assert (stack.n_frames, stack.frame_shape, stack.is_stack) == (n_frames, frame_shape,
+                                                                  n_frames > 1)
+    last = stack.frame(n_frames - 1)
+    expected = data[n_frames - 1] if n_frames > 1 else data
+    np.testing.assert_array_equal(last, expected[..., :3] if rgb else expected)
+    assert last.shape == frame_shape + ((3,) if rgb else ())
+
+
+def test_frame_stack_rejects_what_it_cannot_segment():
+    with pytest.raises(ValueError, match="Split Stack"):
+        FrameStack(np.zeros((2, 3, 20, 30)))
+    with pytest.raises(ValueError, match="3 or 4 channels"):
+        FrameStack(np.zeros((20, 30, 5)), rgb=True)
+    with pytest.raises(IndexError, match="out of range"):
+        FrameStack(np.zeros((2, 20, 30))).frame(2)
+    with pytest.raises(ValueError, match="create a new scribble layer"):
+        FrameStack(np.zeros((2, 20, 30))).check_labels((2, 20, 31))
+
+
+def test_snapshot_copies_only_labelled_frames():
+    frames, masks = two_region_stack()
+    labels = scribbles_for(masks, frame=1)
+    snapshot = snapshot_scribbles(labels, FrameStack(frames))
+    assert snapshot.frame_indices == (1,)
+    assert snapshot.classes.tolist() == [1, 2]
+    assert snapshot.n_labelled == int(np.count_nonzero(labels))
+    labels[1] = 0                                   # the user keeps painting...
+    assert snapshot.n_labelled > 0                  # ... the worker's copy does not change
+
+
+def test_snapshot_needs_two_classes_and_integers():
+    stack = FrameStack(np.zeros((2, 8, 8)))
+    labels = np.zeros((2, 8, 8), np.uint8)
+    with pytest.raises(ValueError, match="holds nothing"):
+        snapshot_scribbles(labels, stack)
+    labels[0, 0, 0] = 3
+    with pytest.raises(ValueError, match="only label 3"):
+        snapshot_scribbles(labels, stack)
+    with pytest.raises(TypeError, match="integer"):
+        snapshot_scribbles(labels.astype(float), stack)
+    single = snapshot_scribbles(np.array([[1, 0], [0, 2]]), FrameStack(np.zeros((2, 2))))
+    assert single.frame_indices == (0,)
+
+
+def test_class_names_from_metadata():
+    assert class_names({CLASS_NAMES_KEY: {1: "floor", "2": "fly"}}, [1, 2, 3]) == \
+        ["floor", "fly", "class 3"]
+    assert class_names(None, np.array([4])) == ["class 4"]
+
+
+# -- jobs ----------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def trained():
+    frames, masks = two_region_stack()
+    stack = FrameStack(frames)
+    scribbles = snapshot_scribbles(scribbles_for(masks), stack)
+    results = list(update_job(TRAIN, SMALL.replace(cost_tradeoff=2e-4), stack, 2, scribbles))
+    return frames, masks, stack, scribbles, results
+
+
+def test_train_job_yields_model_prediction_costs_and_baseline(trained):
+    frames, masks, _, _, results = trained
+    assert [type(r) for r in results] == [TrainedModel, FramePrediction, CostSummary, CostSummary]
+    model, prediction, cost, baseline = results
+    assert model.n_labelled > 0 and model.frame_indices == (0,) and model.seconds > 0
+    assert model.features_used == tuple(model.classifier.features_used_)
+    # frame 2 was not scribbled: the square moved, the model must still find it
+    assert prediction.frame_index == 2
+    # mu > 0 picks coarse (8x8- or 4x4-block) features: blocky edges (measured IoU 0.83)
+    assert iou(prediction.labels == 2, masks[2]) > 0.75
+    np.testing.assert_allclose(prediction.probabilities.sum(axis=2), 1, atol=1e-5)
+    np.testing.assert_allclose(prediction.uncertainty, 1 - prediction.probabilities.max(axis=2))
+    np.testing.assert_array_equal(prediction.labels, model.classifier.predict(frames[2]))
+    # cost summary: mean of the public cost map, features from the bank
+    assert not cost.baseline and cost.cost_map.shape == (48, 48)
+    assert cost.evaluation == pytest.approx(float(model.classifier.cost_map(frames[2]).mean()))
+    bank = model.classifier.bank_
+    assert cost.features == pytest.approx(
+        sum(bank.specs[bank.index(i)].batch_cost for i in cost.features_used))
+    assert baseline.baseline and baseline.cost_map is None
+    # the mu = 0 model it is compared with is more expensive (measured 20 vs 3 ops/pixel)
+    assert baseline.total > 2 * cost.total
+
+
+def test_plain_boosting_segments_the_moved_square_exactly(trained):
+    _, masks, stack, scribbles, _ = trained
+    _, prediction, _ = update_job(RETRAIN, SMALL.replace(cost_tradeoff=0.0), stack, 2, scribbles)
+    np.testing.assert_array_equal(prediction.labels == 2, masks[2])
+
+
+def test_predict_job_reuses_the_classifier(trained):
+    frames, masks, stack, _, results = trained
+    classifier = results[0].classifier
+    prediction, cost = list(update_job(PREDICT, SMALL, stack, 1, classifier=classifier))
+    assert iou(prediction.labels == 2, masks[1]) > 0.75
+    np.testing.assert_array_equal(prediction.labels, classifier.predict(frames[1]))
+    assert cost.frame_index == 1
+    with pytest.raises(ValueError, match="train a model or load one"):
+        list(update_job(PREDICT, SMALL, stack, 1))
+    with pytest.raises(ValueError, match="kind"):
+        list(update_job(7, SMALL, stack, 1, classifier=classifier))
+
+
+def test_retrain_job_has_no_baseline_and_mu_zero_train_skips_it(trained):
+    _, _, stack, scribbles, _ = trained
+    kinds = [type(r) for r in update_job(RETRAIN, SMALL, stack, 0, scribbles)]
+    assert kinds == [TrainedModel, FramePrediction, CostSummary]
+    kinds = [type(r) for r in update_job(TRAIN, SMALL.replace(cost_tradeoff=0.0), stack, 0,
+                                         scribbles)]
+    assert kinds == [TrainedModel, FramePrediction, CostSummary]
+
+
+def test_cancelled_training_yields_nothing(trained):
+    _, _, stack, scribbles, _ = trained
+    cancel = threading.Event()
+    progress = []
+
+    def on_progress(iteration, n_iterations):
+        progress.append(iteration)
+        cancel.set()
+
+    assert list(update_job(RETRAIN, SMALL, stack, 0, scribbles, cancel=cancel,
+                           on_progress=on_progress)) == []
+    assert progress == [1]          # stopped after the first boosting round
+
+
+def test_apply_to_frames_is_lazy_and_matches_predict(trained):
+    frames, _, stack, _, results = trained
+    classifier = results[0].classifier
+    calls = []
+
+    class CountingStack(FrameStack):
+        def frame(self, index):
+            calls.append(index)
+            return super().frame(index)
+
+    generator = apply_to_frames(classifier, CountingStack(frames))
+    index, labels = next(generator)
+    generator.close()                                   # what cancelling does
+    assert index == 0 and calls == [0]
+    np.testing.assert_array_equal(labels, classifier.predict(frames[0]))
+    assert [i for i, _ in apply_to_frames(classifier, stack, [2, 0])] == [2, 0]
+
+
+def test_export_masks_writes_readable_frames(tmp_path):
+    segmentation = np.zeros((3, 6, 7), np.uint8)
+    segmentation[0, 1:3, 2:4] = 2
+    segmentation[2] = 1
+    written = list(export_masks(segmentation, [0, 2], tmp_path / "masks"))
+    assert written == [0, 2]
+    labels = read_label_stack(tmp_path / "masks")
+    assert len(labels) == 2
+    np.testing.assert_array_equal(labels.read(0), segmentation[0])
+    np.testing.assert_array_equal(labels.read(1), segmentation[2])
+    with pytest.raises(TypeError, match="integer"):
+        list(export_masks(segmentation.astype(float), [0], tmp_path / "other"))
+
+
+def test_load_classifier_round_trip_and_checks(trained, tmp_path):
+    frames, _, stack, _, results = trained
+    classifier = results[0].classifier
+    classifier.save(tmp_path / "pixel.msc")
+    loaded = load_classifier(tmp_path / "pixel.msc", stack)
+    np.testing.assert_array_equal(loaded.predict(frames[1]), classifier.predict(frames[1]))
+    with pytest.raises(ValueError, match="1-channel images but the selected image has 3"):
+        load_classifier(tmp_path / "pixel.msc", FrameStack(np.zeros((8, 8, 3)), rgb=True))
+    X = np.random.default_rng(0).normal(size=(60, 2))
+    CEGBClassifier(n_estimators=2).fit(X, X[:, 0] > 0).save(tmp_path / "tabular.msc")
+    with pytest.raises(ValueError, match="not a pixel classifier"):
+        load_classifier(tmp_path / "tabular.msc")
+
+
+def test_settings_make_the_classifier_with_library_defaults():
+    defaults = PixelClassifier().get_params()
+    settings = ClassifierSettings()
+    assert (settings.cost_tradeoff, settings.split_cost, settings.n_estimators,
+            settings.max_leaves, settings.features) == (
+        defaults["cost_tradeoff"], defaults["split_cost"], defaults["n_estimators"],
+        defaults["max_leaves"], defaults["features"])
+    params = settings.replace(cost_tradeoff=0.5, max_leaves=4).make_classifier().get_params()
+    assert params["cost_tradeoff"] == 0.5 and params["max_leaves"] == 4
+    assert set(ClassifierSettings.TOOLTIPS) == {"features", "cost_tradeoff", "split_cost",
+                                                "n_estimators", "max_leaves"}
+
+
+# -- live updates --------------------------------------------------------------------------------
+
+class FakeTimer:
+    def __init__(self):
+        self.running, self.starts, self.delays = False, 0, []
+
+    def start(self, milliseconds):
+        self.running, self.starts = True, self.starts + 1
+        self.delays.append(milliseconds)
+
+    def stop(self):
+        self.running = False
+
+
+def make_scheduler():
+    started, timer = [], FakeTimer()
+    scheduler = LiveUpdateScheduler(started.append, timer, delay_ms=50)
+    scheduler.enabled = True
+    return scheduler, timer, started
+
+
+def fire(scheduler, timer):
+    if timer.running:
+        timer.running = False
+        scheduler.timer_fired()
+
+
+def test_burst_of_edits_makes_one_job():
+    scheduler, timer, started = make_scheduler()
+    for _ in range(5):
+        scheduler.request(RETRAIN)
+    assert started == [] and timer.starts == 5          # each edit restarts the quiet period
+    fire(scheduler, timer)
+    assert started == [RETRAIN] and scheduler.running == RETRAIN
+    assert timer.delays == [50] * 5
+    scheduler.request(PREDICT, delay_ms=10)
+    assert timer.delays[-1] == 10
+
+
+def test_edits_during_a_job_coalesce_into_one_follow_up():
+    scheduler, timer, started = make_scheduler()
+    scheduler.request(RETRAIN)
+    fire(scheduler, timer)
+    scheduler.request(PREDICT)
+    fire(scheduler, timer)
+    scheduler.request(RETRAIN)
+    fire(scheduler, timer)
+    assert started == [RETRAIN]                          # busy: nothing started
+    scheduler.job_finished()
+    assert started == [RETRAIN, RETRAIN]                 # one follow-up, the stronger kind
+    scheduler.job_finished()
+    assert started == [RETRAIN, RETRAIN] and scheduler.running is None
+
+
+def test_disabled_scheduler_ignores_edits_but_runs_explicit_jobs():
+    scheduler, timer, started = make_scheduler()
+    scheduler.enabled = False
+    scheduler.request(RETRAIN)
+    assert timer.starts == 0 and scheduler.pending is None
+    scheduler.run_now(TRAIN)
+    assert started == [TRAIN]
+    scheduler.run_now(PREDICT)                           # queued behind the running job
+    assert started == [TRAIN]
+    scheduler.job_finished()
+    assert started == [TRAIN, PREDICT]
+
+
+def test_cancel_pending_and_bad_kind():
+    scheduler, timer, started = make_scheduler()
+    scheduler.request(RETRAIN)
+    scheduler.cancel_pending()
+    assert not timer.running
+    scheduler.timer_fired()
+    assert started == []
+    with pytest.raises(ValueError, match="kind"):
+        scheduler.request(0)
+
+
+# -- layer specs ---------------------------------------------------------------------------------
+
+def test_layer_specs_place_frame_results_at_their_frame(trained):
+    _, _, stack, _, results = trained
+    model, prediction, cost, _ = results
+    specs = prediction_layers("im", stack, prediction, ["floor", "square"], scale=(2, 1, 1),
+                              translate=(10, 0, 5))
+    assert [s.name for s in specs] == ["im P(floor)", "im P(square)", "im uncertainty"]
+    for spec in specs:
+        assert spec.layer_type == "image" and spec.data.shape == (1, 48, 48)
+        assert spec.kwargs["translate"] == (10 + 2 * 2, 0, 5)      # frame 2 at scale 2
+    cost_spec = cost_map_layer("im", stack, cost)
+    assert cost_spec.data.shape == (1, 48, 48) and cost_spec.kwargs["translate"][0] == 2
+    assert cost_spec.kwargs["contrast_limits"][1] == pytest.approx(float(cost.cost_map.max()))
+    seg = segmentation_spec("im", stack, model.classifier.classes_)
+    assert seg.layer_type == "labels" and seg.data.shape == (3, 48, 48)
+    assert seg.data.dtype == np.uint8 and not seg.data.any()
+    assert segmentation_spec("im", stack, np.array([1, 300])).data.dtype == np.uint16
+    flat = prediction_layers("im", FrameStack(np.zeros((48, 48))), prediction, ["a", "b"])
+    assert flat[0].data.shape == (48, 48) and flat[0].kwargs["translate"] == (0.0, 0.0)
+
+
+# -- reader and sample data ----------------------------------------------------------------------
+
+def test_reader_claims_videos_and_tiffs_only(tmp_path):
+    stack = tmp_path / "stack.tif"
+    tifffile.imwrite(stack, np.zeros((2, 4, 4), np.uint8))
+    (tmp_path / "notes.txt").write_text("x")
+    assert get_reader(str(stack)) is read_frames
+    assert get_reader(str(tmp_path / "notes.txt")) is None
+    assert get_reader(str(tmp_path / "missing.tif")) is None
+    assert get_reader([str(stack), str(stack)]) is None
+
+
+def test_tiff_stack_reads_lazily_frame_by_frame(tmp_path, monkeypatch):
+    frames = np.random.default_rng(1).integers(0, 255, (5, 16, 24), dtype=np.uint8)
+    path = tmp_path / "movie.tif"
+    tifffile.imwrite(path, frames)
+    [(data, kwargs, layer_type)] = read_frames(str(path))
+    assert layer_type == "image" and kwargs["name"] == "movie" and not kwargs["rgb"]
+    assert data.shape == (5, 16, 24) and data.chunksize == (1, 16, 24)
+    import msclassify.io as msio
+    reads = []
+    original = msio.FrameSource.read
+    monkeypatch.setattr(msio.FrameSource, "read",
+                        lambda self, index: reads.append(index) or original(self, index))
+    np.testing.assert_array_equal(np.asarray(data[3]), frames[3])
+    assert reads == [3]                                  # only the frame asked for
+
+
+def test_grey_footage_stored_as_rgb_opens_grey_and_colour_stays_colour(tmp_path):
+    grey = np.random.default_rng(2).integers(0, 255, (3, 8, 8), dtype=np.uint8)
+    tifffile.imwrite(tmp_path / "grey.tif", np.repeat(grey[..., None], 3, axis=3),
+                     photometric="rgb")
+    [(data, kwargs, _)] = read_frames(str(tmp_path / "grey.tif"))
+    assert data.shape == (3, 8, 8) and not kwargs["rgb"]
+    np.testing.assert_array_equal(np.asarray(data), grey)
+    colour = np.random.default_rng(3).integers(0, 255, (2, 8, 8, 3), dtype=np.uint8)
+    tifffile.imwrite(tmp_path / "colour.tif", colour, photometric="rgb")
+    [(data, kwargs, _)] = read_frames(str(tmp_path / "colour.tif"))
+    assert data.shape == (2, 8, 8, 3) and kwargs["rgb"]
+    one = tmp_path / "one.tif"
+    tifffile.imwrite(one, grey[0])
+    [(data, _, _)] = read_frames(str(one))
+    assert isinstance(data, np.ndarray) and data.shape == (8, 8)
+
+
+def test_reader_reports_corrupt_files(tmp_path):
+    bad = tmp_path / "broken.tif"
+    bad.write_bytes(b"II*\x00garbage")
+    with pytest.raises(FrameReadError, match="broken.tif"):
+        read_frames(str(bad))
+
+
+def test_reader_on_the_real_fly_video():
+    if not CLIP.is_file():
+        pytest.skip(f"shared data not found at {CLIP} (the repo must sit next to shared/)")
+    [(data, kwargs, _)] = read_frames(str(CLIP))
+    assert data.shape[1:] == (1024, 1024) and data.shape[0] > 100 and not kwargs["rgb"]
+    frame = np.asarray(data[data.shape[0] // 2])
+    assert frame.dtype == np.uint8 and frame.std() > 5
+
+
+def test_lazy_frames_is_thread_safe(tmp_path):
+    frames = np.arange(6 * 5 * 7, dtype=np.uint16).reshape(6, 5, 7)
+    tifffile.imwrite(tmp_path / "s.tif", frames)
+    from msclassify.io import open_frames
+    data = lazy_frames(open_frames(tmp_path / "s.tif"))
+    np.testing.assert_array_equal(data.compute(scheduler="threads"), frames)
+
+
+def test_sample_data_layers():
+    layers = sample_flies()
+    assert [(kind, kwargs["name"]) for _, kwargs, kind in layers] == [
+        ("image", "flies"), ("labels", "fly masks (reference)"), ("labels", "scribbles")]
+    frames, masks, scribbles = (data for data, _, _ in layers)
+    assert frames.shape == masks.shape == scribbles.shape and frames.ndim == 3
+    assert set(np.unique(scribbles)) == {0, 1, 2}
+    assert layers[2][1]["metadata"][CLASS_NAMES_KEY] == {1: "background", 2: "fly"}
+
+
+# -- the library's tabular sweep -----------------------------------------------------------------
+
+def yahoo():
+    train = load_svmlight(TABULAR / "yahoo_style.train", n_features=30)
+    test = load_svmlight(TABULAR / "yahoo_style.test", n_features=30)
+    return train, test, load_feature_costs(TABULAR / "yahoo_style.cost", 30)
+
+
+def test_split_keeps_queries_whole_and_classes_stratified():
+    train, _, _ = yahoo()
+    a, b = split_train_test(train, 0.3, random_state=0)
+    assert a.n_samples + b.n_samples == train.n_samples
+    assert not set(a.qid) & set(b.qid)
+    data = load_csv(TABULAR / "csv_style.csv", "label")
+    a, b = split_train_test(data, 0.25)
+    assert abs(b.y.mean() - data.y.mean()) < 0.02
+    with pytest.raises(ValueError, match="test_fraction"):
+        split_train_test(data, 1.5)
+    with pytest.raises(TypeError, match="TabularData"):
+        split_train_test(data.X)
+
+
+def test_cost_sweep_on_ranking_data_trades_cost_for_precision():
+    train, test, costs = yahoo()
+    steps = []
+    sweep = cost_sweep(train, test, costs, cost_tradeoffs=[1e-3, 1e-2], n_estimators=30,
+                       callback=lambda step, n: steps.append((step, n)))
+    assert sweep.task == "ranking" and sweep.metric == "precision@5" and sweep.completed
+    assert [p.name for p in sweep.points] == ["plain GB", "CEGB mu=0.001", "CEGB mu=0.01"]
+    assert steps[-1] == (90, 90) and len(steps) == 90
+    plain, mild, strong = sweep.points
+    # the mu sweep must buy cheaper models (measured: ~980 -> ~150 -> ~30 per document)
+    assert strong.mean_cost < mild.mean_cost < plain.mean_cost
+    assert len(strong.features_used) < len(plain.features_used)
+    assert set(strong.features_used) <= set(train.feature_names)
+    for point in sweep.points:
+        assert set(point.scores) == {"precision@5", "ndcg@5"}
+        assert 0 <= point.scores["precision@5"] <= 1
+    # precision holds up at moderate mu (measured 0.90 plain, 0.91 at mu=1e-3)
+    assert mild.scores["precision@5"] >= plain.scores["precision@5"] - 0.1
+    # the reported cost is the booster's own cost accounting on the test set
+    model = CEGBClassifier(n_estimators=30, max_leaves=15, min_samples_leaf=20, random_state=0,
+                           cost_tradeoff=1e-2, feature_costs=costs)
+    model.fit(train.X, (train.y > 0).astype(int))
+    assert strong.mean_cost == pytest.approx(model.prediction_cost(test.X).per_sample.mean())
+    as_dict = sweep.to_dict()
+    assert as_dict["points"][2]["features_used"] == list(strong.features_used)
+    np.testing.assert_allclose(sweep.costs, [p.mean_cost for p in sweep.points])
+    np.testing.assert_allclose(sweep.scores("ndcg@5"), [p.scores["ndcg@5"] for p in sweep.points])
+
+
+def test_cost_sweep_classification_and_cancel():
+    data = load_csv(TABULAR / "csv_style.csv", "label")
+    costs = load_feature_costs(TABULAR / "csv_style.cost", 7)
+    train, test = split_train_test(data)
+    sweep = cost_sweep(train, test, costs, cost_tradeoffs=[0.05], n_estimators=10,
+                       callback=lambda step, n: step >= 15)
+    assert not sweep.completed and [p.name for p in sweep.points] == ["plain GB"]
+    assert set(sweep.points[0].scores) == {"accuracy", "roc_auc"}
+    assert sweep.metric == "accuracy"
+
+
+def test_cost_sweep_rejects_bad_input():
+    train, test, costs = yahoo()
+    with pytest.raises(ValueError, match="one cost per feature"):
+        cost_sweep(train, test, costs[:5])
+    with pytest.raises(ValueError, match="> 0"):
+        cost_sweep(train, test, costs, cost_tradeoffs=[0.0])
+    plain = TabularData(test.X, test.y, None, test.feature_names)
+    with pytest.raises(ValueError, match="queries"):
+        cost_sweep(train, plain, costs)
+    narrow = TabularData(test.X[:, :3], test.y, test.qid, test.feature_names[:3])
+    with pytest.raises(ValueError, match="same n_features"):
+        cost_sweep(train, narrow, costs)
+    assert all(mu > 0 for mu in DEFAULT_COST_TRADEOFFS)
