@@ -1,4 +1,4 @@
-"""Fly segmentation: SEG and per-frame time of msclassify against scikit-image's recipe and LightGBM.
+"""Fly segmentation: SEG and per-frame time of msclassify, scikit-image's recipe and LightGBM.
 
 Run: ``python benchmarks/bench_flies.py [--repeats 3] [--quick]``. Writes
 benchmarks/results/flies.json, prints a table per data set and saves
@@ -90,7 +90,8 @@ class Ours:
         model = self.model
         features_wall, _, _ = timed(lambda: model.bank_.compute_levels(image, model.features_used_))
         total_wall, _, _ = timed(lambda: model.predict(image))
-        return {"eval/px": cost.evaluation / image.size, "features ops/px": cost.features / image.size,
+        return {"eval/px": cost.evaluation / image.size,
+                "features ops/px": cost.features / image.size,
                 "node evals/px": cost.n_node_evaluations / image.size,
                 "n features": len(model.features_used_),
                 "ns/node eval": 1e9 * (total_wall - features_wall) / cost.n_node_evaluations,

@@ -34,6 +34,7 @@ from pathlib import Path
 
 import numpy as np
 from scipy import ndimage as ndi
+from scipy.spatial import ConvexHull
 from skimage import draw, filters, measure, segmentation
 
 BACKGROUND, FLY = 1, 2
@@ -98,14 +99,14 @@ def _node(names, name):
     return names.index(name)
 
 
-def _stroke(labels, start, end, value, shape, overwrite=True):
-    """Draw a 1-px line from ``start`` to ``end`` (x, y), later thickened by `_thicken`."""
+def _stroke(mask, start, end):
+    """Set the 1-px line from ``start`` to ``end`` (x, y) in ``mask``; skip missing points."""
     if np.any(np.isnan(start)) or np.any(np.isnan(end)):
         return
     rr, cc = draw.line(int(round(start[1])), int(round(start[0])),
                        int(round(end[1])), int(round(end[0])))
-    inside = (rr >= 0) & (rr < shape[0]) & (cc >= 0) & (cc < shape[1])
-    labels[rr[inside], cc[inside]] = value
+    inside = (rr >= 0) & (rr < mask.shape[0]) & (cc >= 0) & (cc < mask.shape[1])
+    mask[rr[inside], cc[inside]] = True
 
 
 def _hull_mask(points, shape):
@@ -114,7 +115,6 @@ def _hull_mask(points, shape):
     mask = np.zeros(shape, dtype=bool)
     if len(valid) < 3:
         return mask
-    from scipy.spatial import ConvexHull
     hull = valid[ConvexHull(valid).vertices]
     rr, cc = draw.polygon(hull[:, 1], hull[:, 0], shape)
     mask[rr, cc] = True
@@ -139,11 +139,11 @@ def scribbles(shape, keypoints, node_names, rng, n_random_strokes=6):
     fly_lines = np.zeros(shape, dtype=bool)
     head, thorax, abdomen = (_node(node_names, n) for n in BODY_NODES)
     for fly in keypoints:
-        _stroke(fly_lines, fly[head], fly[thorax], True, shape)
-        _stroke(fly_lines, fly[thorax], fly[abdomen], True, shape)
+        _stroke(fly_lines, fly[head], fly[thorax])
+        _stroke(fly_lines, fly[thorax], fly[abdomen])
         for wing in WING_NODES:
             tip = fly[_node(node_names, wing)]
-            _stroke(fly_lines, fly[thorax], fly[thorax] + 0.8 * (tip - fly[thorax]), True, shape)
+            _stroke(fly_lines, fly[thorax], fly[thorax] + 0.8 * (tip - fly[thorax]))
     hulls = np.zeros(shape, dtype=bool)
     for fly in keypoints:
         hulls |= _hull_mask(fly, shape)
@@ -155,7 +155,7 @@ def scribbles(shape, keypoints, node_names, rng, n_random_strokes=6):
         angle = rng.uniform(0, np.pi)
         length = rng.uniform(100, 300)
         end = start + length * np.array([np.cos(angle), np.sin(angle)])
-        _stroke(random_lines, start, end, True, shape)
+        _stroke(random_lines, start, end)
     background |= random_lines
     labels = np.zeros(shape, dtype=np.uint8)
     thick = ndi.generate_binary_structure(2, 1)
@@ -189,8 +189,8 @@ def derived_instances(frame, keypoints, node_names):
     head, thorax, abdomen = body
     for k, fly in enumerate(keypoints):
         line = np.zeros(frame.shape, dtype=bool)
-        _stroke(line, fly[head], fly[thorax], True, frame.shape)
-        _stroke(line, fly[thorax], fly[abdomen], True, frame.shape)
+        _stroke(line, fly[head], fly[thorax])
+        _stroke(line, fly[thorax], fly[abdomen])
         markers[line & foreground] = k + 1
     return segmentation.watershed(-smooth, markers, mask=foreground).astype(np.uint16)
 

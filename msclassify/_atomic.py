@@ -17,6 +17,10 @@ def write_atomically(final_path, write):
                                      dir=final_path.parent)
     os.close(fd)  # reopened by name: tifffile needs a file object with a real .name
     try:
+        # mkstemp creates owner-only files; outputs get the permissions of an ordinary file.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temporary, 0o666 & ~umask)
         with open(temporary, "wb") as file:
             write(file)
             file.flush()

@@ -305,7 +305,8 @@ def local_cluster(n_workers):
     Each worker process runs one task thread (``threads_per_worker=1``); its
     predictions use ``cores // n_workers`` Numba threads (set per task with
     `numba.set_num_threads`), so the workers together use every core once. The
-    cluster listens on 127.0.0.1 only and has no dashboard.
+    cluster listens on 127.0.0.1 only, on free ports (its HTTP server too, which
+    would otherwise take port 8787 and collide with other clusters).
     """
     from distributed import Client, LocalCluster
 
@@ -314,7 +315,7 @@ def local_cluster(n_workers):
     # variable, and Numba then refuses the change once its threads run.
     with _sigint_ignored_by_children():
         cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
-                               host="127.0.0.1", dashboard_address=None,
+                               host="127.0.0.1", dashboard_address="127.0.0.1:0",
                                silence_logs=logging.ERROR)
     with cluster, Client(cluster) as client:
         yield client

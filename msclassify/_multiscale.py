@@ -5,7 +5,8 @@ A level-L feature is constant on each ``2**L x 2**L`` block of the padded image
 coarsest level its root may use; while the path only needs features constant on
 the current block, one node evaluation serves every pixel of the block. A node
 whose feature lives on a finer level splits the block into four and continues on
-each quarter (quarters lying wholly in the padding are dropped). Leaf values are
+each quarter (quarters lying wholly in the padding are dropped); a node that
+needs full resolution finishes its subtree pixel by pixel. Leaf values are
 added to one accumulator per level, and the levels are upsampled and summed once
 at the end.
 
@@ -57,9 +58,9 @@ class MultiscaleResult(NamedTuple):
 
 
 @njit(inline="always")
-def _walk_pixels(features, feature_offset, feature_width, feature_count, node_level, node_slot,
-                 threshold, default_left, left, right, value, node_cost, start_node, k, n_outputs,
-                 y_start, y_stop, x_start, x_stop, acc_offset, acc_width, acc, cost, with_cost):
+def _walk_pixels(features, node_level, node_base, node_row, node_col, threshold, default_left,
+                 left, right, value, node_cost, start_node, k, n_outputs, y_start, y_stop,
+                 x_start, x_stop, acc_offset, acc_width, acc, cost, with_cost):
     """Walk the subtree below ``start_node`` for every pixel of a block; return the evaluations."""
     n_eval = 0
     for y in range(y_start, y_stop):
@@ -69,10 +70,8 @@ def _walk_pixels(features, feature_offset, feature_width, feature_count, node_le
                 feature_level = node_level[node]
                 if feature_level < 0:
                     break
-                v = features[feature_offset[feature_level]
-                             + ((y >> feature_level) * feature_width[feature_level]
-                                + (x >> feature_level)) * feature_count[feature_level]
-                             + node_slot[node]]
+                v = features[node_base[node] + (y >> feature_level) * node_row[node]
+                             + (x >> feature_level) * node_col[node]]
                 n_eval += 1
                 if with_cost:
                     cost[acc_offset // n_outputs + y * acc_width + x] += node_cost[node]
@@ -83,15 +82,16 @@ def _walk_pixels(features, feature_offset, feature_width, feature_count, node_le
 
 
 @njit(cache=True, parallel=True)
-def _walk_blocks(features, feature_offset, feature_width, feature_count, node_level, node_slot,
-                 threshold, default_left, left, right, value, node_cost, roots, tree_output,
-                 n_outputs, start_level, height, width, level_offset, level_width, acc, cost,
-                 with_cost, evaluations, pixel_evaluations):
+def _walk_blocks(features, node_level, node_base, node_row, node_col, threshold, default_left,
+                 left, right, value, node_cost, roots, tree_output, n_outputs, start_level,
+                 height, width, level_offset, level_width, acc, cost, with_cost, evaluations,
+                 pixel_evaluations):
     """Walk every tree over every start-level block, coarse to fine.
 
-    All feature levels live in the flat ``features`` buffer: level L's array
-    (``(h_L, feature_width[L], feature_count[L])``, C order) starts at
-    ``feature_offset[L]``; one buffer avoids a branch on the level per node.
+    All feature levels live in the flat ``features`` buffer; split node ``n`` reads
+    its feature at level-``node_level[n]`` position (r, c) from
+    ``features[node_base[n] + r * node_row[n] + c * node_col[n]]``, addresses that
+    depend on the node alone, so a node evaluation waits for one lookup, not two.
     ``acc[level_offset[L] + (y * level_width[L] + x) * K + k]`` accumulates the
     leaf values of output k reached by the level-L block (y, x); ``cost`` the node
     costs, indexed the same way with K = 1. Work is split by rows of start-level
@@ -122,9 +122,8 @@ def _walk_blocks(features, feature_offset, feature_width, feature_count, node_le
                     if feature_level >= level:
                         # The feature is constant on this block: one evaluation serves it.
                         shift = feature_level - level
-                        v = features[feature_offset[feature_level]
-                                     + ((y >> shift) * feature_width[feature_level] + (x >> shift))
-                                     * feature_count[feature_level] + node_slot[node]]
+                        v = features[node_base[node] + (y >> shift) * node_row[node]
+                                     + (x >> shift) * node_col[node]]
                         bottom = (y + 1) << level
                         right_edge = (x + 1) << level
                         if bottom <= height and right_edge <= width:
@@ -147,8 +146,8 @@ def _walk_blocks(features, feature_offset, feature_width, feature_count, node_le
                         # Nothing is finer than a pixel: finish the subtree pixel by pixel,
                         # without the block bookkeeping.
                         n_inside += _walk_pixels(
-                            features, feature_offset, feature_width, feature_count, node_level,
-                            node_slot, threshold, default_left, left, right, value, node_cost,
+                            features, node_level, node_base, node_row, node_col, threshold,
+                            default_left, left, right, value, node_cost,
                             node, k, n_outputs, y << level, min(height, (y + 1) << level),
                             x << level, min(width, (x + 1) << level), level_offset[0],
                             level_width[0], acc, cost, with_cost)
@@ -235,7 +234,7 @@ def _probabilities(acc, level_offset, level_width, levels_used, init, n_outputs,
 
 @njit(cache=True, parallel=True)
 def _class_values(acc, level_offset, level_width, levels_used, init, n_outputs, classes, out):
-    """``out`` (H, W) = ``classes[most probable class]``: raw > 0 for K = 1, else the first argmax."""
+    """``out`` (H, W) = ``classes[most probable]``: raw > 0 for K = 1, else the first argmax."""
     for y in prange(out.shape[0]):
         row = np.empty((out.shape[1], n_outputs))
         _row_scores(acc, level_offset, level_width, levels_used, init, y, n_outputs, row)
@@ -293,7 +292,8 @@ def _check_inputs(booster, level_arrays, feature_level, feature_slot, shape):
     root_share = float(booster.feature_share.max()) if booster.n_features else 1.0
     start_level = int(round(np.log(root_share) / np.log(4)))
     if 4.0 ** start_level != root_share or not 0 <= start_level < N_LEVELS:
-        raise ValueError(f"the model's largest feature share {root_share} is not one of 1, 4, 16, 64")
+        raise ValueError(f"the model's largest feature share {root_share} is not one of 1, 4, 16 "
+                         "or 64")
     return feature_level, feature_slot, height, width, padded, start_level
 
 
@@ -365,10 +365,16 @@ def predict_multiscale(booster, level_arrays, feature_level, feature_slot, shape
     evaluations = np.zeros(n_block_rows, dtype=np.int64)
     pixel_evaluations = np.zeros(n_block_rows)
     features = np.concatenate([np.asarray(a, dtype=np.float32).ravel() for a in level_arrays])
-    feature_offset = np.cumsum([0] + [a.size for a in level_arrays[:-1]]).astype(np.int64)
-    feature_width = np.array([a.shape[1] for a in level_arrays], dtype=np.int64)
-    feature_count = np.array([a.shape[2] for a in level_arrays], dtype=np.int64)
-    _walk_blocks(features, feature_offset, feature_width, feature_count, node_level, node_slot,
+    # Where each split node finds its feature in the flat buffer (0 for leaves).
+    level_start = np.cumsum([0] + [a.size for a in level_arrays[:-1]]).astype(np.int64)
+    level_count = np.array([a.shape[2] for a in level_arrays], dtype=np.int64)
+    level_row = np.array([a.shape[1] for a in level_arrays], dtype=np.int64) * level_count
+    split = node_level >= 0
+    node_base, node_row, node_col = (np.zeros(node_level.shape, dtype=np.int64) for _ in range(3))
+    node_base[split] = level_start[node_level[split]] + node_slot[split]
+    node_row[split] = level_row[node_level[split]]
+    node_col[split] = level_count[node_level[split]]
+    _walk_blocks(features, node_level, node_base, node_row, node_col,
                  flat["threshold"], flat["default_left"], flat["left"], flat["right"],
                  flat["value"], flat["node_cost"], flat["roots"], flat["tree_output"], K,
                  start_level, height, width, level_offset, level_width, acc, cost, cost_map,

@@ -255,8 +255,8 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
             len(shape) == 3 and shape[-1] == self.n_channels_)
         if not single:
             expected = "(H, W)" if self.n_channels_ == 1 else f"(H, W, {self.n_channels_})"
-            raise ValueError(f"expected one frame of shape {expected} like the training images, got "
-                             f"shape {shape}; predict the frames of a stack one at a time")
+            raise ValueError(f"expected one frame of shape {expected} like the training images, "
+                             f"got shape {shape}; predict the frames of a stack one at a time")
         return image
 
     def _predict(self, image, strategy="multiscale", output="raw", cost_map=False):

@@ -243,8 +243,8 @@ def test_connecting_to_a_missing_scheduler_is_a_batch_error():
 
 def test_a_cluster_without_workers_is_a_batch_error(model_file, tmp_path, monkeypatch):
     monkeypatch.setattr(batch, "_WORKER_WAIT_SECONDS", 1)
-    with distributed.LocalCluster(n_workers=0, host="127.0.0.1", dashboard_address=None) \
-            as cluster, \
+    with distributed.LocalCluster(n_workers=0, host="127.0.0.1",
+                                  dashboard_address="127.0.0.1:0") as cluster, \
             distributed.Client(cluster) as empty:
         writer = open_writer(tmp_path / "out", 1, (SIZE, SIZE))
         with pytest.raises(BatchError, match="has no workers; start some with: dask worker"):

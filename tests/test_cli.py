@@ -573,7 +573,7 @@ def test_predict_on_an_existing_cluster_given_by_its_scheduler_address(tmp_path,
     folder, frames = data
     out = tmp_path / "labels"
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
-                                  host="127.0.0.1", dashboard_address=None) as cluster:
+                                  host="127.0.0.1", dashboard_address="127.0.0.1:0") as cluster:
         assert main(["predict", str(model), str(folder / "frames.tif"), "-o", str(out), "-q",
                      "--scheduler", cluster.scheduler_address]) == 0
         with distributed.Client(cluster) as client:  # the cluster lives on, without the model

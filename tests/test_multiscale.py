@@ -1,4 +1,4 @@
-"""Multi-scale prediction: same outputs as per-pixel prediction, and its work equals the reported cost."""
+"""Multi-scale prediction: per-pixel outputs, with work equal to the reported cost."""
 
 import numpy as np
 import pytest

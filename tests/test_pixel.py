@@ -1,7 +1,10 @@
 """PixelClassifier: training from scribbles, multi-scale prediction, costs, model files, errors."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
+import tifffile
 from scipy import ndimage as ndi
 from sklearn.base import clone
 
@@ -273,6 +276,29 @@ def test_bad_parameters_and_prediction_input(trained):
         trained.predict(image, strategy="fastest")
     with pytest.raises(Exception, match="not fitted"):
         PixelClassifier().predict(image)
+
+
+SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+@pytest.mark.skipif(not (SHARED_DATA / "stardist_wheel").is_dir(),
+                    reason="shared/data/stardist_wheel (real nuclei image) is not next to the repo")
+def test_real_nuclei_image_multiscale_equals_per_pixel():
+    image = tifffile.imread(SHARED_DATA / "stardist_wheel" / "img2d.tif")
+    mask = tifffile.imread(SHARED_DATA / "stardist_wheel" / "mask2d.tif")
+    nuclei = mask > 0
+    rows = np.zeros(image.shape, dtype=bool)
+    rows[::12, :256] = True                       # scribbles on every 12th row, left half only
+    labels = np.zeros(image.shape, dtype=np.uint8)
+    labels[rows & ndi.binary_erosion(nuclei, iterations=2)] = 2
+    labels[rows & ~ndi.binary_dilation(nuclei, iterations=2)] = 1
+    clf = PixelClassifier(random_state=0).fit(image, labels)
+    np.testing.assert_allclose(clf.predict_proba(image),
+                               clf.predict_proba(image, strategy="per_pixel"), atol=1e-6)
+    prediction = clf.predict(image)
+    assert seg_score(mask[:, 256:], label_instances(prediction[:, 256:], foreground=2)) > 0.6
+    cost = clf.prediction_cost(image)
+    assert cost.n_node_evaluations == pytest.approx(cost.evaluation / clf.split_cost, rel=1e-12)
 
 
 @pytest.mark.slow
