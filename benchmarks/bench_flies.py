@@ -266,10 +266,8 @@ def draw_figure(model, image, mask, frame, path):
 
     labels = model.predict(image)
     cost = model.cost_map(image)
-    ys, xs = np.nonzero(labels == FLY)
-    cy, cx = int(np.median(ys)), int(np.median(xs))
-    half = 110
-    crop = (slice(max(cy - half, 0), cy + half), slice(max(cx - half, 0), cx + half))
+    ys, xs = np.nonzero(mask > 0)                  # zoom on the reference flies, 25 px margin
+    crop = (slice(max(ys.min() - 25, 0), ys.max() + 26), slice(max(xs.min() - 25, 0), xs.max() + 26))
     fig, axes = plt.subplots(2, 2, figsize=(11, 10.5), constrained_layout=True)
     norm = LogNorm(vmin=max(cost.min(), 1e-3), vmax=cost.max())
     for row, (window, title) in enumerate([((slice(None), slice(None)), "frame"),

@@ -32,6 +32,7 @@ def warm_up(verbose=True):
     labels[:8], labels[-8:] = 1, 2
     for features in ("fast", "default"):
         pixel = PixelClassifier(features=features, n_estimators=3, random_state=0).fit(image, labels)
+        pixel.predict(image)
         pixel.predict_proba(image)
         pixel.predict_proba(image, strategy="per_pixel")
         pixel.cost_map(image)
