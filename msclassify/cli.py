@@ -247,6 +247,19 @@ def _write_cost_map(path, cost_map, frame_index):
 
 # -- train -------------------------------------------------------------------------------------
 
+
+def _match_frames(frames, others):
+    """Index into ``frames`` of each frame of ``others``: by position when the counts match,
+    else by frame name. Returns ``(indices, None)``, or ``(None, name)`` for the first frame of
+    ``others`` whose name is not among ``frames``."""
+    if len(others) == len(frames):
+        return list(range(len(frames))), None
+    by_name = {frames.name(i): i for i in range(len(frames))}
+    for name in others.names():
+        if name not in by_name:
+            return None, name
+    return [by_name[name] for name in others.names()], None
+
 def _training_frames(image_paths, label_paths, gray):
     """(frames, label images) of every labelled frame; labels pair with frames by index or name."""
     from .io import open_frames, read_label_stack
@@ -258,18 +271,13 @@ def _training_frames(image_paths, label_paths, gray):
     for image_path, label_path in zip(image_paths, label_paths):
         with open_frames(image_path, as_gray=gray) as images, \
                 read_label_stack(label_path) as label_source:
-            if len(label_source) == len(images):
-                position = list(range(len(images)))
-            else:
-                by_name = {images.name(i): i for i in range(len(images))}
-                missing = [name for name in label_source.names() if name not in by_name]
-                if missing:
-                    raise CommandError(
-                        f"{label_path} has {len(label_source)} label frame(s) but {image_path} "
-                        f"has {len(images)} frame(s), and label frame {missing[0]!r} names no "
-                        f"frame of it; give one label image per frame, or name the label files "
-                        f"after the frames (e.g. {images.name(0)}.tif)")
-                position = [by_name[name] for name in label_source.names()]
+            position, missing = _match_frames(images, label_source)
+            if missing is not None:
+                raise CommandError(
+                    f"{label_path} has {len(label_source)} label frame(s) but {image_path} "
+                    f"has {len(images)} frame(s), and label frame {missing!r} names no "
+                    f"frame of it; give one label image per frame, or name the label files "
+                    f"after the frames (e.g. {images.name(0)}.tif)")
             for index in range(len(label_source)):
                 label_image = label_source.read(index)
                 if not label_image.any():
@@ -420,17 +428,12 @@ def _cmd_evaluate(args):
 
     with read_label_stack(args.prediction) as prediction, \
             read_label_stack(args.reference) as reference:
-        if len(prediction) == len(reference):
-            reference_index = list(range(len(reference)))
-        else:
-            by_name = {reference.name(i): i for i in range(len(reference))}
-            missing = [name for name in prediction.names() if name not in by_name]
-            if missing:
-                raise CommandError(
-                    f"{args.prediction} has {len(prediction)} frames and {args.reference} "
-                    f"{len(reference)}, and prediction frame {missing[0]!r} names no reference "
-                    "frame; evaluate predictions of the same frames as the reference")
-            reference_index = [by_name[name] for name in prediction.names()]
+        reference_index, missing = _match_frames(reference, prediction)
+        if missing is not None:
+            raise CommandError(
+                f"{args.prediction} has {len(prediction)} frames and {args.reference} "
+                f"{len(reference)}, and prediction frame {missing!r} names no reference "
+                "frame; evaluate predictions of the same frames as the reference")
         if prediction.shape != reference.shape:
             raise CommandError(f"{args.prediction} has {prediction.shape} frames but "
                                f"{args.reference} has {reference.shape} frames; they must match")
