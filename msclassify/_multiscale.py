@@ -251,7 +251,7 @@ def _class_values(acc, level_offset, level_width, levels_used, init, n_outputs, 
 
 def _node_levels(booster, feature_level, feature_slot):
     """Per flattened node: level and slot of its feature, -1 for leaves."""
-    flat = booster._flatten()
+    flat = booster.flat_arrays()
     feature = flat["feature"]
     split = feature >= 0
     node_level = np.full(feature.shape, -1, dtype=np.int64)

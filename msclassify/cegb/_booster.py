@@ -89,7 +89,13 @@ class Booster:
             np.add.at(out, tree["feature"][splits], weights)
         return out
 
-    def _flatten(self):
+    def flat_arrays(self):
+        """All trees as flat node arrays with global child indices (cached).
+
+        Keys: ``feature``, ``threshold``, ``default_left``, ``left``, ``right``, ``value``,
+        ``node_cost`` (alpha / share at split nodes), ``roots`` (first node of each tree),
+        ``tree_output`` and ``tree_iteration``. Prediction kernels walk these directly.
+        """
         if self._flat is None:
             sizes = np.array([t["feature"].shape[0] for t in self.trees], dtype=np.int64)
             offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int32)
@@ -117,7 +123,7 @@ class Booster:
     def predict_raw(self, X, n_iterations=None):
         """Raw scores (margins): shape (N,) for one output, (N, K) otherwise."""
         X = check_features(X, self.n_features)
-        f = self._flatten()
+        f = self.flat_arrays()
         out = np.tile(self.init_score, (X.shape[0], 1))
         _predict.predict_raw(X, f["feature"], f["threshold"], f["default_left"], f["left"],
                              f["right"], f["value"], f["roots"], f["tree_output"],
@@ -136,7 +142,7 @@ class Booster:
     def apply(self, X):
         """Leaf reached in every tree, shape (N, n_trees), node ids within each tree."""
         X = check_features(X, self.n_features)
-        f = self._flatten()
+        f = self.flat_arrays()
         out = np.empty((X.shape[0], self.n_trees), dtype=np.int32)
         _predict.predict_leaves(X, f["feature"], f["threshold"], f["default_left"], f["left"],
                                 f["right"], f["roots"], out)
@@ -153,7 +159,7 @@ class Booster:
     # -- cost ----------------------------------------------------------------------------------
     def _cost(self, X, n_iterations=None):
         X = check_features(X, self.n_features)
-        f = self._flatten()
+        f = self.flat_arrays()
         n = X.shape[0]
         evaluation, feature = np.zeros(n), np.zeros(n)
         eval_it, feat_it = np.zeros(self.n_iterations), np.zeros(self.n_iterations)
