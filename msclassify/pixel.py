@@ -6,6 +6,7 @@ fine on pyramid blocks (`msclassify._multiscale`), so the cost the model was
 trained to save is the time it actually saves.
 """
 
+import functools
 import numbers
 from typing import NamedTuple
 
@@ -17,7 +18,7 @@ from sklearn.utils.validation import check_is_fitted
 from ._modelfile import ModelFileError, write_model
 from ._multiscale import predict_multiscale
 from .cegb import Booster, train
-from .features import FeatureBank, FeatureSpec
+from .features import FeatureBank, FeatureCache, FeatureSpec
 
 __all__ = ["ImageCost", "PixelClassifier"]
 
@@ -182,7 +183,7 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         self.n_cost_samples = n_cost_samples
 
     # -- training ------------------------------------------------------------------------------
-    def fit(self, images, labels, callback=None):
+    def fit(self, images, labels, callback=None, feature_cache=None):
         """Train on labelled pixels of one or several frames.
 
         Parameters
@@ -197,6 +198,9 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         callback : callable, optional
             ``callback(iteration, n_iterations)`` after every boosting iteration; a
             truthy return value stops training early (the trees so far are kept).
+        feature_cache : msclassify.features.FeatureCache, optional
+            Reuse the features of frames seen in earlier fits (interactive
+            retraining after each stroke computes a frame's features once).
 
         Returns
         -------
@@ -204,6 +208,9 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         """
         if callback is not None and not callable(callback):
             raise TypeError(f"callback must be callable or None, got {type(callback).__name__}")
+        if feature_cache is not None and not isinstance(feature_cache, FeatureCache):
+            raise TypeError(f"feature_cache must be a msclassify.features.FeatureCache or None, "
+                            f"got {type(feature_cache).__name__}")
         n_cost_samples = self.n_cost_samples
         if isinstance(n_cost_samples, bool) or not isinstance(n_cost_samples, numbers.Integral) \
                 or n_cost_samples < 1:
@@ -222,8 +229,10 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         rng = np.random.default_rng(seed)
         # Semi-supervised training (a separate feature) hooks in here: it adds rows
         # for unlabelled pixels to this training set and its own objective.
+        compute_levels = bank.compute_levels if feature_cache is None else \
+            functools.partial(feature_cache.levels, bank)
         X, y, sample_weight, cost_weight, pixels_per_image = _training_set(
-            bank, pairs, classes, n_cost_samples, rng)
+            compute_levels, pairs, classes, n_cost_samples, rng)
         self.bank_ = bank
         self.classes_ = classes
         self.n_channels_ = n_channels
@@ -482,8 +491,10 @@ def _training_pairs(images, labels):
     return pairs
 
 
-def _training_set(bank, pairs, classes, n_cost_samples, rng):
+def _training_set(compute_levels, pairs, classes, n_cost_samples, rng):
     """Rows for `msclassify.cegb.train`: labelled pixels (loss) and cost samples (cost).
+
+    ``compute_levels(frame)`` gives every bank feature of a frame (`FeatureLevels`).
 
     Returns X, y (class index), sample_weight, cost_weight and the mean pixel
     count of the frames, which the cost weights of every frame's samples sum to.
@@ -493,7 +504,7 @@ def _training_set(bank, pairs, classes, n_cost_samples, rng):
     per_frame = -(-n_cost_samples // len(pairs))
     blocks = []
     for (frame, lab), n_pixels in zip(pairs, pixels):
-        levels = bank.compute_levels(frame)
+        levels = compute_levels(frame)
         ys, xs = np.nonzero(lab)
         n_cost = int(min(per_frame, n_pixels))
         drawn = rng.choice(int(n_pixels), n_cost, replace=False)

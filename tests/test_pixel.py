@@ -10,7 +10,7 @@ from sklearn.base import clone
 
 from msclassify import ModelFileError, load_model
 from msclassify._modelfile import read_model, write_model
-from msclassify.features import FeatureBank
+from msclassify.features import FeatureBank, FeatureCache
 from msclassify.metrics import label_instances, seg_score
 from msclassify.pixel import ImageCost, PixelClassifier, _training_set
 
@@ -139,8 +139,8 @@ def test_cost_samples_represent_one_whole_image():
     pairs = [(_blobs(s)[0], _blobs(s)[2]) for s in (0, 1)]
     pairs[1] = (pairs[1][0][:40], pairs[1][1][:40])            # frames of different sizes
     classes = np.array([1, 2])
-    X, y, sample_weight, cost_weight, pixels = _training_set(bank, pairs, classes, 1000,
-                                                            np.random.default_rng(0))
+    X, y, sample_weight, cost_weight, pixels = _training_set(bank.compute_levels, pairs, classes,
+                                                            1000, np.random.default_rng(0))
     n_labelled = sum(int(np.count_nonzero(lab)) for _, lab in pairs)
     assert pixels == np.mean([lab.size for _, lab in pairs])
     assert X.shape == (n_labelled + 1000, len(bank))
@@ -153,6 +153,51 @@ def test_cost_samples_represent_one_whole_image():
     assert cost_weight.sum() == pytest.approx(pixels)
     first_frame_rows = np.count_nonzero(pairs[0][1]) + 500
     assert cost_weight[:first_frame_rows].sum() == pytest.approx(pairs[0][1].size / 2)
+
+
+def test_feature_cache_computes_a_frame_once_and_gives_the_same_model():
+    image, _, labels = _blobs(0)
+    cache = FeatureCache()
+    computed = []
+    bank_compute = FeatureBank.compute_levels
+
+    def counting(bank, frame, *args, **kwargs):
+        computed.append(frame.shape)
+        return bank_compute(bank, frame, *args, **kwargs)
+
+    reference = PixelClassifier(**SMALL).fit(image, labels)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(FeatureBank, "compute_levels", counting)
+        first = PixelClassifier(**SMALL).fit(image, labels, feature_cache=cache)
+        more = labels.copy()
+        more[0, :5] = 1                                     # a new stroke, same frame
+        PixelClassifier(**SMALL).fit(image, more, feature_cache=cache)
+        assert len(computed) == 1
+        edited = image.copy()
+        edited[0, 0] += 1                                   # another frame content: recomputed
+        PixelClassifier(**SMALL).fit(edited, labels, feature_cache=cache)
+        assert len(computed) == 2
+    assert first.booster_.dump() == reference.booster_.dump()
+    assert len(cache) == 2 and cache.nbytes > 0
+    with pytest.raises(TypeError, match="FeatureCache"):
+        PixelClassifier(**SMALL).fit(image, labels, feature_cache={})
+
+
+def test_feature_cache_evicts_the_least_recently_used_frame():
+    bank = FeatureBank("fast")
+    frames = [np.full((16, 16), value, np.uint8) for value in (1, 2, 3)]
+    one_frame = sum(a.nbytes for a in bank.compute_levels(frames[0]).arrays)
+    cache = FeatureCache(max_bytes=2 * one_frame)
+    first = cache.levels(bank, frames[0])
+    cache.levels(bank, frames[1])
+    assert cache.levels(bank, frames[0]) is first           # frame 0 is now the most recent
+    cache.levels(bank, frames[2])                           # evicts frame 1
+    assert len(cache) == 2 and cache.nbytes == 2 * one_frame
+    assert cache.levels(bank, frames[0]) is first
+    other_bank = cache.levels(FeatureBank("default"), frames[0])   # same frame, another bank
+    assert other_bank.n_features == len(FeatureBank("default")) != first.n_features
+    with pytest.raises(ValueError, match="max_bytes"):
+        FeatureCache(max_bytes=-1)
 
 
 def test_costs_reach_the_core_per_image():

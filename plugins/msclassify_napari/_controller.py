@@ -258,7 +258,7 @@ class CostSummary:
         return self.evaluation + self.features
 
 
-def _train(settings, stack, scribbles, cancel, on_progress):
+def _train(settings, stack, scribbles, cancel, on_progress, feature_cache):
     def callback(iteration, n_iterations):
         if on_progress is not None:
             on_progress(iteration, n_iterations)
@@ -267,7 +267,7 @@ def _train(settings, stack, scribbles, cancel, on_progress):
     frames = [stack.frame(t) for t in scribbles.frame_indices]
     classifier = settings.make_classifier()
     start = time.perf_counter()
-    classifier.fit(frames, list(scribbles.labels), callback=callback)
+    classifier.fit(frames, list(scribbles.labels), callback=callback, feature_cache=feature_cache)
     return TrainedModel(classifier, time.perf_counter() - start, scribbles.n_labelled,
                         scribbles.frame_indices)
 
@@ -296,7 +296,7 @@ def cost_summary(classifier, frame, frame_index, baseline=False, keep_map=True, 
 
 
 def update_job(kind, settings, stack, frame_index, scribbles=None, classifier=None, cancel=None,
-               on_progress=None):
+               on_progress=None, feature_cache=None):
     """What a worker thread runs for Train, a live update or a frame change.
 
     Parameters
@@ -318,6 +318,8 @@ def update_job(kind, settings, stack, frame_index, scribbles=None, classifier=No
     on_progress : callable, optional
         ``on_progress(iteration, n_iterations)`` during training (called from the
         worker thread).
+    feature_cache : msclassify.features.FeatureCache, optional
+        Keeps the scribbled frames' features between retrains.
 
     Yields
     ------
@@ -329,7 +331,7 @@ def update_job(kind, settings, stack, frame_index, scribbles=None, classifier=No
     if kind >= RETRAIN:
         if scribbles is None:
             raise ValueError("training needs scribbles")
-        model = _train(settings, stack, scribbles, cancel, on_progress)
+        model = _train(settings, stack, scribbles, cancel, on_progress, feature_cache)
         if cancel.is_set():
             return
         classifier = model.classifier
@@ -340,7 +342,8 @@ def update_job(kind, settings, stack, frame_index, scribbles=None, classifier=No
     yield predict_frame(classifier, frame, frame_index)
     yield cost_summary(classifier, frame, frame_index)
     if kind == TRAIN and settings.cost_tradeoff > 0 and not cancel.is_set():
-        baseline = _train(settings.replace(cost_tradeoff=0.0), stack, scribbles, cancel, None)
+        baseline = _train(settings.replace(cost_tradeoff=0.0), stack, scribbles, cancel, None,
+                          feature_cache)
         if cancel.is_set():
             return
         yield cost_summary(baseline.classifier, frame, frame_index, baseline=True, keep_map=False,
@@ -433,7 +436,7 @@ class LiveUpdateScheduler:
     [2, 2]
     """
 
-    def __init__(self, start_job, timer, delay_ms=150):
+    def __init__(self, start_job, timer, delay_ms=50):
         self._start_job = start_job
         self._timer = timer
         self.delay_ms = int(delay_ms)

@@ -22,7 +22,7 @@ from qtpy.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFileDialog, Q
                             QPlainTextEdit, QProgressBar, QPushButton, QSpinBox, QTableWidget,
                             QTableWidgetItem, QVBoxLayout, QWidget)
 
-from msclassify.features import PRESETS
+from msclassify.features import PRESETS, FeatureCache
 
 from ._controller import (CLASS_NAMES_KEY, PREDICT, RETRAIN, TRAIN, ClassifierSettings,
                           CostSummary, FramePrediction, FrameStack, LiveUpdateScheduler,
@@ -38,6 +38,9 @@ USER_ERRORS = (ValueError, TypeError, OSError)
 # Quiet time after the time slider stops before the new frame is segmented: enough to
 # skip frames while scrubbing, short because predicting one frame is cheap.
 FRAME_CHANGE_DELAY_MS = 40
+# Scribbled frames whose features are kept between retrains: 4 frames of 1024² with the
+# "default" preset.
+FEATURE_CACHE_BYTES = 512 * 2**20
 # Metadata key marking the layers this widget made.
 OUTPUT_KEY = "msclassify_output"
 
@@ -92,6 +95,8 @@ class PixelClassifierWidget(QWidget):
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
         self.scheduler = LiveUpdateScheduler(self._start_job, self._timer)
+        # features of the scribbled frames, kept between retrains while the user paints
+        self.feature_cache = FeatureCache(max_bytes=FEATURE_CACHE_BYTES)
         self._timer.timeout.connect(self.scheduler.timer_fired)
         self._training_progress.connect(self._show_training_progress)
 
@@ -486,7 +491,7 @@ class PixelClassifierWidget(QWidget):
         worker = create_worker(update_job, kind, settings, stack, frame_index,
                                scribbles=scribbles, classifier=self.classifier,
                                cancel=self._cancel, on_progress=self._training_progress.emit,
-                               _ignore_errors=True)
+                               feature_cache=self.feature_cache, _ignore_errors=True)
         worker.yielded.connect(self._on_job_result)
         worker.errored.connect(self._report_error)
         worker.finished.connect(self._on_job_finished)
