@@ -74,6 +74,7 @@ class TreeGrower:
         self.hist = np.empty((params.max_leaves, n_features, N_SLOTS, 3))
         self.scratch = np.empty(n_rows, dtype=np.int32)
         self.ordered = [np.empty(n_rows) for _ in range(4)]
+        self.ordered_rows = [np.empty(n_rows, dtype=np.int32) for _ in range(2)]
 
     # -- penalties -----------------------------------------------------------------------------
     def penalised_gain(self, leaf):
@@ -105,9 +106,12 @@ class TreeGrower:
     def _histogram(self, leaf, order, grad, hess, active):
         rows = order[leaf.start:leaf.stop]
         n = rows.shape[0]
+        loss_rows, cost_rows = (a[:n] for a in self.ordered_rows)
         g, h, lab, cw = (a[:n] for a in self.ordered)
-        gather_rows(rows, grad, hess, self.labelled, self.cost_weight, g, h, lab, cw)
-        build_histograms(self.Xb, rows, g, h, lab, cw, active, self.state.paid_bits,
+        n_loss, n_cost = gather_rows(rows, grad, hess, self.labelled, self.cost_weight,
+                                     loss_rows, g, h, lab, cost_rows, cw)
+        build_histograms(self.Xb, loss_rows[:n_loss], g[:n_loss], h[:n_loss], lab[:n_loss],
+                         cost_rows[:n_cost], cw[:n_cost], active, self.state.paid_bits,
                          self.count_unpaid, self.hist[leaf.slot], leaf.unpaid)
 
     def _find_splits(self, leaf, active):

@@ -45,25 +45,43 @@ def bin_data(X, edges, n_bins, out):
 
 
 @njit(cache=True)
-def gather_rows(rows, grad, hess, labelled, cost_weight, g_out, h_out, n_out, c_out):
-    """Copy per-row statistics into leaf order so histogram loops read them sequentially."""
+def gather_rows(rows, grad, hess, labelled, cost_weight, loss_rows, g_out, h_out, n_out,
+                cost_rows, c_out):
+    """Copy per-row statistics into leaf order so histogram loops read them sequentially.
+
+    Rows without loss weight add nothing to the histograms and rows without cost
+    weight nothing to the unpaid sums (pixel training has many of both kinds),
+    so each loop gets only its own rows. Returns ``(n_loss, n_cost)``: the
+    outputs are filled up to these counts.
+    """
+    n_loss = 0
+    n_cost = 0
     for k in range(rows.shape[0]):
         i = rows[k]
-        g_out[k] = grad[i]
-        h_out[k] = hess[i]
-        n_out[k] = labelled[i]
-        c_out[k] = cost_weight[i]
+        if labelled[i] != 0.0:
+            loss_rows[n_loss] = i
+            g_out[n_loss] = grad[i]
+            h_out[n_loss] = hess[i]
+            n_out[n_loss] = labelled[i]
+            n_loss += 1
+        if cost_weight[i] != 0.0:
+            cost_rows[n_cost] = i
+            c_out[n_cost] = cost_weight[i]
+            n_cost += 1
+    return n_loss, n_cost
 
 
-def _build_histograms(Xb, rows, g, h, n, c, active, paid_bits, count_unpaid, hist, unpaid):
+def _build_histograms(Xb, loss_rows, g, h, n, cost_rows, c, active, paid_bits, count_unpaid,
+                      hist, unpaid):
     """Histograms of one leaf, and per feature the cost weight of rows that have not paid it.
 
-    ``g, h, n, c`` are already in the order of ``rows`` (see `gather_rows`).
-    ``count_unpaid[m]`` says whether feature m carries a per-sample cost; only
-    then is its bitset read.
+    ``g, h, n`` are in the order of ``loss_rows`` and ``c`` in that of
+    ``cost_rows`` (see `gather_rows`). ``count_unpaid[m]`` says whether feature m
+    carries a per-sample cost; only then is its bitset read.
     """
     n_features = Xb.shape[0]
-    n_rows = rows.shape[0]
+    n_loss = loss_rows.shape[0]
+    n_cost = cost_rows.shape[0]
     for m in prange(n_features):
         hm = hist[m]
         hm[:, :] = 0.0
@@ -71,16 +89,16 @@ def _build_histograms(Xb, rows, g, h, n, c, active, paid_bits, count_unpaid, his
         if not active[m]:
             continue
         col = Xb[m]
-        for k in range(n_rows):
-            b = col[rows[k]]
+        for k in range(n_loss):
+            b = col[loss_rows[k]]
             hm[b, 0] += g[k]
             hm[b, 1] += h[k]
             hm[b, 2] += n[k]
         if count_unpaid[m]:
             bits = paid_bits[m]
             total = 0.0
-            for k in range(n_rows):
-                i = rows[k]
+            for k in range(n_cost):
+                i = cost_rows[k]
                 if (bits[i >> 6] >> np.uint64(i & 63)) & np.uint64(1) == 0:
                     total += c[k]
             unpaid[m] = total
@@ -142,10 +160,11 @@ find_best_splits_parallel = njit(parallel=True, cache=True)(_find_best_splits)
 find_best_splits_serial = njit(cache=True)(_find_best_splits)
 
 
-def build_histograms(Xb, rows, *args):
-    kernel = (build_histograms_parallel if rows.shape[0] * Xb.shape[0] >= PARALLEL_HISTOGRAM_WORK
-              else build_histograms_serial)
-    kernel(Xb, rows, *args)
+def build_histograms(Xb, loss_rows, g, h, n, cost_rows, *args):
+    work = (loss_rows.shape[0] + cost_rows.shape[0]) * Xb.shape[0]
+    kernel = build_histograms_parallel if work >= PARALLEL_HISTOGRAM_WORK else \
+        build_histograms_serial
+    kernel(Xb, loss_rows, g, h, n, cost_rows, *args)
 
 
 def find_best_splits(hist, *args):
