@@ -278,10 +278,25 @@ def predict_frame(classifier, frame, frame_index):
     probabilities = classifier.predict_proba(frame)
     # labels and uncertainty from the same probabilities: `predict` and `uncertainty`
     # would each compute the features and walk the trees again
-    labels = classifier.classes_[np.argmax(probabilities, axis=2)]
-    uncertainty = 1.0 - probabilities.max(axis=2)
+    best, uncertainty = _most_probable(probabilities)
+    labels = classifier.classes_[best]
     return FramePrediction(frame_index, labels, probabilities, uncertainty,
                            time.perf_counter() - start)
+
+
+def _most_probable(probabilities):
+    """Argmax class index and ``1 - max`` of ``(H, W, K)`` probabilities.
+
+    One pass per class over whole planes: numpy's reductions along a short last
+    axis take several times longer on a 1024² frame, and this runs on every update.
+    """
+    top = probabilities[..., 0].copy()
+    best = np.zeros(top.shape, dtype=np.intp)
+    for k in range(1, probabilities.shape[-1]):
+        plane = probabilities[..., k]
+        best[plane > top] = k
+        np.maximum(top, plane, out=top)
+    return best, np.subtract(1.0, top, out=top)
 
 
 def cost_summary(classifier, frame, frame_index, baseline=False, keep_map=True, seconds=0.0):
