@@ -31,16 +31,20 @@ class BinMapper:
             sample = X
         self.edges = np.full((n_features, self.max_bins), np.inf)
         self.n_bins = np.ones(n_features, dtype=np.int32)
+        quantiles = np.linspace(0, 1, self.max_bins + 1)[1:-1]
         for m in range(n_features):
             column = sample[:, m]
-            values = np.unique(column[~np.isnan(column)])
+            # one sort serves both the distinct values and the quantiles
+            ordered = np.sort(column[~np.isnan(column)])
+            values = ordered[np.r_[True, ordered[1:] != ordered[:-1]]] if ordered.size else ordered
             if values.size <= 1:
                 continue
             if values.size <= self.max_bins:
                 cuts = (values[:-1] + values[1:]) / 2.0
             else:
-                quantiles = np.linspace(0, 1, self.max_bins + 1)[1:-1]
-                cuts = np.unique(np.quantile(column[~np.isnan(column)], quantiles, method="lower"))
+                # np.quantile(..., method="lower") without sorting again
+                lower = np.floor((ordered.size - 1) * quantiles).astype(np.intp)
+                cuts = np.unique(ordered[lower])
                 cuts = cuts[cuts < values[-1]]
             self.edges[m, :cuts.size] = cuts
             self.n_bins[m] = cuts.size + 1
