@@ -5,8 +5,9 @@ model per tradeoff mu, and scores each on held-out data by its mean prediction
 cost per sample (feature acquisition, plus split evaluation when
 ``split_cost > 0``) and its accuracy, or its precision@5 and NDCG@5 when the data
 has queries. Ranking data is binarised as in Peter et al. (2017), section 5:
-grade > 0 is relevant. The napari tabular widget and the CLI both call
-`cost_sweep`; nothing here knows about Qt.
+grade > 0 is relevant. The napari tabular widget and the ``msclassify tabular``
+command share everything here (loading, scoring, the sweep, its plot); nothing
+here knows about Qt.
 """
 
 import math
@@ -19,10 +20,11 @@ from sklearn.model_selection import GroupShuffleSplit, train_test_split
 
 from ._ranking_metrics import accuracy, ndcg_at_k, precision_at_k, roc_auc
 from .cegb._sklearn import CEGBClassifier
-from .tabular import TabularData, load_csv, load_miniboone, load_svmlight
+from .tabular import TabularData, load_csv, load_feature_costs, load_miniboone, load_svmlight
 
-__all__ = ["DEFAULT_COST_TRADEOFFS", "FILE_FORMATS", "CostSweep", "SweepPoint", "cost_sweep",
-           "load_table", "split_train_test"]
+__all__ = ["DEFAULT_COST_TRADEOFFS", "FILE_FORMATS", "CostSweep", "SweepPoint", "check_trainable",
+           "cost_sweep", "load_table", "load_train_test", "parse_cost_tradeoffs",
+           "plot_cost_sweep", "score_model", "split_train_test", "training_targets"]
 
 FILE_FORMATS = ("auto", "svmlight", "miniboone", "csv")
 
@@ -204,21 +206,157 @@ def split_train_test(data, test_fraction=0.3, random_state=0):
     return take(train_rows), take(test_rows)
 
 
-def _targets(data, task):
-    return (data.y > 0).astype(np.int64) if task == "ranking" else data.y
+def load_train_test(train_path, test_path=None, cost_path=None, file_format="auto", *,
+                    label_column="label", test_fraction=0.3, random_state=0):
+    """Load training data, test data (a file or a held-out part) and feature costs.
+
+    Parameters
+    ----------
+    train_path : str or Path
+    test_path : str or Path, optional
+        Without it `split_train_test` holds out ``test_fraction`` of the training file.
+    cost_path : str or Path, optional
+        Feature-cost file (one cost per line); it also fixes the column count of
+        svmlight files, whose last features may be absent from every line.
+    file_format, label_column
+        As for `load_table`.
+    test_fraction : float
+        In (0, 1); 0 holds out nothing (``test`` is None then).
+    random_state : int
+
+    Returns
+    -------
+    train : TabularData
+    test : TabularData or None
+    costs : ndarray of shape (M,) or None
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> folder = tempfile.mkdtemp()
+    >>> _ = open(os.path.join(folder, "d.csv"), "w").write("a,b,label\\n" + "1,2,0\\n3,4,1\\n" * 5)
+    >>> _ = open(os.path.join(folder, "c.txt"), "w").write("1\\n9\\n")
+    >>> train, test, costs = load_train_test(os.path.join(folder, "d.csv"),
+    ...                                      cost_path=os.path.join(folder, "c.txt"))
+    >>> train.n_samples, test.n_samples, costs.tolist()
+    (7, 3, [1.0, 9.0])
+    """
+    costs = load_feature_costs(cost_path) if cost_path else None
+    n_features = None if costs is None else costs.size
+    train = load_table(train_path, file_format, label_column=label_column, n_features=n_features)
+    if costs is not None and costs.size != train.n_features:
+        raise ValueError(f"the cost file {cost_path} holds {costs.size} costs but the data has "
+                         f"{train.n_features} features; give one cost per feature, in order")
+    if test_path:
+        test = load_table(test_path, file_format, label_column=label_column,
+                          n_features=train.n_features)
+    elif test_fraction == 0:
+        test = None
+    else:
+        train, test = split_train_test(train, test_fraction, random_state)
+    return train, test, costs
 
 
-def _score(model, test, task):
-    if task == "ranking":
-        relevance = model.predict_proba(test.X)[:, 1]
-        return {"precision@5": precision_at_k(test.y, relevance, test.qid, k=5),
-                "ndcg@5": ndcg_at_k(test.y, relevance, test.qid, k=5)}
-    scores = {"accuracy": accuracy(test.y, model.predict(test.X))}
-    if len(model.classes_) == 2 and np.isin(test.y, model.classes_).all():
-        if np.unique(test.y).size == 2:
-            scores["roc_auc"] = roc_auc(np.searchsorted(model.classes_, test.y),
-                                        model.predict_proba(test.X)[:, 1])
+def parse_cost_tradeoffs(text):
+    """``"1e-3, 0.01 0.1"`` -> ``[0.001, 0.01, 0.1]`` (sorted, unique); ValueError on a bad entry.
+
+    Examples
+    --------
+    >>> parse_cost_tradeoffs("1e-3, 0.01  0.1")
+    [0.001, 0.01, 0.1]
+    """
+    values = []
+    for token in text.replace(",", " ").replace(";", " ").split():
+        try:
+            value = float(token)
+        except ValueError:
+            raise ValueError(f"cost tradeoff {token!r} is not a number; give values > 0 such as "
+                             "1e-3, 1e-2") from None
+        if not np.isfinite(value) or value <= 0:
+            raise ValueError(f"cost tradeoffs must be > 0 (plain GB, mu = 0, is always "
+                             f"included), got {token}")
+        values.append(value)
+    if not values:
+        raise ValueError("give at least one cost tradeoff mu > 0, e.g. 1e-3, 1e-2")
+    return sorted(set(values))
+
+
+def training_targets(data):
+    """Labels a classifier is trained on: binary relevance (grade > 0) for ranking data."""
+    return (data.y > 0).astype(np.int64) if data.qid is not None else data.y
+
+
+def check_trainable(data):
+    """ValueError unless ``data`` has two classes (relevant and irrelevant rows for ranking)."""
+    if np.unique(training_targets(data)).size >= 2:
+        return
+    if data.qid is not None:
+        raise ValueError("every training document has grade 0 (or every one > 0); ranking "
+                         "needs relevant and irrelevant documents")
+    raise ValueError("the training labels hold a single class; a classifier needs two")
+
+
+def score_model(model, data):
+    """Scores of a fitted classifier on ``data``: ranking or classification metrics.
+
+    Ranking data (with ``qid``) gets ``"precision@5"`` and ``"ndcg@5"`` of the
+    grades ranked by ``predict_proba(X)[:, 1]``; other data ``"accuracy"`` and, for
+    two classes present in both model and data, ``"roc_auc"``.
+    """
+    if data.qid is not None:
+        relevance = model.predict_proba(data.X)[:, 1]
+        return {"precision@5": precision_at_k(data.y, relevance, data.qid, k=5),
+                "ndcg@5": ndcg_at_k(data.y, relevance, data.qid, k=5)}
+    scores = {"accuracy": accuracy(data.y, model.predict(data.X))}
+    if len(model.classes_) == 2 and np.isin(data.y, model.classes_).all():
+        if np.unique(data.y).size == 2:
+            scores["roc_auc"] = roc_auc(np.searchsorted(model.classes_, data.y),
+                                        model.predict_proba(data.X)[:, 1])
     return scores
+
+
+def plot_cost_sweep(sweep, ax):
+    """Draw a sweep on matplotlib axes: score against mean cost, CEGB line, plain GB star.
+
+    The x axis becomes symlog when the positive costs span more than 30x.
+
+    Parameters
+    ----------
+    sweep : CostSweep
+    ax : matplotlib.axes.Axes
+
+    Returns
+    -------
+    ax
+
+    Examples
+    --------
+    >>> from matplotlib.figure import Figure
+    >>> point = SweepPoint("plain GB", 0.0, 3.0, {"accuracy": 0.9}, ("a",), 10, 0.1)
+    >>> ax = plot_cost_sweep(CostSweep((point,), "accuracy", "classification"),
+    ...                      Figure().add_subplot())
+    >>> ax.get_ylabel()
+    'accuracy'
+    """
+    costs, scores = sweep.costs, sweep.scores()
+    cegb = [i for i, p in enumerate(sweep.points) if p.cost_tradeoff > 0]
+    if cegb:
+        ax.plot(costs[cegb], scores[cegb], "o-", color="tab:blue", label="CEGB")
+        for i in cegb:
+            ax.annotate(f"μ={sweep.points[i].cost_tradeoff:g}", (costs[i], scores[i]),
+                        textcoords="offset points", xytext=(4, 4), fontsize=7)
+    plain = [i for i, p in enumerate(sweep.points) if p.cost_tradeoff == 0]
+    if plain:
+        ax.plot(costs[plain], scores[plain], "*", color="tab:red", markersize=12,
+                label="plain GB")
+    positive = costs[costs > 0]
+    if positive.size > 1 and positive.max() / positive.min() > 30:
+        ax.set_xscale("symlog", linthresh=positive.min())
+    ax.set_xlabel("mean prediction cost per sample")
+    ax.set_ylabel(sweep.metric)
+    ax.grid(True, alpha=0.3)
+    ax.legend(loc="lower right", fontsize=8)
+    return ax
 
 
 def _check_inputs(train, test, feature_costs, cost_tradeoffs):
@@ -292,12 +430,7 @@ def cost_sweep(train, test, feature_costs=None, cost_tradeoffs=DEFAULT_COST_TRAD
     True
     """
     feature_costs, tradeoffs = _check_inputs(train, test, feature_costs, cost_tradeoffs)
-    task = "ranking" if train.qid is not None else "classification"
-    if task == "classification" and np.unique(train.y).size < 2:
-        raise ValueError("the training labels hold a single class; a classifier needs two")
-    if task == "ranking" and np.unique(_targets(train, task)).size < 2:
-        raise ValueError("every training document has grade 0 (or every one > 0); ranking "
-                         "needs relevant and irrelevant documents")
+    check_trainable(train)
     runs = [("plain GB", 0.0)] + [(f"CEGB mu={mu:g}", mu) for mu in tradeoffs]
     n_steps = len(runs) * n_estimators
     points = []
@@ -311,15 +444,16 @@ def cost_sweep(train, test, feature_costs=None, cost_tradeoffs=DEFAULT_COST_TRAD
                                feature_costs=feature_costs)
         start = time.perf_counter()
         try:
-            model.fit(train.X, _targets(train, task), callback=on_iteration)
+            model.fit(train.X, training_targets(train), callback=on_iteration)
         except _Cancelled:
             break
         seconds = time.perf_counter() - start
         cost = model.prediction_cost(test.X)
         used = model.booster_.features_used()
         points.append(SweepPoint(name, mu, float(cost.per_sample.mean()),
-                                 _score(model, test, task),
+                                 score_model(model, test),
                                  tuple(train.feature_names[i] for i in used),
                                  model.booster_.n_trees, seconds))
+    task = "ranking" if train.qid is not None else "classification"
     return CostSweep(tuple(points), "precision@5" if task == "ranking" else "accuracy", task,
                      completed=len(points) == len(runs))

@@ -1,4 +1,4 @@
-"""The ``msclassify`` command: demo, train, predict, evaluate, info.
+"""The ``msclassify`` command: demo, train, predict, evaluate, info, and ``tabular``.
 
 Every sub-command mirrors the Python API (``--cost-tradeoff`` is
 ``PixelClassifier(cost_tradeoff=...)``). Failures caused by the input (a
@@ -17,6 +17,7 @@ Examples
     msclassify predict flies.msc video.mp4 -o labels/ --workers 2
     msclassify evaluate labels/ masks.tif
     msclassify info flies.msc
+    msclassify tabular sweep data.train --test data.test --costs costs.txt -o sweep/
 """
 
 import argparse
@@ -634,6 +635,9 @@ def build_parser():
     evaluate.add_argument("--instances", action="store_true",
                           help="PRED already holds instance labels (0 = background)")
     evaluate.set_defaults(run=_cmd_evaluate)
+
+    from ._tabular_cli import add_tabular_commands  # imports this module: not at the top
+    add_tabular_commands(commands, quiet)
 
     info = commands.add_parser("info", help="classes, features, costs and trees of a model")
     info.add_argument("model", help="model file (*.msc)")

@@ -17,6 +17,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._modelfile import ModelFileError, write_model
 from ._multiscale import predict_multiscale
+from ._semi_supervised import UnlabelledPixels
+from .baselines._grbb import check_graph_params
 from .cegb import Booster, train
 from .features import FeatureBank, FeatureCache, FeatureSpec
 
@@ -85,6 +87,22 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
     n_cost_samples : int, optional
         Pixels drawn uniformly from the labelled frames to represent the whole
         image in the cost terms (see Notes).
+    semi_supervised : bool, optional
+        Also learn from unlabelled pixels (GRBB, `msclassify.baselines.GRBBClassifier`):
+        the gradients of the scribbled pixels are propagated over a kNN graph on
+        the feature vectors of ``n_unlabelled`` pixels drawn from the labelled
+        frames, so that a few scribbles reach the pixels that look like them.
+        See `msclassify._semi_supervised` for the exact rules.
+    n_unlabelled : int, optional
+        Unlabelled pixels drawn (on a jittered grid) from the labelled frames, in
+        total, for ``semi_supervised``.
+    n_neighbors : int, optional
+        Neighbours per pixel in the kNN graph, for ``semi_supervised``.
+    laplacian_regularization : float, optional
+        Weight of the graph smoothness term in the scribbled pixels' gradient
+        (lambda of the GRBB paper), for ``semi_supervised``. The propagation to
+        unlabelled pixels does not need it; the default 0 segmented the
+        synthetic flies best (``benchmarks/bench_semi_supervised.py``).
 
     Attributes
     ----------
@@ -160,7 +178,9 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
                  min_samples_leaf=20, min_hessian_leaf=1e-3, l2_regularization=1.0,
                  max_bins=255, subsample=1.0, colsample=1.0, random_state=None,
                  share_mode="path", growth="best_first", hessian="exact",
-                 feature_cost_mode="lazy", evaluation_cost_mode="leaf", n_cost_samples=16384):
+                 feature_cost_mode="lazy", evaluation_cost_mode="leaf", n_cost_samples=16384,
+                 semi_supervised=False, n_unlabelled=4096, n_neighbors=9,
+                 laplacian_regularization=0.0):
         self.features = features
         self.cost_tradeoff = cost_tradeoff
         self.split_cost = split_cost
@@ -181,6 +201,10 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         self.feature_cost_mode = feature_cost_mode
         self.evaluation_cost_mode = evaluation_cost_mode
         self.n_cost_samples = n_cost_samples
+        self.semi_supervised = semi_supervised
+        self.n_unlabelled = n_unlabelled
+        self.n_neighbors = n_neighbors
+        self.laplacian_regularization = laplacian_regularization
 
     # -- training ------------------------------------------------------------------------------
     def fit(self, images, labels, callback=None, feature_cache=None):
@@ -215,6 +239,7 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         if isinstance(n_cost_samples, bool) or not isinstance(n_cost_samples, numbers.Integral) \
                 or n_cost_samples < 1:
             raise ValueError(f"n_cost_samples must be an int >= 1, got {n_cost_samples!r}")
+        self._check_semi_supervised_params()
         pairs = _training_pairs(images, labels)
         classes = np.unique(np.concatenate([np.unique(lab[lab > 0]) for _, lab in pairs]))
         if classes.size < 2:
@@ -227,12 +252,20 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         bank = _make_bank(self.features, n_channels)
         seed = _seed(self.random_state)
         rng = np.random.default_rng(seed)
-        # Semi-supervised training (a separate feature) hooks in here: it adds rows
-        # for unlabelled pixels to this training set and its own objective.
         compute_levels = bank.compute_levels if feature_cache is None else \
             functools.partial(feature_cache.levels, bank)
+        unlabelled = None
+        if self.semi_supervised:
+            unlabelled = UnlabelledPixels(pairs, self.n_unlabelled, rng)
+            compute_levels = unlabelled.gathering(compute_levels)
         X, y, sample_weight, cost_weight, pixels_per_image = _training_set(
             compute_levels, pairs, classes, n_cost_samples, rng)
+        multi = classes.size > 2
+        objective = "multiclass" if multi else "binary"
+        if unlabelled is not None:
+            X, y, sample_weight, cost_weight, graph_objective = unlabelled.training_set(
+                X, y, sample_weight, cost_weight, classes.size, self.n_neighbors,
+                self.laplacian_regularization, self.hessian == "exact", rng)
         self.bank_ = bank
         self.classes_ = classes
         self.n_channels_ = n_channels
@@ -243,13 +276,22 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         params["feature_batch_costs"] = bank.batch_costs() * pixels_per_image
         params["feature_share"] = bank.shares()
         params["feature_costs"] = None
-        multi = classes.size > 2
-        self.booster_ = train(X, y, "multiclass" if multi else "binary", params,
+        self.booster_ = train(X, y, objective if unlabelled is None else graph_objective, params,
                               n_classes=classes.size if multi else None,
                               sample_weight=sample_weight, cost_weight=cost_weight,
                               callback=callback)
+        # The graph objective is the logistic/softmax loss plus smoothing: same link.
+        self.booster_.objective = objective
         self._prepare()
         return self
+
+    def _check_semi_supervised_params(self):
+        if not isinstance(self.semi_supervised, (bool, np.bool_)):
+            raise TypeError(f"semi_supervised must be True or False, got {self.semi_supervised!r}")
+        n = self.n_unlabelled
+        if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
+            raise ValueError(f"n_unlabelled must be an int >= 1, got {n!r}")
+        check_graph_params(self.n_neighbors, self.laplacian_regularization)
 
     def _prepare(self):
         """Index the features the model uses, for prediction."""

@@ -8,35 +8,11 @@ from sklearn.exceptions import NotFittedError
 from sklearn.utils.estimator_checks import check_estimator
 
 from msclassify.baselines._cstc import CSTCClassifier, CSTCRegressor, _TreeObjective
+from msclassify.datasets import QUADRANT_FEATURE_COSTS, make_cost_quadrants
 
-CHEAP, EXPENSIVE = 1.0, 10.0
-COSTS = [CHEAP, CHEAP] + [EXPENSIVE] * 4
-QUADRANT_MEANS = np.array([-10.0, -4.0, 4.0, 10.0])
-QUADRANT_PRIORS = np.array([0.05, 0.3, 0.7, 0.95])
-
-
-def quadrant_data(n, seed, kind="regression"):
-    """Sec. 5.1: inputs in the four quadrants of [-1, 1]^2.
-
-    Features: sign(x), sign(z) (cheap), and one expensive feature per quadrant
-    that equals the exact label in its quadrant and is a random number elsewhere.
-    Regression (the paper): labels ~ N(quadrant mean, 1). Classification (our
-    analogue): P(y = 1) depends on the quadrant, the expert holds the label as -1/+1.
-    Quadrant index q = 2 [x > 0] + [z > 0]; its expert is column 2 + q.
-    """
-    rng = np.random.default_rng(seed)
-    xz = rng.uniform(-1, 1, size=(n, 2))
-    sign_x, sign_z = np.sign(xz[:, 0]), np.sign(xz[:, 1])
-    quadrant = 2 * (sign_x > 0) + (sign_z > 0)
-    if kind == "regression":
-        y = rng.normal(QUADRANT_MEANS[quadrant], 1.0)
-        exact, noise = y, 10.0
-    else:
-        y = (rng.random(n) < QUADRANT_PRIORS[quadrant]).astype(int)
-        exact, noise = 2.0 * y - 1.0, 3.0
-    experts = rng.normal(0.0, noise, size=(n, 4))
-    experts[np.arange(n), quadrant] = exact
-    return np.column_stack([sign_x, sign_z, experts]), y, quadrant
+CHEAP, EXPENSIVE = QUADRANT_FEATURE_COSTS[0], QUADRANT_FEATURE_COSTS[-1]
+COSTS = list(QUADRANT_FEATURE_COSTS)
+quadrant_data = make_cost_quadrants
 
 
 def _check_quadrant_tree(model, X_test, quadrant):

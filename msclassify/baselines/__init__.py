@@ -5,9 +5,11 @@ with the core as a preset; it is re-exported here beside the other baselines.
 """
 
 from ..cegb._sklearn import GreedyMiserClassifier, GreedyMiserRegressor
+from ._budget import select_within_budget
 from ._budgetrf import BudgetRFClassifier
 from ._cstc import CSTCClassifier, CSTCRegressor
 from ._grbb import GRBBClassifier, LaplacianBoostingClassifier
 
 __all__ = ["BudgetRFClassifier", "CSTCClassifier", "CSTCRegressor", "GRBBClassifier",
-           "GreedyMiserClassifier", "GreedyMiserRegressor", "LaplacianBoostingClassifier"]
+           "GreedyMiserClassifier", "GreedyMiserRegressor", "LaplacianBoostingClassifier",
+           "select_within_budget"]

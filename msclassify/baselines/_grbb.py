@@ -54,6 +54,7 @@ from ..cegb._sklearn import CEGBClassifier
 UNLABELLED = -1  # scikit-learn's semi-supervised convention for y
 
 _LABEL_FREE_RIDGE = 1.0
+_MIN_HESSIAN = 1e-16   # the core's floor for the built-in losses' hessians
 
 
 class GRBBClassifier(CEGBClassifier):
@@ -70,7 +71,10 @@ class GRBBClassifier(CEGBClassifier):
         Neighbours per point in the kNN graph (the paper: 9).
     laplacian_regularization : float
         lambda of Eqs. (2)-(3): weight of the smoothness term in the labelled
-        rows' gradient.
+        rows' gradient (the paper tunes it). The propagation to unlabelled rows
+        works without it: on two moons with two labels, lambda = 1 is best after
+        one tree and decays with more trees (0.96 -> 0.81 after 200), lambda = 0
+        stays at 0.96 (``benchmarks/bench_cstc_grbb.py``).
     n_estimators, learning_rate, ... evaluation_cost_mode
         The CEGB parameters (see `msclassify.CEGBClassifier`), including the
         cost parameters ``cost_tradeoff``, ``split_cost``, ``feature_costs``,
@@ -163,12 +167,7 @@ class GRBBClassifier(CEGBClassifier):
 
     # -- input handling ------------------------------------------------------------------------
     def _check_graph_params(self):
-        k = self.n_neighbors
-        if isinstance(k, bool) or not isinstance(k, Integral) or k < 1:
-            raise ValueError(f"n_neighbors must be an integer >= 1, got {k!r}")
-        lam = self.laplacian_regularization
-        if isinstance(lam, bool) or not isinstance(lam, Real) or not np.isfinite(lam) or lam < 0:
-            raise ValueError(f"laplacian_regularization must be a finite number >= 0, got {lam!r}")
+        check_graph_params(self.n_neighbors, self.laplacian_regularization)
 
     def _split(self, X, y, X_unlabelled):
         if y is None:
@@ -196,25 +195,8 @@ class GRBBClassifier(CEGBClassifier):
     # -- gradients -----------------------------------------------------------------------------
     def _gradient_function(self, L, encoded, n_classes):
         """The callable objective of `msclassify.cegb.train` for the rows [labelled, unlabelled]."""
-        n_labelled = encoded.shape[0]
-        L = L.tocsr()
-        L_labelled_rows = L[:n_labelled]
-        coupling = L[n_labelled:, :n_labelled]             # L_LU' (L is symmetric)
-        solve = _factorise_unlabelled_block(L, n_labelled)
-        onehot = np.eye(n_classes)[encoded] if n_classes > 2 else encoded.astype(np.float64)
-        lam = float(self.laplacian_regularization)
-
-        def gradients(raw, _):
-            grad_labelled = _loss_gradient(raw[:n_labelled], onehot)
-            if lam > 0:
-                grad_labelled = grad_labelled + lam * (L_labelled_rows @ raw)
-            grad = np.empty_like(raw)
-            grad[:n_labelled] = grad_labelled
-            if solve is not None:
-                grad[n_labelled:] = -solve(coupling @ grad_labelled)
-            return grad, np.ones_like(raw)
-
-        return gradients
+        return regularised_gradients(L, _target(encoded, n_classes),
+                                     float(self.laplacian_regularization))
 
 
 class LaplacianBoostingClassifier(GRBBClassifier):
@@ -243,15 +225,90 @@ class LaplacianBoostingClassifier(GRBBClassifier):
     def _gradient_function(self, L, encoded, n_classes):
         n_labelled = encoded.shape[0]
         L = L.tocsr()
-        onehot = np.eye(n_classes)[encoded] if n_classes > 2 else encoded.astype(np.float64)
+        target = _target(encoded, n_classes)
         lam = float(self.laplacian_regularization)
 
         def gradients(raw, _):
             grad = lam * (L @ raw)
-            grad[:n_labelled] += _loss_gradient(raw[:n_labelled], onehot)
+            grad[:n_labelled] += _loss_gradient(raw[:n_labelled], target)
             return grad, np.ones_like(raw)
 
         return gradients
+
+
+def check_graph_params(n_neighbors, laplacian_regularization):
+    """ValueError unless n_neighbors is an int >= 1 and the regularisation a finite number >= 0."""
+    k = n_neighbors
+    if isinstance(k, bool) or not isinstance(k, Integral) or k < 1:
+        raise ValueError(f"n_neighbors must be an integer >= 1, got {k!r}")
+    lam = laplacian_regularization
+    if isinstance(lam, bool) or not isinstance(lam, Real) or not np.isfinite(lam) or lam < 0:
+        raise ValueError(f"laplacian_regularization must be a finite number >= 0, got {lam!r}")
+
+
+def regularised_gradients(L, target, laplacian_regularization, exact_hessian=False):
+    """GRBB's objective ``f(raw, _) -> (grad, hess)`` for the graph rows [labelled, unlabelled].
+
+    Parameters
+    ----------
+    L : sparse matrix, shape (n, n)
+        Graph Laplacian (`_knn_laplacian`) over the labelled rows first, then the
+        unlabelled ones.
+    target : ndarray, shape (n_labelled,) of 0/1 or (n_labelled, K) one-hot
+        Logistic (raw scores (n,)) or softmax (raw scores (n, K)) targets.
+    laplacian_regularization : float
+        lambda of Eq. (3).
+    exact_hessian : bool, optional
+        False (the paper): unit hessians, a least-squares fit of the gradients.
+        True: the labelled rows get the diagonal of the objective's hessian,
+        ``p (1 - p) + lambda L_ii`` (without the Laplacian's diagonal the
+        smoothing term's gradient, unbounded, over tiny ``p (1 - p)`` makes the
+        Newton steps diverge), and the unlabelled rows its harmonic extension,
+        like their gradients, so that a leaf of unlabelled rows takes about the
+        Newton step of the labelled rows it is tied to
+        (`msclassify.PixelClassifier` with ``hessian="exact"``).
+
+    Returns
+    -------
+    callable
+        For `msclassify.cegb.train`; `L_UU` is factorised once, here.
+    """
+    n_labelled = target.shape[0]
+    L = L.tocsr()
+    L_labelled_rows = L[:n_labelled]
+    coupling = L[n_labelled:, :n_labelled]             # L_LU' (L is symmetric)
+    solve = _factorise_unlabelled_block(L, n_labelled)
+    lam = float(laplacian_regularization)
+    degree = L.diagonal()[:n_labelled]
+
+    def extend(labelled_values, out):
+        """Rows [labelled, unlabelled] with the harmonic extension (Eq. 5) on U."""
+        out[:n_labelled] = labelled_values
+        if solve is not None:
+            columns = labelled_values.reshape(n_labelled, -1)
+            out[n_labelled:] = -solve(coupling @ columns).reshape(out[n_labelled:].shape)
+        return out
+
+    def gradients(raw, _):
+        grad_labelled = _loss_gradient(raw[:n_labelled], target)
+        if lam > 0:
+            grad_labelled = grad_labelled + lam * (L_labelled_rows @ raw)
+        if not exact_hessian:
+            return extend(grad_labelled, np.empty_like(raw)), np.ones_like(raw)
+        p = expit(raw[:n_labelled]) if raw.ndim == 1 else softmax(raw[:n_labelled], axis=1)
+        hess_labelled = p * (1.0 - p) + lam * (degree if raw.ndim == 1 else degree[:, None])
+        # One solve for both (the factor is read once for two right-hand sides).
+        both = extend(np.stack([grad_labelled, hess_labelled], axis=-1),
+                      np.empty(raw.shape + (2,)))
+        # Label-free graph components get 0 from the extension; keep hessians positive.
+        return both[..., 0], np.maximum(both[..., 1], _MIN_HESSIAN)
+
+    return gradients
+
+
+def _target(encoded, n_classes):
+    """Logistic 0/1 targets for two classes, one-hot rows for more."""
+    return np.eye(n_classes)[encoded] if n_classes > 2 else encoded.astype(np.float64)
 
 
 def _is_unlabelled(y):
@@ -291,7 +348,10 @@ def _factorise_unlabelled_block(L, n_labelled):
     label_free = ~np.isin(component[n_labelled:], labelled_components)
     if label_free.any():
         L_uu = L_uu + sparse.diags(_LABEL_FREE_RIDGE * label_free.astype(np.float64))
-    factor = splu(sparse.csc_matrix(L_uu))
+    # L_UU is symmetric positive definite: a symmetric fill-reducing order with diagonal
+    # pivots halves the fill of scipy's default (COLAMD) on kNN graphs.
+    factor = splu(sparse.csc_matrix(L_uu), permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0,
+                  options={"SymmetricMode": True})
 
     def solve(b):
         return factor.solve(np.asarray(b, dtype=np.float64))

@@ -73,6 +73,25 @@ class Booster:
             raise ValueError(f"n_iterations must be in [0, {self.n_iterations}], got {n_iterations}")
         return int(n_iterations) * self.n_outputs
 
+    def truncated(self, n_iterations):
+        """A Booster of the first ``n_iterations`` iterations only (0: the constant init score).
+
+        The tree arrays are shared with this Booster, not copied.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from msclassify.cegb import train
+        >>> X = np.arange(40.0).reshape(20, 2); y = (X[:, 0] > 19).astype(float)
+        >>> b = train(X, y, "binary", {"n_estimators": 5, "min_samples_leaf": 1})
+        >>> short = b.truncated(2)
+        >>> short.n_iterations, bool(np.allclose(short.predict_raw(X), b.predict_raw(X, 2)))
+        (2, True)
+        """
+        return Booster(self.trees[:self._n_trees_for(n_iterations)], self.init_score,
+                       self.n_features, self.objective, self.split_cost, self.feature_costs,
+                       self.feature_batch_costs, self.feature_share, self.params)
+
     def features_used(self, n_iterations=None):
         """Sorted indices of the features split on by the first ``n_iterations`` iterations."""
         used = [t["feature"][t["feature"] >= 0] for t in self.trees[:self._n_trees_for(n_iterations)]]
@@ -98,7 +117,7 @@ class Booster:
         """
         if self._flat is None:
             sizes = np.array([t["feature"].shape[0] for t in self.trees], dtype=np.int64)
-            offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int32)
+            offsets = (np.cumsum(sizes) - sizes).astype(np.int32)  # also for 0 trees
             cat = lambda key, dtype: np.ascontiguousarray(
                 np.concatenate([t[key] for t in self.trees]) if self.trees else np.zeros(0),
                 dtype=dtype)

@@ -1,8 +1,12 @@
 """scikit-learn estimators over the CEGB core: thin wrappers around `train` and `Booster`."""
 
+import copy
+from numbers import Real
+
 import numpy as np
 from scipy.special import expit, softmax
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.metrics import r2_score
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -12,6 +16,16 @@ from ._params import CEGBParams
 from ._train import train
 
 _PARAM_NAMES = tuple(CEGBParams.__dataclass_fields__)
+_BUDGET_ATTRIBUTES = ("budget_", "validation_cost_", "validation_score_")
+
+
+def check_budget(budget):
+    """``budget`` as a float; ValueError unless it is a finite number >= 0."""
+    if isinstance(budget, bool) or not isinstance(budget, Real) or not np.isfinite(budget) \
+            or budget < 0:
+        raise ValueError(f"budget must be a finite number >= 0 (the mean prediction cost allowed "
+                         f"per validation sample), got {budget!r}")
+    return float(budget)
 
 
 class _CEGBBase(BaseEstimator):
@@ -116,7 +130,9 @@ class _CEGBBase(BaseEstimator):
         write_model(path, self._model_kind, meta, arrays)
 
     def _extra_meta(self):
-        return {}
+        if not hasattr(self, "budget_"):
+            return {}
+        return {"budget": {name: getattr(self, name) for name in _BUDGET_ATTRIBUTES}}
 
     @classmethod
     def _from_model_file(cls, meta, arrays):
@@ -127,7 +143,70 @@ class _CEGBBase(BaseEstimator):
         return estimator
 
     def _restore_extra(self, meta):
-        pass
+        for name, value in meta.get("budget", {}).items():
+            if name in _BUDGET_ATTRIBUTES:
+                setattr(self, name, float(value))
+
+    # -- budgets -------------------------------------------------------------------------------
+    def with_budget(self, budget, X_val, y_val, scoring=None):
+        """The most accurate prefix of the ensemble whose mean validation cost is <= ``budget``.
+
+        Fit once with many iterations, then call this for each budget of a
+        cost-accuracy curve. Prefixes of 0 iterations (the constant initial score,
+        cost 0) to all iterations are considered; ties go to the cheaper prefix.
+        The cost of a prefix is its mean per-sample prediction cost on ``X_val``,
+        feature acquisition plus split evaluation
+        (``prediction_cost(X_val).per_sample.mean()``, the ``"total"`` of
+        `cost_curve`); the per-batch cost gamma is not a per-sample cost and is
+        not counted.
+
+        Parameters
+        ----------
+        budget : float
+            Mean per-sample prediction cost allowed on ``X_val``.
+        X_val, y_val : array-like
+            Validation data.
+        scoring : callable, optional
+            Higher is better. Classifiers: ``scoring(y_val, proba_val) -> float``
+            (e.g. a ranking metric), default the accuracy of `predict`.
+            Regressors: ``scoring(y_val, prediction_val) -> float``, default R^2
+            (which ranks prefixes as the negative mean squared error does).
+
+        Returns
+        -------
+        estimator
+            A new fitted estimator of the same class whose booster holds only the
+            chosen iterations (sharing their trees), with ``budget_``,
+            ``validation_cost_`` and ``validation_score_`` set. `predict`,
+            `prediction_cost` and `save` use only those iterations; the
+            constructor parameters are the original's, so refitting trains the
+            full ensemble again. This estimator is not changed.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from msclassify import CEGBClassifier
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.normal(size=(400, 2)); y = (X[:, 0] + X[:, 1] > 0).astype(int)
+        >>> clf = CEGBClassifier(n_estimators=30, feature_costs=[1, 10]).fit(X[:300], y[:300])
+        >>> small = clf.with_budget(5.0, X[300:], y[300:])
+        >>> bool(small.validation_cost_ <= 5.0), 1 in small.booster_.features_used()
+        (True, False)
+        """
+        check_is_fitted(self, "booster_")
+        budget = check_budget(budget)
+        X_val = self._validate_X(X_val)
+        y_val = self._check_y_val(X_val, y_val)
+        costs = np.r_[0.0, self.booster_.cost_curve(X_val)["total"]]
+        stages = [self.booster_.predict_raw(X_val, 0), *self.booster_.staged_predict_raw(X_val)]
+        scores = np.array([self._budget_score(y_val, raw, scoring) for raw in stages])
+        feasible = np.flatnonzero(costs <= budget)  # never empty: 0 iterations cost 0
+        best = int(feasible[np.argmax(scores[feasible])])
+        pruned = copy.copy(self)
+        pruned.booster_ = self.booster_.truncated(best)
+        pruned.budget_, pruned.validation_cost_, pruned.validation_score_ = \
+            budget, float(costs[best]), float(scores[best])
+        return pruned
 
 
 class CEGBClassifier(ClassifierMixin, _CEGBBase):
@@ -179,9 +258,27 @@ class CEGBClassifier(ClassifierMixin, _CEGBBase):
         return self._proba(self._raw(X, n_iterations))
 
     def predict(self, X, n_iterations=None):
-        raw = self._raw(X, n_iterations)
+        return self._labels(self._raw(X, n_iterations))
+
+    def _labels(self, raw):
         winner = (raw > 0).astype(np.intp) if raw.ndim == 1 else np.argmax(raw, axis=1)
         return self.classes_[winner]
+
+    def _check_y_val(self, X_val, y_val):
+        y_val = np.asarray(y_val)
+        if y_val.shape != (X_val.shape[0],):
+            raise ValueError(f"y_val must have one label per row of X_val ({X_val.shape[0]}), got "
+                             f"shape {y_val.shape}")
+        unknown = np.setdiff1d(y_val, self.classes_)
+        if unknown.size:
+            raise ValueError(f"y_val has labels {unknown.tolist()} that are not in the training "
+                             f"classes {self.classes_.tolist()}")
+        return y_val
+
+    def _budget_score(self, y_val, raw, scoring):
+        if scoring is None:
+            return float(np.mean(self._labels(raw) == y_val))
+        return float(scoring(y_val, self._proba(raw)))
 
     def staged_predict_proba(self, X):
         """Yield class probabilities after each iteration."""
@@ -194,9 +291,11 @@ class CEGBClassifier(ClassifierMixin, _CEGBBase):
             yield self.classes_[np.argmax(proba, axis=1)]
 
     def _extra_meta(self):
-        return {"classes": self.classes_.tolist(), "classes_dtype": self.classes_.dtype.str}
+        return super()._extra_meta() | {"classes": self.classes_.tolist(),
+                                        "classes_dtype": self.classes_.dtype.str}
 
     def _restore_extra(self, meta):
+        super()._restore_extra(meta)
         self.classes_ = np.asarray(meta["classes"], dtype=np.dtype(meta["classes_dtype"]))
 
 
@@ -222,6 +321,16 @@ class CEGBRegressor(RegressorMixin, _CEGBBase):
 
     def predict(self, X, n_iterations=None):
         return self._raw(X, n_iterations)
+
+    def _check_y_val(self, X_val, y_val):
+        y_val = np.asarray(y_val)
+        if y_val.shape != (X_val.shape[0],) or not np.issubdtype(y_val.dtype, np.number):
+            raise ValueError(f"y_val must hold one number per row of X_val ({X_val.shape[0]}), "
+                             f"got shape {y_val.shape} of {y_val.dtype}")
+        return y_val.astype(np.float64)
+
+    def _budget_score(self, y_val, raw, scoring):
+        return float(r2_score(y_val, raw) if scoring is None else scoring(y_val, raw))
 
     def staged_predict(self, X):
         check_is_fitted(self, "booster_")

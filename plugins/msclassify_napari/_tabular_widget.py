@@ -10,7 +10,6 @@ sweep is library code the CLI shares.
 
 from pathlib import Path
 
-import numpy as np
 from matplotlib.backends.backend_qtagg import FigureCanvasQTAgg
 from matplotlib.figure import Figure
 from napari.qt.threading import create_worker
@@ -20,9 +19,8 @@ from qtpy.QtWidgets import (QComboBox, QDoubleSpinBox, QFileDialog, QFormLayout,
                             QPushButton, QSpinBox, QTableWidget, QTableWidgetItem, QVBoxLayout,
                             QWidget)
 
-from msclassify._tabular_sweep import (DEFAULT_COST_TRADEOFFS, cost_sweep, load_table,
-                                       split_train_test)
-from msclassify.tabular import load_feature_costs
+from msclassify._tabular_sweep import (DEFAULT_COST_TRADEOFFS, cost_sweep, load_train_test,
+                                       parse_cost_tradeoffs, plot_cost_sweep)
 
 from ._widget import notify_error
 
@@ -32,49 +30,9 @@ _FORMATS = {"auto": "auto (by content)", "svmlight": "svmlight / LETOR (Yahoo! L
             "miniboone": "MiniBooNE", "csv": "CSV with header"}
 
 
-def parse_cost_tradeoffs(text):
-    """``"1e-3, 0.01 0.1"`` -> ``[0.001, 0.01, 0.1]``; ValueError naming a bad entry.
-
-    Examples
-    --------
-    >>> parse_cost_tradeoffs("1e-3, 0.01  0.1")
-    [0.001, 0.01, 0.1]
-    """
-    values = []
-    for token in text.replace(",", " ").replace(";", " ").split():
-        try:
-            value = float(token)
-        except ValueError:
-            raise ValueError(f"cost tradeoff {token!r} is not a number; give values > 0 such as "
-                             "1e-3, 1e-2") from None
-        if not np.isfinite(value) or value <= 0:
-            raise ValueError(f"cost tradeoffs must be > 0 (plain GB, mu = 0, is always "
-                             f"included), got {token}")
-        values.append(value)
-    if not values:
-        raise ValueError("give at least one cost tradeoff mu > 0, e.g. 1e-3, 1e-2")
-    return sorted(set(values))
-
-
-def _prepare(train_path, test_path, cost_path, file_format, label_column, test_fraction):
-    """Load train/test data and costs (runs in the worker thread)."""
-    costs = load_feature_costs(cost_path) if cost_path else None
-    n_features = None if costs is None else costs.size
-    train = load_table(train_path, file_format, label_column=label_column, n_features=n_features)
-    if test_path:
-        test = load_table(test_path, file_format, label_column=label_column,
-                          n_features=train.n_features)
-    else:
-        train, test = split_train_test(train, test_fraction)
-    if costs is not None and costs.size != train.n_features:
-        raise ValueError(f"the cost file {cost_path} holds {costs.size} costs but the data has "
-                         f"{train.n_features} features")
-    return train, test, costs
-
-
 def _run_sweep(paths, options, sweep_options):
     """What the worker thread runs: load, then sweep."""
-    train, test, costs = _prepare(*paths, **options)
+    train, test, costs = load_train_test(*paths, **options)
     return cost_sweep(train, test, costs, **sweep_options)
 
 
@@ -251,26 +209,8 @@ class TabularWidget(QWidget):
                                   f"({sweep.metric}).")
 
     def _plot(self, sweep):
-        axes = self.axes
-        axes.clear()
-        costs, scores = sweep.costs, sweep.scores()
-        cegb = [i for i, p in enumerate(sweep.points) if p.cost_tradeoff > 0]
-        if cegb:
-            axes.plot(costs[cegb], scores[cegb], "o-", color="tab:blue", label="CEGB")
-            for i in cegb:
-                axes.annotate(f"μ={sweep.points[i].cost_tradeoff:g}", (costs[i], scores[i]),
-                              textcoords="offset points", xytext=(4, 4), fontsize=7)
-        plain = [i for i, p in enumerate(sweep.points) if p.cost_tradeoff == 0]
-        if plain:
-            axes.plot(costs[plain], scores[plain], "*", color="tab:red", markersize=12,
-                      label="plain GB")
-        positive = costs[costs > 0]
-        if positive.size > 1 and positive.max() / positive.min() > 30:
-            axes.set_xscale("symlog", linthresh=positive.min())
-        axes.set_xlabel("mean prediction cost per sample")
-        axes.set_ylabel(sweep.metric)
-        axes.grid(True, alpha=0.3)
-        axes.legend(loc="lower right", fontsize=8)
+        self.axes.clear()
+        plot_cost_sweep(sweep, self.axes)
         self.canvas.draw_idle()
 
     def _fill_table(self, sweep):

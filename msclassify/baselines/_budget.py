@@ -1,0 +1,111 @@
+"""Pick the best of several fitted budgeted models for one test-time budget.
+
+A cost-accuracy sweep trains many models (CEGB at several tradeoffs mu,
+GreedyMiser, BudgetRF, CSTC, ...). For a budget B the user wants the most
+accurate one whose mean prediction cost per validation sample is <= B. Staged
+models (boosted ensembles, forests) are first cut to their best prefix within B
+by their own ``with_budget``; a model without one (a CSTC tree) is used whole.
+"""
+
+import copy
+
+import numpy as np
+from sklearn.base import is_classifier, is_regressor
+from sklearn.metrics import r2_score
+
+from ..cegb._sklearn import check_budget
+
+
+def select_within_budget(models, budget, X_val, y_val, scoring=None):
+    """The most accurate of ``models`` (or prefix of one) whose mean validation cost is <= budget.
+
+    Parameters
+    ----------
+    models : sequence of fitted estimators
+        Classifiers only or regressors only, each with ``prediction_cost(X)``.
+        A model with ``with_budget`` (CEGB, GreedyMiser, BudgetRF) contributes its
+        best prefix within the budget; its 0-iteration prefix costs 0, so it
+        always fits. Any other model (CSTC) counts with its whole cost
+        ``prediction_cost(X_val).per_sample.mean()``.
+    budget : float
+        Mean per-sample prediction cost allowed on ``X_val``.
+    X_val, y_val : array-like
+        Validation data.
+    scoring : callable, optional
+        Higher is better. Classifiers: ``scoring(y_val, predict_proba(X_val))``,
+        default accuracy of ``predict``; regressors:
+        ``scoring(y_val, predict(X_val))``, default R^2.
+
+    Returns
+    -------
+    estimator
+        The winner (ties go to the cheaper model, then to the earlier in
+        ``models``), a copy with ``budget_``, ``validation_cost_`` and
+        ``validation_score_`` set; the given models are not changed.
+
+    Raises
+    ------
+    ValueError
+        If the budget is not a finite number >= 0, ``models`` is empty or mixes
+        classifiers and regressors, or no model fits the budget.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from msclassify import CEGBClassifier
+    >>> from msclassify.baselines import BudgetRFClassifier, select_within_budget
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(600, 2)); y = (X[:, 0] + X[:, 1] > 0).astype(int)
+    >>> models = [CEGBClassifier(n_estimators=20, feature_costs=[1, 10]).fit(X[:400], y[:400]),
+    ...           BudgetRFClassifier(n_estimators=5, feature_costs=[1, 10],
+    ...                              random_state=0).fit(X[:400], y[:400])]
+    >>> best = select_within_budget(models, 5.0, X[400:], y[400:])
+    >>> bool(best.validation_cost_ <= 5.0)
+    True
+    """
+    budget = check_budget(budget)
+    models = list(models)
+    if not models:
+        raise ValueError("models is empty; give at least one fitted model")
+    for model in models:
+        if not hasattr(model, "prediction_cost") or not hasattr(model, "predict"):
+            raise TypeError(f"{type(model).__name__} has no prediction_cost; give fitted "
+                            "budgeted models (CEGB, GreedyMiser, BudgetRF, CSTC)")
+    if all(is_classifier(model) for model in models):
+        classify = True
+    elif all(is_regressor(model) for model in models):
+        classify = False
+    else:
+        raise ValueError("models mixes classifiers and regressors, whose scores cannot be "
+                         "compared; select among one kind at a time")
+
+    candidates, too_expensive = [], []
+    for model in models:
+        if hasattr(model, "with_budget"):
+            candidates.append(model.with_budget(budget, X_val, y_val, scoring))
+            continue
+        cost = float(np.mean(model.prediction_cost(X_val).per_sample))
+        if cost > budget:
+            too_expensive.append((cost, type(model).__name__))
+            continue
+        whole = copy.copy(model)
+        whole.budget_, whole.validation_cost_ = budget, cost
+        whole.validation_score_ = _score(whole, X_val, y_val, scoring, classify)
+        candidates.append(whole)
+    if not candidates:
+        cost, name = min(too_expensive)
+        raise ValueError(f"no model fits the budget {budget:g}: the cheapest, a {name}, costs "
+                         f"{cost:.4g} per validation sample; raise the budget or add a model "
+                         "that can be cut to any budget (CEGB, GreedyMiser, BudgetRF)")
+    # max() keeps the first of equal keys: the cheaper model, then the earlier one
+    return max(candidates, key=lambda m: (m.validation_score_, -m.validation_cost_))
+
+
+def _score(model, X_val, y_val, scoring, classify):
+    y_val = np.asarray(y_val)
+    if classify:
+        if scoring is None:
+            return float(np.mean(model.predict(X_val) == y_val))
+        return float(scoring(y_val, model.predict_proba(X_val)))
+    prediction = model.predict(X_val)
+    return float(r2_score(y_val, prediction) if scoring is None else scoring(y_val, prediction))
