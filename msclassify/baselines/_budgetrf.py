@@ -49,6 +49,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .._modelfile import write_model
 from ..cegb._booster import PredictionCost
 from ..cegb._params import _per_feature
+from ..cegb._validation import check_validation_labels
 
 # Section 3: stumps drawn per feature for nodes of > 2000, > 500 and <= 500 examples.
 PAPER_STUMP_SCHEDULE = (80, 40, 20)
@@ -416,15 +417,7 @@ class BudgetRFClassifier(ClassifierMixin, BaseEstimator):
         return self
 
     def _check_y_val(self, X_val, y_val):
-        y_val = np.asarray(y_val)
-        if y_val.shape != (X_val.shape[0],):
-            raise ValueError(f"y_val must have one label per row of X_val ({X_val.shape[0]}), got "
-                             f"shape {y_val.shape}")
-        unknown = np.setdiff1d(y_val, self.classes_)
-        if unknown.size:
-            raise ValueError(f"y_val has labels {unknown.tolist()} that are not in the training "
-                             f"classes {self.classes_.tolist()}")
-        return y_val
+        return check_validation_labels(X_val, y_val, self.classes_)
 
     # -- prediction ----------------------------------------------------------------------------
     @property

@@ -14,6 +14,7 @@ from .._modelfile import write_model
 from ._booster import Booster
 from ._params import CEGBParams
 from ._train import train
+from ._validation import check_validation_labels
 
 _PARAM_NAMES = tuple(CEGBParams.__dataclass_fields__)
 _BUDGET_ATTRIBUTES = ("budget_", "validation_cost_", "validation_score_")
@@ -265,15 +266,7 @@ class CEGBClassifier(ClassifierMixin, _CEGBBase):
         return self.classes_[winner]
 
     def _check_y_val(self, X_val, y_val):
-        y_val = np.asarray(y_val)
-        if y_val.shape != (X_val.shape[0],):
-            raise ValueError(f"y_val must have one label per row of X_val ({X_val.shape[0]}), got "
-                             f"shape {y_val.shape}")
-        unknown = np.setdiff1d(y_val, self.classes_)
-        if unknown.size:
-            raise ValueError(f"y_val has labels {unknown.tolist()} that are not in the training "
-                             f"classes {self.classes_.tolist()}")
-        return y_val
+        return check_validation_labels(X_val, y_val, self.classes_)
 
     def _budget_score(self, y_val, raw, scoring):
         if scoring is None:
