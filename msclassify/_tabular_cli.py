@@ -151,19 +151,22 @@ def _cmd_train(args):
         model.fit(train.X, training_targets(train), callback=_training_callback(bar))
     seconds = time.perf_counter() - start
     n_iterations = model.n_iterations_
+    used = _features_used(model)
+    _say(args, f"trained in {seconds:.2f} s: {model.booster_.n_trees} trees; "
+               f"{used.size} of {train.n_features} features used: "
+               f"{', '.join(train.feature_names[i] for i in used) or 'none'}")
     if args.budget is not None:
         scoring = None
         if validation.qid is not None:
             def scoring(_relevant, proba):
                 return precision_at_k(validation.y, proba[:, 1], validation.qid, k=5)
         model = model.with_budget(args.budget, validation.X, training_targets(validation), scoring)
-    used = _features_used(model)
-    _say(args, f"trained in {seconds:.2f} s: {model.booster_.n_trees} trees; "
-               f"{used.size} of {train.n_features} features used: "
-               f"{', '.join(train.feature_names[i] for i in used) or 'none'}")
-    if args.budget is not None:
+        used = _features_used(model)
         _say(args, f"budget {args.budget:g}: kept {model.n_iterations_} of {n_iterations} "
-                   "iterations")
+                   f"iterations, {used.size} features")
+        if model.n_iterations_ == 0:
+            _say(args, "no iteration fits the budget: the model predicts the training prior; "
+                       "a larger --cost-tradeoff makes the first trees use cheaper features")
     if validation is not None:
         cost = model.prediction_cost(validation.X)
         _say(args, f"validation: mean prediction cost {_cost_text(cost)}; "

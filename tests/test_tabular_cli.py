@@ -96,6 +96,15 @@ def test_budget_is_respected_and_matches_with_budget(tmp_path, capsys):
     assert model.prediction_cost(validation.X).per_sample.mean() == pytest.approx(
         model.validation_cost_)
     assert f"kept {model.n_iterations_} of 30 iterations" in printed
+    assert "30 trees" in printed     # what was trained, before the cut
+
+
+def test_budget_below_every_prefix_keeps_the_prior_and_says_how_to_fix_it(tmp_path, capsys):
+    model_path = tmp_path / "prior.msc"
+    assert run("train", CSV, "--costs", CSV_COSTS, "--trees", "5", "--budget", "0.5",
+               "-o", model_path) == 0
+    assert load_model(model_path).n_iterations_ == 0
+    assert "larger --cost-tradeoff" in capsys.readouterr().out
 
 
 def test_ranking_data_with_queries(tmp_path, capsys):
