@@ -15,6 +15,11 @@ drawn uniformly without replacement (``numpy.random.default_rng(seed)``, in
 frame order, classes in increasing order), the other scribbles erased. On the
 synthetic flies that leaves ~95 background and ~20 fly pixels per frame.
 
+``scattered``: synthetic flies only, the situation of a few clicks far from
+the edges: in each training frame 10 fly pixels 2 px inside the flies and 20
+floor pixels more than 10 px away from them (single pixels, drawn per seed);
+the benchmark's scribbles are not used.
+
 Methods
 -------
 ``supervised``: ``PixelClassifier(random_state=seed)`` (the defaults).
@@ -37,10 +42,12 @@ import sys
 import time
 
 import numpy as np
+from scipy import ndimage
 
 from _common import print_table, write_results
 from bench_flies import FLY, load_datasets
 
+from msclassify.datasets import load_sample_flies
 from msclassify.metrics import label_instances, seg_score
 from msclassify.pixel import PixelClassifier
 
@@ -61,6 +68,19 @@ def subsample_scribbles(scribbles, fraction, seed, min_per_class=MIN_PER_CLASS):
             n = min(where.size, max(min_per_class, int(round(fraction * where.size))))
             out.flat[rng.choice(where, n, replace=False)] = label
     return kept
+
+
+def scattered_scribbles(masks, seed, n_fly=10, n_floor=20):
+    """Single pixels per frame: ``n_fly`` inside the flies, ``n_floor`` > 10 px away from them."""
+    rng = np.random.default_rng(seed)
+    scribbles = np.zeros(masks.shape, np.uint8)
+    for mask, out in zip(masks, scribbles):
+        inner = np.argwhere(ndimage.binary_erosion(mask > 0, iterations=2))
+        floor = np.argwhere(ndimage.distance_transform_edt(mask == 0) > 10)
+        for label, points, n in ((1, floor, n_floor), (FLY, inner, n_fly)):
+            chosen = points[rng.choice(len(points), n, replace=False)]
+            out[chosen[:, 0], chosen[:, 1]] = label
+    return scribbles
 
 
 def evaluate(data, scribbles, seed, **params):
@@ -90,12 +110,15 @@ def summarise(runs, keys=("SEG", "fly IoU", "train s", "n features", "eval/px"))
 
 def run(name, data, seeds):
     rows = []
-    for budget, fraction in (("100%", 1.0), ("1%", FRACTION)):
+    budgets = {"100%": lambda seed: data["train_scribbles"],
+               "1%": lambda seed: subsample_scribbles(data["train_scribbles"], FRACTION, seed)}
+    if "train_masks" in data:
+        budgets["scattered"] = lambda seed: scattered_scribbles(data["train_masks"], seed)
+    for budget, make_scribbles in budgets.items():
         for method, params in (("supervised", {}), ("semi-supervised", {"semi_supervised": True})):
             runs = []
             for seed in seeds:
-                scribbles = (data["train_scribbles"] if fraction == 1.0 else
-                             subsample_scribbles(data["train_scribbles"], fraction, seed))
+                scribbles = make_scribbles(seed)
                 runs.append(evaluate(data, scribbles, seed, **params))
                 runs[-1]["scribbled px"] = [int((scribbles == c).sum()) for c in (1, FLY)]
                 print(f"[{name}] {budget} {method} seed {seed}: SEG {runs[-1]['SEG']:.3f}, "
@@ -124,6 +147,7 @@ def main():
     args = parser.parse_args()
     seeds = list(range(args.seeds))
     datasets = load_datasets(quick=False)
+    datasets["synthetic"]["train_masks"] = load_sample_flies().masks[:2]
     results = {"load_average_start": os.getloadavg()[0], "seeds": seeds, "fraction": FRACTION,
                "min_per_class": MIN_PER_CLASS, "datasets": {}}
     columns = ["dataset", "scribbles", "method", "scribbled px (bg, fly)", "SEG", "SEG std",

@@ -17,6 +17,7 @@ import tifffile
 from qtpy import sip
 from scipy import ndimage
 
+from msclassify import load_model
 from msclassify.datasets import load_sample_flies
 from msclassify.io import read_label_stack
 from msclassify.metrics import label_instances, seg_score
@@ -319,6 +320,27 @@ def test_rgb_image(make_napari_viewer, plugin, qtbot):
     assert segmentation.shape == (64, 80)
     np.testing.assert_array_equal(segmentation == FLY, rectangle)
     assert viewer.layers["rgb cost map"].data.shape == (64, 80)
+
+
+def test_semi_supervised_checkbox_trains_a_grbb_model_from_few_scribbles(make_napari_viewer,
+                                                                        plugin, qtbot, flies,
+                                                                        tmp_path):
+    frames, masks, _ = flies
+    viewer = make_napari_viewer()
+    viewer.add_image(frames[0], name="frame")
+    widget = pixel_widget(viewer)
+    layer = widget.new_scribble_layer()
+    fly_points, floor_points = fly_and_floor_points(masks[0], n_fly=5, n_floor=10)
+    layer.data[tuple(floor_points.T)] = BACKGROUND
+    layer.data[tuple(fly_points.T)] = FLY
+    widget.semi_check.setChecked(True)
+    run_job(qtbot, widget, widget.train)
+    # segmentation quality with few scribbles is measured in benchmarks/bench_semi_supervised.py
+    assert widget.classifier.semi_supervised and widget.last_model.n_labelled == 15
+    assert viewer.layers["frame segmentation"].data.shape == masks[0].shape
+    saved = tmp_path / "semi.msc"
+    widget.save_model(saved)
+    assert load_model(saved).semi_supervised
 
 
 def test_clear_messages_instead_of_tracebacks(make_napari_viewer, plugin, qtbot, tmp_path):

@@ -257,13 +257,15 @@ def test_settings_make_the_classifier_with_library_defaults():
     defaults = PixelClassifier().get_params()
     settings = ClassifierSettings()
     assert (settings.cost_tradeoff, settings.split_cost, settings.n_estimators,
-            settings.max_leaves, settings.features) == (
+            settings.max_leaves, settings.features, settings.semi_supervised) == (
         defaults["cost_tradeoff"], defaults["split_cost"], defaults["n_estimators"],
-        defaults["max_leaves"], defaults["features"])
-    params = settings.replace(cost_tradeoff=0.5, max_leaves=4).make_classifier().get_params()
+        defaults["max_leaves"], defaults["features"], defaults["semi_supervised"])
+    params = settings.replace(cost_tradeoff=0.5, max_leaves=4,
+                              semi_supervised=True).make_classifier().get_params()
     assert params["cost_tradeoff"] == 0.5 and params["max_leaves"] == 4
+    assert params["semi_supervised"] is True
     assert set(ClassifierSettings.TOOLTIPS) == {"features", "cost_tradeoff", "split_cost",
-                                                "n_estimators", "max_leaves"}
+                                                "n_estimators", "max_leaves", "semi_supervised"}
 
 
 # -- live updates --------------------------------------------------------------------------------

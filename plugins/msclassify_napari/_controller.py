@@ -62,6 +62,7 @@ class ClassifierSettings:
     split_cost: float = _DEFAULTS["split_cost"]
     n_estimators: int = _DEFAULTS["n_estimators"]
     max_leaves: int = _DEFAULTS["max_leaves"]
+    semi_supervised: bool = _DEFAULTS["semi_supervised"]
     random_state: int = 0
 
     TOOLTIPS = {
@@ -74,6 +75,9 @@ class ClassifierSettings:
                       "feature cost model (4 = about four filter multiply-adds).",
         "n_estimators": "Number of boosting rounds (trees per class). Fewer train faster.",
         "max_leaves": "Maximum leaves per tree (trees grow best-first).",
+        "semi_supervised": "Also learn from unlabelled pixels of the scribbled frames (GRBB): "
+                           "helps when there are only a few scribbles; adds about a second "
+                           "to training.",
     }
 
     def replace(self, **changes):
@@ -84,7 +88,8 @@ class ClassifierSettings:
         """An unfitted `PixelClassifier` with these settings."""
         return PixelClassifier(self.features, cost_tradeoff=self.cost_tradeoff,
                                split_cost=self.split_cost, n_estimators=self.n_estimators,
-                               max_leaves=self.max_leaves, random_state=self.random_state)
+                               max_leaves=self.max_leaves, semi_supervised=self.semi_supervised,
+                               random_state=self.random_state)
 
 
 class FrameStack:

@@ -164,6 +164,10 @@ class PixelClassifierWidget(QWidget):
         self.leaves_spin.setValue(defaults.max_leaves)
         self.leaves_spin.setToolTip(tips["max_leaves"])
         form.addRow("Leaves per tree", self.leaves_spin)
+        self.semi_check = QCheckBox("Semi-supervised (few scribbles)")
+        self.semi_check.setChecked(defaults.semi_supervised)
+        self.semi_check.setToolTip(tips["semi_supervised"])
+        form.addRow(self.semi_check)
         row = QHBoxLayout()
         self.train_button = QPushButton("Train")
         self.train_button.setToolTip("Train on the scribbles, segment the current frame and "
@@ -241,7 +245,7 @@ class PixelClassifierWidget(QWidget):
         self.export_button.clicked.connect(self._ask_export_masks)
         for signal in (self.features_combo.currentIndexChanged, self.mu_edit.editingFinished,
                        self.alpha_spin.valueChanged, self.trees_spin.valueChanged,
-                       self.leaves_spin.valueChanged):
+                       self.leaves_spin.valueChanged, self.semi_check.toggled):
             signal.connect(self._on_settings_changed)
 
     def _connect_viewer(self):
@@ -407,7 +411,8 @@ class PixelClassifierWidget(QWidget):
         return ClassifierSettings(features=self.features_combo.currentText(), cost_tradeoff=mu,
                                   split_cost=self.alpha_spin.value(),
                                   n_estimators=self.trees_spin.value(),
-                                  max_leaves=self.leaves_spin.value())
+                                  max_leaves=self.leaves_spin.value(),
+                                  semi_supervised=self.semi_check.isChecked())
 
     def _on_settings_changed(self, *_):
         self.scheduler.request(RETRAIN)
