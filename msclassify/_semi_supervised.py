@@ -24,8 +24,10 @@ budgeted boosting"; ``shared/papers/grbb-xu-semisupervised-budgeted-boosting.txt
   The core's mu is scaled by the total loss weight (scribbles + unlabelled
   pixels), so ``cost_tradeoff`` stays a price per training row.
 * Speed: ``L_UU`` (``n_unlabelled`` rows) is factorised once per fit and solved
-  twice per tree; with the default 4096 pixels that adds ~1 s to a fit on 2
-  cores (``benchmarks/results/semi_supervised.json``, "train s").
+  twice per tree; with the default 4096 pixels that adds about 0.5 s to a fit
+  on 2 cores (``benchmarks/results/semi_supervised.json``, "train s").
+* When it helps: with sparse strokes; with a few clicks far from the object
+  edges it is worse than supervised training (same benchmark, "scattered").
 """
 
 import numpy as np
