@@ -231,3 +231,14 @@ def test_cost_curve_is_cumulative_and_ends_at_total():
     assert curve["total"][-1] == pytest.approx(cost.per_sample.mean())
     assert curve["batch"][-1] == cost.batch
     assert curve["evaluation"][2] == pytest.approx(model.prediction_cost(X, 3).evaluation.mean())
+
+
+def test_serial_and_parallel_kernels_have_their_own_cache_entries():
+    """Numba caches by function name, bytecode and signature, not by ``parallel``: twins
+    compiled from one function under one name would load each other's machine code."""
+    from msclassify.cegb import _kernels
+    for name in ("build_histograms", "find_best_splits"):
+        serial = getattr(_kernels, name + "_serial").py_func
+        parallel = getattr(_kernels, name + "_parallel").py_func
+        assert serial.__code__ is parallel.__code__          # one kernel, two compilations
+        assert serial.__qualname__ != parallel.__qualname__  # two cache files

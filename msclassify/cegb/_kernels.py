@@ -9,6 +9,8 @@ Histograms have shape ``(M, 256, 3)``: per bin the sums of gradient, hessian and
 the number of labelled samples (``sample_weight > 0``).
 """
 
+import types
+
 import numpy as np
 from numba import njit, prange
 
@@ -154,10 +156,28 @@ def _find_best_splits(hist, n_bins, active, G, H, N, l2, min_samples, min_hessia
 # they are busy (a GUI, other processes): small leaves and split searches run serially.
 PARALLEL_HISTOGRAM_WORK = 1 << 18
 PARALLEL_SPLIT_WORK = 1 << 16
+
+
+def _renamed(function, suffix):
+    """``function`` under another name, for a second compilation of it.
+
+    Numba's on-disk cache names its files after the function and keys entries by
+    bytecode and signature, not by compile options: the serial and parallel
+    compilations of one function would share an entry, and whichever was cached
+    first would serve both (a parallel kernel running serially).
+    """
+    twin = types.FunctionType(function.__code__, function.__globals__,
+                              function.__name__ + suffix, function.__defaults__,
+                              function.__closure__)
+    twin.__qualname__ = function.__qualname__ + suffix
+    twin.__doc__ = function.__doc__
+    return twin
+
+
 build_histograms_parallel = njit(parallel=True, cache=True)(_build_histograms)
-build_histograms_serial = njit(cache=True)(_build_histograms)
+build_histograms_serial = njit(cache=True)(_renamed(_build_histograms, "_serial"))
 find_best_splits_parallel = njit(parallel=True, cache=True)(_find_best_splits)
-find_best_splits_serial = njit(cache=True)(_find_best_splits)
+find_best_splits_serial = njit(cache=True)(_renamed(_find_best_splits, "_serial"))
 
 
 def build_histograms(Xb, loss_rows, g, h, n, cost_rows, *args):
