@@ -65,7 +65,7 @@ class FeatureLevels:
         out = np.empty((ys.shape[0], self.n_features), dtype=np.float32)
         for level, (array, columns) in enumerate(zip(self.arrays, self.columns)):
             if columns.shape[0]:
-                out[:, columns] = array[ys >> level, xs >> level]
+                _kernels.gather_level(array, ys, xs, level, columns, out)
         return out
 
     def full(self):

