@@ -242,3 +242,27 @@ def test_serial_and_parallel_kernels_have_their_own_cache_entries():
         parallel = getattr(_kernels, name + "_parallel").py_func
         assert serial.__code__ is parallel.__code__          # one kernel, two compilations
         assert serial.__qualname__ != parallel.__qualname__  # two cache files
+
+
+def test_binning_lookup_gives_the_plain_binary_search_bins():
+    """The grid lookup of `bin_data` must bin every value as the plain search does."""
+    from msclassify.cegb._binning import BinMapper
+    rng = np.random.default_rng(0)
+    n = 6000
+    columns = [rng.normal(size=n), rng.standard_cauchy(size=n),              # heavy tails
+               1e15 + rng.integers(0, 3000, n) * 0.125,                      # coarse float spacing
+               np.round(rng.normal(size=n), 1), rng.integers(0, 2, n) * 1.0,  # few values
+               np.full(n, 3.0), np.r_[np.zeros(n - 1), 1.0]]                  # constant, 2 values
+    X = np.column_stack(columns)
+    X[::13, 0] = np.nan
+    binner = BinMapper().fit(X)
+    at_edges = np.where(np.isfinite(binner.edges), binner.edges, 0.0)[:, :200].T
+    nudged = np.nextafter(at_edges, np.inf)
+    for data in (X, at_edges, nudged, X.astype(np.float32)):
+        data = np.ascontiguousarray(data)
+        expected = np.empty((data.shape[1], data.shape[0]), dtype=np.uint8)
+        for m in range(data.shape[1]):
+            last = binner.n_bins[m] - 1
+            expected[m] = np.searchsorted(binner.edges[m, :last], data[:, m], side="left")
+            expected[m, np.isnan(data[:, m])] = 255
+        np.testing.assert_array_equal(binner.transform(data), expected)

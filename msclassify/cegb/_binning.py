@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from ._kernels import bin_data
+from ._kernels import bin_data, bin_lookup_tables
 
 _QUANTILE_SAMPLE = 200_000
 
@@ -48,9 +48,10 @@ class BinMapper:
                 cuts = cuts[cuts < values[-1]]
             self.edges[m, :cuts.size] = cuts
             self.n_bins[m] = cuts.size + 1
+        self.lookup = bin_lookup_tables(self.edges, self.n_bins)
         return self
 
     def transform(self, X):
         out = np.empty((X.shape[1], X.shape[0]), dtype=np.uint8)
-        bin_data(X, self.edges, self.n_bins, out)
+        bin_data(X, self.edges, self.n_bins, *self.lookup, out)
         return out

@@ -19,17 +19,29 @@ N_SLOTS = 256
 
 
 @njit(parallel=True, cache=True)
-def bin_data(X, edges, n_bins, out):
-    """Map raw values to bins: out[m, i] = first b with X[i, m] <= edges[m, b]."""
+def bin_data(X, edges, n_bins, origin, scale, first, out):
+    """Map raw values to bins: out[m, i] = first b with X[i, m] <= edges[m, b].
+
+    A plain binary search over 255 edges cost ~50 ns a value (a mispredicted
+    branch per step). Here the value's cell on a uniform grid over the
+    feature's edges (`bin_lookup_tables`) narrows the search to the few edges of
+    that cell and its neighbours; a check of the range's end edges falls back
+    to the whole range when rounding put the value outside, so the result is
+    always the plain search's.
+    """
     n_rows, n_features = X.shape
     chunk = 4096
     n_chunks = (n_rows + chunk - 1) // chunk
+    top = float(first.shape[1] - 2)
     for c in prange(n_chunks):
         start = c * chunk
         stop = min(start + chunk, n_rows)
         for m in range(n_features):
             e = edges[m]
+            cells = first[m]
             last = n_bins[m] - 1
+            o = origin[m]
+            s = scale[m]
             for i in range(start, stop):
                 x = X[i, m]
                 if np.isnan(x):
@@ -37,6 +49,15 @@ def bin_data(X, edges, n_bins, out):
                     continue
                 lo = 0
                 hi = last
+                if s > 0.0:
+                    t = (x - o) * s
+                    if t >= 1.0:
+                        lo = cells[int(min(t, top)) - 1]
+                    if t < top - 1.0:
+                        hi = min(cells[int(max(t, 0.0)) + 2], last)
+                    if (lo > 0 and x <= e[lo - 1]) or x > e[hi]:
+                        lo = 0
+                        hi = last
                 while lo < hi:
                     mid = (lo + hi) >> 1
                     if x <= e[mid]:
@@ -44,6 +65,30 @@ def bin_data(X, edges, n_bins, out):
                     else:
                         lo = mid + 1
                 out[m, i] = lo
+
+
+def bin_lookup_tables(edges, n_bins, n_cells=1024):
+    """Grid of `bin_data`: per feature an origin, a scale and the first bin of every cell.
+
+    Cell ``c`` of feature m starts at ``origin + c / scale``; ``first[m, c]`` is
+    the first bin whose edge is >= that start. Features with fewer than two
+    finite edges get scale 0 (searched whole).
+    """
+    n_features = edges.shape[0]
+    origin = np.zeros(n_features)
+    scale = np.zeros(n_features)
+    first = np.zeros((n_features, n_cells + 1), dtype=np.int32)
+    for m in range(n_features):
+        last = int(n_bins[m]) - 1
+        if last < 2:
+            continue
+        low, high = edges[m, 0], edges[m, last - 1]
+        if not high > low:
+            continue
+        origin[m], scale[m] = low, n_cells / (high - low)
+        starts = low + np.arange(n_cells + 1) / scale[m]
+        first[m] = np.searchsorted(edges[m, :last], starts, side="left")
+    return origin, scale, first
 
 
 @njit(cache=True)
