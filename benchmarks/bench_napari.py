@@ -152,7 +152,9 @@ def main():
         ("widget defaults, no debounce", {"features": defaults.features,
                                           "n_estimators": defaults.n_estimators,
                                           "max_leaves": defaults.max_leaves}, 0),
-        ("30 trees", {"features": defaults.features, "n_estimators": 30, "max_leaves": 15}, 0),
+        ("library default, 50 trees", {"features": defaults.features, "n_estimators": 50,
+                                       "max_leaves": defaults.max_leaves},
+         widget.scheduler.delay_ms),
         ("fast preset, 10 trees", {"features": "fast", "n_estimators": 10, "max_leaves": 15}, 0),
     ]
     if args.quick:

@@ -256,10 +256,11 @@ def test_load_classifier_round_trip_and_checks(trained, tmp_path):
 def test_settings_make_the_classifier_with_library_defaults():
     defaults = PixelClassifier().get_params()
     settings = ClassifierSettings()
-    assert (settings.cost_tradeoff, settings.split_cost, settings.n_estimators,
-            settings.max_leaves, settings.features, settings.semi_supervised) == (
-        defaults["cost_tradeoff"], defaults["split_cost"], defaults["n_estimators"],
-        defaults["max_leaves"], defaults["features"], defaults["semi_supervised"])
+    assert (settings.cost_tradeoff, settings.split_cost, settings.max_leaves, settings.features,
+            settings.semi_supervised) == (
+        defaults["cost_tradeoff"], defaults["split_cost"], defaults["max_leaves"],
+        defaults["features"], defaults["semi_supervised"])
+    assert settings.n_estimators == 30 < defaults["n_estimators"]   # for live updates
     params = settings.replace(cost_tradeoff=0.5, max_leaves=4,
                               semi_supervised=True).make_classifier().get_params()
     assert params["cost_tradeoff"] == 0.5 and params["max_leaves"] == 4
