@@ -30,6 +30,8 @@ Methods (all trained on the same scribbled pixels, 1 = background, 2 = fly)
 * ``msclassify mu=0``: ``PixelClassifier(cost_tradeoff=0)`` (plain boosting on the
   default bank; it still predicts multi-scale and computes only used features).
 * ``msclassify CEGB``: ``PixelClassifier()`` with its defaults.
+* ``msclassify CEGB, 30 trees``: the same with ``n_estimators=30``, what the
+  napari widget starts with (for live updates).
 * ``skimage + RF``: scikit-image's trainable-segmentation recipe:
   ``multiscale_basic_features(intensity, texture, sigma 1-16)`` and
   ``RandomForestClassifier(n_estimators=50, max_depth=10, n_jobs=-1)`` via
@@ -131,6 +133,7 @@ def methods():
     return [
         Ours("msclassify mu=0", cost_tradeoff=0.0),
         Ours("msclassify CEGB"),
+        Ours("msclassify CEGB, 30 trees", n_estimators=30),
         SkimageRecipe("skimage + RF", RandomForestClassifier(n_estimators=50, max_depth=10,
                                                             n_jobs=-1, random_state=0)),
         SkimageRecipe("skimage + LightGBM", LGBMClassifier(
