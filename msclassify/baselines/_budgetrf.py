@@ -49,6 +49,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .._modelfile import write_model
 from ..cegb._booster import PredictionCost
 from ..cegb._params import _per_feature
+from ..cegb._sklearn import check_budget
 from ..cegb._validation import check_validation_labels
 
 # Section 3: stumps drawn per feature for nodes of > 2000, > 500 and <= 500 examples.
@@ -554,8 +555,7 @@ class BudgetRFClassifier(ClassifierMixin, BaseEstimator):
             ``validation_cost_`` and ``validation_score_`` set.
         """
         check_is_fitted(self, "trees_")
-        if not (isinstance(budget, Real) and np.isfinite(budget) and budget >= 0):
-            raise ValueError(f"budget must be a finite number >= 0, got {budget!r}")
+        budget = check_budget(budget)
         X_val = self._check_X(X_val)
         y_val = self._check_y_val(X_val, y_val)
         costs = np.r_[0.0, self.cost_curve(X_val)["feature"]]
