@@ -73,7 +73,7 @@ class TreeGrower:
         self.max_depth = params.max_depth if params.max_depth is not None else np.iinfo(np.int32).max
         self.hist = np.empty((params.max_leaves, n_features, N_SLOTS, 3))
         self.scratch = np.empty(n_rows, dtype=np.int32)
-        self.ordered = [np.empty(n_rows) for _ in range(4)]
+        self.ordered = [np.empty(n_rows) for _ in range(3)]
         self.ordered_rows = [np.empty(n_rows, dtype=np.int32) for _ in range(2)]
 
     # -- penalties -----------------------------------------------------------------------------
@@ -107,10 +107,10 @@ class TreeGrower:
         rows = order[leaf.start:leaf.stop]
         n = rows.shape[0]
         loss_rows, cost_rows = (a[:n] for a in self.ordered_rows)
-        g, h, lab, cw = (a[:n] for a in self.ordered)
+        g, h, cw = (a[:n] for a in self.ordered)
         n_loss, n_cost = gather_rows(rows, grad, hess, self.labelled, self.cost_weight,
-                                     loss_rows, g, h, lab, cost_rows, cw)
-        build_histograms(self.Xb, loss_rows[:n_loss], g[:n_loss], h[:n_loss], lab[:n_loss],
+                                     loss_rows, g, h, cost_rows, cw)
+        build_histograms(self.Xb, loss_rows[:n_loss], g[:n_loss], h[:n_loss],
                          cost_rows[:n_cost], cw[:n_cost], active, self.state.paid_bits,
                          self.count_unpaid, self.hist[leaf.slot], leaf.unpaid)
 

@@ -92,8 +92,8 @@ def bin_lookup_tables(edges, n_bins, n_cells=1024):
 
 
 @njit(cache=True)
-def gather_rows(rows, grad, hess, labelled, cost_weight, loss_rows, g_out, h_out, n_out,
-                cost_rows, c_out):
+def gather_rows(rows, grad, hess, labelled, cost_weight, loss_rows, g_out, h_out, cost_rows,
+                c_out):
     """Copy per-row statistics into leaf order so histogram loops read them sequentially.
 
     Rows without loss weight add nothing to the histograms and rows without cost
@@ -109,7 +109,6 @@ def gather_rows(rows, grad, hess, labelled, cost_weight, loss_rows, g_out, h_out
             loss_rows[n_loss] = i
             g_out[n_loss] = grad[i]
             h_out[n_loss] = hess[i]
-            n_out[n_loss] = labelled[i]
             n_loss += 1
         if cost_weight[i] != 0.0:
             cost_rows[n_cost] = i
@@ -118,11 +117,11 @@ def gather_rows(rows, grad, hess, labelled, cost_weight, loss_rows, g_out, h_out
     return n_loss, n_cost
 
 
-def _build_histograms(Xb, loss_rows, g, h, n, cost_rows, c, active, paid_bits, count_unpaid,
+def _build_histograms(Xb, loss_rows, g, h, cost_rows, c, active, paid_bits, count_unpaid,
                       hist, unpaid):
     """Histograms of one leaf, and per feature the cost weight of rows that have not paid it.
 
-    ``g, h, n`` are in the order of ``loss_rows`` and ``c`` in that of
+    ``g, h`` are in the order of ``loss_rows`` and ``c`` in that of
     ``cost_rows`` (see `gather_rows`). ``count_unpaid[m]`` says whether feature m
     carries a per-sample cost; only then is its bitset read.
     """
@@ -140,7 +139,7 @@ def _build_histograms(Xb, loss_rows, g, h, n, cost_rows, c, active, paid_bits, c
             b = col[loss_rows[k]]
             hm[b, 0] += g[k]
             hm[b, 1] += h[k]
-            hm[b, 2] += n[k]
+            hm[b, 2] += 1.0
         if count_unpaid[m]:
             bits = paid_bits[m]
             total = 0.0
@@ -225,11 +224,11 @@ find_best_splits_parallel = njit(parallel=True, cache=True)(_find_best_splits)
 find_best_splits_serial = njit(cache=True)(_renamed(_find_best_splits, "_serial"))
 
 
-def build_histograms(Xb, loss_rows, g, h, n, cost_rows, *args):
+def build_histograms(Xb, loss_rows, g, h, cost_rows, *args):
     work = (loss_rows.shape[0] + cost_rows.shape[0]) * Xb.shape[0]
     kernel = build_histograms_parallel if work >= PARALLEL_HISTOGRAM_WORK else \
         build_histograms_serial
-    kernel(Xb, loss_rows, g, h, n, cost_rows, *args)
+    kernel(Xb, loss_rows, g, h, cost_rows, *args)
 
 
 def find_best_splits(hist, *args):
