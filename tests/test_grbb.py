@@ -177,3 +177,36 @@ def test_bad_inputs_are_explained():
         GRBBClassifier().fit(X[:2], [0, 1], X_unlabelled=np.zeros((5, 3)))
     with pytest.raises(ValueError, match="one label per row"):
         GRBBClassifier().fit(X, [0, 1])
+
+
+def test_variance_bound_by_hand_and_for_unlabelled_components():
+    from scipy import sparse
+    from msclassify.baselines._grbb import prediction_variance_bound
+    # path 0 - 1 - 2, node 0 labelled, H = 0 (slope 1/4): Fisher = [[5/4,-1,0],[-1,2,-1],[0,-1,1]]
+    # for lambda = 1, whose inverse has the diagonal 4, 5, 6 (a hand-solved tridiagonal system)
+    L = sparse.csr_matrix([[1.0, -1.0, 0.0], [-1.0, 2.0, -1.0], [0.0, -1.0, 1.0]])
+    assert prediction_variance_bound(L, np.zeros(3), 1, 1.0) == pytest.approx((4 + 5 + 6) / 16 / 3)
+    # a larger lambda ties the unlabelled rows more tightly to the label: less variance
+    assert prediction_variance_bound(L, np.zeros(3), 1, 10.0) < (4 + 5 + 6) / 16 / 3
+    # node 2 cut off from every label: its prediction is not pinned down
+    cut = sparse.csr_matrix([[1.0, -1.0, 0.0], [-1.0, 1.0, 0.0], [0.0, 0.0, 0.0]])
+    assert prediction_variance_bound(cut, np.zeros(3), 1, 1.0) == np.inf
+
+
+def test_variance_bound_falls_as_labels_are_added():
+    X, truth = make_moons(600, noise=0.05, random_state=0)
+    rng = np.random.default_rng(0)
+    order = [rng.permutation(np.flatnonzero(truth == c)) for c in (0, 1)]
+    bounds = []
+    for per_class in (1, 5, 25, 100):
+        y = np.full(600, -1)
+        for c in (0, 1):
+            y[order[c][:per_class]] = c
+        bounds.append(GRBBClassifier(n_estimators=10, random_state=0).fit(X, y)
+                      .prediction_variance_bound_)
+    assert all(a > b for a, b in zip(bounds, bounds[1:])), bounds
+    assert bounds[0] > 5 * bounds[-1]
+    y = np.full(600, -1)
+    y[[order[0][0], order[1][0]]] = 0, 1
+    assert GRBBClassifier(n_estimators=3, laplacian_regularization=0.0).fit(
+        X, y).prediction_variance_bound_ is None

@@ -87,6 +87,14 @@ class GRBBClassifier(CEGBClassifier):
     booster_ : Booster
     n_labelled_, n_unlabelled_ : int
         Rows of each kind used in training.
+    prediction_variance_bound_ : float or None
+        The paper's "label more?" signal (Sec. 5, Eqs. 10-13): a lower bound on
+        the mean variance of the predicted probability over all training rows,
+        ``mean_i sigma'(H_i)^2 [(Delta + lambda L)^-1]_ii``. It falls as labels
+        are added; ``inf`` when a graph component holds no label. Binary
+        problems with ``laplacian_regularization > 0`` only (None otherwise:
+        without the smoothness term the unlabelled rows have no Fisher
+        information). Computed at fit time, not saved with the model.
 
     Examples
     --------
@@ -159,10 +167,14 @@ class GRBBClassifier(CEGBClassifier):
         self.n_features_in_ = X_all.shape[1]
         self.n_labelled_, self.n_unlabelled_ = X_labelled.shape[0], X_free.shape[0]
         n_classes = len(self.classes_)
-        gradients = self._gradient_function(_knn_laplacian(X_all, self.n_neighbors),
-                                            encoded, n_classes)
+        L = _knn_laplacian(X_all, self.n_neighbors)
+        gradients = self._gradient_function(L, encoded, n_classes)
         self._train(X_all, np.zeros(n_all), gradients, n_classes if n_classes > 2 else None,
                     None, None, callback)
+        lam = float(self.laplacian_regularization)
+        self.prediction_variance_bound_ = (
+            prediction_variance_bound(L, self.booster_.predict_raw(X_all), self.n_labelled_, lam)
+            if n_classes == 2 and lam > 0 else None)
         return self
 
     # -- input handling ------------------------------------------------------------------------
@@ -304,6 +316,60 @@ def regularised_gradients(L, target, laplacian_regularization, exact_hessian=Fal
         return both[..., 0], np.maximum(both[..., 1], _MIN_HESSIAN)
 
     return gradients
+
+
+def prediction_variance_bound(L, raw, n_labelled, laplacian_regularization):
+    """GRBB Sec. 5: lower bound on the mean variance of ``sigma(H)`` over the graph's rows.
+
+    ``mean_i sigma'(H_i)^2 V_ii`` with ``V = (Delta + lambda L)^-1`` (Eqs. 10, 13), the
+    inverse of the empirical Fisher information of loss plus Laplacian term;
+    ``Delta`` holds the logistic loss's second derivative ``sigma (1 - sigma)`` on the
+    labelled rows (the first ``n_labelled``) and 0 on the others. (The paper prints
+    ``sigma^2 (1 - sigma)``; the logistic loss's is ``sigma (1 - sigma)``.)
+
+    Parameters
+    ----------
+    L : sparse matrix, shape (n, n)
+        Graph Laplacian over the labelled rows first, then the unlabelled ones.
+    raw : ndarray, shape (n,)
+        The model's raw scores H on those rows.
+    n_labelled : int
+    laplacian_regularization : float
+        lambda, > 0.
+
+    Returns
+    -------
+    float
+        ``inf`` when a connected component of the graph holds no labelled row
+        (its predictions are not pinned down by any label).
+
+    Examples
+    --------
+    Two nodes, one labelled, at H = 0 (sigma' = 1/4): V = diag(1/d, 1/d + 1/lambda)
+    with d = 1/4, so the bound is (4 + 4 + 1) / 16 / 2 for lambda = 1:
+
+    >>> from scipy import sparse
+    >>> L = sparse.csr_matrix([[1.0, -1.0], [-1.0, 1.0]])
+    >>> round(prediction_variance_bound(L, np.zeros(2), 1, 1.0), 12), 9 / 32
+    (0.28125, 0.28125)
+    """
+    n = L.shape[0]
+    _, component = connected_components(L, directed=False)
+    if np.setdiff1d(component, component[:n_labelled]).size:
+        return np.inf
+    p = expit(raw)
+    slope = p * (1.0 - p)
+    fisher = (laplacian_regularization * L).tolil()
+    fisher.setdiag(fisher.diagonal() + np.r_[slope[:n_labelled], np.zeros(n - n_labelled)])
+    factor = splu(fisher.tocsc())
+    # diag(V): solves against blocks of unit vectors keep the memory at n x 256
+    variance = np.empty(n)
+    for start in range(0, n, 256):
+        stop = min(start + 256, n)
+        unit = np.zeros((n, stop - start))
+        unit[np.arange(start, stop), np.arange(stop - start)] = 1.0
+        variance[start:stop] = factor.solve(unit)[np.arange(start, stop), np.arange(stop - start)]
+    return float(np.mean(slope ** 2 * variance))
 
 
 def _target(encoded, n_classes):
