@@ -22,6 +22,8 @@ points with one random labelled point per class, 2000 test points, noise 0.05)
     ``LaplacianBoostingClassifier()``
     (LapGBRT, same graph and parameters) and plain boosting on the two labelled
     points alone (``CEGBClassifier(min_samples_leaf=1)``, otherwise defaults).
+    "Label more?": ``GRBBClassifier(n_estimators=20).prediction_variance_bound_``
+    (Sec. 5) with 1, 5, 25, 100 random labelled points per class.
 """
 
 import argparse
@@ -160,6 +162,29 @@ def grbb_rows(runs):
     return rows
 
 
+LABELS_PER_CLASS = (1, 5, 25, 100)
+
+
+def variance_bound_rows(seeds):
+    """GRBB's "label more?" bound (Sec. 5) on two moons as labels are added (20 trees)."""
+    rows = []
+    for per_class in LABELS_PER_CLASS:
+        bounds, accuracies = [], []
+        for seed in seeds:
+            X, _, _, truth, X_test, truth_test = two_moons(seed)
+            rng = np.random.default_rng(seed)
+            y = np.full(truth.shape, -1)
+            for c in (0, 1):
+                chosen = rng.choice(np.flatnonzero(truth == c), per_class, replace=False)
+                y[chosen] = c
+            model = GRBBClassifier(n_estimators=20, random_state=seed).fit(X, y)
+            bounds.append(model.prediction_variance_bound_)
+            accuracies.append(np.mean(model.predict(X_test) == truth_test))
+        rows.append({"labels": 2 * per_class, "variance bound": fmt(bounds, 4),
+                     "test accuracy": fmt(accuracies), "bounds": bounds})
+    return rows
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=5)
@@ -174,12 +199,15 @@ def main():
         cstc_table += rows
     runs = grbb_runs(seeds)
     results["grbb_two_moons"] = {"runs": runs, "table": grbb_rows(runs)}
+    results["grbb_variance_bound"] = variance_bound_rows(seeds)
     print("\nCSTC on the quadrant data (mean ± std over seeds; cost = mean feature cost per "
           "test input):")
     print_table(cstc_table, ["task", "model", "accuracy", "MSE", "test cost"])
     print("\nGRBB on two moons with 2 labelled points (test accuracy, mean ± std over seeds):")
     print_table(results["grbb_two_moons"]["table"],
                 ["model"] + [f"{t} trees" for t in TREES] + ["fit s"])
+    print("\nGRBB's prediction-variance lower bound (lambda 1, 20 trees) as labels are added:")
+    print_table(results["grbb_variance_bound"], ["labels", "variance bound", "test accuracy"])
     command = "python benchmarks/bench_cstc_grbb.py " + " ".join(sys.argv[1:])
     path = write_results("cstc_grbb", results, command.strip())
     print(f"\nwrote {path}")
