@@ -14,6 +14,8 @@ _MODEL_KINDS = {
     "pixel_classifier": "msclassify.pixel:PixelClassifier",
     "grbb_classifier": "msclassify.baselines._grbb:GRBBClassifier",
     "laplacian_boosting_classifier": "msclassify.baselines._grbb:LaplacianBoostingClassifier",
+    "cstc_classifier": "msclassify.baselines._cstc:CSTCClassifier",
+    "cstc_regressor": "msclassify.baselines._cstc:CSTCRegressor",
 }
 
 

@@ -7,6 +7,8 @@ from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.estimator_checks import check_estimator
 
+from msclassify import ModelFileError, load_model
+from msclassify._modelfile import read_model, write_model
 from msclassify.baselines._cstc import CSTCClassifier, CSTCRegressor, _TreeObjective
 from msclassify.datasets import QUADRANT_FEATURE_COSTS, make_cost_quadrants
 
@@ -262,3 +264,34 @@ def test_bad_inputs_are_explained():
     model = CSTCRegressor(max_depth=1, feature_map="identity").fit(X, y.astype(float))
     with pytest.raises(ValueError, match="features"):
         model.predict(X[:, :3])
+
+
+@pytest.mark.parametrize("feature_map", ["identity", "trees"])
+def test_save_and_load_give_the_same_tree(tmp_path, feature_map):
+    X, y, _ = quadrant_data(600, 0, "classification")
+    X_test, _, _ = quadrant_data(500, 1, "classification")
+    model = CSTCClassifier(feature_map=feature_map, feature_costs=COSTS, cost_tradeoff=0.003,
+                           random_state=0).fit(X, y)
+    model.save(tmp_path / "cstc.msc")
+    loaded = load_model(tmp_path / "cstc.msc")
+    assert type(loaded) is CSTCClassifier and loaded.get_params() == model.get_params()
+    np.testing.assert_array_equal(loaded.predict(X_test), model.predict(X_test))
+    np.testing.assert_array_equal(loaded.apply(X_test), model.apply(X_test))
+    np.testing.assert_array_equal(loaded.prediction_cost(X_test).per_sample,
+                                  model.prediction_cost(X_test).per_sample)
+    regressor = CSTCRegressor(feature_costs=COSTS, random_state=0).fit(*quadrant_data(300, 0)[:2])
+    regressor.save(tmp_path / "regressor.msc")
+    np.testing.assert_array_equal(load_model(tmp_path / "regressor.msc").predict(X_test),
+                                  regressor.predict(X_test))
+
+
+def test_a_model_file_whose_tree_loops_is_refused(tmp_path):
+    X, y, _ = quadrant_data(300, 0, "classification")
+    CSTCClassifier(feature_map="identity", feature_costs=COSTS, random_state=0).fit(X, y).save(
+        tmp_path / "cstc.msc")
+    kind, meta, arrays = read_model(tmp_path / "cstc.msc")
+    arrays["children"] = arrays["children"].copy()
+    arrays["children"][1] = [0, -1]                  # node 1 points back to the root
+    write_model(tmp_path / "bad.msc", kind, meta, arrays)
+    with pytest.raises(ModelFileError, match="do not fit together"):
+        load_model(tmp_path / "bad.msc")

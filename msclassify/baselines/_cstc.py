@@ -90,7 +90,8 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import threadpool_limits
 
-from ..cegb import PredictionCost, train
+from .._modelfile import ModelFileError, write_model
+from ..cegb import Booster, PredictionCost, train
 from ..cegb._params import _per_feature
 
 _ZERO = 1e-6        # weights below this magnitude are exactly zero from then on
@@ -663,6 +664,72 @@ class _CSTCBase(BaseEstimator):
         check_is_fitted(self, "coef_")
         return self.children_.shape[0]
 
+    # -- model files ---------------------------------------------------------------------------
+    def save(self, path):
+        """Save to a versioned model file (no pickle); load with `msclassify.load_model`."""
+        check_is_fitted(self, "coef_")
+        params = self.get_params()
+        if params["feature_costs"] is not None:
+            params["feature_costs"] = np.asarray(params["feature_costs"], dtype=float).tolist()
+        if isinstance(params["random_state"], np.random.RandomState):
+            params["random_state"] = None
+        arrays = {name: getattr(self, name + "_") for name in _FITTED_ARRAYS}
+        meta = {"estimator_params": params, "n_features": int(self.n_features_in_),
+                **self._extra_meta()}
+        if self.booster_ is not None:
+            meta["feature_map"], booster_arrays = self.booster_.to_model_file()
+            arrays.update({"phi_" + name: array for name, array in booster_arrays.items()})
+        write_model(path, self._model_kind, meta, arrays)
+
+    def _extra_meta(self):
+        return {}
+
+    @classmethod
+    def _from_model_file(cls, meta, arrays):
+        model = cls(**meta["estimator_params"])
+        model.n_features_in_ = int(meta["n_features"])
+        for name in _FITTED_ARRAYS:
+            setattr(model, name + "_", arrays[name])
+        model.booster_ = None
+        if "feature_map" in meta:
+            model.booster_ = Booster.from_model_file(
+                meta["feature_map"], {name[4:]: array for name, array in arrays.items()
+                                      if name.startswith("phi_")})
+        _check_tree(model)
+        model._restore_extra(meta)
+        return model
+
+    def _restore_extra(self, meta):
+        pass
+
+
+# Fitted arrays a model file holds (each as the attribute of that name plus "_").
+_FITTED_ARRAYS = ("coef", "intercept", "threshold", "children", "prediction_coef",
+                  "prediction_intercept", "weak_learner_features", "weak_learner_costs",
+                  "feature_costs")
+
+
+def _check_tree(model):
+    """ModelFileError unless a loaded tree's arrays agree and its links cannot loop."""
+    n_nodes, n_learners = model.coef_.shape
+    n_phi = model.n_features_in_ if model.booster_ is None else model.booster_.n_trees
+    nodes = np.arange(n_nodes)[:, None]
+    children = model.children_
+    consistent = (
+        n_learners == n_phi
+        and model.children_.shape == (n_nodes, 2)
+        and all(getattr(model, name + "_").shape == (n_nodes,)
+                for name in ("intercept", "threshold", "prediction_intercept"))
+        and model.prediction_coef_.shape == (n_nodes, n_learners)
+        and model.weak_learner_features_.shape == (model.n_features_in_, n_learners)
+        and model.weak_learner_costs_.shape == (n_learners,)
+        and model.feature_costs_.shape == (model.n_features_in_,)
+        # children come after their parent: traversal always ends
+        and np.all((children == -1) | ((children > nodes) & (children < n_nodes))))
+    if not consistent:
+        raise ModelFileError("model file is inconsistent: the CSTC tree arrays do not fit "
+                             "together")
+
 
 _SHARED_DOC = """
     Parameters
@@ -746,10 +813,18 @@ class CSTCClassifier(ClassifierMixin, _CSTCBase):
     [0]
     """
 
+    _model_kind = "cstc_classifier"
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.classifier_tags.multi_class = False
         return tags
+
+    def _extra_meta(self):
+        return {"classes": self.classes_.tolist(), "classes_dtype": self.classes_.dtype.str}
+
+    def _restore_extra(self, meta):
+        self.classes_ = np.asarray(meta["classes"], dtype=np.dtype(meta["classes_dtype"]))
 
     def fit(self, X, y, X_val=None, y_val=None):
         """Fit on ``X`` (n, d) and binary labels ``y``; ``X_val, y_val`` enable tree pruning."""
@@ -803,6 +878,8 @@ class CSTCRegressor(RegressorMixin, _CSTCBase):
     >>> bool(reg.score(X, y) > 0.99)
     True
     """
+
+    _model_kind = "cstc_regressor"
 
     def fit(self, X, y, X_val=None, y_val=None):
         """Fit on ``X`` (n, d) and real targets ``y``; ``X_val, y_val`` enable tree pruning."""
