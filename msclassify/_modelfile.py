@@ -23,6 +23,26 @@ class ModelFileError(ValueError):
     """A model file is missing, corrupt, truncated or from a newer version."""
 
 
+def estimator_params(estimator):
+    """``estimator.get_params()`` as JSON: arrays as float lists, a RandomState as None.
+
+    Examples
+    --------
+    >>> from msclassify import CEGBClassifier
+    >>> estimator_params(CEGBClassifier(feature_costs=np.ones(2)))["feature_costs"]
+    [1.0, 1.0]
+    """
+    params = estimator.get_params()
+    for name, value in params.items():
+        if isinstance(value, (np.ndarray, list, tuple)):
+            params[name] = np.asarray(value, dtype=float).tolist()
+        elif isinstance(value, np.random.RandomState):
+            params[name] = None
+        elif isinstance(value, np.generic):
+            params[name] = value.item()
+    return params
+
+
 def write_model(path, kind, meta, arrays):
     """Write a model atomically.
 

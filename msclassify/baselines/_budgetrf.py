@@ -46,7 +46,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._modelfile import write_model
+from .._modelfile import estimator_params, write_model
 from ..cegb._booster import PredictionCost
 from ..cegb._params import _per_feature
 from ..cegb._sklearn import check_budget
@@ -581,11 +581,7 @@ class BudgetRFClassifier(ClassifierMixin, BaseEstimator):
     def save(self, path):
         """Save to a versioned model file (no pickle); load with `msclassify.load_model`."""
         check_is_fitted(self, "trees_")
-        params = self.get_params()
-        if params["feature_costs"] is not None:
-            params["feature_costs"] = np.asarray(params["feature_costs"], dtype=float).tolist()
-        if isinstance(params["random_state"], np.random.RandomState):
-            params["random_state"] = None
+        params = estimator_params(self)
         sizes = [tree["feature"].size for tree in self.trees_]
         arrays = {name: (np.concatenate([tree[name] for tree in self.trees_]) if self.trees_ else
                          np.zeros((0, self.classes_.size) if name == "class_counts" else 0))

@@ -90,7 +90,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import threadpool_limits
 
-from .._modelfile import ModelFileError, write_model
+from .._modelfile import ModelFileError, estimator_params, write_model
 from ..cegb import Booster, PredictionCost, train
 from ..cegb._params import _per_feature
 
@@ -668,11 +668,7 @@ class _CSTCBase(BaseEstimator):
     def save(self, path):
         """Save to a versioned model file (no pickle); load with `msclassify.load_model`."""
         check_is_fitted(self, "coef_")
-        params = self.get_params()
-        if params["feature_costs"] is not None:
-            params["feature_costs"] = np.asarray(params["feature_costs"], dtype=float).tolist()
-        if isinstance(params["random_state"], np.random.RandomState):
-            params["random_state"] = None
+        params = estimator_params(self)
         arrays = {name: getattr(self, name + "_") for name in _FITTED_ARRAYS}
         meta = {"estimator_params": params, "n_features": int(self.n_features_in_),
                 **self._extra_meta()}

@@ -10,7 +10,7 @@ from sklearn.metrics import r2_score
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._modelfile import write_model
+from .._modelfile import estimator_params, write_model
 from ._booster import Booster
 from ._params import CEGBParams
 from ._train import train
@@ -74,18 +74,6 @@ class _CEGBBase(BaseEstimator):
             params["random_state"] = int(params["random_state"].randint(2**31))
         return params
 
-    def _json_params(self):
-        """`get_params` with arrays as lists and a RandomState dropped, for model files."""
-        params = self.get_params()
-        for name, value in params.items():
-            if isinstance(value, (np.ndarray, list, tuple)):
-                params[name] = np.asarray(value, dtype=float).tolist()
-            elif isinstance(value, np.random.RandomState):
-                params[name] = None
-            elif isinstance(value, np.generic):
-                params[name] = value.item()
-        return params
-
     def _validate_X(self, X, reset=False):
         return validate_data(self, X, reset=reset, ensure_all_finite="allow-nan",
                              dtype=(np.float64, np.float32))
@@ -126,7 +114,7 @@ class _CEGBBase(BaseEstimator):
         """Save to a versioned model file (no pickle); load with `msclassify.load_model`."""
         check_is_fitted(self, "booster_")
         meta, arrays = self.booster_.to_model_file()
-        meta["estimator_params"] = self._json_params()
+        meta["estimator_params"] = estimator_params(self)
         meta.update(self._extra_meta())
         write_model(path, self._model_kind, meta, arrays)
 
