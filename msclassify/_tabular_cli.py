@@ -68,10 +68,10 @@ def _check_output_file(path, what):
 
 
 def _features_used(model):
-    """Sorted feature indices a fitted CEGB or BudgetRF model splits on."""
-    if hasattr(model, "booster_"):
-        return model.booster_.features_used()
-    return model.features_used()
+    """Sorted indices of the raw features a fitted CEGB, BudgetRF or CSTC model uses."""
+    if hasattr(model, "features_used"):      # BudgetRF, CSTC (whose booster_ is its feature map)
+        return model.features_used()
+    return model.booster_.features_used()
 
 
 def _score_text(scores):
@@ -180,13 +180,13 @@ def _cmd_train(args):
 
 def _load_tabular_model(path):
     from . import load_model
-    from .baselines import BudgetRFClassifier
+    from .baselines import BudgetRFClassifier, CSTCClassifier
     from .cegb._sklearn import CEGBClassifier
     from .pixel import PixelClassifier
 
     model = load_model(path)
-    if isinstance(model, PixelClassifier) or not isinstance(model, (CEGBClassifier,
-                                                                    BudgetRFClassifier)):
+    if isinstance(model, PixelClassifier) or not isinstance(
+            model, (CEGBClassifier, BudgetRFClassifier, CSTCClassifier)):
         raise CommandError(f"{path} holds a {type(model).__name__}, not a tabular classifier; "
                            "train one with: msclassify tabular train DATA -o MODEL.msc")
     return model

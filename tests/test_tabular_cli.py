@@ -200,6 +200,23 @@ def test_bad_input_is_one_line_exit_1_and_no_output(tmp_path, capsys, case):
     assert set(tmp_path.rglob("*")) == before     # no model, folder or partial file
 
 
+def test_evaluate_scores_a_saved_cstc_tree(tmp_path):
+    from msclassify.baselines import CSTCClassifier
+    data_path, costs_path = SAMPLES / "miniboone_style.txt", SAMPLES / "miniboone_style.cost"
+    data, _, costs = load_train_test(data_path, cost_path=costs_path, test_fraction=0)
+    tree = CSTCClassifier(feature_costs=costs, cost_tradeoff=1e-3, random_state=0).fit(
+        data.X, training_targets(data))
+    tree.save(tmp_path / "cstc.msc")
+    assert run("evaluate", tmp_path / "cstc.msc", data_path, "--json", tmp_path / "e.json",
+               "-q") == 0
+    report = json.loads((tmp_path / "e.json").read_text())
+    assert report["model_class"] == "CSTCClassifier"
+    assert report["scores"] == pytest.approx(score_model(tree, data))
+    assert report["mean_cost"]["total"] == pytest.approx(
+        tree.prediction_cost(data.X).per_sample.mean())
+    assert report["features_used"] == [data.feature_names[i] for i in tree.features_used()]
+
+
 def test_evaluate_refuses_pixel_and_regression_models(tmp_path, capsys):
     rng = np.random.default_rng(0)
     image = rng.integers(0, 255, (32, 32)).astype(np.uint8)
