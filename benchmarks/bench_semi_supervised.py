@@ -37,7 +37,6 @@ chosen from this table; the real clip is held out).
 
 import argparse
 import os
-import statistics
 import sys
 import time
 

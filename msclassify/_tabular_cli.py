@@ -24,7 +24,6 @@ import argparse
 import copy
 import inspect
 import json
-import math
 import time
 from pathlib import Path
 
