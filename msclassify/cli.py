@@ -62,6 +62,15 @@ _MODEL_OPTIONS = {
     "evaluation_cost_mode": (str, ("leaf", "tree"), "evaluation cost accounting"),
     "n_cost_samples": (int, None, "pixels drawn from the frames to represent a whole image in "
                                   "the cost terms"),
+    "n_unlabelled": (int, None, "with --semi-supervised: unlabelled pixels drawn in total"),
+    "n_neighbors": (int, None, "with --semi-supervised: neighbours per pixel in the graph"),
+    "laplacian_regularization": (float, None, "with --semi-supervised: graph smoothness weight "
+                                              "in the scribbles' gradients"),
+}
+# PixelClassifier switches exposed as flags: name -> help.
+_MODEL_FLAGS = {
+    "semi_supervised": "also learn from unlabelled pixels of the scribbled frames (GRBB); helps "
+                       "with sparse strokes, not with a few scattered clicks",
 }
 
 
@@ -307,7 +316,8 @@ def _cmd_train(args):
         raise CommandError(f"cannot save the model to {output}: folder {output.parent} does not "
                            "exist; create it or choose another path with -o")
     frames, labels = _training_frames(args.images, args.labels, args.gray)
-    params = {name: getattr(args, name) for name in _MODEL_OPTIONS if hasattr(args, name)}
+    params = {name: getattr(args, name) for name in (*_MODEL_OPTIONS, *_MODEL_FLAGS)
+              if hasattr(args, name)}
     features = args.features.split(",") if "," in args.features or ":" in args.features \
         else args.features
     clf = PixelClassifier(features=features, **params)
@@ -552,6 +562,9 @@ def _add_model_options(parser):
         group.add_argument("--" + name.replace("_", "-"), type=kind, choices=choices,
                            metavar=metavar, default=argparse.SUPPRESS,
                            help=f"{text} (default: {default})")
+    for name, text in _MODEL_FLAGS.items():
+        group.add_argument("--" + name.replace("_", "-"), action="store_true",
+                           default=argparse.SUPPRESS, help=f"{text} (default: off)")
 
 
 def build_parser():

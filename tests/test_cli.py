@@ -113,6 +113,23 @@ def test_train_passes_the_options_to_pixel_classifier_and_trains_every_tree(data
     np.testing.assert_array_equal(clf.predict(frames[3]), reference.predict(frames[3]))
 
 
+def test_train_semi_supervised_flag_and_its_options(data, tmp_path):
+    folder, frames = data
+    path = tmp_path / "semi.msc"
+    assert main(["train", str(folder / "frames.tif"), "--labels", str(folder / "scribbles.tif"),
+                 "-o", str(path), "--features", "fast", "--n-estimators", "4",
+                 "--random-state", "0", "--semi-supervised", "--n-unlabelled", "500",
+                 "--n-neighbors", "5", "--quiet"]) == 0
+    params = load_model(path).get_params()
+    assert params["semi_supervised"] is True
+    assert (params["n_unlabelled"], params["n_neighbors"]) == (500, 5)
+    reference = PixelClassifier(features="fast", n_estimators=4, random_state=0,
+                                semi_supervised=True, n_unlabelled=500, n_neighbors=5).fit(
+        frames[0], make_scribbles(frames)[0])
+    np.testing.assert_array_equal(load_model(path).predict(frames[3]),
+                                  reference.predict(frames[3]))
+
+
 def test_train_pairs_label_files_with_video_frames_by_name(tmp_path):
     frames = make_frames(12)
     video = tmp_path / "movie.mp4"
