@@ -27,6 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .pixel import most_probable
+
 __all__ = ["BatchError", "available_cores", "connect", "label_dtype", "local_cluster",
            "predict_frame", "predict_to_writer"]
 
@@ -88,7 +90,7 @@ def predict_frame(model, frame, probabilities=False, dtype=np.uint8):
     if not probabilities:
         return np.asarray(model.predict(frame)).astype(dtype, copy=False), None
     proba = np.asarray(model.predict_proba(frame), dtype=np.float32)
-    labels = np.asarray(model.classes_)[np.argmax(proba, axis=2)].astype(dtype, copy=False)
+    labels = np.asarray(model.classes_)[most_probable(proba)[0]].astype(dtype, copy=False)
     return labels, proba
 
 

@@ -22,7 +22,7 @@ from .baselines._grbb import check_graph_params
 from .cegb import Booster, train
 from .features import FeatureBank, FeatureCache, FeatureSpec
 
-__all__ = ["ImageCost", "PixelClassifier"]
+__all__ = ["ImageCost", "PixelClassifier", "most_probable"]
 
 _MODEL_KIND = "pixel_classifier"
 _STRATEGIES = ("multiscale", "per_pixel")
@@ -380,7 +380,7 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
 
     def uncertainty(self, image):
         """``1 - max class probability`` of every pixel: float32 ``(H, W)``."""
-        return 1.0 - self.predict_proba(image).max(axis=2)
+        return most_probable(self.predict_proba(image))[1]
 
     def cost_map(self, image):
         """Per-pixel evaluation cost: ``split_cost / share`` summed over the visited nodes.
@@ -446,6 +446,34 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         clf.n_channels_ = int(meta["n_channels"])
         clf._prepare()
         return clf
+
+
+def most_probable(probabilities):
+    """Index of the most probable class and ``1 - max`` of ``(H, W, K)`` probabilities.
+
+    Ties go to the first class, as with `numpy.argmax`. One pass per class over
+    whole planes: numpy's reductions along a short last axis take several times
+    longer on a 1024² frame.
+
+    Returns
+    -------
+    best : ndarray of intp, shape (H, W)
+    uncertainty : ndarray, shape (H, W), of the probabilities' dtype
+
+    Examples
+    --------
+    >>> p = np.array([[[0.2, 0.8], [0.5, 0.5]]], dtype=np.float32)
+    >>> best, uncertainty = most_probable(p)
+    >>> best.tolist(), uncertainty.tolist()
+    ([[1, 0]], [[0.19999998807907104, 0.5]])
+    """
+    top = probabilities[..., 0].copy()
+    best = np.zeros(top.shape, dtype=np.intp)
+    for k in range(1, probabilities.shape[-1]):
+        plane = probabilities[..., k]
+        best[plane > top] = k
+        np.maximum(top, plane, out=top)
+    return best, np.subtract(1.0, top, out=top)
 
 
 def _probabilities(raw):

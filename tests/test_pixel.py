@@ -12,7 +12,7 @@ from msclassify import ModelFileError, load_model
 from msclassify._modelfile import read_model, write_model
 from msclassify.features import FeatureBank, FeatureCache
 from msclassify.metrics import label_instances, seg_score
-from msclassify.pixel import ImageCost, PixelClassifier, _training_set
+from msclassify.pixel import ImageCost, PixelClassifier, _training_set, most_probable
 
 
 def _blobs(seed, shape=(61, 75), n_blobs=4, radius=7):
@@ -357,3 +357,13 @@ def test_default_classifier_on_sample_flies():
     # cheap: a few mostly coarse features, a few node evaluations per pixel
     assert len(clf.features_used_) <= 10
     assert cost.total / frames[2].size < 50
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_most_probable_is_argmax_and_one_minus_max(n_classes):
+    probabilities = np.random.default_rng(0).random((20, 30, n_classes)).astype(np.float32)
+    probabilities[0, 0] = 0.5                           # a tie goes to the first class
+    best, uncertainty = most_probable(probabilities)
+    np.testing.assert_array_equal(best, np.argmax(probabilities, axis=2))
+    np.testing.assert_array_equal(uncertainty, 1.0 - probabilities.max(axis=2))
+    assert uncertainty.dtype == np.float32 and best[0, 0] == 0

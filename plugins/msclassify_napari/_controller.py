@@ -26,7 +26,7 @@ import numpy as np
 
 from msclassify import load_model
 from msclassify.io import open_writer
-from msclassify.pixel import PixelClassifier
+from msclassify.pixel import PixelClassifier, most_probable
 
 __all__ = ["CLASS_NAMES_KEY", "PREDICT", "RETRAIN", "TRAIN", "ClassifierSettings", "CostSummary",
            "FramePrediction", "FrameStack", "LayerSpec", "LiveUpdateScheduler", "Scribbles",
@@ -289,25 +289,11 @@ def predict_frame(classifier, frame, frame_index):
     probabilities = classifier.predict_proba(frame)
     # labels and uncertainty from the same probabilities: `predict` and `uncertainty`
     # would each compute the features and walk the trees again
-    best, uncertainty = _most_probable(probabilities)
+    best, uncertainty = most_probable(probabilities)
     labels = classifier.classes_[best]
     return FramePrediction(frame_index, labels, probabilities, uncertainty,
                            time.perf_counter() - start)
 
-
-def _most_probable(probabilities):
-    """Argmax class index and ``1 - max`` of ``(H, W, K)`` probabilities.
-
-    One pass per class over whole planes: numpy's reductions along a short last
-    axis take several times longer on a 1024² frame, and this runs on every update.
-    """
-    top = probabilities[..., 0].copy()
-    best = np.zeros(top.shape, dtype=np.intp)
-    for k in range(1, probabilities.shape[-1]):
-        plane = probabilities[..., k]
-        best[plane > top] = k
-        np.maximum(top, plane, out=top)
-    return best, np.subtract(1.0, top, out=top)
 
 
 def cost_summary(classifier, frame, frame_index, baseline=False, keep_map=True, seconds=0.0):
