@@ -86,22 +86,13 @@ def staged_points(model, X, score, cost_curve):
     return points
 
 
-def run_cegb(data, score, mus, n_trees, **extra):
+def run_cegb(data, score, mus, n_trees, estimator=CEGBClassifier, **extra):
+    """Staged (cost, score) points of ``estimator`` (a CEGB preset) at every tradeoff."""
     (Xtr, ytr), (Xte, _) = data["train"], data["test"]
     points = []
     for mu in mus:
-        model = CEGBClassifier(n_estimators=n_trees, cost_tradeoff=mu, feature_costs=data["costs"],
-                               random_state=0, **extra).fit(Xtr, ytr)
-        points += staged_points(model, Xte, score, model.cost_curve(Xte)["total"])
-    return points
-
-
-def run_greedy_miser(data, score, mus, n_trees):
-    (Xtr, ytr), (Xte, _) = data["train"], data["test"]
-    points = []
-    for mu in mus:
-        model = GreedyMiserClassifier(n_estimators=n_trees, cost_tradeoff=mu, split_cost=0.0,
-                                      feature_costs=data["costs"], random_state=0).fit(Xtr, ytr)
+        model = estimator(n_estimators=n_trees, cost_tradeoff=mu, feature_costs=data["costs"],
+                          random_state=0, **extra).fit(Xtr, ytr)
         points += staged_points(model, Xte, score, model.cost_curve(Xte)["total"])
     return points
 
@@ -182,7 +173,8 @@ def main():
             "CEGB (best-first)": run_cegb(data, score, mus, n_trees),
             "CEGB (breadth-first)": run_cegb(data, score, mus, n_trees, growth="breadth_first",
                                              max_depth=5),
-            "GreedyMiser": run_greedy_miser(data, score, mus, n_trees),
+            "GreedyMiser": run_cegb(data, score, mus, n_trees, GreedyMiserClassifier,
+                                    split_cost=0.0),
             "plain GB (mu=0)": run_cegb(data, score, [0.0], n_trees),
             "LightGBM CEGB": run_lightgbm_cegb(data, score, mus, n_trees),
             "BudgetRF": run_budgetrf(data, score, 40 if args.quick else 100),
