@@ -266,3 +266,83 @@ def test_binning_lookup_gives_the_plain_binary_search_bins():
             expected[m] = np.searchsorted(binner.edges[m, :last], data[:, m], side="left")
             expected[m, np.isnan(data[:, m])] = 255
         np.testing.assert_array_equal(binner.transform(data), expected)
+
+
+def test_threshold_falls_halfway_between_two_tied_groups():
+    """300 zeros (class 0), 300 ones and 400 distinct values in [2, 3] (class 1): more
+    distinct values than bins, so the equal-count path bins this column. The only useful
+    split is between the tied groups 0 and 1; it must sit halfway (0.5), so an unseen 0.4
+    goes with the zeros and 0.6 with the ones (a threshold at the tied value 0 itself
+    would send 0.4 to class 1)."""
+    x = np.r_[np.zeros(300), np.ones(300), np.linspace(2, 3, 400)]
+    y = np.r_[np.zeros(300), np.ones(700)]
+    model = train(x[:, None], y, "binary", dict(n_estimators=1, max_leaves=2, min_samples_leaf=1))
+    assert model.trees[0]["threshold"][0] == 0.5
+    raw = model.predict_raw(np.array([[0.0], [0.4], [0.6], [1.0]]))
+    assert raw[0] == raw[1] < raw[2] == raw[3]
+
+
+def test_heavy_tie_gets_its_own_bin_and_leaves_the_rest_to_other_values():
+    """Eight zeros and the values 1..8 once each, at most 5 bins (16 rows, ~3 a bin). The
+    zeros hold more than a bin's share, so they get one bin and the other four bins share
+    the 8 remaining rows: {0} | {1, 2} | {3, 4} | {5, 6} | {7, 8}, edges halfway. (Quantiles
+    of the rows put three of the four cuts among the zeros and leave 4 bins.)"""
+    from msclassify.cegb._binning import BinMapper
+    X = np.r_[np.zeros(8), np.arange(1.0, 9.0)][:, None]
+    binner = BinMapper(max_bins=5).fit(X)
+    assert binner.n_bins[0] == 5
+    assert binner.edges[0, :4].tolist() == [0.5, 2.5, 4.5, 6.5]
+    assert binner.transform(X)[0].tolist() == [0] * 8 + [1, 1, 2, 2, 3, 3, 4, 4]
+
+
+def test_heavy_ties_do_not_cost_bins():
+    """Half of the rows tied at 0 (a dark background), 1000 distinct values in the rest:
+    every one of the 255 bins is used, the zeros alone in bin 0."""
+    from msclassify.cegb._binning import BinMapper
+    rng = np.random.default_rng(0)
+    X = np.r_[np.zeros(1000), rng.uniform(0.1, 1.0, 1000)][:, None]
+    binner = BinMapper().fit(X)
+    assert binner.n_bins[0] == 255
+    counts = np.bincount(binner.transform(X)[0], minlength=255)
+    assert counts[0] == 1000 and counts[1:].max() <= 5
+
+
+def test_adjacent_float32_values_are_split_apart():
+    """Two tied groups at adjacent float32 values: their float32 midpoint rounds (half to
+    even) up to the larger one, which would put both groups in one bin; the edge must lie
+    in [a, b), so a tree separates the classes exactly."""
+    a = np.float32(1 + 2.0**-23)
+    b = np.nextafter(a, np.float32(2))
+    assert np.float32((a + b) / np.float32(2)) == b          # the rounding this guards against
+    X = np.r_[np.full(20, a), np.full(20, b)].astype(np.float32)[:, None]
+    y = np.r_[np.zeros(20), np.ones(20)]
+    model = train(X, y, "binary", dict(n_estimators=1, max_leaves=2, min_samples_leaf=1))
+    assert a <= model.trees[0]["threshold"][0] < b
+    raw = model.predict_raw(X)
+    assert raw[0] < raw[-1] and len(np.unique(raw)) == 2
+
+
+def test_bin_edges_are_midpoints_of_adjacent_distinct_values():
+    """Random columns with heavy ties, few and many distinct values: every edge is the
+    midpoint of two adjacent distinct training values, no tied group is split (all its
+    rows share a bin), and at most max_bins bins are used."""
+    from msclassify.cegb._binning import BinMapper
+    rng = np.random.default_rng(1)
+    n = 3000
+    columns = [rng.integers(0, 40, n) / 4.0,                                # 40 values
+               np.where(rng.random(n) < 0.6, 0.0, rng.normal(size=n)),      # 60% ties at 0
+               np.round(rng.exponential(size=n), 2),                        # many small ties
+               rng.normal(size=n)]                                          # all distinct
+    X = np.column_stack(columns)
+    for max_bins in (255, 16):
+        binner = BinMapper(max_bins=max_bins).fit(X)
+        bins = binner.transform(X)
+        for m in range(X.shape[1]):
+            values = np.unique(X[:, m])
+            edges = binner.edges[m, :binner.n_bins[m] - 1]
+            assert binner.n_bins[m] == min(values.size, max_bins)
+            below = values[np.searchsorted(values, edges) - 1]
+            above = values[np.searchsorted(values, edges)]
+            np.testing.assert_array_equal(edges, (below + above) / 2)
+            for value in values:
+                assert np.unique(bins[m][X[:, m] == value]).size == 1
