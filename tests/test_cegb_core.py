@@ -270,10 +270,10 @@ def test_binning_lookup_gives_the_plain_binary_search_bins():
 
 def test_threshold_falls_halfway_between_two_tied_groups():
     """300 zeros (class 0), 300 ones and 400 distinct values in [2, 3] (class 1): more
-    distinct values than bins, so the equal-count path bins this column. The only useful
-    split is between the tied groups 0 and 1; it must sit halfway (0.5), so an unseen 0.4
-    goes with the zeros and 0.6 with the ones (a threshold at the tied value 0 itself
-    would send 0.4 to class 1)."""
+    distinct values than bins, so this column is cut at quantiles. The only useful split
+    is between the tied groups 0 and 1; it must sit halfway (0.5), so an unseen 0.4 goes
+    with the zeros and 0.6 with the ones (a threshold at the tied value 0 itself would
+    send 0.4 to class 1)."""
     x = np.r_[np.zeros(300), np.ones(300), np.linspace(2, 3, 400)]
     y = np.r_[np.zeros(300), np.ones(700)]
     model = train(x[:, None], y, "binary", dict(n_estimators=1, max_leaves=2, min_samples_leaf=1))
@@ -282,29 +282,16 @@ def test_threshold_falls_halfway_between_two_tied_groups():
     assert raw[0] == raw[1] < raw[2] == raw[3]
 
 
-def test_heavy_tie_gets_its_own_bin_and_leaves_the_rest_to_other_values():
-    """Eight zeros and the values 1..8 once each, at most 5 bins (16 rows, ~3 a bin). The
-    zeros hold more than a bin's share, so they get one bin and the other four bins share
-    the 8 remaining rows: {0} | {1, 2} | {3, 4} | {5, 6} | {7, 8}, edges halfway. (Quantiles
-    of the rows put three of the four cuts among the zeros and leave 4 bins.)"""
+def test_quantile_bins_end_halfway_to_the_next_value():
+    """Eight zeros and the values 1..8 once each, at most 5 bins: the row quantiles
+    (method "lower", 16 rows) at 1/5 .. 4/5 are the values 0, 0, 2, 5, so the bins are
+    {0} | {1, 2} | {3, 4, 5} | {6, 7, 8} with edges halfway to the next value."""
     from msclassify.cegb._binning import BinMapper
     X = np.r_[np.zeros(8), np.arange(1.0, 9.0)][:, None]
     binner = BinMapper(max_bins=5).fit(X)
-    assert binner.n_bins[0] == 5
-    assert binner.edges[0, :4].tolist() == [0.5, 2.5, 4.5, 6.5]
-    assert binner.transform(X)[0].tolist() == [0] * 8 + [1, 1, 2, 2, 3, 3, 4, 4]
-
-
-def test_heavy_ties_do_not_cost_bins():
-    """Half of the rows tied at 0 (a dark background), 1000 distinct values in the rest:
-    every one of the 255 bins is used, the zeros alone in bin 0."""
-    from msclassify.cegb._binning import BinMapper
-    rng = np.random.default_rng(0)
-    X = np.r_[np.zeros(1000), rng.uniform(0.1, 1.0, 1000)][:, None]
-    binner = BinMapper().fit(X)
-    assert binner.n_bins[0] == 255
-    counts = np.bincount(binner.transform(X)[0], minlength=255)
-    assert counts[0] == 1000 and counts[1:].max() <= 5
+    assert binner.n_bins[0] == 4
+    assert binner.edges[0, :3].tolist() == [0.5, 2.5, 5.5]
+    assert binner.transform(X)[0].tolist() == [0] * 8 + [1, 1, 2, 2, 2, 3, 3, 3]
 
 
 def test_adjacent_float32_values_are_split_apart():
@@ -325,7 +312,7 @@ def test_adjacent_float32_values_are_split_apart():
 def test_bin_edges_are_midpoints_of_adjacent_distinct_values():
     """Random columns with heavy ties, few and many distinct values: every edge is the
     midpoint of two adjacent distinct training values, no tied group is split (all its
-    rows share a bin), and at most max_bins bins are used."""
+    rows share a bin), one bin per value when they fit, never more than max_bins."""
     from msclassify.cegb._binning import BinMapper
     rng = np.random.default_rng(1)
     n = 3000
@@ -340,7 +327,9 @@ def test_bin_edges_are_midpoints_of_adjacent_distinct_values():
         for m in range(X.shape[1]):
             values = np.unique(X[:, m])
             edges = binner.edges[m, :binner.n_bins[m] - 1]
-            assert binner.n_bins[m] == min(values.size, max_bins)
+            assert binner.n_bins[m] <= max_bins
+            if values.size <= max_bins:
+                assert binner.n_bins[m] == values.size
             below = values[np.searchsorted(values, edges) - 1]
             above = values[np.searchsorted(values, edges)]
             np.testing.assert_array_equal(edges, (below + above) / 2)

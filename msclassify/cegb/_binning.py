@@ -1,87 +1,26 @@
 """Binning of raw features into at most 255 value bins (+ a missing bin).
 
-Edges always sit halfway between two adjacent distinct training values, so a
-group of tied values is never split and a new value is sent to the side of the
-training value it is closer to. A feature with at most ``max_bins`` distinct
-values gets one bin per value. Otherwise `cut_positions` chooses the cuts:
-bins of about equal row counts, where a value holding as many rows as a bin
-(a heavy tie: the 0 of a dark background, a coarse pyramid level's block
-value) gets a bin of its own and the bins it does not need go to the other
-values.
+A feature with at most ``max_bins`` distinct values gets one bin per value;
+otherwise the bins end at row quantiles of the column. Either way every edge
+sits halfway between two adjacent distinct training values, so a group of tied
+values is never split and an unseen value goes to the side of the training value
+it is nearer to.
+
+A quantile that falls inside a heavily tied value (the 0 of a dark background,
+a coarse pyramid level's block means) adds no edge, so such a feature keeps
+fewer than ``max_bins`` bins. Giving heavy ties bins of their own and their
+unused bins to the other values (as LightGBM does) was tried and made pixel
+models worse: on fly_masks_dev with levels 0-1 of the filter bank (50 features,
+100 trees x 31 leaves, 12 runs each leaving out a different 1% of the scribbled
+pixels) SEG fell by 0.004 +- 0.0014 and test log-loss rose by 6%; with the
+92-feature bank nothing changed.
 """
 
 import numpy as np
-from numba import njit
 
 from ._kernels import bin_data, bin_lookup_tables
 
-_QUANTILE_SAMPLE = 200_000
-
-
-@njit(cache=True)
-def cut_positions(ordered, max_bins):
-    """Where to cut a sorted column (no NaN) into at most ``max_bins`` bins of similar counts.
-
-    A cut never splits a group of tied values. With at most ``max_bins``
-    distinct values every value gets a bin. Otherwise one sweep from the
-    smallest value closes a bin after a group of tied values when the bin holds
-    at least the target count (rows not yet binned / bins left), or when the
-    next group alone holds that many, so a heavy tie starts a bin of its own.
-    The target is recomputed after every bin: bins that heavy ties do not use go
-    to the rest of the range. One pass over the rows, whatever their dtype.
-
-    Parameters
-    ----------
-    ordered : ndarray, shape (N,)
-        Sorted finite values.
-    max_bins : int
-
-    Returns
-    -------
-    ndarray of int64
-        Increasing positions ``p`` with ``ordered[p] < ordered[p + 1]``: cut between
-        the two; at most ``max_bins - 1`` of them.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> x = np.r_[0.0, 1, 2, 3, np.full(8, 4.0), 5, 6, 7, 8]    # 16 rows, 4 is a heavy tie
-    >>> cut_positions(x, 4).tolist()                             # {0..3} | {4 x 8} | {5, 6} | {7, 8}
-    [3, 11, 13]
-    """
-    n_rows = ordered.shape[0]
-    n_values = 1 if n_rows else 0
-    for i in range(1, n_rows):
-        if ordered[i] != ordered[i - 1]:
-            n_values += 1
-    cuts = np.empty(max(0, min(n_values, max_bins) - 1), dtype=np.int64)
-    n_cuts = 0
-    if n_values <= max_bins:
-        for i in range(1, n_rows):
-            if ordered[i] != ordered[i - 1]:
-                cuts[n_cuts] = i - 1
-                n_cuts += 1
-        return cuts
-    rows_left = n_rows
-    bins_left = max_bins
-    bin_start = 0                  # first row of the open bin
-    group_end = 1                  # the open bin holds rows [bin_start, group_end)
-    while group_end < n_rows and ordered[group_end] == ordered[0]:
-        group_end += 1
-    while group_end < n_rows and n_cuts < cuts.shape[0]:
-        next_end = group_end + 1   # the next group of ties is [group_end, next_end)
-        while next_end < n_rows and ordered[next_end] == ordered[group_end]:
-            next_end += 1
-        in_bin = group_end - bin_start
-        target = rows_left / bins_left
-        if in_bin >= target or next_end - group_end >= target:
-            cuts[n_cuts] = group_end - 1
-            n_cuts += 1
-            rows_left -= in_bin
-            bins_left -= 1
-            bin_start = group_end
-        group_end = next_end
-    return cuts[:n_cuts]
+_BINNING_SAMPLE = 200_000
 
 
 def midpoints(low, high):
@@ -90,6 +29,13 @@ def midpoints(low, high):
     Computed in float64 even for float32 data: the float32 midpoint of two
     adjacent float32 values can round up to ``high``, which would put both values
     in one bin.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> a = np.float32(1 + 2.0**-23); b = np.nextafter(a, np.float32(2))
+    >>> bool(np.float32((a + b) / np.float32(2)) == b), bool(a <= midpoints(a, b) < b)
+    (True, True)
     """
     low = np.asarray(low, dtype=np.float64)
     high = np.asarray(high, dtype=np.float64)
@@ -100,11 +46,11 @@ def midpoints(low, high):
 class BinMapper:
     """Per-feature upper bin edges learned from the training data.
 
-    Edges lie halfway between adjacent distinct values of (a sample of) the
-    column: one bin per value when there are at most ``max_bins`` values,
-    otherwise bins of about equal counts with heavy ties on their own
-    (`cut_positions`). The last edge is ``+inf`` so every finite value has a
-    bin; NaN goes to the missing bin.
+    One bin per distinct value when there are at most ``max_bins`` of them,
+    otherwise bins ending at row quantiles (``np.quantile(..., method="lower")``)
+    of (a sample of) the column; every edge is the midpoint between the last
+    value of its bin and the next distinct value. The last edge is ``+inf`` so
+    every finite value has a bin; NaN goes to the missing bin.
 
     Examples
     --------
@@ -124,19 +70,30 @@ class BinMapper:
     def fit(self, X):
         n_rows, n_features = X.shape
         rng = np.random.default_rng(self.random_state)
-        if n_rows > _QUANTILE_SAMPLE:
-            # Edges from a sample: the same up to sampling noise, at a fraction of the
-            # sorting and without copying X.
-            sample = X[np.sort(rng.choice(n_rows, _QUANTILE_SAMPLE, replace=False))]
+        if n_rows > _BINNING_SAMPLE:
+            # Quantiles from a sample: the same edges up to sampling noise, at a fraction of
+            # the sorting and without copying X.
+            sample = X[np.sort(rng.choice(n_rows, _BINNING_SAMPLE, replace=False))]
         else:
             sample = X
         self.edges = np.full((n_features, self.max_bins), np.inf)
         self.n_bins = np.ones(n_features, dtype=np.int32)
+        quantiles = np.linspace(0, 1, self.max_bins + 1)[1:-1]
         for m in range(n_features):
             column = sample[:, m]
+            # one sort serves both the distinct values and the quantiles
             ordered = np.sort(column[~np.isnan(column)])
-            at = cut_positions(ordered, self.max_bins)
-            cuts = midpoints(ordered[at], ordered[at + 1])
+            values = ordered[np.r_[True, ordered[1:] != ordered[:-1]]] if ordered.size else ordered
+            if values.size <= 1:
+                continue
+            if values.size <= self.max_bins:
+                last_in_bin = np.arange(values.size - 1)
+            else:
+                # np.quantile(..., method="lower") without sorting again, as value indices
+                lower = np.floor((ordered.size - 1) * quantiles).astype(np.intp)
+                last_in_bin = np.unique(np.searchsorted(values, ordered[lower]))
+                last_in_bin = last_in_bin[last_in_bin < values.size - 1]
+            cuts = midpoints(values[last_in_bin], values[last_in_bin + 1])
             self.edges[m, :cuts.size] = cuts
             self.n_bins[m] = cuts.size + 1
         self.lookup = bin_lookup_tables(self.edges, self.n_bins)
