@@ -337,7 +337,7 @@ def _cmd_train(args):
 # -- predict -----------------------------------------------------------------------------------
 
 def _cmd_predict(args):
-    from . import _batch
+    from .pixel import batch
     from .io import open_frames, open_writer
 
     model = _load_pixel_model(args.model)
@@ -351,7 +351,7 @@ def _cmd_predict(args):
         selection = _parse_frames(args.frames, len(source), args.input)
         classes = np.asarray(model.classes_)
         writer = open_writer(args.output, len(selection), source.shape[:2],
-                             dtype=_batch.label_dtype(classes),
+                             dtype=batch.label_dtype(classes),
                              names=[source.name(i) for i in selection],
                              n_classes=classes.size if args.probabilities else None,
                              format=args.format)
@@ -369,7 +369,7 @@ def _cmd_predict(args):
 
 
 def _run_prediction(args, model, source, writer, selection, todo):
-    from . import _batch
+    from .pixel import batch
 
     model_bytes, cluster = None, contextlib.nullcontext()
     if args.workers is not None or args.scheduler is not None:
@@ -379,8 +379,8 @@ def _run_prediction(args, model, source, writer, selection, todo):
             raise CommandError("--workers and --scheduler need Dask: pip install "
                                "'dask[distributed]'") from None
         model_bytes = Path(args.model).read_bytes()
-        cluster = (_batch.local_cluster(args.workers) if args.workers is not None
-                   else _batch.connect(args.scheduler))
+        cluster = (batch.local_cluster(args.workers) if args.workers is not None
+                   else batch.connect(args.scheduler))
     written = 0
 
     def on_frame(position):
@@ -393,7 +393,7 @@ def _run_prediction(args, model, source, writer, selection, todo):
                    initial=len(selection) - len(todo)) as bar:
         try:
             with cluster as client:
-                _batch.predict_to_writer(model, source, writer, todo, frame_index=selection,
+                batch.predict_to_writer(model, source, writer, todo, frame_index=selection,
                                          probabilities=args.probabilities, client=client,
                                          model_bytes=model_bytes, chunk_size=args.chunk_size,
                                          on_frame=on_frame)
@@ -403,7 +403,7 @@ def _run_prediction(args, model, source, writer, selection, todo):
             print(f"{_PROG} predict: interrupted; {done} of {len(selection)} frames are complete "
                   f"in {args.output}. Run the same command again to resume.", file=sys.stderr)
             return _EXIT_INTERRUPTED
-        except (FrameReadError, _batch.BatchError) as exc:
+        except (FrameReadError, batch.BatchError) as exc:
             done = len(selection) - len(todo) + written
             error = FrameReadError if isinstance(exc, FrameReadError) else CommandError
             resume = (f"; the {done} frames written to {args.output} stay valid and a re-run "

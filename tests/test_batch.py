@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 import tifffile
 
-import msclassify._batch as batch
+import msclassify.pixel.batch as batch
 from msclassify import load_model
-from msclassify._batch import (BatchError, _ModelPlugin, _numba_threads, _predict_chunk,
-                               _workers_per_host, available_cores, connect, label_dtype,
-                               local_cluster, predict_frame, predict_to_writer)
 from msclassify.io import FrameWriteError, open_writer
 from msclassify.pixel import PixelClassifier
+from msclassify.pixel.batch import (BatchError, _ModelPlugin, _numba_threads, _predict_chunk,
+                                    _workers_per_host, available_cores, connect, label_dtype,
+                                    local_cluster, predict_frame, predict_to_writer)
 
 distributed = pytest.importorskip("distributed")
 

@@ -12,7 +12,7 @@ from msclassify import ModelFileError, load_model
 from msclassify._modelfile import read_model, write_model
 from msclassify.features import FeatureBank, FeatureCache
 from msclassify.metrics import label_instances, seg_score
-from msclassify.pixel import ImageCost, PixelClassifier, _training_set, most_probable
+from msclassify.pixel import ImageCost, PixelClassifier, training_set, most_probable
 
 
 def _blobs(seed, shape=(61, 75), n_blobs=4, radius=7):
@@ -139,7 +139,7 @@ def test_cost_samples_represent_one_whole_image():
     pairs = [(_blobs(s)[0], _blobs(s)[2]) for s in (0, 1)]
     pairs[1] = (pairs[1][0][:40], pairs[1][1][:40])            # frames of different sizes
     classes = np.array([1, 2])
-    X, y, sample_weight, cost_weight, pixels = _training_set(bank.compute_levels, pairs, classes,
+    X, y, sample_weight, cost_weight, pixels = training_set(bank.compute_levels, pairs, classes,
                                                             1000, np.random.default_rng(0))
     n_labelled = sum(int(np.count_nonzero(lab)) for _, lab in pairs)
     assert pixels == np.mean([lab.size for _, lab in pairs])

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from msclassify import load_model
-from msclassify._semi_supervised import UnlabelledPixels, jittered_grid
+from msclassify.pixel import UnlabelledPixels, jittered_grid
 from msclassify.features import FeatureCache
 from msclassify.pixel import PixelClassifier
 
@@ -52,7 +52,7 @@ def test_two_scribbles_per_class_segment_with_unlabelled_pixels(scene):
 
 
 def test_unlabelled_rows_get_the_harmonic_extension_and_no_cost():
-    # One feature; rows as _training_set gives them: labelled 0.0 (class 0), a cost sample,
+    # One feature; rows as training_set gives them: labelled 0.0 (class 0), a cost sample,
     # labelled 3.3 (class 1); unlabelled pixels 1.0 and 2.1 form the 1-NN chain between them.
     frame, labels = np.zeros((4, 4)), np.zeros((4, 4), np.uint8)
     pixels = UnlabelledPixels([(frame, labels)], 2, np.random.default_rng(0))

@@ -19,7 +19,7 @@ budgeted boosting"; ``shared/papers/grbb-xu-semisupervised-budgeted-boosting.txt
   ``hessian="exact"`` the hessians are extended the same way.
 * Weights: unlabelled rows carry loss weight 1 (the tree fits their propagated
   gradients like a scribble's) and cost weight 0: the cost samples of
-  `msclassify.pixel._training_set` already stand for the whole image in the cost
+  `msclassify.pixel.training_set` already stand for the whole image in the cost
   terms, so every cost term (feature batch cost, split cost) applies unchanged.
   The core's mu is scaled by the total loss weight (scribbles + unlabelled
   pixels), so ``cost_tradeoff`` stays a price per training row.
@@ -33,7 +33,7 @@ budgeted boosting"; ``shared/papers/grbb-xu-semisupervised-budgeted-boosting.txt
 import numpy as np
 from scipy.special import expit, softmax
 
-from .baselines._grbb import _MIN_HESSIAN, _knn_laplacian, _target, regularised_gradients
+from ..baselines._grbb import _MIN_HESSIAN, _knn_laplacian, _target, regularised_gradients
 
 __all__ = ["UnlabelledPixels"]
 
@@ -80,7 +80,7 @@ class UnlabelledPixels:
 
     def training_set(self, X, y, sample_weight, cost_weight, n_classes, n_neighbors,
                      laplacian_regularization, exact_hessian, rng):
-        """The rows of `msclassify.pixel._training_set` plus the unlabelled ones, and the objective.
+        """The rows of `msclassify.pixel.training_set` plus the unlabelled ones, and the objective.
 
         Returns
         -------

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .pixel import most_probable
+from ._classifier import most_probable
 
 __all__ = ["BatchError", "available_cores", "connect", "label_dtype", "local_cluster",
            "predict_frame", "predict_to_writer"]
@@ -199,7 +199,7 @@ class _ModelPlugin(_WorkerPluginBase):
     def setup(self, worker):
         import numba
 
-        from ._load import load_model
+        from .._load import load_model
 
         # load_model reads files; a private temporary copy in the worker's own folder
         fd, path = tempfile.mkstemp(suffix=".msc", dir=worker.local_directory)

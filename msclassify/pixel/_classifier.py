@@ -2,7 +2,7 @@
 
 Training reads the features of the labelled (scribbled) pixels only; prediction
 computes only the features the model uses and evaluates the trees coarse to
-fine on pyramid blocks (`msclassify._multiscale`), so the cost the model was
+fine on pyramid blocks (`msclassify.pixel.predict_multiscale`), so the cost the model was
 trained to save is the time it actually saves.
 """
 
@@ -15,12 +15,12 @@ from scipy.special import expit, softmax
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from ._modelfile import ModelFileError, write_model
+from .._modelfile import ModelFileError, write_model
+from ..baselines._grbb import check_graph_params
+from ..cegb import Booster, train
+from ..features import FeatureBank, FeatureCache, FeatureSpec
 from ._multiscale import predict_multiscale
 from ._semi_supervised import UnlabelledPixels
-from .baselines._grbb import check_graph_params
-from .cegb import Booster, train
-from .features import FeatureBank, FeatureCache, FeatureSpec
 
 __all__ = ["ImageCost", "PixelClassifier", "most_probable"]
 
@@ -258,7 +258,7 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         if self.semi_supervised:
             unlabelled = UnlabelledPixels(pairs, self.n_unlabelled, rng)
             compute_levels = unlabelled.gathering(compute_levels)
-        X, y, sample_weight, cost_weight, pixels_per_image = _training_set(
+        X, y, sample_weight, cost_weight, pixels_per_image = training_set(
             compute_levels, pairs, classes, n_cost_samples, rng)
         multi = classes.size > 2
         objective = "multiclass" if multi else "binary"
@@ -561,13 +561,43 @@ def _training_pairs(images, labels):
     return pairs
 
 
-def _training_set(compute_levels, pairs, classes, n_cost_samples, rng):
-    """Rows for `msclassify.cegb.train`: labelled pixels (loss) and cost samples (cost).
+def training_set(compute_levels, pairs, classes, n_cost_samples, rng):
+    """The rows `PixelClassifier.fit` trains the core on: labelled pixels and cost samples.
 
-    ``compute_levels(frame)`` gives every bank feature of a frame (`FeatureLevels`).
+    Labelled pixels carry the loss and no cost; ``n_cost_samples`` pixels drawn
+    uniformly from the frames carry the cost and no loss, weighted so that together
+    they weigh one average image (see `PixelClassifier`, Notes).
 
-    Returns X, y (class index), sample_weight, cost_weight and the mean pixel
-    count of the frames, which the cost weights of every frame's samples sum to.
+    Parameters
+    ----------
+    compute_levels : callable
+        ``compute_levels(frame)`` gives every bank feature of a frame
+        (`msclassify.features.FeatureLevels`), e.g. ``FeatureBank.compute_levels``.
+    pairs : list of (frame, labels)
+        Frames with their ``(H, W)`` label images (0 = unlabelled).
+    classes : ndarray
+        Sorted label values; ``y`` holds their indices.
+    n_cost_samples : int
+        Cost samples in total, split evenly over the frames.
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    X, y, sample_weight, cost_weight : ndarray
+        Rows for `msclassify.cegb.train` (``y`` is the class index).
+    pixels_per_image : float
+        The mean pixel count of the frames, which the cost weights sum to.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from msclassify.features import FeatureBank
+    >>> labels = np.zeros((16, 16), np.uint8); labels[0, :3] = 1; labels[9, 9] = 2
+    >>> X, y, sample_weight, cost_weight, pixels = training_set(
+    ...     FeatureBank("fast").compute_levels, [(np.zeros((16, 16)), labels)],
+    ...     np.array([1, 2]), 10, np.random.default_rng(0))
+    >>> X.shape[0], int(sample_weight.sum()), round(float(cost_weight.sum()), 6), pixels
+    (14, 4, 256.0, 256.0)
     """
     pixels = np.array([lab.size for _, lab in pairs], dtype=np.float64)
     pixels_per_image = float(pixels.mean())

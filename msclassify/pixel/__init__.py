@@ -1,0 +1,34 @@
+"""Pixel classification: a feature bank joined to cost-efficient gradient boosting.
+
+`PixelClassifier` learns from scribbles (``fit``) and predicts frames with the
+multi-scale predictor, which evaluates the trees coarse to fine on pyramid
+blocks and computes only the features the model uses. The pieces:
+
+`PixelClassifier`, `ImageCost`, `training_set`
+    the estimator, its per-image prediction cost and the rows it trains the core on
+`predict_multiscale`, `MultiscaleResult`
+    tree evaluation on pyramid blocks, coarse to fine
+`UnlabelledPixels`, `jittered_grid`
+    semi-supervised training (GRBB on unlabelled pixels of the scribbled frames)
+`most_probable`
+    labels and uncertainty from class probabilities in one pass
+`msclassify.pixel.batch`
+    streaming many frames into a resumable writer, here or on a Dask cluster
+
+Examples
+--------
+>>> import numpy as np
+>>> from msclassify.pixel import PixelClassifier
+>>> image = np.zeros((32, 32)); image[8:24, 8:24] = 1
+>>> labels = np.zeros((32, 32), np.uint8); labels[:2] = 1; labels[14:18, 14:18] = 2
+>>> clf = PixelClassifier(n_estimators=5, random_state=0).fit(image, labels)
+>>> clf.predict(image)[16, 16], clf.predict(image)[0, 0]
+(np.uint8(2), np.uint8(1))
+"""
+
+from ._classifier import ImageCost, PixelClassifier, most_probable, training_set
+from ._multiscale import MultiscaleResult, predict_multiscale
+from ._semi_supervised import UnlabelledPixels, jittered_grid
+
+__all__ = ["ImageCost", "MultiscaleResult", "PixelClassifier", "UnlabelledPixels",
+           "jittered_grid", "most_probable", "predict_multiscale", "training_set"]
