@@ -3,7 +3,7 @@
 The sub-commands mirror the Python API: ``train`` fits a `CEGBClassifier`
 (``--cost-tradeoff`` is ``cost_tradeoff``, ``--trees`` is ``n_estimators``; with
 ``--budget`` the model is cut by ``with_budget`` on validation data), ``sweep``
-runs `msclassify._tabular_sweep.cost_sweep` and ``evaluate`` scores a saved
+runs `msclassify.tabular.cost_sweep` and ``evaluate`` scores a saved
 model. Data files are svmlight/LETOR (with ``qid`` or a ``<file>.query`` file:
 ranking data, trained as binary relevance grade > 0 and scored by precision@5
 and NDCG@5), MiniBooNE text or CSV; cost files hold one cost per line, in
@@ -30,10 +30,10 @@ from pathlib import Path
 import numpy as np
 
 from ._atomic import write_atomically
-from ._tabular_sweep import (DEFAULT_COST_TRADEOFFS, FILE_FORMATS, check_trainable, cost_sweep,
-                             load_table, load_train_test, parse_cost_tradeoffs, plot_cost_sweep,
-                             score_model, training_targets)
 from .cli import CommandError, _positive_int, _progress, _say, _training_callback
+from .tabular import (DEFAULT_COST_TRADEOFFS, FILE_FORMATS, check_trainable, cost_sweep,
+                      load_table, load_train_test, parse_cost_tradeoffs, plot_cost_sweep,
+                      score_model, training_targets)
 
 __all__ = ["add_tabular_commands"]
 

@@ -11,10 +11,10 @@ import tifffile
 from scipy import ndimage
 
 from msclassify import CEGBClassifier
-from msclassify._tabular_sweep import DEFAULT_COST_TRADEOFFS, cost_sweep, split_train_test
 from msclassify.io import FrameReadError, read_label_stack
 from msclassify.pixel import PixelClassifier
-from msclassify.tabular import TabularData, load_csv, load_feature_costs, load_svmlight
+from msclassify.tabular import (DEFAULT_COST_TRADEOFFS, TabularData, cost_sweep, load_csv,
+                                load_feature_costs, load_svmlight, split_train_test)
 from msclassify_napari._controller import (CLASS_NAMES_KEY, PREDICT, RETRAIN, TRAIN,
                                            ClassifierSettings, CostSummary, FramePrediction,
                                            FrameStack, LiveUpdateScheduler, TrainedModel,

@@ -11,8 +11,8 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.metrics import ndcg_score
 
-from msclassify._ranking_metrics import (accuracy, cost_accuracy_auc, cost_accuracy_curve,
-                                         ndcg_at_k, precision_at_k, roc_auc)
+from msclassify.metrics import (accuracy, cost_accuracy_auc, cost_accuracy_curve, ndcg_at_k,
+                                precision_at_k, roc_auc)
 from msclassify.tabular import (TabularData, load_covtype_20k, load_csv, load_feature_costs,
                                 load_higgs_sample, load_miniboone, load_miniboone_tiny,
                                 load_svmlight, load_yahoo_feature_costs, load_yahoo_ltr_sample,

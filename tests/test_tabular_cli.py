@@ -15,10 +15,9 @@ import numpy as np
 import pytest
 
 from msclassify import CEGBClassifier, CEGBRegressor, load_model
-from msclassify._tabular_sweep import (cost_sweep, load_train_test, score_model,
-                                       training_targets)
 from msclassify.cli import main
 from msclassify.pixel import PixelClassifier
+from msclassify.tabular import cost_sweep, load_train_test, score_model, training_targets
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO / "sample_data" / "tabular"
