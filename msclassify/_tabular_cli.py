@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._atomic import write_atomically
+from .io import write_atomically
 from .cli import CommandError, _positive_int, _progress, _say, _training_callback
 from .tabular import (DEFAULT_COST_TRADEOFFS, FILE_FORMATS, check_trainable, cost_sweep,
                       load_table, load_train_test, parse_cost_tradeoffs, plot_cost_sweep,

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._modelfile import ModelFileError
+from .modelfile import ModelFileError
 from .io import FrameReadError, FrameWriteError
 
 __all__ = ["main"]
@@ -216,7 +216,7 @@ def _make_output_folder(folder):
 
 
 def _write_png(path, write):
-    from ._atomic import write_atomically
+    from .io import write_atomically
 
     try:
         write_atomically(path, write)

@@ -11,7 +11,8 @@ that are already complete so a re-run resumes where the last one stopped.
 
 Bad input raises `FrameReadError` (a ValueError) and a failed write raises
 `FrameWriteError` (an OSError); both carry a one-line message naming the file
-and the fix.
+and the fix. `write_atomically` is the atomic write itself, shared by the frame
+writers, model files (`msclassify.modelfile`) and the command line's outputs.
 """
 
 import errno
@@ -19,16 +20,15 @@ import glob
 import json
 import os
 import re
+import tempfile
 from pathlib import Path
 
 import imageio.v3 as iio
 import numpy as np
 import tifffile
 
-from ._atomic import write_atomically
-
 __all__ = ["FrameReadError", "FrameSource", "FrameWriteError", "FrameWriter", "natural_sort_key",
-           "open_frames", "open_writer", "read_label_stack"]
+           "open_frames", "open_writer", "read_label_stack", "write_atomically"]
 
 VIDEO_EXTENSIONS = (".mp4", ".avi", ".mov", ".mkv", ".m4v", ".webm")
 TIFF_EXTENSIONS = (".tif", ".tiff")
@@ -61,6 +61,32 @@ class FrameWriteError(OSError):
 
     def __str__(self):
         return self.args[0]
+
+
+def write_atomically(final_path, write):
+    """Run ``write(file)`` on a temporary sibling, fsync it, then rename it to ``final_path``.
+
+    A crash or an exception at any point leaves either the old file or the new
+    one, never a half-written ``final_path``; the temporary file is removed on
+    error (a hard kill can leave a hidden ``.NAME.*.tmp``, which readers ignore).
+    """
+    final_path = Path(final_path)
+    fd, temporary = tempfile.mkstemp(prefix=f".{final_path.name}.", suffix=".tmp",
+                                     dir=final_path.parent)
+    os.close(fd)  # reopened by name: tifffile needs a file object with a real .name
+    try:
+        # mkstemp creates owner-only files; outputs get the permissions of an ordinary file.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temporary, 0o666 & ~umask)
+        with open(temporary, "wb") as file:
+            write(file)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temporary, final_path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
 
 
 def natural_sort_key(text):

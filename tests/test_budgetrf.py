@@ -7,7 +7,7 @@ import pytest
 from sklearn.ensemble import RandomForestClassifier
 from sklearn.utils.estimator_checks import check_estimator
 
-from msclassify._modelfile import read_model
+from msclassify.modelfile import read_model
 from msclassify.baselines import BudgetRFClassifier
 from msclassify.baselines._budgetrf import threshold_pairs_impurity
 from msclassify.tabular import load_miniboone_tiny

@@ -8,7 +8,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.utils.estimator_checks import check_estimator
 
 from msclassify import ModelFileError, load_model
-from msclassify._modelfile import read_model, write_model
+from msclassify.modelfile import read_model, write_model
 from msclassify.baselines._cstc import CSTCClassifier, CSTCRegressor, _TreeObjective
 from msclassify.datasets import QUADRANT_FEATURE_COSTS, make_cost_quadrants
 

@@ -6,7 +6,7 @@ from sklearn.datasets import make_blobs, make_moons
 from sklearn.utils.estimator_checks import check_estimator
 
 from msclassify import CEGBClassifier
-from msclassify._modelfile import read_model
+from msclassify.modelfile import read_model
 from msclassify.baselines._grbb import (GRBBClassifier, LaplacianBoostingClassifier,
                                         _knn_laplacian)
 

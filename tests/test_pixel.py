@@ -9,7 +9,7 @@ from scipy import ndimage as ndi
 from sklearn.base import clone
 
 from msclassify import ModelFileError, load_model
-from msclassify._modelfile import read_model, write_model
+from msclassify.modelfile import read_model, write_model
 from msclassify.features import FeatureBank, FeatureCache
 from msclassify.metrics import label_instances, seg_score
 from msclassify.pixel import ImageCost, PixelClassifier, training_set, most_probable

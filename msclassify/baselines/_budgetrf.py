@@ -46,7 +46,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._modelfile import estimator_params, write_model
+from ..modelfile import estimator_params, write_model
 from ..cegb._booster import PredictionCost
 from ..cegb._params import _per_feature
 from ..cegb._sklearn import check_budget

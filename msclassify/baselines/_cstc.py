@@ -90,7 +90,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import threadpool_limits
 
-from .._modelfile import ModelFileError, estimator_params, write_model
+from ..modelfile import ModelFileError, estimator_params, write_model
 from ..cegb import Booster, PredictionCost, train
 from ..cegb._params import _per_feature
 

@@ -252,7 +252,7 @@ class Booster:
                    d["feature_costs"], d["feature_batch_costs"], d["feature_share"], d["params"])
 
     def to_model_file(self):
-        """``(meta, arrays)`` for `msclassify._modelfile.write_model`."""
+        """``(meta, arrays)`` for `msclassify.modelfile.write_model`."""
         meta = {k: v for k, v in self.dump().items() if k != "trees"}
         meta["n_trees"] = self.n_trees
         sizes = np.array([t["feature"].shape[0] for t in self.trees], dtype=np.int64)
@@ -265,7 +265,7 @@ class Booster:
     @classmethod
     def from_model_file(cls, meta, arrays):
         """Inverse of `to_model_file`, validating array consistency."""
-        from .._modelfile import ModelFileError
+        from ..modelfile import ModelFileError
         sizes = arrays["tree_sizes"].astype(np.int64)
         total = int(sizes.sum())
         if len(sizes) != meta["n_trees"] or any(

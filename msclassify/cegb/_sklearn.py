@@ -10,7 +10,7 @@ from sklearn.metrics import r2_score
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._modelfile import estimator_params, write_model
+from ..modelfile import estimator_params, write_model
 from ._booster import Booster
 from ._params import CEGBParams
 from ._train import train

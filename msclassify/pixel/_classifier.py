@@ -15,7 +15,7 @@ from scipy.special import expit, softmax
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from .._modelfile import ModelFileError, write_model
+from ..modelfile import ModelFileError, write_model
 from ..baselines._grbb import check_graph_params
 from ..cegb import Booster, train
 from ..features import FeatureBank, FeatureCache, FeatureSpec

@@ -199,7 +199,7 @@ class _ModelPlugin(_WorkerPluginBase):
     def setup(self, worker):
         import numba
 
-        from .._load import load_model
+        from ..modelfile import load_model
 
         # load_model reads files; a private temporary copy in the worker's own folder
         fd, path = tempfile.mkstemp(suffix=".msc", dir=worker.local_directory)

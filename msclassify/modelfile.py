@@ -1,11 +1,15 @@
 """Versioned model files: a zip holding ``model.json`` and ``.npy`` arrays.
 
-Loading never executes code: JSON is parsed with :mod:`json` and arrays are
+`write_model` and `read_model` write and validate the container for every model
+class (each class's ``save`` and ``_from_model_file`` hold what it stores);
+`load_model` opens any saved model by the kind recorded in its file. Loading
+never executes code: JSON is parsed with :mod:`json` and arrays are
 read with ``allow_pickle=False``, so a model file from an untrusted source can
 at worst fail validation. Files are written to a temporary sibling and renamed
 into place, so an interrupted save never leaves a half-written model behind.
 """
 
+import importlib
 import io
 import json
 import zipfile
@@ -13,7 +17,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ._atomic import write_atomically
+from .io import write_atomically
+
+__all__ = ["ModelFileError", "estimator_params", "load_model", "read_model", "write_model"]
 
 FORMAT_NAME = "msclassify-model"
 FORMAT_VERSION = 1
@@ -119,3 +125,52 @@ def read_model(path):
             f"model file {path} is corrupt or truncated ({type(exc).__name__}: {exc}); "
             "re-save or re-train the model") from None
     return header["kind"], header["meta"], arrays
+
+
+# kind -> "module:class"; classes implement ``_from_model_file(meta, arrays)``.
+_MODEL_KINDS = {
+    "cegb_classifier": "msclassify:CEGBClassifier",
+    "cegb_regressor": "msclassify:CEGBRegressor",
+    "greedy_miser_classifier": "msclassify:GreedyMiserClassifier",
+    "greedy_miser_regressor": "msclassify:GreedyMiserRegressor",
+    "budgetrf_classifier": "msclassify.baselines:BudgetRFClassifier",
+    "pixel_classifier": "msclassify.pixel:PixelClassifier",
+    "grbb_classifier": "msclassify.baselines:GRBBClassifier",
+    "laplacian_boosting_classifier": "msclassify.baselines:LaplacianBoostingClassifier",
+    "cstc_classifier": "msclassify.baselines:CSTCClassifier",
+    "cstc_regressor": "msclassify.baselines:CSTCRegressor",
+}
+
+
+def register_model_kind(kind, target):
+    """Let another module's model class be opened by `load_model` (``target="module:Class"``)."""
+    _MODEL_KINDS[kind] = target
+
+
+def load_model(path):
+    """Load a model saved by any msclassify model's ``save`` method.
+
+    Never executes code from the file (no pickle). Raises `ModelFileError` (a
+    ValueError) naming the problem for a missing, corrupt, truncated or
+    newer-version file.
+
+    Examples
+    --------
+    >>> import numpy as np, tempfile, os
+    >>> from msclassify import CEGBRegressor, load_model
+    >>> X = np.arange(50.0)[:, None]; model = CEGBRegressor(n_estimators=5).fit(X, X[:, 0])
+    >>> path = os.path.join(tempfile.mkdtemp(), "m.msc"); model.save(path)
+    >>> bool(np.all(load_model(path).predict(X) == model.predict(X)))
+    True
+    """
+    kind, meta, arrays = read_model(path)
+    if kind not in _MODEL_KINDS:
+        raise ModelFileError(f"{path} holds a model of unknown kind {kind!r}; it may need a newer "
+                             "msclassify")
+    module, name = _MODEL_KINDS[kind].split(":")
+    cls = getattr(importlib.import_module(module), name)
+    try:
+        return cls._from_model_file(meta, arrays)
+    except (KeyError, TypeError, IndexError) as exc:
+        raise ModelFileError(f"model file {path} is incomplete or inconsistent "
+                             f"({type(exc).__name__}: {exc})") from None
