@@ -7,7 +7,8 @@ contain.
 
 Where the data comes from, in this order:
 
-1. ``<repo>/sample_data/flies/*.tif``, committed next to the package.
+1. ``<repo>/sample_data/flies/*.tif``, committed next to the package
+   (``$MSCLASSIFY_SAMPLE_DATA`` names another ``sample_data`` folder).
 2. A copy regenerated earlier into the user cache folder
    (``$MSCLASSIFY_CACHE``, else ``$XDG_CACHE_HOME/msclassify``, else
    ``~/.cache/msclassify``; then ``sample_data/flies``).
@@ -133,17 +134,24 @@ def load_sample_flies():
     >>> frames.shape, frames.dtype.name, int(masks[0].max())
     ((8, 1024, 1024), 'uint8', 4)
     """
-    for folder in (_REPO_SAMPLE_DATA / "flies", _cache_dir() / "flies"):
+    sample_data = _sample_data_dir()
+    for folder in (sample_data / "flies", _cache_dir() / "flies"):
         if all((folder / name).is_file() for name in _FILES.values()):
             return _read(folder)
-    generator = _REPO_SAMPLE_DATA / "generate.py"
+    generator = sample_data / "generate.py"
     if not generator.is_file():
         raise FileNotFoundError(
-            f"the sample fly data is not available: neither {_REPO_SAMPLE_DATA / 'flies'} nor "
+            f"the sample fly data is not available: neither {sample_data / 'flies'} nor "
             f"its generator {generator} exists (a pip-installed msclassify does not ship them). "
             "Use a git checkout of msclassify, or run sample_data/generate.py from one with "
             f"--out {_cache_dir() / 'flies'}")
     return _read(_regenerate(generator, _cache_dir() / "flies"))
+
+
+def _sample_data_dir():
+    if os.environ.get("MSCLASSIFY_SAMPLE_DATA"):
+        return Path(os.environ["MSCLASSIFY_SAMPLE_DATA"])
+    return _REPO_SAMPLE_DATA
 
 
 def _cache_dir():

@@ -9,7 +9,6 @@ import pytest
 from scipy import ndimage as ndi
 from skimage.measure import regionprops
 
-from msclassify import datasets
 from msclassify.datasets import load_sample_flies
 from msclassify.metrics import label_instances, seg_score
 
@@ -124,7 +123,7 @@ def test_loader_regenerates_into_the_cache_when_files_are_missing(flies, tmp_pat
     bare_repo = tmp_path / "repo" / "sample_data"
     bare_repo.mkdir(parents=True)
     shutil.copy(GENERATOR, bare_repo / "generate.py")
-    monkeypatch.setattr(datasets, "_REPO_SAMPLE_DATA", bare_repo)
+    monkeypatch.setenv("MSCLASSIFY_SAMPLE_DATA", str(bare_repo))
     monkeypatch.setenv("MSCLASSIFY_CACHE", str(tmp_path / "cache"))
     regenerated = load_sample_flies()
     # the whole set, regenerated, equals the committed one
@@ -136,7 +135,7 @@ def test_loader_regenerates_into_the_cache_when_files_are_missing(flies, tmp_pat
 
 
 def test_loader_says_clearly_when_data_is_unavailable(tmp_path, monkeypatch):
-    monkeypatch.setattr(datasets, "_REPO_SAMPLE_DATA", tmp_path / "nowhere")
+    monkeypatch.setenv("MSCLASSIFY_SAMPLE_DATA", str(tmp_path / "nowhere"))
     monkeypatch.setenv("MSCLASSIFY_CACHE", str(tmp_path / "cache"))
     with pytest.raises(FileNotFoundError, match="sample fly data is not available"):
         load_sample_flies()
@@ -146,6 +145,6 @@ def test_loader_reports_a_damaged_file(tmp_path, monkeypatch):
     folder = tmp_path / "sample_data" / "flies"
     shutil.copytree(REPO / "sample_data" / "flies", folder)
     (folder / "masks.tif").write_bytes(b"not a tiff")
-    monkeypatch.setattr(datasets, "_REPO_SAMPLE_DATA", tmp_path / "sample_data")
+    monkeypatch.setenv("MSCLASSIFY_SAMPLE_DATA", str(tmp_path / "sample_data"))
     with pytest.raises(ValueError, match="masks.tif"):
         load_sample_flies()
