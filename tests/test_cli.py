@@ -22,7 +22,8 @@ import tifffile
 
 import msclassify.io as msio
 from msclassify import CEGBClassifier, load_model
-from msclassify.cli import _training_frames, main
+from msclassify.cli import main
+from msclassify.cli._train import _training_frames
 from msclassify.io import open_writer, read_label_stack
 from msclassify.pixel import PixelClassifier
 

@@ -8,7 +8,7 @@ model. Data files are svmlight/LETOR (with ``qid`` or a ``<file>.query`` file:
 ranking data, trained as binary relevance grade > 0 and scored by precision@5
 and NDCG@5), MiniBooNE text or CSV; cost files hold one cost per line, in
 feature order. Every file is written atomically, and only when the command
-succeeds. Errors are reported by ``msclassify.cli.main`` as one line, exit 1.
+succeeds. Errors are reported by `msclassify.cli.main` as one line, exit 1.
 
 Examples
 --------
@@ -29,11 +29,11 @@ from pathlib import Path
 
 import numpy as np
 
-from .io import write_atomically
-from .cli import CommandError, _positive_int, _progress, _say, _training_callback
-from .tabular import (DEFAULT_COST_TRADEOFFS, FILE_FORMATS, check_trainable, cost_sweep,
+from ..io import write_atomically
+from ..tabular import (DEFAULT_COST_TRADEOFFS, FILE_FORMATS, check_trainable, cost_sweep,
                       load_table, load_train_test, parse_cost_tradeoffs, plot_cost_sweep,
                       score_model, training_targets)
+from ._common import CommandError, positive_int, progress, say, training_callback
 
 __all__ = ["add_tabular_commands"]
 
@@ -41,10 +41,10 @@ __all__ = ["add_tabular_commands"]
 _BOOSTING_OPTIONS = {
     "split_cost": ("split_cost", float, "cost of evaluating one split, in feature-cost units "
                                         "(alpha)"),
-    "trees": ("n_estimators", _positive_int, "boosting iterations"),
-    "leaves": ("max_leaves", _positive_int, "leaves per tree"),
+    "trees": ("n_estimators", positive_int, "boosting iterations"),
+    "leaves": ("max_leaves", positive_int, "leaves per tree"),
     "learning_rate": ("learning_rate", float, "shrinkage of every tree"),
-    "min_samples_leaf": ("min_samples_leaf", _positive_int, "training rows a leaf needs at least"),
+    "min_samples_leaf": ("min_samples_leaf", positive_int, "training rows a leaf needs at least"),
     "random_state": ("random_state", int, "seed of the binning and of the held-out split"),
 }
 
@@ -99,7 +99,7 @@ def _add_boosting_options(parser, defaults, names):
         # SUPPRESS: options not given stay out of the namespace, so the library's own
         # defaults apply (one source of truth)
         group.add_argument("--" + option.replace("_", "-"), type=kind, default=argparse.SUPPRESS,
-                           metavar="N" if kind in (int, _positive_int) else "X",
+                           metavar="N" if kind in (int, positive_int) else "X",
                            help=f"{text} (default: {defaults[parameter]})")
 
 
@@ -115,8 +115,8 @@ _TRAIN_OPTIONS = ("split_cost", "trees", "leaves", "learning_rate", "min_samples
 
 
 def _cmd_train(args):
-    from .cegb._sklearn import CEGBClassifier, check_budget
-    from .metrics import precision_at_k
+    from ..cegb._sklearn import CEGBClassifier, check_budget
+    from ..metrics import precision_at_k
 
     output = _check_output_file(args.output, "model")
     if args.validation is None and not 0 <= args.validation_fraction < 1:
@@ -143,15 +143,15 @@ def _cmd_train(args):
     model = CEGBClassifier(cost_tradeoff=args.cost_tradeoff, growth=args.growth,
                            feature_costs=costs, **params)
     task = "ranking (binary relevance: grade > 0)" if train.qid is not None else "classification"
-    _say(args, f"training on {train.n_samples} rows x {train.n_features} features, {task}"
+    say(args, f"training on {train.n_samples} rows x {train.n_features} features, {task}"
                + (f"; validating on {validation.n_samples} rows" if validation is not None else ""))
     start = time.perf_counter()
-    with _progress(model.n_estimators, "training", args.quiet, unit="tree") as bar:
-        model.fit(train.X, training_targets(train), callback=_training_callback(bar))
+    with progress(model.n_estimators, "training", args.quiet, unit="tree") as bar:
+        model.fit(train.X, training_targets(train), callback=training_callback(bar))
     seconds = time.perf_counter() - start
     n_iterations = model.n_iterations_
     used = _features_used(model)
-    _say(args, f"trained in {seconds:.2f} s: {model.booster_.n_trees} trees; "
+    say(args, f"trained in {seconds:.2f} s: {model.booster_.n_trees} trees; "
                f"{used.size} of {train.n_features} features used: "
                f"{', '.join(train.feature_names[i] for i in used) or 'none'}")
     if args.budget is not None:
@@ -161,27 +161,27 @@ def _cmd_train(args):
                 return precision_at_k(validation.y, proba[:, 1], validation.qid, k=5)
         model = model.with_budget(args.budget, validation.X, training_targets(validation), scoring)
         used = _features_used(model)
-        _say(args, f"budget {args.budget:g}: kept {model.n_iterations_} of {n_iterations} "
+        say(args, f"budget {args.budget:g}: kept {model.n_iterations_} of {n_iterations} "
                    f"iterations, {used.size} features")
         if model.n_iterations_ == 0:
-            _say(args, "no iteration fits the budget: the model predicts the training prior; "
+            say(args, "no iteration fits the budget: the model predicts the training prior; "
                        "a larger --cost-tradeoff makes the first trees use cheaper features")
     if validation is not None:
         cost = model.prediction_cost(validation.X)
-        _say(args, f"validation: mean prediction cost {_cost_text(cost)}; "
+        say(args, f"validation: mean prediction cost {_cost_text(cost)}; "
                    f"{_score_text(score_model(model, validation))}")
     model.save(output)
-    _say(args, f"saved {output}")
+    say(args, f"saved {output}")
     return 0
 
 
 # -- evaluate ----------------------------------------------------------------------------------
 
 def _load_tabular_model(path):
-    from . import load_model
-    from .baselines import BudgetRFClassifier, CSTCClassifier
-    from .cegb._sklearn import CEGBClassifier
-    from .pixel import PixelClassifier
+    from .. import load_model
+    from ..baselines import BudgetRFClassifier, CSTCClassifier
+    from ..cegb._sklearn import CEGBClassifier
+    from ..pixel import PixelClassifier
 
     model = load_model(path)
     if isinstance(model, PixelClassifier) or not isinstance(
@@ -203,7 +203,7 @@ def _priced_with(model, costs):
 
 
 def _cmd_evaluate(args):
-    from .tabular import load_feature_costs
+    from ..tabular import load_feature_costs
 
     model = _load_tabular_model(args.model)
     json_path = None if args.json is None else _check_output_file(args.json, "scores")
@@ -234,7 +234,7 @@ def _cmd_evaluate(args):
                           "feature": float(cost.feature.mean()),
                           "evaluation": float(cost.evaluation.mean()), "batch": float(cost.batch)},
             "features_used": [data.feature_names[i] for i in used]})
-        _say(args, f"wrote {json_path}")
+        say(args, f"wrote {json_path}")
     return 0
 
 
@@ -293,12 +293,12 @@ def _cmd_sweep(args):
     check_trainable(train)
     n_estimators = params.get("n_estimators",
                               inspect.signature(cost_sweep).parameters["n_estimators"].default)
-    _say(args, f"sweep: plain GB and CEGB at mu = {', '.join(f'{mu:g}' for mu in tradeoffs)}; "
+    say(args, f"sweep: plain GB and CEGB at mu = {', '.join(f'{mu:g}' for mu in tradeoffs)}; "
                f"{train.n_samples} training rows, {test.n_samples} test rows, "
                f"{train.n_features} features")
-    with _progress((1 + len(tradeoffs)) * n_estimators, "sweep", args.quiet,
+    with progress((1 + len(tradeoffs)) * n_estimators, "sweep", args.quiet,
                    unit="tree") as bar:
-        sweep = cost_sweep(train, test, costs, tradeoffs, callback=_training_callback(bar),
+        sweep = cost_sweep(train, test, costs, tradeoffs, callback=training_callback(bar),
                            **params)
     settings = {"data": str(args.data), "test": None if args.test is None else str(args.test),
                 "test_fraction": None if args.test else args.test_fraction,
@@ -312,7 +312,7 @@ def _cmd_sweep(args):
                 f"{Path(args.data).name}: {sweep.task}, {test.n_samples} test rows")
     if not args.quiet:
         _print_table(sweep)
-    _say(args, f"wrote {output / 'sweep.json'} and {output / 'sweep.png'}")
+    say(args, f"wrote {output / 'sweep.json'} and {output / 'sweep.png'}")
     return 0
 
 
@@ -330,7 +330,7 @@ def add_tabular_commands(commands, quiet):
 
     ``quiet`` is the parent parser holding ``-q/--quiet``.
     """
-    from .cegb._sklearn import CEGBClassifier
+    from ..cegb._sklearn import CEGBClassifier
 
     tabular = commands.add_parser(
         "tabular", help="CEGB on tabular data with feature costs: train, sweep, evaluate",
