@@ -37,10 +37,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 from msclassify import CEGBClassifier, GreedyMiserClassifier  # noqa: E402
 from msclassify.metrics import cost_accuracy_curve, precision_at_k  # noqa: E402
 from msclassify.baselines import BudgetRFClassifier, CSTCClassifier  # noqa: E402
-from msclassify.tabular import (load_covtype_20k, load_higgs_sample,  # noqa: E402
-                                load_miniboone_tiny, load_yahoo_feature_costs,
-                                load_yahoo_ltr_sample)
 from scipy.special import expit  # noqa: E402
+from shared_sets import (load_covtype_20k, load_higgs_sample, load_miniboone_tiny,  # noqa: E402
+                         load_yahoo_feature_costs, load_yahoo_ltr_sample)
 from sklearn.ensemble import RandomForestClassifier  # noqa: E402
 from sklearn.model_selection import train_test_split  # noqa: E402
 

@@ -22,13 +22,13 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import numpy as np
 
 from _common import SHARED_DATA, median_time, print_table, write_results
+from shared_sets import load_covtype_20k, load_higgs_sample, load_miniboone_tiny
 
 import lightgbm
 from sklearn.metrics import accuracy_score, roc_auc_score
 from sklearn.model_selection import train_test_split
 
 from msclassify.cegb import train
-from msclassify.tabular import load_covtype_20k, load_higgs_sample, load_miniboone_tiny
 
 THREADS = 2
 

@@ -5,7 +5,6 @@ references on small random images.
 """
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,8 +13,6 @@ from scipy import ndimage as ndi
 from msclassify.features import (FeatureBank, FeatureSpec, PyramidImage, as_frame_stack, make_id,
                                  modelled_batch_cost, parse_id)
 from msclassify.features import _kernels
-
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 
 def random_image(shape, seed=0):
@@ -371,10 +368,8 @@ def test_channel_mismatch_and_bad_selection():
 # ---------------------------------------------------------------- real data
 
 
-def test_real_nuclei_image_gather_matches_full():
-    path = SHARED_DATA / "stardist_wheel" / "img2d.tif"
-    if not path.exists():
-        pytest.skip(f"shared data not found at {path}")
+def test_real_nuclei_image_gather_matches_full(shared_data):
+    path = shared_data("stardist_wheel/img2d.tif")
     import tifffile
     image = tifffile.imread(path)[:203, :150]     # uint16, odd crop
     bank = FeatureBank("default")

@@ -1,7 +1,5 @@
 """PixelClassifier: training from scribbles, multi-scale prediction, costs, model files, errors."""
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 import tifffile
@@ -9,9 +7,9 @@ from scipy import ndimage as ndi
 from sklearn.base import clone
 
 from msclassify import ModelFileError, load_model
-from msclassify.modelfile import read_model, write_model
 from msclassify.features import FeatureBank, FeatureCache
 from msclassify.metrics import label_instances, seg_score
+from msclassify.modelfile import read_model, write_model
 from msclassify.pixel import ImageCost, PixelClassifier, training_set, most_probable
 
 
@@ -323,14 +321,9 @@ def test_bad_parameters_and_prediction_input(trained):
         PixelClassifier().predict(image)
 
 
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-
-
-@pytest.mark.skipif(not (SHARED_DATA / "stardist_wheel").is_dir(),
-                    reason="shared/data/stardist_wheel (real nuclei image) is not next to the repo")
-def test_real_nuclei_image_multiscale_equals_per_pixel():
-    image = tifffile.imread(SHARED_DATA / "stardist_wheel" / "img2d.tif")
-    mask = tifffile.imread(SHARED_DATA / "stardist_wheel" / "mask2d.tif")
+def test_real_nuclei_image_multiscale_equals_per_pixel(shared_data):
+    image = tifffile.imread(shared_data("stardist_wheel/img2d.tif"))
+    mask = tifffile.imread(shared_data("stardist_wheel/mask2d.tif"))
     nuclei = mask > 0
     rows = np.zeros(image.shape, dtype=bool)
     rows[::12, :256] = True                       # scribbles on every 12th row, left half only

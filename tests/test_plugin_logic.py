@@ -26,8 +26,6 @@ from msclassify_napari._sample_data import sample_flies
 
 REPO = Path(__file__).resolve().parents[1]
 TABULAR = REPO / "sample_data" / "tabular"
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-CLIP = DATA / "fly_sleap" / "clip.mp4"
 
 SMALL = ClassifierSettings(n_estimators=8, max_leaves=7, features="fast")
 
@@ -421,10 +419,8 @@ def test_reader_reports_corrupt_files(tmp_path):
         read_frames(str(bad))
 
 
-def test_reader_on_the_real_fly_video():
-    if not CLIP.is_file():
-        pytest.skip(f"shared data not found at {CLIP} (the repo must sit next to shared/)")
-    [(data, kwargs, _)] = read_frames(str(CLIP))
+def test_reader_on_the_real_fly_video(shared_data):
+    [(data, kwargs, _)] = read_frames(str(shared_data("fly_sleap/clip.mp4")))
     assert data.shape[1:] == (1024, 1024) and data.shape[0] > 100 and not kwargs["rgb"]
     frame = np.asarray(data[data.shape[0] // 2])
     assert frame.dtype == np.uint8 and frame.std() > 5

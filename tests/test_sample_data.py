@@ -14,7 +14,6 @@ from msclassify.metrics import label_instances, seg_score
 
 REPO = Path(__file__).resolve().parents[1]
 GENERATOR = REPO / "sample_data" / "generate.py"
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 BACKGROUND, FLY = 1, 2
 
 
@@ -83,10 +82,8 @@ def test_bright_bodies_translucent_wings_dark_floor(flies):
     assert np.sum(frames[0][far_from_flies] > 60) > 200
 
 
-def test_contrast_resembles_the_real_video(flies):
-    clip = SHARED_DATA / "fly_sleap" / "clip.mp4"
-    if not clip.exists():
-        pytest.skip(f"real video {clip} is absent (clone msclassify next to shared/)")
+def test_contrast_resembles_the_real_video(flies, shared_data):
+    clip = shared_data("fly_sleap/clip.mp4")
     import imageio.v3 as iio
 
     real = iio.imread(clip, index=0, plugin="pyav")[..., 0].astype(float)

@@ -17,15 +17,12 @@ from ._csv import load_csv
 from ._data import TabularData
 from ._load import FILE_FORMATS, load_table, load_train_test, split_train_test
 from ._miniboone import load_miniboone
-from ._shared_sets import (load_covtype_20k, load_higgs_sample, load_miniboone_tiny,
-                           load_yahoo_feature_costs, load_yahoo_ltr_sample)
 from ._svmlight import load_svmlight, read_query_file
 from ._sweep import (DEFAULT_COST_TRADEOFFS, CostSweep, SweepPoint, check_trainable, cost_sweep,
                      parse_cost_tradeoffs, plot_cost_sweep, score_model, training_targets)
 
 __all__ = ["DEFAULT_COST_TRADEOFFS", "FILE_FORMATS", "CostSweep", "SweepPoint", "TabularData",
-           "check_trainable", "cost_sweep", "load_covtype_20k", "load_csv", "load_feature_costs",
-           "load_higgs_sample", "load_miniboone", "load_miniboone_tiny", "load_svmlight",
-           "load_table", "load_train_test", "load_yahoo_feature_costs", "load_yahoo_ltr_sample",
-           "parse_cost_tradeoffs", "plot_cost_sweep", "read_query_file", "score_model",
-           "split_train_test", "training_targets"]
+           "check_trainable", "cost_sweep", "load_csv", "load_feature_costs", "load_miniboone",
+           "load_svmlight", "load_table", "load_train_test", "parse_cost_tradeoffs",
+           "plot_cost_sweep", "read_query_file", "score_model", "split_train_test",
+           "training_targets"]

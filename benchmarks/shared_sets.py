@@ -1,19 +1,18 @@
-"""Loaders for the concrete real data sets the tests and benchmarks use.
+"""Loaders for the real tabular data sets the benchmarks and tests use.
 
-Each takes ``data_dir``, the folder holding the snapshot described in its
-``PROVENANCE.md`` (sub-folders ``fnan_budgetrf/``, ``yahoo_ltr_sample_lightgbm/``,
-``covtype_h2o/``, ``higgs_sample_lightgbm/``). The files are read in place;
-never copy them into the repository.
+They live with the benchmarks, not in the package, because the data does: each
+takes ``data_dir``, the shared data folder (``$MSCLASSIFY_SHARED_DATA``, see
+``_common.SHARED_DATA``) holding the snapshot described in its ``PROVENANCE.md``
+(sub-folders ``fnan_budgetrf/``, ``yahoo_ltr_sample_lightgbm/``, ``covtype_h2o/``,
+``higgs_sample_lightgbm/``). The files are read in place; never copy them into
+the repository. The tests import them as ``benchmarks.shared_sets``.
 """
 
 from pathlib import Path
 
 import numpy as np
 
-from ._costs import load_feature_costs
-from ._data import TabularData, labels_as_numbers
-from ._svmlight import load_svmlight
-from ._text import read_numeric_table
+from msclassify.tabular import TabularData, load_feature_costs, load_svmlight
 
 MINIBOONE_SENTINEL = -999.0
 YAHOO_SAMPLE_N_FEATURES = 300  # largest feature id in LightGBM's rank.train / rank.test
@@ -116,8 +115,7 @@ def load_covtype_20k(data_dir, positive_class=2):
     TabularData
     """
     path = Path(data_dir) / "covtype_h2o" / "covtype.20k.data"
-    table = read_numeric_table(path, delimiter=",", comments=None, n_columns=55,
-                               what="Covertype file")
+    table = _read_table(path, ",", n_columns=55)
     classes = table[:, -1].astype(np.int64)
     if positive_class is not None:
         if positive_class not in set(classes.tolist()):
@@ -133,7 +131,15 @@ def load_higgs_sample(data_dir, split="train"):
     Tab-separated: the label (1 = signal) then 28 features.
     """
     name = _split(split, {"train": "binary.train", "test": "binary.test"})
-    table = read_numeric_table(Path(data_dir) / "higgs_sample_lightgbm" / name, delimiter="\t",
-                               comments=None, n_columns=29, what="HIGGS file")
-    return TabularData(np.ascontiguousarray(table[:, 1:]), labels_as_numbers(table[:, 0]), None,
+    table = _read_table(Path(data_dir) / "higgs_sample_lightgbm" / name, "\t", n_columns=29)
+    return TabularData(np.ascontiguousarray(table[:, 1:]), table[:, 0].astype(np.int64), None,
                        HIGGS_FEATURE_NAMES)
+
+
+def _read_table(path, delimiter, n_columns):
+    """The numeric table of a known data file, checked for its number of columns."""
+    table = np.loadtxt(path, delimiter=delimiter, dtype=np.float64, ndmin=2, encoding="utf-8")
+    if table.shape[1] != n_columns:
+        raise ValueError(f"{path} has {table.shape[1]} columns, expected {n_columns}; is the "
+                         "shared data folder the snapshot of PROVENANCE.md?")
+    return table
