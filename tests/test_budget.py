@@ -13,7 +13,7 @@ import pytest
 
 from msclassify import CEGBClassifier, CEGBRegressor, GreedyMiserClassifier, load_model
 from msclassify.baselines import BudgetRFClassifier, CSTCClassifier
-from msclassify.baselines._budget import select_within_budget
+from msclassify.budget import select_within_budget
 
 COSTS = [1.0, 10.0]
 

@@ -4,8 +4,8 @@ GreedyMiser is the special case of CEGB (Peter et al. 2017, supplement) and live
 with the core as a preset; it is re-exported here beside the other baselines.
 """
 
+from ..budget import select_within_budget
 from ..cegb._sklearn import GreedyMiserClassifier, GreedyMiserRegressor
-from ._budget import select_within_budget
 from ._budgetrf import BudgetRFClassifier
 from ._cstc import CSTCClassifier, CSTCRegressor
 from ._grbb import GRBBClassifier, LaplacianBoostingClassifier

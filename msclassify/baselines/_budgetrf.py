@@ -46,11 +46,9 @@ from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ..budget import PredictionCost, check_budget, check_validation_labels
 from ..modelfile import estimator_params, write_model
-from ..cegb._booster import PredictionCost
 from ..cegb._params import _per_feature
-from ..cegb._sklearn import check_budget
-from ..cegb._validation import check_validation_labels
 
 # Section 3: stumps drawn per feature for nodes of > 2000, > 500 and <= 500 examples.
 PAPER_STUMP_SCHEDULE = (80, 40, 20)

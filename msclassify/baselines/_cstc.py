@@ -91,7 +91,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import threadpool_limits
 
 from ..modelfile import ModelFileError, estimator_params, write_model
-from ..cegb import Booster, PredictionCost, train
+from ..budget import PredictionCost
+from ..cegb import Booster, train
 from ..cegb._params import _per_feature
 
 _ZERO = 1e-6        # weights below this magnitude are exactly zero from then on

@@ -1,36 +1,12 @@
 """The trained ensemble: prediction, prediction cost, dump and model files."""
 
-from dataclasses import dataclass
-
 import numpy as np
 
+from ..budget import PredictionCost
 from . import _predict
 from ._validation import check_features
 
 _NODE_FIELDS = ("feature", "threshold", "default_left", "left", "right", "value", "count", "share")
-
-
-@dataclass
-class PredictionCost:
-    """Prediction cost of a model on some samples (DESIGN.md "Prediction cost").
-
-    Attributes
-    ----------
-    evaluation : ndarray, shape (N,)
-        Sum of ``alpha * eps`` over the split nodes each sample visits.
-    feature : ndarray, shape (N,)
-        Sum of ``beta_m`` over the distinct features on each sample's paths.
-    batch : float
-        Sum of ``gamma_m`` over the features the model uses (paid once per image/batch).
-    """
-
-    evaluation: np.ndarray
-    feature: np.ndarray
-    batch: float
-
-    @property
-    def per_sample(self):
-        return self.evaluation + self.feature
 
 
 class Booster:

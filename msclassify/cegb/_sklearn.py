@@ -1,7 +1,6 @@
 """scikit-learn estimators over the CEGB core: thin wrappers around `train` and `Booster`."""
 
 import copy
-from numbers import Real
 
 import numpy as np
 from scipy.special import expit, softmax
@@ -10,23 +9,14 @@ from sklearn.metrics import r2_score
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ..budget import check_budget, check_validation_labels
 from ..modelfile import estimator_params, write_model
 from ._booster import Booster
 from ._params import CEGBParams
 from ._train import train
-from ._validation import check_validation_labels
 
 _PARAM_NAMES = tuple(CEGBParams.__dataclass_fields__)
 _BUDGET_ATTRIBUTES = ("budget_", "validation_cost_", "validation_score_")
-
-
-def check_budget(budget):
-    """``budget`` as a float; ValueError unless it is a finite number >= 0."""
-    if isinstance(budget, bool) or not isinstance(budget, Real) or not np.isfinite(budget) \
-            or budget < 0:
-        raise ValueError(f"budget must be a finite number >= 0 (the mean prediction cost allowed "
-                         f"per validation sample), got {budget!r}")
-    return float(budget)
 
 
 class _CEGBBase(BaseEstimator):

@@ -115,7 +115,8 @@ _TRAIN_OPTIONS = ("split_cost", "trees", "leaves", "learning_rate", "min_samples
 
 
 def _cmd_train(args):
-    from ..cegb._sklearn import CEGBClassifier, check_budget
+    from .. import CEGBClassifier
+    from ..budget import check_budget
     from ..metrics import precision_at_k
 
     output = _check_output_file(args.output, "model")

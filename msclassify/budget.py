@@ -1,4 +1,14 @@
-"""Pick the best of several fitted budgeted models for one test-time budget.
+"""Budgeted learning: what a prediction costs, budget checks, and the best model within a budget.
+
+Shared by every budgeted model (CEGB and GreedyMiser in `msclassify.cegb`,
+BudgetRF and CSTC in `msclassify.baselines`):
+
+`PredictionCost`
+    the per-sample evaluation and feature cost and the per-batch cost of a prediction
+`check_budget`, `check_validation_labels`
+    the checks of a budget and of the validation labels it is measured on
+`select_within_budget`
+    the most accurate of several fitted models within one budget
 
 A cost-accuracy sweep trains many models (CEGB at several tradeoffs mu,
 GreedyMiser, BudgetRF, CSTC, ...). For a budget B the user wants the most
@@ -8,12 +18,59 @@ by their own ``with_budget``; a model without one (a CSTC tree) is used whole.
 """
 
 import copy
+from dataclasses import dataclass
+from numbers import Real
 
 import numpy as np
 from sklearn.base import is_classifier, is_regressor
 from sklearn.metrics import r2_score
 
-from ..cegb._sklearn import check_budget
+__all__ = ["PredictionCost", "check_budget", "check_validation_labels", "select_within_budget"]
+
+
+@dataclass
+class PredictionCost:
+    """Prediction cost of a model on some samples (DESIGN.md "Prediction cost").
+
+    Attributes
+    ----------
+    evaluation : ndarray, shape (N,)
+        Sum of ``alpha * eps`` over the split nodes each sample visits.
+    feature : ndarray, shape (N,)
+        Sum of ``beta_m`` over the distinct features on each sample's paths.
+    batch : float
+        Sum of ``gamma_m`` over the features the model uses (paid once per image/batch).
+    """
+
+    evaluation: np.ndarray
+    feature: np.ndarray
+    batch: float
+
+    @property
+    def per_sample(self):
+        return self.evaluation + self.feature
+
+
+def check_budget(budget):
+    """``budget`` as a float; ValueError unless it is a finite number >= 0."""
+    if isinstance(budget, bool) or not isinstance(budget, Real) or not np.isfinite(budget) \
+            or budget < 0:
+        raise ValueError(f"budget must be a finite number >= 0 (the mean prediction cost allowed "
+                         f"per validation sample), got {budget!r}")
+    return float(budget)
+
+
+def check_validation_labels(X_val, y_val, classes):
+    """``y_val`` as an array, ValueError unless it holds one known class label per row of X_val."""
+    y_val = np.asarray(y_val)
+    if y_val.shape != (X_val.shape[0],):
+        raise ValueError(f"y_val must have one label per row of X_val ({X_val.shape[0]}), got "
+                         f"shape {y_val.shape}")
+    unknown = np.setdiff1d(y_val, classes)
+    if unknown.size:
+        raise ValueError(f"y_val has labels {unknown.tolist()} that are not in the training "
+                         f"classes {classes.tolist()}")
+    return y_val
 
 
 def select_within_budget(models, budget, X_val, y_val, scoring=None):
@@ -53,7 +110,8 @@ def select_within_budget(models, budget, X_val, y_val, scoring=None):
     --------
     >>> import numpy as np
     >>> from msclassify import CEGBClassifier
-    >>> from msclassify.baselines import BudgetRFClassifier, select_within_budget
+    >>> from msclassify.baselines import BudgetRFClassifier
+    >>> from msclassify.budget import select_within_budget
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(600, 2)); y = (X[:, 0] + X[:, 1] > 0).astype(int)
     >>> models = [CEGBClassifier(n_estimators=20, feature_costs=[1, 10]).fit(X[:400], y[:400]),
