@@ -7,6 +7,8 @@ BudgetRF and CSTC in `msclassify.baselines`):
     the per-sample evaluation and feature cost and the per-batch cost of a prediction
 `check_budget`, `check_validation_labels`
     the checks of a budget and of the validation labels it is measured on
+`PrefixBudgetMixin`
+    ``with_budget`` of staged models: their most accurate prefix within a budget
 `select_within_budget`
     the most accurate of several fitted models within one budget
 
@@ -24,8 +26,10 @@ from numbers import Real
 import numpy as np
 from sklearn.base import is_classifier, is_regressor
 from sklearn.metrics import r2_score
+from sklearn.utils.validation import check_is_fitted
 
-__all__ = ["PredictionCost", "check_budget", "check_validation_labels", "select_within_budget"]
+__all__ = ["PredictionCost", "PrefixBudgetMixin", "check_budget", "check_validation_labels",
+           "select_within_budget"]
 
 
 @dataclass
@@ -71,6 +75,72 @@ def check_validation_labels(X_val, y_val, classes):
         raise ValueError(f"y_val has labels {unknown.tolist()} that are not in the training "
                          f"classes {classes.tolist()}")
     return y_val
+
+
+class PrefixBudgetMixin:
+    """``with_budget`` for staged models: boosted ensembles (iterations), forests (trees).
+
+    The first k stages of such a model are a model too. A class using this mixin
+    provides ``_prefix_costs_and_scores(X_val, y_val, scoring)``, the mean
+    validation cost and the validation score of every prefix from 0 stages to all
+    (two arrays of ``n_stages + 1``, the 0-stage prefix costing 0), and
+    ``_prefix(n_stages)``, a new fitted model of the first ``n_stages`` stages.
+    """
+
+    def with_budget(self, budget, X_val, y_val, scoring=None):
+        """The most accurate prefix of the model whose mean validation cost is <= ``budget``.
+
+        Fit once with many stages (boosting iterations, trees), then call this for
+        each budget of a cost-accuracy curve. Prefixes of 0 stages (a constant
+        prediction: the initial score or the class prior, cost 0) to all stages
+        are considered; ties go to the cheaper prefix. The cost of a prefix is its
+        mean per-sample prediction cost on ``X_val``, feature acquisition plus
+        split evaluation (``prediction_cost(X_val).per_sample.mean()``, the
+        ``"total"`` of `cost_curve`); a per-batch cost (gamma) is not a
+        per-sample cost and is not counted.
+
+        Parameters
+        ----------
+        budget : float
+            Mean per-sample prediction cost allowed on ``X_val``.
+        X_val, y_val : array-like
+            Validation data.
+        scoring : callable, optional
+            Higher is better. Classifiers: ``scoring(y_val, proba_val) -> float``
+            (e.g. a ranking metric), default the accuracy of `predict`.
+            Regressors: ``scoring(y_val, prediction_val) -> float``, default R^2
+            (which ranks prefixes as the negative mean squared error does).
+
+        Returns
+        -------
+        estimator
+            A new fitted estimator of the same class holding only the chosen
+            stages (sharing their arrays), with ``budget_``, ``validation_cost_``
+            and ``validation_score_`` set. `predict`, `prediction_cost` and
+            ``save`` use only those stages; the constructor parameters are the
+            original's, so refitting trains the full model again. This
+            estimator is not changed.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from msclassify import CEGBClassifier
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.normal(size=(400, 2)); y = (X[:, 0] + X[:, 1] > 0).astype(int)
+        >>> clf = CEGBClassifier(n_estimators=30, feature_costs=[1, 10]).fit(X[:300], y[:300])
+        >>> small = clf.with_budget(5.0, X[300:], y[300:])
+        >>> bool(small.validation_cost_ <= 5.0), 1 in small.booster_.features_used()
+        (True, False)
+        """
+        check_is_fitted(self)
+        budget = check_budget(budget)
+        costs, scores = self._prefix_costs_and_scores(X_val, y_val, scoring)
+        feasible = np.flatnonzero(costs <= budget)  # never empty: 0 stages cost 0
+        best = int(feasible[np.argmax(scores[feasible])])
+        pruned = self._prefix(best)
+        pruned.budget_, pruned.validation_cost_, pruned.validation_score_ = \
+            budget, float(costs[best]), float(scores[best])
+        return pruned
 
 
 def select_within_budget(models, budget, X_val, y_val, scoring=None):

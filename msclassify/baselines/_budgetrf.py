@@ -46,7 +46,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..budget import PredictionCost, check_budget, check_validation_labels
+from ..budget import PredictionCost, PrefixBudgetMixin, check_validation_labels
 from ..modelfile import estimator_params, write_model
 from ..cegb._params import _per_feature
 
@@ -241,7 +241,7 @@ def _check_stump_setting(value):
                      f"Sec. 3), None (every threshold) or a positive integer, got {value!r}")
 
 
-class BudgetRFClassifier(ClassifierMixin, BaseEstimator):
+class BudgetRFClassifier(PrefixBudgetMixin, ClassifierMixin, BaseEstimator):
     """Feature-budgeted random forest (BudgetRF; Nan, Wang & Saligrama, ICML 2015).
 
     Trees are grown by GREEDYTREE with minimax cost-weighted threshold-Pairs
@@ -528,46 +528,21 @@ class BudgetRFClassifier(ClassifierMixin, BaseEstimator):
         used = [tree["feature"][tree["feature"] >= 0] for tree in self._trees(n_trees)]
         return np.unique(np.concatenate(used)) if used else np.zeros(0, dtype=np.int32)
 
-    # -- budgets -------------------------------------------------------------------------------
-    def with_budget(self, budget, X_val, y_val, scoring=None):
-        """The most accurate prefix of the forest whose mean validation cost is <= ``budget``.
-
-        Fit once with many trees, then call this for each budget of a cost-accuracy
-        curve. Prefixes of 0 trees (cost 0, predicting the majority class) to all
-        trees are considered; ties go to the cheaper prefix.
-
-        Parameters
-        ----------
-        budget : float
-            Mean per-sample feature cost allowed on ``X_val``.
-        X_val, y_val : array-like
-            Validation data.
-        scoring : callable, optional
-            ``scoring(y_val, proba_val) -> float``, higher is better (e.g. a ranking
-            metric); default accuracy of `predict`.
-
-        Returns
-        -------
-        BudgetRFClassifier
-            A new fitted estimator sharing the first trees, with ``budget_``,
-            ``validation_cost_`` and ``validation_score_`` set.
-        """
-        check_is_fitted(self, "trees_")
-        budget = check_budget(budget)
+    # -- budgets (with_budget: msclassify.budget.PrefixBudgetMixin) ----------------------------
+    def _prefix_costs_and_scores(self, X_val, y_val, scoring):
         X_val = self._check_X(X_val)
         y_val = self._check_y_val(X_val, y_val)
         costs = np.r_[0.0, self.cost_curve(X_val)["feature"]]
         scores = np.array([self._score(y_val, proba, vote_scores, scoring) for proba, vote_scores
                            in [self._proba_and_scores(X_val, 0), *self._staged_outputs(X_val)]])
-        feasible = np.flatnonzero(costs <= budget)
-        best = feasible[np.argmax(scores[feasible])]
+        return costs, scores
+
+    def _prefix(self, n_stages):
         pruned = copy.copy(self)
-        pruned.trees_ = self.trees_[:best]
+        pruned.trees_ = self.trees_[:n_stages]
         for name in ("validation_cost_curve_", "validation_accuracy_curve_"):
             curve = getattr(self, name, None)
-            setattr(pruned, name, None if curve is None else curve[:best])
-        pruned.budget_, pruned.validation_cost_, pruned.validation_score_ = \
-            float(budget), float(costs[best]), float(scores[best])
+            setattr(pruned, name, None if curve is None else curve[:n_stages])
         return pruned
 
     def _score(self, y_val, proba, vote_scores, scoring):
