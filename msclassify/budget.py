@@ -21,12 +21,13 @@ by their own ``with_budget``; a model without one (a CSTC tree) is used whole.
 
 import copy
 from dataclasses import dataclass
-from numbers import Real
 
 import numpy as np
 from sklearn.base import is_classifier, is_regressor
 from sklearn.metrics import r2_score
 from sklearn.utils.validation import check_is_fitted
+
+from .checks import check_number
 
 __all__ = ["PredictionCost", "PrefixBudgetMixin", "check_budget", "check_validation_labels",
            "select_within_budget"]
@@ -57,11 +58,8 @@ class PredictionCost:
 
 def check_budget(budget):
     """``budget`` as a float; ValueError unless it is a finite number >= 0."""
-    if isinstance(budget, bool) or not isinstance(budget, Real) or not np.isfinite(budget) \
-            or budget < 0:
-        raise ValueError(f"budget must be a finite number >= 0 (the mean prediction cost allowed "
-                         f"per validation sample), got {budget!r}")
-    return float(budget)
+    return check_number(budget, "budget",
+                        note="the mean prediction cost allowed per validation sample")
 
 
 def check_validation_labels(X_val, y_val, classes):

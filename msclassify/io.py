@@ -27,6 +27,8 @@ import imageio.v3 as iio
 import numpy as np
 import tifffile
 
+from .checks import check_int, is_int
+
 __all__ = ["FrameReadError", "FrameSource", "FrameWriteError", "FrameWriter", "natural_sort_key",
            "open_frames", "open_writer", "read_label_stack", "write_atomically"]
 
@@ -155,7 +157,7 @@ class FrameSource:
         return self._n_frames
 
     def _check_index(self, index):
-        if isinstance(index, (bool, np.bool_)) or not isinstance(index, (int, np.integer)):
+        if not is_int(index):
             raise TypeError(f"frame index must be an integer, got {type(index).__name__}")
         index = int(index)
         if index < 0:
@@ -730,17 +732,15 @@ class FrameWriter:
     """
 
     def __init__(self, path, n_frames, frame_shape, dtype, names, n_classes):
-        if isinstance(n_frames, bool) or not isinstance(n_frames, (int, np.integer)) \
-                or n_frames < 1:
-            raise ValueError(f"n_frames must be a positive integer, got {n_frames!r}")
+        check_int(n_frames, "n_frames")
         frame_shape = tuple(int(size) for size in frame_shape)
         if len(frame_shape) != 2 or min(frame_shape) < 1:
             raise ValueError(f"frame_shape must be (height, width), got {frame_shape}")
         dtype = np.dtype(dtype)
         if dtype.kind not in "biu":
             raise TypeError(f"label dtype must be an integer type such as uint8, got {dtype}")
-        if n_classes is not None and (isinstance(n_classes, bool) or int(n_classes) < 1):
-            raise ValueError(f"n_classes must be a positive integer or None, got {n_classes!r}")
+        if n_classes is not None:
+            check_int(n_classes, "n_classes")
         names = _default_names(n_frames) if names is None else [str(name) for name in names]
         if len(names) != n_frames or len(set(names)) != n_frames:
             raise ValueError(f"names must hold {n_frames} distinct names, got {len(names)} "
@@ -777,8 +777,7 @@ class FrameWriter:
         return self._names[self._check_index(index)]
 
     def _check_index(self, index):
-        if isinstance(index, (bool, np.bool_)) or not isinstance(index, (int, np.integer)) \
-                or not 0 <= index < self.n_frames:
+        if not is_int(index) or not 0 <= index < self.n_frames:
             raise IndexError(f"frame index must be an integer in 0..{self.n_frames - 1}, "
                              f"got {index!r}")
         return int(index)

@@ -127,8 +127,8 @@ def test_save_load_round_trip(tmp_path, scene):
 @pytest.mark.parametrize("params, error, match", [
     ({"n_neighbors": 0}, ValueError, "n_neighbors must be an integer >= 1"),
     ({"n_neighbors": 2.5}, ValueError, "n_neighbors must be an integer >= 1"),
-    ({"n_unlabelled": 0}, ValueError, "n_unlabelled must be an int >= 1"),
-    ({"n_unlabelled": True}, ValueError, "n_unlabelled must be an int >= 1"),
+    ({"n_unlabelled": 0}, ValueError, "n_unlabelled must be an integer >= 1"),
+    ({"n_unlabelled": True}, ValueError, "n_unlabelled must be an integer >= 1"),
     ({"laplacian_regularization": -1.0}, ValueError, "laplacian_regularization must be"),
     ({"laplacian_regularization": float("nan")}, ValueError, "laplacian_regularization must be"),
     ({"semi_supervised": "yes"}, TypeError, "semi_supervised must be True or False"),

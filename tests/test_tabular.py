@@ -216,7 +216,7 @@ def test_precision_at_5_follows_the_paper():
     # equal scores put the irrelevant document first, whatever the file order
     assert precision_at_k([1, 0, 1], [1, 1, 0], [1, 1, 1], k=2) == 0.0
     assert precision_at_k([0, 1, 1], [1, 1, 0], [1, 1, 1], k=2) == 0.0
-    with pytest.raises(ValueError, match="k must be a positive integer"):
+    with pytest.raises(ValueError, match="k must be an integer >= 1"):
         precision_at_k([1], [1], [1], k=0)
 
 

@@ -37,7 +37,6 @@ import os
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from numbers import Integral, Real
 
 import numpy as np
 from numba import njit, prange
@@ -46,9 +45,9 @@ from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..budget import PredictionCost, PrefixBudgetMixin, check_validation_labels
+from ..budget import PredictionCost, PrefixBudgetMixin, check_budget, check_validation_labels
+from ..checks import check_int, check_number, check_per_feature, is_int
 from ..modelfile import estimator_params, write_model
-from ..cegb._params import _per_feature
 
 # Section 3: stumps drawn per feature for nodes of > 2000, > 500 and <= 500 examples.
 PAPER_STUMP_SCHEDULE = (80, 40, 20)
@@ -235,7 +234,7 @@ def _check_stump_setting(value):
         return np.array(PAPER_STUMP_SCHEDULE, dtype=np.int64)
     if value is None:
         return np.full(3, -1, dtype=np.int64)
-    if isinstance(value, Integral) and not isinstance(value, bool) and value >= 1:
+    if is_int(value, 1):
         return np.full(3, int(value), dtype=np.int64)
     raise ValueError("n_candidate_stumps must be 'paper' (80/40/20 random stumps per feature, "
                      f"Sec. 3), None (every threshold) or a positive integer, got {value!r}")
@@ -316,16 +315,11 @@ class BudgetRFClassifier(PrefixBudgetMixin, ClassifierMixin, BaseEstimator):
 
     # -- fitting -------------------------------------------------------------------------------
     def _check_params(self):
-        if not (isinstance(self.n_estimators, Integral) and self.n_estimators >= 1):
-            raise ValueError(f"n_estimators must be a positive integer, got {self.n_estimators!r}")
-        if self.budget is not None and not (isinstance(self.budget, Real)
-                                            and np.isfinite(self.budget) and self.budget >= 0):
-            raise ValueError(f"budget must be a finite number >= 0 or None, got {self.budget!r}")
-        if not (isinstance(self.impurity_threshold, Real) and np.isfinite(self.impurity_threshold)
-                and self.impurity_threshold >= 0):
-            raise ValueError("impurity_threshold (alpha of Eq. 11) must be finite and >= 0, got "
-                             f"{self.impurity_threshold!r}")
-        if self.n_jobs is not None and not (isinstance(self.n_jobs, Integral) and self.n_jobs != 0):
+        check_int(self.n_estimators, "n_estimators")
+        if self.budget is not None:
+            check_budget(self.budget)
+        check_number(self.impurity_threshold, "impurity_threshold", note="alpha of Eq. 11")
+        if self.n_jobs is not None and not (is_int(self.n_jobs) and self.n_jobs != 0):
             raise ValueError(f"n_jobs must be None, -1 or a positive integer, got {self.n_jobs!r}")
         return _check_stump_setting(self.n_candidate_stumps)
 
@@ -362,7 +356,8 @@ class BudgetRFClassifier(PrefixBudgetMixin, ClassifierMixin, BaseEstimator):
                              "samples of at least 2 classes")
         encoded = encoded.astype(np.int64)
         n_samples, n_features = X.shape
-        self.feature_costs_ = _per_feature("feature_costs", self.feature_costs, n_features, 1.0)
+        self.feature_costs_ = check_per_feature("feature_costs", self.feature_costs, n_features,
+                                                1.0)
         self.class_prior_ = np.bincount(encoded, minlength=self.classes_.size) / n_samples
         if self.budget is not None and X_val is None:
             raise ValueError("budget needs validation data: call fit(X, y, X_val=...); Algorithm 1 "
@@ -428,7 +423,7 @@ class BudgetRFClassifier(PrefixBudgetMixin, ClassifierMixin, BaseEstimator):
         check_is_fitted(self, "trees_")
         if n_trees is None:
             return self.trees_
-        if not (isinstance(n_trees, Integral) and 0 <= n_trees <= len(self.trees_)):
+        if not (is_int(n_trees) and 0 <= n_trees <= len(self.trees_)):
             raise ValueError(f"n_trees must be an integer in [0, {len(self.trees_)}], got "
                              f"{n_trees!r}")
         return self.trees_[:n_trees]

@@ -38,8 +38,6 @@ laplacian_regularization`` times the node degrees: on two moons with 9
 neighbours 0.1 converged and 0.3 diverged.
 """
 
-from numbers import Integral, Real
-
 import numpy as np
 from scipy import sparse
 from scipy.sparse.csgraph import connected_components, laplacian
@@ -50,6 +48,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_array, column_or_1d, validate_data
 
 from ..cegb._sklearn import CEGBClassifier
+from ..checks import check_int, check_number
 
 UNLABELLED = -1  # scikit-learn's semi-supervised convention for y
 
@@ -250,12 +249,8 @@ class LaplacianBoostingClassifier(GRBBClassifier):
 
 def check_graph_params(n_neighbors, laplacian_regularization):
     """ValueError unless n_neighbors is an int >= 1 and the regularisation a finite number >= 0."""
-    k = n_neighbors
-    if isinstance(k, bool) or not isinstance(k, Integral) or k < 1:
-        raise ValueError(f"n_neighbors must be an integer >= 1, got {k!r}")
-    lam = laplacian_regularization
-    if isinstance(lam, bool) or not isinstance(lam, Real) or not np.isfinite(lam) or lam < 0:
-        raise ValueError(f"laplacian_regularization must be a finite number >= 0, got {lam!r}")
+    check_int(n_neighbors, "n_neighbors")
+    check_number(laplacian_regularization, "laplacian_regularization")
 
 
 def regularised_gradients(L, target, laplacian_regularization, exact_hessian=False):

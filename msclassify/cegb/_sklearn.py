@@ -10,6 +10,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..budget import PrefixBudgetMixin, check_validation_labels
+from ..checks import as_seed
 from ..modelfile import estimator_params, write_model
 from ._booster import Booster
 from ._params import CEGBParams
@@ -60,8 +61,7 @@ class _CEGBBase(PrefixBudgetMixin, BaseEstimator):
 
     def _cegb_params(self):
         params = {name: getattr(self, name) for name in _PARAM_NAMES}
-        if isinstance(params["random_state"], np.random.RandomState):
-            params["random_state"] = int(params["random_state"].randint(2**31))
+        params["random_state"] = as_seed(params["random_state"])
         return params
 
     def _validate_X(self, X, reset=False):
@@ -288,8 +288,7 @@ class _GreedyMiserMixin:
 
     def _cegb_params(self):
         params = CEGBParams().to_dict() | self.get_params() | _GREEDY_MISER
-        if isinstance(params["random_state"], np.random.RandomState):
-            params["random_state"] = int(params["random_state"].randint(2**31))
+        params["random_state"] = as_seed(params["random_state"])
         return params
 
 

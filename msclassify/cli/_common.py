@@ -3,6 +3,8 @@
 import argparse
 import sys
 
+from ..checks import check_int
+
 PROG = "msclassify"
 EXIT_ERROR = 1
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, what shells report for Ctrl-C
@@ -35,13 +37,11 @@ def say(args, message):
 
 
 def positive_int(text):
+    """An argparse ``type``: the integer >= 1 that ``text`` spells."""
     try:
-        value = int(text)
+        return check_int(int(text), "value")
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
-    return value
 
 
 def make_output_folder(folder):

@@ -3,6 +3,8 @@
 import numpy as np
 from sklearn.metrics import accuracy_score, roc_auc_score
 
+from ..checks import check_int
+
 
 def _as_1d(values, name, n=None):
     values = np.asarray(values)
@@ -124,8 +126,7 @@ def precision_at_k(y_true, scores, qid, k=5, relevance_threshold=1):
     """
     y_true = _as_1d(y_true, "y_true").astype(np.float64)
     scores = _as_1d(scores, "scores", y_true.shape[0]).astype(np.float64)
-    if not (isinstance(k, (int, np.integer)) and k >= 1):
-        raise ValueError(f"k must be a positive integer, got {k!r}")
+    check_int(k, "k")
     if np.isnan(scores).any():
         raise ValueError("scores contain NaN; a ranking needs comparable scores")
     relevant = (y_true >= relevance_threshold).astype(np.float64)
@@ -168,8 +169,7 @@ def ndcg_at_k(y_true, scores, qid, k=5, no_relevant="one"):
     """
     y_true = _as_1d(y_true, "y_true").astype(np.float64)
     scores = _as_1d(scores, "scores", y_true.shape[0]).astype(np.float64)
-    if not (isinstance(k, (int, np.integer)) and k >= 1):
-        raise ValueError(f"k must be a positive integer, got {k!r}")
+    check_int(k, "k")
     if np.any(y_true < 0) or np.isnan(y_true).any():
         raise ValueError("relevance grades y_true must be >= 0")
     if np.isnan(scores).any():

@@ -7,7 +7,6 @@ trained to save is the time it actually saves.
 """
 
 import functools
-import numbers
 from typing import NamedTuple
 
 import numpy as np
@@ -15,10 +14,11 @@ from scipy.special import expit, softmax
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from ..modelfile import ModelFileError, write_model
 from ..baselines._grbb import check_graph_params
 from ..cegb import Booster, train
+from ..checks import as_seed, check_int
 from ..features import FeatureBank, FeatureCache, FeatureSpec
+from ..modelfile import ModelFileError, write_model
 from ._multiscale import predict_multiscale
 from ._semi_supervised import UnlabelledPixels
 
@@ -235,10 +235,7 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         if feature_cache is not None and not isinstance(feature_cache, FeatureCache):
             raise TypeError(f"feature_cache must be a msclassify.features.FeatureCache or None, "
                             f"got {type(feature_cache).__name__}")
-        n_cost_samples = self.n_cost_samples
-        if isinstance(n_cost_samples, bool) or not isinstance(n_cost_samples, numbers.Integral) \
-                or n_cost_samples < 1:
-            raise ValueError(f"n_cost_samples must be an int >= 1, got {n_cost_samples!r}")
+        n_cost_samples = check_int(self.n_cost_samples, "n_cost_samples")
         self._check_semi_supervised_params()
         pairs = _training_pairs(images, labels)
         classes = np.unique(np.concatenate([np.unique(lab[lab > 0]) for _, lab in pairs]))
@@ -250,7 +247,7 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         if any(_frame_channels(frame) != n_channels for frame, _ in pairs):
             raise ValueError("all training frames must have the same number of channels")
         bank = _make_bank(self.features, n_channels)
-        seed = _seed(self.random_state)
+        seed = as_seed(self.random_state)
         rng = np.random.default_rng(seed)
         compute_levels = bank.compute_levels if feature_cache is None else \
             functools.partial(feature_cache.levels, bank)
@@ -288,9 +285,7 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
     def _check_semi_supervised_params(self):
         if not isinstance(self.semi_supervised, (bool, np.bool_)):
             raise TypeError(f"semi_supervised must be True or False, got {self.semi_supervised!r}")
-        n = self.n_unlabelled
-        if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
-            raise ValueError(f"n_unlabelled must be an int >= 1, got {n!r}")
+        check_int(self.n_unlabelled, "n_unlabelled")
         check_graph_params(self.n_neighbors, self.laplacian_regularization)
 
     def _prepare(self):
@@ -481,17 +476,6 @@ def _probabilities(raw):
         p = expit(raw[:, :, 0]).astype(np.float32)
         return np.stack([1 - p, p], axis=2)
     return softmax(raw, axis=2).astype(np.float32)
-
-
-def _seed(random_state):
-    """An int seed (or None) for numpy's Generator and the core, from any sklearn random_state."""
-    if isinstance(random_state, np.random.RandomState):
-        return int(random_state.randint(2**31))
-    if random_state is None or (isinstance(random_state, numbers.Integral)
-                                and not isinstance(random_state, bool)):
-        return random_state
-    raise TypeError(f"random_state must be None, an int or a numpy RandomState, got "
-                    f"{random_state!r}")
 
 
 def _make_bank(features, n_channels):

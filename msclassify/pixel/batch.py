@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..checks import check_int
 from ._classifier import most_probable
 
 __all__ = ["BatchError", "available_cores", "connect", "label_dtype", "local_cluster",
@@ -154,8 +155,7 @@ def predict_to_writer(model, source, writer, todo, *, frame_index=None, probabil
     todo = [int(position) for position in todo]
     if frame_index is None:
         frame_index = _Identity()
-    if chunk_size < 1:
-        raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
+    check_int(chunk_size, "chunk_size")
     if client is None:
         for position in todo:
             labels, proba = predict_frame(model, source.read(frame_index[position]),
