@@ -29,8 +29,11 @@ class ModelFileError(ValueError):
     """A model file is missing, corrupt, truncated or from a newer version."""
 
 
-def estimator_params(estimator):
+def estimator_params(estimator, **replace):
     """``estimator.get_params()`` as JSON: arrays as float lists, a RandomState as None.
+
+    Parameters named in ``replace`` take the given (JSON-able) values as they are,
+    e.g. the feature ids of a pixel classifier's bank.
 
     Examples
     --------
@@ -40,7 +43,9 @@ def estimator_params(estimator):
     """
     params = estimator.get_params()
     for name, value in params.items():
-        if isinstance(value, (np.ndarray, list, tuple)):
+        if name in replace:
+            params[name] = replace[name]
+        elif isinstance(value, (np.ndarray, list, tuple)):
             params[name] = np.asarray(value, dtype=float).tolist()
         elif isinstance(value, np.random.RandomState):
             params[name] = None

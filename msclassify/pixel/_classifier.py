@@ -18,7 +18,7 @@ from ..baselines._grbb import check_graph_params
 from ..cegb import Booster, train
 from ..checks import as_seed, check_int
 from ..features import FeatureBank, FeatureCache, FeatureSpec
-from ..modelfile import ModelFileError, write_model
+from ..modelfile import ModelFileError, estimator_params, write_model
 from ._multiscale import predict_multiscale
 from ._semi_supervised import UnlabelledPixels
 
@@ -411,12 +411,8 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         """
         check_is_fitted(self, "booster_")
         booster_meta, arrays = self.booster_.to_model_file()
-        params = {name: value.item() if isinstance(value, np.generic) else value
-                  for name, value in self.get_params().items()}
-        if not isinstance(params["features"], str):
-            params["features"] = self.bank_.ids
-        if isinstance(params["random_state"], np.random.RandomState):
-            params["random_state"] = None
+        features = self.features if isinstance(self.features, str) else self.bank_.ids
+        params = estimator_params(self, features=features)
         meta = {"params": params, "bank": self.bank_.to_dict(), "booster": booster_meta,
                 "classes": self.classes_.tolist(), "classes_dtype": self.classes_.dtype.str,
                 "n_channels": self.n_channels_}
