@@ -42,11 +42,11 @@ import numpy as np
 from scipy import sparse
 from scipy.sparse.csgraph import connected_components, laplacian
 from scipy.sparse.linalg import splu
-from scipy.special import expit, softmax
 from sklearn.neighbors import kneighbors_graph
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_array, column_or_1d, validate_data
 
+from ..cegb import output_probabilities
 from ..cegb._sklearn import CEGBClassifier
 from ..checks import check_int, check_number
 
@@ -302,7 +302,7 @@ def regularised_gradients(L, target, laplacian_regularization, exact_hessian=Fal
             grad_labelled = grad_labelled + lam * (L_labelled_rows @ raw)
         if not exact_hessian:
             return extend(grad_labelled, np.empty_like(raw)), np.ones_like(raw)
-        p = expit(raw[:n_labelled]) if raw.ndim == 1 else softmax(raw[:n_labelled], axis=1)
+        p = output_probabilities(raw[:n_labelled])
         hess_labelled = p * (1.0 - p) + lam * (degree if raw.ndim == 1 else degree[:, None])
         # One solve for both (the factor is read once for two right-hand sides).
         both = extend(np.stack([grad_labelled, hess_labelled], axis=-1),
@@ -352,7 +352,7 @@ def prediction_variance_bound(L, raw, n_labelled, laplacian_regularization):
     _, component = connected_components(L, directed=False)
     if np.setdiff1d(component, component[:n_labelled]).size:
         return np.inf
-    p = expit(raw)
+    p = output_probabilities(raw)
     slope = p * (1.0 - p)
     fisher = (laplacian_regularization * L).tolil()
     fisher.setdiag(fisher.diagonal() + np.r_[slope[:n_labelled], np.zeros(n - n_labelled)])
@@ -383,9 +383,7 @@ def _is_unlabelled(y):
 
 def _loss_gradient(raw, target):
     """Logistic (raw (n,), target 0/1) or softmax (raw (n, K), one-hot target) gradient."""
-    if raw.ndim == 1:
-        return expit(raw) - target
-    return softmax(raw, axis=1) - target
+    return output_probabilities(raw) - target
 
 
 def _knn_laplacian(X, n_neighbors):

@@ -5,7 +5,9 @@ costs. See ``DESIGN.md`` ("CEGB, precisely") for the exact penalties.
 """
 
 from ._booster import Booster, PredictionCost
+from ._losses import class_probabilities, output_probabilities
 from ._params import CEGBParams
 from ._train import train
 
-__all__ = ["Booster", "CEGBParams", "PredictionCost", "train"]
+__all__ = ["Booster", "CEGBParams", "PredictionCost", "class_probabilities", "output_probabilities",
+           "train"]

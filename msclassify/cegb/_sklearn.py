@@ -3,7 +3,6 @@
 import copy
 
 import numpy as np
-from scipy.special import expit, softmax
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.metrics import r2_score
 from sklearn.utils.multiclass import check_classification_targets
@@ -13,6 +12,7 @@ from ..budget import PrefixBudgetMixin, check_validation_labels
 from ..checks import as_seed
 from ..modelfile import estimator_params, write_model
 from ._booster import Booster
+from ._losses import class_probabilities
 from ._params import CEGBParams
 from ._train import train
 
@@ -175,18 +175,12 @@ class CEGBClassifier(ClassifierMixin, _CEGBBase):
                            len(self.classes_) if multi else None, sample_weight, cost_weight,
                            callback)
 
-    def _proba(self, raw):
-        if raw.ndim == 1:
-            p = expit(raw)
-            return np.column_stack([1 - p, p])
-        return softmax(raw, axis=1)
-
     def decision_function(self, X):
         return self._raw(X)
 
     def predict_proba(self, X, n_iterations=None):
         """Class probabilities, shape (N, n_classes), columns in the order of ``classes_``."""
-        return self._proba(self._raw(X, n_iterations))
+        return class_probabilities(self._raw(X, n_iterations))
 
     def predict(self, X, n_iterations=None):
         return self._labels(self._raw(X, n_iterations))
@@ -201,13 +195,13 @@ class CEGBClassifier(ClassifierMixin, _CEGBBase):
     def _budget_score(self, y_val, raw, scoring):
         if scoring is None:
             return float(np.mean(self._labels(raw) == y_val))
-        return float(scoring(y_val, self._proba(raw)))
+        return float(scoring(y_val, class_probabilities(raw)))
 
     def staged_predict_proba(self, X):
         """Yield class probabilities after each iteration."""
         check_is_fitted(self, "booster_")
         for raw in self.booster_.staged_predict_raw(self._validate_X(X)):
-            yield self._proba(raw)
+            yield class_probabilities(raw)
 
     def staged_predict(self, X):
         for proba in self.staged_predict_proba(X):

@@ -10,12 +10,11 @@ import functools
 from typing import NamedTuple
 
 import numpy as np
-from scipy.special import expit, softmax
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from ..baselines._grbb import check_graph_params
-from ..cegb import Booster, train
+from ..cegb import Booster, class_probabilities, train
 from ..checks import as_seed, check_int
 from ..features import FeatureBank, FeatureCache, FeatureSpec
 from ..modelfile import ModelFileError, estimator_params, write_model
@@ -318,7 +317,7 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
             raw = self._booster_on_used_features().predict_raw(features.reshape(-1, n_used))
             raw = raw.reshape(height, width, -1)
             if output == "proba":
-                return _probabilities(raw), None
+                return class_probabilities(raw, np.float32), None
             if output == "class":
                 winner = (raw[:, :, 0] > 0) if raw.shape[2] == 1 else np.argmax(raw, axis=2)
                 return self.classes_[winner.astype(np.intp)], None
@@ -465,13 +464,6 @@ def most_probable(probabilities):
         best[plane > top] = k
         np.maximum(top, plane, out=top)
     return best, np.subtract(1.0, top, out=top)
-
-
-def _probabilities(raw):
-    if raw.shape[2] == 1:
-        p = expit(raw[:, :, 0]).astype(np.float32)
-        return np.stack([1 - p, p], axis=2)
-    return softmax(raw, axis=2).astype(np.float32)
 
 
 def _make_bank(features, n_channels):

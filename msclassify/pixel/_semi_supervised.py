@@ -31,9 +31,9 @@ budgeted boosting"; ``shared/papers/grbb-xu-semisupervised-budgeted-boosting.txt
 """
 
 import numpy as np
-from scipy.special import expit, softmax
 
 from ..baselines._grbb import _MIN_HESSIAN, _knn_laplacian, _target, regularised_gradients
+from ..cegb import output_probabilities
 
 __all__ = ["UnlabelledPixels"]
 
@@ -118,8 +118,7 @@ class UnlabelledPixels:
             hess = np.ones_like(raw)    # rows of no graph nor scribble carry no loss weight
             grad[graph_rows], hess[graph_rows] = graph(raw[graph_rows], None)
             if off_graph.size:
-                r = raw[off_graph]
-                p = expit(r) if r.ndim == 1 else softmax(r, axis=1)
+                p = output_probabilities(raw[off_graph])
                 grad[off_graph] = p - off_target
                 hess[off_graph] = np.maximum(p * (1.0 - p), _MIN_HESSIAN)
             return grad, hess
