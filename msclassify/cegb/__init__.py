@@ -5,9 +5,9 @@ costs. See ``DESIGN.md`` ("CEGB, precisely") for the exact penalties.
 """
 
 from ._booster import Booster, PredictionCost
-from ._losses import class_probabilities, output_probabilities
+from ._losses import MIN_HESSIAN, class_probabilities, output_probabilities
 from ._params import CEGBParams
 from ._train import train
 
-__all__ = ["Booster", "CEGBParams", "PredictionCost", "class_probabilities", "output_probabilities",
-           "train"]
+__all__ = ["MIN_HESSIAN", "Booster", "CEGBParams", "PredictionCost", "class_probabilities",
+           "output_probabilities", "train"]

@@ -3,7 +3,7 @@
 import numpy as np
 from scipy.special import expit, softmax
 
-_EPS = 1e-16
+MIN_HESSIAN = 1e-16  # floor of the built-in losses' hessians
 
 
 def output_probabilities(raw):
@@ -79,7 +79,7 @@ class Logistic(Objective):
 
     def gradients(self, raw, y):
         p = output_probabilities(raw)
-        return p - y, np.maximum(p * (1 - p), _EPS)
+        return p - y, np.maximum(p * (1 - p), MIN_HESSIAN)
 
 
 class Softmax(Objective):
@@ -94,7 +94,7 @@ class Softmax(Objective):
         p = output_probabilities(raw)
         onehot = np.zeros_like(p)
         onehot[np.arange(y.shape[0]), y.astype(np.int64)] = 1.0
-        return p - onehot, np.maximum(p * (1 - p), _EPS)
+        return p - onehot, np.maximum(p * (1 - p), MIN_HESSIAN)
 
 
 class CallableObjective(Objective):

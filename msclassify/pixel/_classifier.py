@@ -13,10 +13,10 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from ..baselines._grbb import check_graph_params
 from ..cegb import Booster, class_probabilities, train
 from ..checks import as_seed, check_int
 from ..features import FeatureBank, FeatureCache, FeatureSpec
+from ..graph import check_graph_params
 from ..modelfile import ModelFileError, estimator_params, write_model
 from ._multiscale import predict_multiscale
 from ._semi_supervised import UnlabelledPixels

@@ -14,7 +14,7 @@ budgeted boosting"; ``shared/papers/grbb-xu-semisupervised-budgeted-boosting.txt
   derivatives and eigenvalues on very different scales).
 * Gradients: the scribbled pixels in the graph get the loss gradient plus
   ``laplacian_regularization * (L H)``, the unlabelled ones the harmonic
-  extension of those gradients (`msclassify.baselines._grbb.regularised_gradients`),
+  extension of those gradients (`msclassify.graph.regularised_gradients`),
   scribbled pixels left out of the graph the plain loss gradient. With
   ``hessian="exact"`` the hessians are extended the same way.
 * Weights: unlabelled rows carry loss weight 1 (the tree fits their propagated
@@ -32,8 +32,8 @@ budgeted boosting"; ``shared/papers/grbb-xu-semisupervised-budgeted-boosting.txt
 
 import numpy as np
 
-from ..baselines._grbb import _MIN_HESSIAN, _knn_laplacian, _target, regularised_gradients
-from ..cegb import output_probabilities
+from ..cegb import MIN_HESSIAN, output_probabilities
+from ..graph import class_targets, knn_laplacian, regularised_gradients
 
 __all__ = ["UnlabelledPixels"]
 
@@ -105,13 +105,13 @@ class UnlabelledPixels:
                              "n_neighbors or raise n_unlabelled")
         graph_features = standardise(np.concatenate([X[in_graph], unlabelled]))
         encoded = y[in_graph].astype(np.int64)
-        graph = regularised_gradients(_knn_laplacian(graph_features, n_neighbors),
-                                      _target(encoded, n_classes), laplacian_regularization,
+        graph = regularised_gradients(knn_laplacian(graph_features, n_neighbors),
+                                      class_targets(encoded, n_classes), laplacian_regularization,
                                       exact_hessian)
         n_rows = X.shape[0]
         graph_rows = np.concatenate([in_graph, np.arange(n_rows, n_rows + n_free)])
         off_graph = np.setdiff1d(labelled, in_graph)
-        off_target = _target(y[off_graph].astype(np.int64), n_classes)
+        off_target = class_targets(y[off_graph].astype(np.int64), n_classes)
 
         def objective(raw, _):
             grad = np.zeros_like(raw)
@@ -120,7 +120,7 @@ class UnlabelledPixels:
             if off_graph.size:
                 p = output_probabilities(raw[off_graph])
                 grad[off_graph] = p - off_target
-                hess[off_graph] = np.maximum(p * (1.0 - p), _MIN_HESSIAN)
+                hess[off_graph] = np.maximum(p * (1.0 - p), MIN_HESSIAN)
             return grad, hess
 
         return (np.concatenate([X, unlabelled.astype(X.dtype, copy=False)]),
