@@ -12,10 +12,10 @@ import tifffile
 import msclassify.pixel.batch as batch
 from msclassify import load_model
 from msclassify.io import FrameWriteError, open_writer
-from msclassify.pixel import PixelClassifier
+from msclassify.pixel import PixelClassifier, label_dtype, predict_frame
 from msclassify.pixel.batch import (BatchError, _ModelPlugin, _numba_threads, _predict_chunk,
-                                    _workers_per_host, available_cores, connect, label_dtype,
-                                    local_cluster, predict_frame, predict_to_writer)
+                                    _workers_per_host, available_cores, connect, local_cluster,
+                                    predict_to_writer)
 
 distributed = pytest.importorskip("distributed")
 
@@ -89,11 +89,13 @@ def test_numba_threads_share_the_cores_between_the_workers_of_a_host():
 
 def test_predict_frame_with_probabilities_labels_the_most_probable_class():
     frame = np.array([[0, 200], [101, 100]], np.uint8)
-    labels, proba = predict_frame(ThresholdModel(), frame, probabilities=True, dtype=np.uint16)
+    labels, proba, uncertainty = predict_frame(ThresholdModel(), frame, probabilities=True,
+                                               dtype=np.uint16)
     assert labels.dtype == np.uint16 and labels.tolist() == [[1, 2], [2, 1]]
     assert proba.dtype == np.float32 and proba.shape == (2, 2, 2)
-    labels, proba = predict_frame(ThresholdModel(), frame)
-    assert labels.dtype == np.uint8 and proba is None
+    np.testing.assert_allclose(uncertainty, 1 - proba.max(axis=2))
+    labels, proba, uncertainty = predict_frame(ThresholdModel(), frame)
+    assert labels.dtype == np.uint8 and proba is None and uncertainty is None
 
 
 # -- in-process engine -------------------------------------------------------------------------

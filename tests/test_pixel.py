@@ -10,7 +10,7 @@ from msclassify import ModelFileError, load_model
 from msclassify.features import FeatureBank, FeatureCache
 from msclassify.metrics import label_instances, seg_score
 from msclassify.modelfile import read_model, write_model
-from msclassify.pixel import ImageCost, PixelClassifier, training_set, most_probable
+from msclassify.pixel import ImageCost, PixelClassifier, most_probable, training_set
 
 
 def _blobs(seed, shape=(61, 75), n_blobs=4, radius=7):

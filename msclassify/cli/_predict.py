@@ -7,7 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..io import FrameReadError
+from ..io import FrameReadError, open_frames, open_writer
+from ..pixel import batch, check_channels, label_dtype, load_pixel_model
 from ._common import EXIT_INTERRUPTED, PROG, CommandError, positive_int, progress, say
 
 
@@ -40,22 +41,6 @@ def add_predict_command(commands, quiet):
     predict.set_defaults(run=_cmd_predict)
 
 
-def _load_pixel_model(path):
-    from .. import load_model
-    from ..pixel import PixelClassifier
-
-    model = load_model(path)
-    if not isinstance(model, PixelClassifier):
-        raise CommandError(f"{path} holds a {type(model).__name__}, not a pixel classifier; train "
-                           "one for images with: msclassify train IMAGES --labels LABELS -o "
-                           "MODEL.msc")
-    return model
-
-
-def _frame_channels(shape):
-    return 1 if len(shape) == 2 else shape[2]
-
-
 def _parse_frames(text, n_frames, source):
     """Positions selected by ``--frames START:STOP[:STEP]`` (Python slice rules) or ``INDEX``."""
     if text is None:
@@ -80,21 +65,17 @@ def _parse_frames(text, n_frames, source):
 
 
 def _cmd_predict(args):
-    from ..pixel import batch
-    from ..io import open_frames, open_writer
-
-    model = _load_pixel_model(args.model)
+    model = load_pixel_model(args.model)
     with open_frames(args.input, as_gray=model.n_channels_ == 1) as source:
-        channels = _frame_channels(source.shape)
-        if channels != model.n_channels_:
-            raise CommandError(
-                f"{args.model} was trained on {model.n_channels_}-channel images but {args.input} "
-                f"has {channels}-channel frames; predict frames like the training frames, or "
-                "train a model on these with msclassify train")
+        channels = 1 if len(source.shape) == 2 else source.shape[2]
+        try:
+            check_channels(model, channels, args.input, args.model)
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
         selection = _parse_frames(args.frames, len(source), args.input)
         classes = np.asarray(model.classes_)
         writer = open_writer(args.output, len(selection), source.shape[:2],
-                             dtype=batch.label_dtype(classes),
+                             dtype=label_dtype(classes),
                              names=[source.name(i) for i in selection],
                              n_classes=classes.size if args.probabilities else None,
                              format=args.format)
@@ -112,8 +93,6 @@ def _cmd_predict(args):
 
 
 def _run_prediction(args, model, source, writer, selection, todo):
-    from ..pixel import batch
-
     model_bytes, cluster = None, contextlib.nullcontext()
     if args.workers is not None or args.scheduler is not None:
         try:

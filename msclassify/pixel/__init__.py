@@ -10,8 +10,10 @@ blocks and computes only the features the model uses. The pieces:
     tree evaluation on pyramid blocks, coarse to fine
 `UnlabelledPixels`, `jittered_grid`
     semi-supervised training (GRBB on unlabelled pixels of the scribbled frames)
-`most_probable`
-    labels and uncertainty from class probabilities in one pass
+`load_pixel_model`, `check_channels`
+    a saved classifier, checked to be one and to fit the frames at hand
+`predict_frame`, `FramePrediction`, `most_probable`, `label_dtype`
+    one frame's labels, probabilities and uncertainty from one pass; the labels' dtype
 `msclassify.pixel.batch`
     streaming many frames into a resumable writer, here or on a Dask cluster
 
@@ -26,9 +28,13 @@ Examples
 (np.uint8(2), np.uint8(1))
 """
 
-from ._classifier import ImageCost, PixelClassifier, most_probable, training_set
+from ._apply import FramePrediction, label_dtype, most_probable, predict_frame
+from ._classifier import (ImageCost, PixelClassifier, check_channels, load_pixel_model,
+                          training_set)
 from ._multiscale import MultiscaleResult, predict_multiscale
 from ._semi_supervised import UnlabelledPixels, jittered_grid
 
-__all__ = ["ImageCost", "MultiscaleResult", "PixelClassifier", "UnlabelledPixels",
-           "jittered_grid", "most_probable", "predict_multiscale", "training_set"]
+__all__ = ["FramePrediction", "ImageCost", "MultiscaleResult", "PixelClassifier",
+           "UnlabelledPixels", "check_channels", "jittered_grid", "label_dtype",
+           "load_pixel_model", "most_probable", "predict_frame", "predict_multiscale",
+           "training_set"]

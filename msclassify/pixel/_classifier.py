@@ -17,11 +17,12 @@ from ..cegb import Booster, class_probabilities, train
 from ..checks import as_seed, check_int
 from ..features import FeatureBank, FeatureCache, FeatureSpec
 from ..graph import check_graph_params
-from ..modelfile import ModelFileError, estimator_params, write_model
+from ..modelfile import ModelFileError, estimator_params, load_model, write_model
+from ._apply import most_probable
 from ._multiscale import predict_multiscale
 from ._semi_supervised import UnlabelledPixels
 
-__all__ = ["ImageCost", "PixelClassifier", "most_probable"]
+__all__ = ["ImageCost", "PixelClassifier", "check_channels", "load_pixel_model", "training_set"]
 
 _MODEL_KIND = "pixel_classifier"
 _STRATEGIES = ("multiscale", "per_pixel")
@@ -114,6 +115,9 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
     booster_ : msclassify.cegb.Booster
     features_used_ : list of str
         Ids of the features the model uses (the only ones computed to predict).
+    feature_cost_per_pixel_ : float
+        Modelled operations per image pixel to compute those features: the sum
+        of their ``batch_cost`` (see `msclassify.features`).
 
     Notes
     -----
@@ -292,6 +296,7 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         used = self.booster_.features_used()
         self._used = used
         self.features_used_ = [self.bank_.ids[i] for i in used]
+        self.feature_cost_per_pixel_ = float(self.bank_.batch_costs()[used].sum())
         self._per_pixel_booster = None
 
     # -- prediction ----------------------------------------------------------------------------
@@ -398,7 +403,7 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         """
         _, result = self._predict(image)
         height, width = np.shape(image)[:2]
-        features = float(self.bank_.batch_costs()[self._used].sum()) * height * width
+        features = self.feature_cost_per_pixel_ * height * width
         return ImageCost(self.booster_.split_cost * result.pixel_evaluations, features,
                          result.n_evaluations)
 
@@ -438,32 +443,56 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         return clf
 
 
-def most_probable(probabilities):
-    """Index of the most probable class and ``1 - max`` of ``(H, W, K)`` probabilities.
+def load_pixel_model(path, n_channels=None, frames="the frames"):
+    """Load a saved `PixelClassifier`; with ``n_channels``, check that it fits such frames.
 
-    Ties go to the first class, as with `numpy.argmax`. One pass per class over
-    whole planes: numpy's reductions along a short last axis take several times
-    longer on a 1024² frame.
+    Parameters
+    ----------
+    path : str or Path
+        A model file written by `PixelClassifier.save`.
+    n_channels : int, optional
+        Channels of the frames the model is to predict (see `check_channels`).
+    frames : str, optional
+        What to call those frames in an error message (e.g. their file name).
 
-    Returns
-    -------
-    best : ndarray of intp, shape (H, W)
-    uncertainty : ndarray, shape (H, W), of the probabilities' dtype
+    Raises
+    ------
+    ModelFileError
+        If the file is missing, corrupt, or holds another kind of model.
+    ValueError
+        If the model was trained on frames of another number of channels.
 
     Examples
     --------
-    >>> p = np.array([[[0.2, 0.8], [0.5, 0.5]]], dtype=np.float32)
-    >>> best, uncertainty = most_probable(p)
-    >>> best.tolist(), uncertainty.tolist()
-    ([[1, 0]], [[0.19999998807907104, 0.5]])
+    >>> import numpy as np, tempfile, os
+    >>> image = np.zeros((32, 32)); image[8:24, 8:24] = 1
+    >>> labels = np.zeros((32, 32), np.uint8); labels[:2] = 1; labels[14:18, 14:18] = 2
+    >>> path = os.path.join(tempfile.mkdtemp(), "m.msc")
+    >>> PixelClassifier(n_estimators=2).fit(image, labels).save(path)
+    >>> load_pixel_model(path, n_channels=3, frames="rgb.mp4")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    ValueError: ...m.msc was trained on 1-channel images but rgb.mp4 has 3-channel frames; ...
     """
-    top = probabilities[..., 0].copy()
-    best = np.zeros(top.shape, dtype=np.intp)
-    for k in range(1, probabilities.shape[-1]):
-        plane = probabilities[..., k]
-        best[plane > top] = k
-        np.maximum(top, plane, out=top)
-    return best, np.subtract(1.0, top, out=top)
+    model = load_model(path)
+    if not isinstance(model, PixelClassifier):
+        raise ModelFileError(f"{path} holds a {type(model).__name__}, not a pixel classifier; "
+                             "train one on images (msclassify train, the napari widget or "
+                             "PixelClassifier.fit)")
+    if n_channels is not None:
+        check_channels(model, n_channels, frames, path)
+    return model
+
+
+def check_channels(model, n_channels, frames="the frames", model_name="the model"):
+    """ValueError unless the fitted ``model`` was trained on frames of ``n_channels`` channels.
+
+    ``frames`` and ``model_name`` say in the message which frames and which model.
+    """
+    if model.n_channels_ != n_channels:
+        raise ValueError(f"{model_name} was trained on {model.n_channels_}-channel images but "
+                         f"{frames} has {n_channels}-channel frames; predict frames like the "
+                         "training frames, or train a model on these")
 
 
 def _make_bank(features, n_channels):

@@ -25,7 +25,9 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit, prange
 
-N_LEVELS = 4
+from ..features import N_LEVELS
+from ._apply import label_dtype
+
 # Pending quarter-blocks of one tree walk: at most 3 per block split along the path.
 _STACK_SIZE = 3 * (N_LEVELS - 1) + 1
 
@@ -322,7 +324,8 @@ def predict_multiscale(booster, level_arrays, feature_level, feature_slot, shape
         probable class.
     classes : ndarray, optional
         With ``output="class"``, the value to write for each class (default its
-        index, as uint8); the output has their dtype.
+        index, as `label_dtype` of the indices: uint8 up to 256 classes); the
+        output has their dtype.
     cost_map : bool, optional
         Also return the per-pixel evaluation cost.
 
@@ -388,7 +391,7 @@ def predict_multiscale(booster, level_arrays, feature_level, feature_slot, shape
         _probabilities(*finish, values)
     else:
         n_classes = max(K, 2)
-        classes = np.arange(n_classes, dtype=np.uint8 if n_classes <= 256 else np.int64) \
+        classes = np.arange(n_classes, dtype=label_dtype(n_classes - 1)) \
             if classes is None else np.ascontiguousarray(classes)
         if classes.shape != (n_classes,):
             raise ValueError(f"classes must hold one value per class ({n_classes}), got shape "

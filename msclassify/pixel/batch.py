@@ -28,10 +28,9 @@ from pathlib import Path
 import numpy as np
 
 from ..checks import check_int
-from ._classifier import most_probable
+from ._apply import predict_frame
 
-__all__ = ["BatchError", "available_cores", "connect", "label_dtype", "local_cluster",
-           "predict_frame", "predict_to_writer"]
+__all__ = ["BatchError", "available_cores", "connect", "local_cluster", "predict_to_writer"]
 
 # Frames per Dask task: large enough that scheduling overhead (~ms) is small
 # next to a prediction (~0.1 s for 1024x1024), small enough to balance load.
@@ -53,46 +52,6 @@ def available_cores():
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
         return os.cpu_count() or 1
-
-
-def label_dtype(classes):
-    """Smallest unsigned dtype (at least uint8) that holds every class value.
-
-    Examples
-    --------
-    >>> label_dtype([1, 2]).name, label_dtype([1, 300]).name
-    ('uint8', 'uint16')
-    """
-    classes = np.asarray(classes)
-    return np.promote_types(np.uint8, np.min_scalar_type(int(classes.max(initial=0))))
-
-
-def predict_frame(model, frame, probabilities=False, dtype=np.uint8):
-    """Labels (and optionally class probabilities) of one frame.
-
-    With ``probabilities`` the labels are the most probable class of the
-    returned probabilities, so the two outputs always agree.
-
-    Parameters
-    ----------
-    model : PixelClassifier
-        Anything with ``predict(frame)``; ``predict_proba`` and ``classes_`` too
-        when ``probabilities`` is True.
-    frame : ndarray
-    probabilities : bool
-    dtype : numpy dtype
-        Dtype of the returned labels.
-
-    Returns
-    -------
-    labels : (H, W) ndarray of ``dtype``
-    proba : (H, W, K) float32 ndarray or None
-    """
-    if not probabilities:
-        return np.asarray(model.predict(frame)).astype(dtype, copy=False), None
-    proba = np.asarray(model.predict_proba(frame), dtype=np.float32)
-    labels = np.asarray(model.classes_)[most_probable(proba)[0]].astype(dtype, copy=False)
-    return labels, proba
 
 
 def _frame_chunks(indices, chunk_size):
@@ -158,8 +117,8 @@ def predict_to_writer(model, source, writer, todo, *, frame_index=None, probabil
     check_int(chunk_size, "chunk_size")
     if client is None:
         for position in todo:
-            labels, proba = predict_frame(model, source.read(frame_index[position]),
-                                          probabilities, writer.dtype)
+            labels, proba, _ = predict_frame(model, source.read(frame_index[position]),
+                                             probabilities, writer.dtype)
             writer.write(position, labels, proba)
             if on_frame is not None:
                 on_frame(position)
@@ -229,8 +188,8 @@ def _predict_chunk(frames, plugin_name, probabilities, dtype):
     with plugin.lock:
         numba.set_num_threads(plugin.numba_threads)  # thread-local: set in the task's thread
         results = [predict_frame(plugin.model, frame, probabilities, dtype) for frame in frames]
-    labels = np.stack([labels for labels, _ in results])
-    proba = np.stack([proba for _, proba in results]) if probabilities else None
+    labels = np.stack([result.labels for result in results])
+    proba = np.stack([result.probabilities for result in results]) if probabilities else None
     return labels, proba
 
 
