@@ -11,6 +11,8 @@ BudgetRF and CSTC in `msclassify.baselines`):
     ``with_budget`` of staged models: their most accurate prefix within a budget
 `select_within_budget`
     the most accurate of several fitted models within one budget
+`with_feature_costs`
+    a fitted model whose prediction cost is priced with other feature costs
 
 A cost-accuracy sweep trains many models (CEGB at several tradeoffs mu,
 GreedyMiser, BudgetRF, CSTC, ...). For a budget B the user wants the most
@@ -30,7 +32,7 @@ from sklearn.utils.validation import check_is_fitted
 from .checks import check_number
 
 __all__ = ["PredictionCost", "PrefixBudgetMixin", "check_budget", "check_validation_labels",
-           "select_within_budget"]
+           "select_within_budget", "with_feature_costs"]
 
 
 @dataclass
@@ -225,6 +227,21 @@ def select_within_budget(models, budget, X_val, y_val, scoring=None):
                          "that can be cut to any budget (CEGB, GreedyMiser, BudgetRF)")
     # max() keeps the first of equal keys: the cheaper model, then the earlier one
     return max(candidates, key=lambda m: (m.validation_score_, -m.validation_cost_))
+
+
+def with_feature_costs(model, feature_costs):
+    """A shallow copy of a fitted model whose prediction cost uses ``feature_costs``.
+
+    The trees (or other fitted arrays) are shared, not copied; only the price of
+    each feature changes, e.g. to evaluate a model under another cost model.
+    """
+    model = copy.copy(model)
+    if hasattr(model, "booster_"):
+        model.booster_ = copy.copy(model.booster_)
+        model.booster_.feature_costs = feature_costs
+    else:
+        model.feature_costs_ = feature_costs
+    return model
 
 
 def _score(model, X_val, y_val, scoring, classify):

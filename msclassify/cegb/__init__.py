@@ -7,7 +7,9 @@ costs. See ``DESIGN.md`` ("CEGB, precisely") for the exact penalties.
 from ._booster import Booster, PredictionCost
 from ._losses import MIN_HESSIAN, class_probabilities, output_probabilities
 from ._params import CEGBParams
+from ._sklearn import CEGBClassifier, CEGBRegressor, GreedyMiserClassifier, GreedyMiserRegressor
 from ._train import train
 
-__all__ = ["MIN_HESSIAN", "Booster", "CEGBParams", "PredictionCost", "class_probabilities",
-           "output_probabilities", "train"]
+__all__ = ["MIN_HESSIAN", "Booster", "CEGBClassifier", "CEGBParams", "CEGBRegressor",
+           "GreedyMiserClassifier", "GreedyMiserRegressor", "PredictionCost",
+           "class_probabilities", "output_probabilities", "train"]

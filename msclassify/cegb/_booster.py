@@ -73,6 +73,36 @@ class Booster:
         used = [t["feature"][t["feature"] >= 0] for t in self.trees[:self._n_trees_for(n_iterations)]]
         return np.unique(np.concatenate(used)) if used else np.zeros(0, dtype=np.int32)
 
+    def tree_statistics(self):
+        """Leaves and split nodes summed over the trees, and the greatest depth of a leaf.
+
+        Returns
+        -------
+        dict
+            ``n_leaves``, ``n_splits`` and ``max_depth`` (0 for trees of one leaf).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from msclassify.cegb import train
+        >>> X = np.arange(40.0).reshape(20, 2); y = ((X[:, 0] > 10) & (X[:, 0] < 30)) * 1.0
+        >>> booster = train(X, y, "binary", {"n_estimators": 2, "max_leaves": 3,
+        ...                                  "min_samples_leaf": 1})
+        >>> booster.tree_statistics()     # two trees: a split, then a split of one side
+        {'n_leaves': 6, 'n_splits': 4, 'max_depth': 2}
+        """
+        leaves = splits = depth = 0
+        for tree in self.trees:
+            feature, left, right = tree["feature"], tree["left"], tree["right"]
+            node_depth = np.zeros(len(feature), dtype=np.int64)
+            for node in range(len(feature)):  # children are created after their parent
+                if feature[node] >= 0:
+                    node_depth[left[node]] = node_depth[right[node]] = node_depth[node] + 1
+            leaves += int(np.count_nonzero(feature < 0))
+            splits += int(np.count_nonzero(feature >= 0))
+            depth = max(depth, int(node_depth.max(initial=0)))
+        return {"n_leaves": leaves, "n_splits": splits, "max_depth": depth}
+
     def feature_importances(self, kind="gain"):
         """Total split gain (``kind="gain"``) or number of splits (``"split"``) per feature."""
         if kind not in ("gain", "split"):

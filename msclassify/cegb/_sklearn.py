@@ -86,6 +86,11 @@ class _CEGBBase(PrefixBudgetMixin, BaseEstimator):
         check_is_fitted(self, "booster_")
         return self.booster_.n_iterations
 
+    def features_used(self, n_iterations=None):
+        """Sorted indices of the features the (first ``n_iterations``) trees split on."""
+        check_is_fitted(self, "booster_")
+        return self.booster_.features_used(n_iterations)
+
     def prediction_cost(self, X, n_iterations=None):
         """Per-sample evaluation and feature cost and the batch cost; see `Booster.prediction_cost`."""
         check_is_fitted(self, "booster_")

@@ -4,6 +4,8 @@ import argparse
 import sys
 
 from ..checks import check_int
+from ..io import FrameWriteError
+from ..plotting import save_png
 
 PROG = "msclassify"
 EXIT_ERROR = 1
@@ -50,3 +52,13 @@ def make_output_folder(folder):
     except OSError as exc:
         raise CommandError(f"cannot create output folder {folder} ({exc.strerror or exc}); "
                            "choose a writable folder with -o") from None
+
+
+def write_png(path, image, crop=False):
+    """`msclassify.plotting.save_png`, failing with a `FrameWriteError` that says to use ``-o``."""
+    try:
+        save_png(path, image, crop)
+    except OSError as exc:
+        raise FrameWriteError(f"cannot write {path} ({exc.strerror or exc}); choose a writable "
+                              "output folder with -o", errno=exc.errno,
+                              filename=str(path)) from None

@@ -5,8 +5,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ..io import FrameWriteError
-from ._common import make_output_folder, progress, say, training_callback
+from ..datasets import load_sample_flies
+from ..metrics import label_instances, seg_score
+from ..pixel import PixelClassifier
+from ..plotting import agreement_overlay, cost_map_figure
+from ._common import make_output_folder, progress, say, training_callback, write_png
 
 _FLY = 2  # class value of "fly" in the sample data's scribbles (1 = background)
 
@@ -26,10 +29,6 @@ def add_demo_command(commands, quiet):
 
 
 def _cmd_demo(args):
-    from ..datasets import load_sample_flies
-    from ..metrics import label_instances, seg_score
-    from ..pixel import PixelClassifier
-
     start = time.perf_counter()
     out = Path(args.output)
     make_output_folder(out)
@@ -75,8 +74,10 @@ def _cmd_demo(args):
     model_path = out / "model.msc"
     clf.save(model_path)
     overlay_path, cost_path = out / "overlay.png", out / "cost_map.png"
-    _write_overlay(overlay_path, frames[shown], predictions[0] == _FLY, masks[shown] > 0)
-    _write_cost_map(cost_path, clf.cost_map(frames[shown]), shown)
+    write_png(overlay_path, agreement_overlay(frames[shown], predictions[0] == _FLY,
+                                              masks[shown] > 0))
+    write_png(cost_path, cost_map_figure(clf.cost_map(frames[shown]),
+                                         f"evaluation cost, frame {shown}"), crop=True)
     say(args, f"wrote {overlay_path} (frame {shown}: green = fly found, red = background "
                "called fly, blue = fly missed)")
     say(args, f"wrote {cost_path} (evaluation operations per pixel, frame {shown})")
@@ -87,43 +88,3 @@ def _cmd_demo(args):
 
 def _list(indices):
     return ", ".join(str(t) for t in indices)
-
-
-def _write_png(path, write):
-    from ..io import write_atomically
-
-    try:
-        write_atomically(path, write)
-    except OSError as exc:
-        raise FrameWriteError(f"cannot write {path} ({exc.strerror or exc}); choose a writable "
-                              "output folder with -o", errno=exc.errno,
-                              filename=str(path)) from None
-
-
-def _write_overlay(path, frame, predicted, truth):
-    """Frame in grey with agreement colours: green hit, red false fly, blue missed fly."""
-    import imageio.v3 as iio
-
-    grey = frame.astype(np.float32)
-    grey = (grey - grey.min()) / max(float(np.ptp(grey)), 1e-6)
-    image = np.repeat(grey[:, :, None], 3, axis=2)
-    for where, colour in ((predicted & truth, (0.1, 0.9, 0.2)), (predicted & ~truth, (1, 0.1, 0.1)),
-                          (~predicted & truth, (0.2, 0.4, 1))):
-        image[where] = 0.45 * image[where] + 0.55 * np.asarray(colour)
-    rgb = (image * 255 + 0.5).astype(np.uint8)
-    _write_png(path, lambda file: iio.imwrite(file, rgb, extension=".png"))
-
-
-def _write_cost_map(path, cost_map, frame_index):
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    figure = Figure(figsize=(7, 6), dpi=110)
-    FigureCanvasAgg(figure)
-    axes = figure.add_subplot()
-    shown = axes.imshow(cost_map, cmap="magma", interpolation="nearest")
-    axes.set_title(f"evaluation cost, frame {frame_index}\n(mean {cost_map.mean():.2f} "
-                   "operations per pixel)")
-    axes.set_axis_off()
-    figure.colorbar(shown, ax=axes, label="operations per pixel")
-    _write_png(path, lambda file: figure.savefig(file, format="png", bbox_inches="tight"))

@@ -2,8 +2,9 @@
 
 import numpy as np
 
+from ..io import match_frames, read_label_stack
+from ..metrics import label_instances, seg_score
 from ._common import CommandError, say
-from ._train import _match_frames
 
 
 def add_evaluate_command(commands, quiet):
@@ -41,12 +42,9 @@ class _LazyFrames:
 
 
 def _cmd_evaluate(args):
-    from ..io import read_label_stack
-    from ..metrics import label_instances, seg_score
-
     with read_label_stack(args.prediction) as prediction, \
             read_label_stack(args.reference) as reference:
-        reference_index, missing = _match_frames(reference, prediction)
+        reference_index, missing = match_frames(reference, prediction)
         if missing is not None:
             raise CommandError(
                 f"{args.prediction} has {len(prediction)} frames and {args.reference} "

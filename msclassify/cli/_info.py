@@ -2,6 +2,10 @@
 
 import numpy as np
 
+from ..io import open_frames
+from ..modelfile import load_model
+from ..pixel import PixelClassifier
+
 
 def add_info_command(commands, quiet):
     """Add ``info`` to the ``msclassify`` sub-parsers ``commands``."""
@@ -12,34 +16,17 @@ def add_info_command(commands, quiet):
     info.set_defaults(run=_cmd_info, quiet=False)
 
 
-def _tree_stats(trees):
-    """(leaves, split nodes, maximum depth) summed / maximised over the trees."""
-    leaves = splits = depth = 0
-    for tree in trees:
-        feature, left, right = tree["feature"], tree["left"], tree["right"]
-        node_depth = np.zeros(len(feature), dtype=np.int64)
-        for node in range(len(feature)):  # children are created after their parent
-            if feature[node] >= 0:
-                node_depth[left[node]] = node_depth[right[node]] = node_depth[node] + 1
-        leaves += int(np.count_nonzero(feature < 0))
-        splits += int(np.count_nonzero(feature >= 0))
-        depth = max(depth, int(node_depth.max(initial=0)))
-    return leaves, splits, depth
-
-
 def _cmd_info(args):
-    from .. import load_model
-    from ..pixel import PixelClassifier
-
     model = load_model(args.model)
     booster = model.booster_
-    leaves, splits, depth = _tree_stats(booster.trees)
+    trees = booster.tree_statistics()
     params = model.get_params()
     print(f"model:      {args.model} ({type(model).__name__})")
     if hasattr(model, "classes_"):
         print(f"classes:    {', '.join(str(c) for c in np.asarray(model.classes_).tolist())}")
     print(f"trees:      {booster.n_trees} ({booster.n_iterations} iterations x "
-          f"{booster.n_outputs} output(s)), {splits} splits, {leaves} leaves, depth <= {depth}")
+          f"{booster.n_outputs} output(s)), {trees['n_splits']} splits, {trees['n_leaves']} leaves, "
+          f"depth <= {trees['max_depth']}")
     print("parameters: " + ", ".join(f"{name}={params[name]}" for name in
                                      ("cost_tradeoff", "split_cost", "n_estimators", "max_leaves",
                                       "learning_rate") if name in params))
@@ -52,13 +39,11 @@ def _cmd_info(args):
     print(f"images:     {model.n_channels_} channel(s); features preset/list: "
           f"{params['features'] if isinstance(params['features'], str) else 'custom'}")
     print(f"features:   {used.size} of {len(bank)} candidates used; modelled whole-image cost "
-          f"{bank.batch_costs()[used].sum():.2f} operations per pixel")
+          f"{model.feature_cost_per_pixel_:.2f} operations per pixel")
     for index in used:
         spec = bank.specs[index]
         print(f"  {spec.id:<28} share {spec.share:>2}  cost {spec.batch_cost:6.3f}  {spec.name}")
     if args.image is not None:
-        from ..io import open_frames
-
         with open_frames(args.image, as_gray=model.n_channels_ == 1) as frames:
             frame = frames.read(0)
         cost = model.prediction_cost(frame)

@@ -21,7 +21,6 @@ Examples
 """
 
 import argparse
-import copy
 import inspect
 import json
 import time
@@ -29,11 +28,17 @@ from pathlib import Path
 
 import numpy as np
 
+from ..baselines import BudgetRFClassifier, CSTCClassifier
+from ..budget import check_budget, with_feature_costs
+from ..cegb import CEGBClassifier
 from ..io import write_atomically
+from ..metrics import precision_at_k
+from ..modelfile import load_model
+from ..plotting import cost_sweep_figure
 from ..tabular import (DEFAULT_COST_TRADEOFFS, FILE_FORMATS, check_trainable, cost_sweep,
-                      load_table, load_train_test, parse_cost_tradeoffs, plot_cost_sweep,
+                      load_feature_costs, load_table, load_train_test, parse_cost_tradeoffs,
                       score_model, training_targets)
-from ._common import CommandError, positive_int, progress, say, training_callback
+from ._common import CommandError, positive_int, progress, say, training_callback, write_png
 
 __all__ = ["add_tabular_commands"]
 
@@ -64,13 +69,6 @@ def _check_output_file(path, what):
     if path.is_dir():
         raise CommandError(f"cannot write the {what} to {path}: it is a folder; give a file name")
     return path
-
-
-def _features_used(model):
-    """Sorted indices of the raw features a fitted CEGB, BudgetRF or CSTC model uses."""
-    if hasattr(model, "features_used"):      # BudgetRF, CSTC (whose booster_ is its feature map)
-        return model.features_used()
-    return model.booster_.features_used()
 
 
 def _score_text(scores):
@@ -115,10 +113,6 @@ _TRAIN_OPTIONS = ("split_cost", "trees", "leaves", "learning_rate", "min_samples
 
 
 def _cmd_train(args):
-    from .. import CEGBClassifier
-    from ..budget import check_budget
-    from ..metrics import precision_at_k
-
     output = _check_output_file(args.output, "model")
     if args.validation is None and not 0 <= args.validation_fraction < 1:
         raise CommandError(f"--validation-fraction must be in [0, 1), got "
@@ -151,7 +145,7 @@ def _cmd_train(args):
         model.fit(train.X, training_targets(train), callback=training_callback(bar))
     seconds = time.perf_counter() - start
     n_iterations = model.n_iterations_
-    used = _features_used(model)
+    used = model.features_used()
     say(args, f"trained in {seconds:.2f} s: {model.booster_.n_trees} trees; "
                f"{used.size} of {train.n_features} features used: "
                f"{', '.join(train.feature_names[i] for i in used) or 'none'}")
@@ -161,7 +155,7 @@ def _cmd_train(args):
             def scoring(_relevant, proba):
                 return precision_at_k(validation.y, proba[:, 1], validation.qid, k=5)
         model = model.with_budget(args.budget, validation.X, training_targets(validation), scoring)
-        used = _features_used(model)
+        used = model.features_used()
         say(args, f"budget {args.budget:g}: kept {model.n_iterations_} of {n_iterations} "
                    f"iterations, {used.size} features")
         if model.n_iterations_ == 0:
@@ -179,33 +173,14 @@ def _cmd_train(args):
 # -- evaluate ----------------------------------------------------------------------------------
 
 def _load_tabular_model(path):
-    from .. import load_model
-    from ..baselines import BudgetRFClassifier, CSTCClassifier
-    from ..cegb._sklearn import CEGBClassifier
-    from ..pixel import PixelClassifier
-
     model = load_model(path)
-    if isinstance(model, PixelClassifier) or not isinstance(
-            model, (CEGBClassifier, BudgetRFClassifier, CSTCClassifier)):
+    if not isinstance(model, (CEGBClassifier, BudgetRFClassifier, CSTCClassifier)):
         raise CommandError(f"{path} holds a {type(model).__name__}, not a tabular classifier; "
                            "train one with: msclassify tabular train DATA -o MODEL.msc")
     return model
 
 
-def _priced_with(model, costs):
-    """A shallow copy of ``model`` whose prediction cost uses ``costs`` (trees are shared)."""
-    model = copy.copy(model)
-    if hasattr(model, "booster_"):
-        model.booster_ = copy.copy(model.booster_)
-        model.booster_.feature_costs = costs
-    else:
-        model.feature_costs_ = costs
-    return model
-
-
 def _cmd_evaluate(args):
-    from ..tabular import load_feature_costs
-
     model = _load_tabular_model(args.model)
     json_path = None if args.json is None else _check_output_file(args.json, "scores")
     n_features = model.n_features_in_
@@ -215,10 +190,10 @@ def _cmd_evaluate(args):
         raise CommandError(f"{args.data} has {data.n_features} features but {args.model} was "
                            f"trained on {n_features}; evaluate data of the same columns")
     if args.costs is not None:
-        model = _priced_with(model, load_feature_costs(args.costs, n_features))
+        model = with_feature_costs(model, load_feature_costs(args.costs, n_features))
     cost = model.prediction_cost(data.X)
     scores = score_model(model, data)
-    used = _features_used(model)
+    used = model.features_used()
     task = "ranking" if data.qid is not None else "classification"
     print(f"{args.model} ({type(model).__name__}) on {args.data}: {data.n_samples} rows, {task}")
     print(f"scores: {_score_text(scores)}")
@@ -257,16 +232,6 @@ def _check_output_folder(folder):
     if not existing.is_dir():
         raise CommandError(f"cannot create the output folder {folder}: {existing} is a file")
     return folder
-
-
-def _write_plot(path, sweep, title):
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    figure = Figure(figsize=(6, 4.5), dpi=110, tight_layout=True)
-    FigureCanvasAgg(figure)
-    plot_cost_sweep(sweep, figure.add_subplot()).set_title(title, fontsize=9)
-    write_atomically(path, lambda file: figure.savefig(file, format="png"))
 
 
 def _print_table(sweep):
@@ -309,8 +274,8 @@ def _cmd_sweep(args):
                 "n_features": train.n_features}
     output.mkdir(parents=True, exist_ok=True)
     _write_json(output / "sweep.json", {"settings": settings, **sweep.to_dict()})
-    _write_plot(output / "sweep.png", sweep,
-                f"{Path(args.data).name}: {sweep.task}, {test.n_samples} test rows")
+    write_png(output / "sweep.png", cost_sweep_figure(
+        sweep, f"{Path(args.data).name}: {sweep.task}, {test.n_samples} test rows"))
     if not args.quiet:
         _print_table(sweep)
     say(args, f"wrote {output / 'sweep.json'} and {output / 'sweep.png'}")
@@ -331,8 +296,6 @@ def add_tabular_commands(commands, quiet):
 
     ``quiet`` is the parent parser holding ``-q/--quiet``.
     """
-    from ..cegb._sklearn import CEGBClassifier
-
     tabular = commands.add_parser(
         "tabular", help="CEGB on tabular data with feature costs: train, sweep, evaluate",
         description="Cost-efficient gradient boosting on tabular data (svmlight/LETOR with "

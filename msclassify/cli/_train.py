@@ -6,6 +6,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..io import read_training_frames
+from ..pixel import PixelClassifier
 from ._common import CommandError, progress, say, training_callback
 
 # PixelClassifier parameters exposed as options: name -> (type, choices, help).
@@ -65,8 +67,6 @@ def add_train_command(commands, quiet):
 
 
 def _add_model_options(parser):
-    from ..pixel import PixelClassifier
-
     defaults = PixelClassifier().get_params()
     group = parser.add_argument_group("model (the PixelClassifier parameters of the same names)")
     group.add_argument("--features", default=defaults["features"],
@@ -85,64 +85,12 @@ def _add_model_options(parser):
                            default=argparse.SUPPRESS, help=f"{text} (default: off)")
 
 
-def _match_frames(frames, others):
-    """Index into ``frames`` of each frame of ``others``: by position when the counts match,
-    else by frame name. Returns ``(indices, None)``, or ``(None, name)`` for the first frame of
-    ``others`` whose name is not among ``frames``."""
-    if len(others) == len(frames):
-        return list(range(len(frames))), None
-    by_name = {frames.name(i): i for i in range(len(frames))}
-    for name in others.names():
-        if name not in by_name:
-            return None, name
-    return [by_name[name] for name in others.names()], None
-
-def _training_frames(image_paths, label_paths, gray):
-    """(frames, label images) of every labelled frame; labels pair with frames by index or name."""
-    from ..io import open_frames, read_label_stack
-
-    if len(image_paths) != len(label_paths):
-        raise CommandError(f"got {len(image_paths)} image input(s) but {len(label_paths)} label "
-                           "input(s); give one --labels entry per image input, in the same order")
-    frames, labels = [], []
-    for image_path, label_path in zip(image_paths, label_paths):
-        with open_frames(image_path, as_gray=gray) as images, \
-                read_label_stack(label_path) as label_source:
-            position, missing = _match_frames(images, label_source)
-            if missing is not None:
-                raise CommandError(
-                    f"{label_path} has {len(label_source)} label frame(s) but {image_path} "
-                    f"has {len(images)} frame(s), and label frame {missing!r} names no "
-                    f"frame of it; give one label image per frame, or name the label files "
-                    f"after the frames (e.g. {images.name(0)}.tif)")
-            for index in range(len(label_source)):
-                label_image = label_source.read(index)
-                if not label_image.any():
-                    continue
-                frame = images.read(position[index])
-                if frame.shape[:2] != label_image.shape:
-                    raise CommandError(
-                        f"label frame {label_source.name(index)} of {label_path} is "
-                        f"{label_image.shape[1]}x{label_image.shape[0]} but frame "
-                        f"{images.name(position[index])} of {image_path} is "
-                        f"{frame.shape[1]}x{frame.shape[0]}; labels must match their frames")
-                frames.append(frame)
-                labels.append(label_image)
-    if not frames:
-        raise CommandError(f"the label images {', '.join(map(str, label_paths))} hold no labelled "
-                           "pixel; label at least two classes (0 = unlabelled, 1, 2, ... = "
-                           "classes)")
-    return frames, labels
-
-
 def _cmd_train(args):
-    from ..pixel import PixelClassifier
-
     output = Path(args.output)
     if not output.parent.is_dir():
         raise CommandError(f"cannot save the model to {output}: folder {output.parent} does not "
                            "exist; create it or choose another path with -o")
-    frames, labels = _training_frames(args.images, args.labels, args.gray)
+    frames, labels = read_training_frames(args.images, args.labels, as_gray=args.gray)
     params = {name: getattr(args, name) for name in (*_MODEL_OPTIONS, *_MODEL_FLAGS)
               if hasattr(args, name)}
     features = args.features.split(",") if "," in args.features or ":" in args.features \
