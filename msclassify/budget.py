@@ -234,13 +234,15 @@ def with_feature_costs(model, feature_costs):
 
     The trees (or other fitted arrays) are shared, not copied; only the price of
     each feature changes, e.g. to evaluate a model under another cost model.
+    Models that price features themselves (BudgetRF, CSTC: ``feature_costs_``)
+    get new ``feature_costs_``; CEGB models a booster with new ``feature_costs``.
     """
     model = copy.copy(model)
-    if hasattr(model, "booster_"):
-        model.booster_ = copy.copy(model.booster_)
-        model.booster_.feature_costs = feature_costs
+    if hasattr(model, "feature_costs_"):      # CSTC's booster_ is its feature map, not priced
+        model.feature_costs_ = np.asarray(feature_costs, dtype=np.float64)
     else:
-        model.feature_costs_ = feature_costs
+        model.booster_ = copy.copy(model.booster_)
+        model.booster_.feature_costs = np.asarray(feature_costs, dtype=np.float64)
     return model
 
 
