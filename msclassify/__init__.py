@@ -5,8 +5,7 @@ image-pyramid feature bank, a napari plugin and a batch CLI.
 """
 
 from . import datasets, metrics
-from .cegb._sklearn import (CEGBClassifier, CEGBRegressor, GreedyMiserClassifier,
-                            GreedyMiserRegressor)
+from .cegb import CEGBClassifier, CEGBRegressor, GreedyMiserClassifier, GreedyMiserRegressor
 from .modelfile import ModelFileError, load_model
 from .pixel import PixelClassifier
 

@@ -6,8 +6,7 @@ from sklearn.ensemble import RandomForestClassifier
 from sklearn.utils.estimator_checks import check_estimator
 
 from benchmarks.shared_sets import load_miniboone_tiny
-from msclassify.baselines import BudgetRFClassifier
-from msclassify.baselines._budgetrf import threshold_pairs_impurity
+from msclassify.baselines import BudgetRFClassifier, threshold_pairs_impurity
 from msclassify.modelfile import read_model
 
 

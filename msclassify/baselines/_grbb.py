@@ -23,7 +23,7 @@ import numpy as np
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_array, column_or_1d, validate_data
 
-from ..cegb._sklearn import CEGBClassifier
+from ..cegb import CEGBClassifier
 from ..graph import (check_graph_params, class_targets, knn_laplacian, loss_gradient,
                      prediction_variance_bound, regularised_gradients)
 

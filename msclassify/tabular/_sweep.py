@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..cegb._sklearn import CEGBClassifier
+from ..cegb import CEGBClassifier
 from ..metrics import accuracy, ndcg_at_k, precision_at_k, roc_auc
 from ._data import TabularData
 
