@@ -36,7 +36,7 @@ class GRBBClassifier(CEGBClassifier):
     Trees are fitted to the labelled rows' loss gradients and to unlabelled
     gradients propagated from them over a kNN graph in closed form
     (``grad_U = -L_UU^{-1} L_LU' grad_L``), so labels reach the whole data
-    manifold in a few trees. See the module docstring for the exact rules.
+    manifold in a few trees. See `msclassify.graph` for the exact rules.
 
     Parameters
     ----------

@@ -92,7 +92,7 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         the gradients of the scribbled pixels are propagated over a kNN graph on
         the feature vectors of ``n_unlabelled`` pixels drawn from the labelled
         frames, so that a few scribbles reach the pixels that look like them.
-        See `msclassify._semi_supervised` for the exact rules.
+        See `msclassify.pixel.UnlabelledPixels` for the exact rules.
     n_unlabelled : int, optional
         Unlabelled pixels drawn (on a jittered grid) from the labelled frames, in
         total, for ``semi_supervised``.
