@@ -147,11 +147,6 @@ _MODEL_KINDS = {
 }
 
 
-def register_model_kind(kind, target):
-    """Let another module's model class be opened by `load_model` (``target="module:Class"``)."""
-    _MODEL_KINDS[kind] = target
-
-
 def load_model(path):
     """Load a model saved by any msclassify model's ``save`` method.
 
