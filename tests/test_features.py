@@ -25,7 +25,7 @@ def random_image(shape, seed=0):
 def feature_plane(image, feature_id, n_channels=1):
     """Level-grid plane of one feature, computed through the bank."""
     bank = FeatureBank(specs=[feature_id], n_channels=n_channels)
-    return bank.compute_levels(image).arrays[parse_id(feature_id)[0]][:, :, 0]
+    return bank.compute_levels(image).arrays[FeatureSpec.from_id(feature_id).level][:, :, 0]
 
 
 # ---------------------------------------------------------------- pyramid
