@@ -12,7 +12,9 @@ fly_masks_dev
     its 10 test frames with real instance masks. 1024x1024, frames decoded from
     the SLEAP video (channel 0). Metrics: SEG (``seg_score`` of the reference
     flies against ``label_instances(prediction, foreground=2)``) and fly IoU
-    (pixel Jaccard of the fly class over all test frames).
+    (pixel Jaccard of the fly class over all test frames); "wrong px/frame" counts
+    misclassified pixels and "wrong within 2 px of outline" the share of them
+    that lie within 2 px of a reference outline (outline errors vs blunders).
 isbi2012_em
     Train on user-like scribbles drawn from the labels of slices 0-4 by
     ``em_scribbles`` (1 membrane, 2 cell interior), test on slices 5-14, 512x512.
@@ -217,10 +219,17 @@ def make_methods(mu_path, seeds=(0,)):
 # --------------------------------------------------------------------------------- metrics
 
 def fly_scores(predictions, masks):
+    from scipy import ndimage as ndi
     stack, truth = np.stack(predictions), np.stack(masks)
     fly, reference = stack == FLY, truth > 0
+    wrong = fly != reference
+    # pixels within 2 px of a reference outline (either side)
+    band = np.stack([ndi.binary_dilation(r, iterations=2) & ~ndi.binary_erosion(r, iterations=2)
+                     for r in reference])
     return {"SEG": float(seg_score(truth, label_instances(stack, foreground=FLY))),
-            "fly IoU": float((fly & reference).sum() / (fly | reference).sum())}
+            "fly IoU": float((fly & reference).sum() / (fly | reference).sum()),
+            "wrong px/frame": float(wrong.sum() / len(stack)),
+            "wrong within 2 px of outline": float((wrong & band).sum() / max(wrong.sum(), 1))}
 
 
 def em_scores(predictions, labels):
@@ -332,7 +341,8 @@ def main():
     load_start = os.getloadavg()
     results = {"cpu": cpu_model(), "load_average_start": load_start, "repeats": repeats,
                "sets": {}}
-    columns = {"fly_masks_dev": ["method", "SEG", "fly IoU"],
+    columns = {"fly_masks_dev": ["method", "SEG", "fly IoU", "wrong px/frame",
+                                 "wrong within 2 px of outline"],
                "isbi2012_em": ["method", "SEG", "membrane F1", "pixel acc"]}
     common = ["ms/frame", "x faster than skimage+RF", "node evals/px", "feature ops/px",
               "n features", "train s"]
