@@ -1,7 +1,8 @@
 """Accuracy and speed on the real sets: msclassify vs scikit-image's recipe, LightGBM and ilastik's filters.
 
 Run: ``python benchmarks/bench_accuracy.py [--repeats 3] [--sets fly_masks_dev isbi2012_em]
-[--methods NAME ...] [--quick]``. Writes benchmarks/results/accuracy.json (or
+[--methods NAME ...] [--quick]``; ``--seed-spread 5`` instead trains ours with 5
+random_state values and reports the spread of the scores (accuracy_seeds.json). Writes benchmarks/results/accuracy.json (or
 accuracy_quick.json), prints one table per set and saves one cost-accuracy plot
 per set, docs/accuracy_<set>.png.
 
@@ -295,6 +296,25 @@ def run_set(name, data, methods, repeats):
     return rows
 
 
+def seed_spread(name, data, n_seeds):
+    """Scores of ours (defaults, and mu = 0) trained with random_state 0..n_seeds-1."""
+    spec = SETS[name]
+    out = {}
+    for label, params in (("ours default", {}), ("ours mu=0", {"cost_tradeoff": 0.0})):
+        scores = []
+        for seed in range(n_seeds):
+            method = Ours(label, random_state=seed, **params)
+            method.fit(data["train_images"], data["train_labels"])
+            scores.append(spec["score"]([method.predict(image) for image in data["test_images"]],
+                                        data[spec["truth"]]))
+            print(f"[{name}] {label} random_state={seed}: {scores[-1]}", flush=True)
+        out[label] = {metric: {"values": [s[metric] for s in scores],
+                               "spread": max(s[metric] for s in scores)
+                               - min(s[metric] for s in scores)}
+                      for metric in spec["metrics"]}
+    return out
+
+
 def draw_plot(name, rows, metrics, path):
     import matplotlib
     matplotlib.use("Agg")
@@ -334,6 +354,10 @@ def main():
     parser.add_argument("--methods", nargs="+", default=None,
                         help="method names to run (default: all)")
     parser.add_argument("--mu-path", nargs="+", type=float, default=list(DEFAULT_MU_PATH))
+    parser.add_argument("--seed-spread", type=int, default=0, metavar="N",
+                        help="instead: train ours (defaults and mu=0) with random_state "
+                             "0..N-1 and report the spread of the scores (no timing); writes "
+                             "accuracy_seeds.json")
     parser.add_argument("--quick", action="store_true",
                         help="3 test frames per set, 1 round, no plots (smoke test)")
     args = parser.parse_args()
@@ -346,6 +370,17 @@ def main():
                "isbi2012_em": ["method", "SEG", "membrane F1", "pixel acc"]}
     common = ["ms/frame", "x faster than skimage+RF", "node evals/px", "feature ops/px",
               "n features", "train s"]
+    if args.seed_spread:
+        for name in args.sets:
+            data = SETS[name]["load"](None)
+            results["sets"][name] = seed_spread(name, data, args.seed_spread)
+            for label, metrics in results["sets"][name].items():
+                print(f"{name} {label}: " + ", ".join(
+                    f"{metric} {min(v['values']):.4f}-{max(v['values']):.4f} (spread "
+                    f"{v['spread']:.4f})" for metric, v in metrics.items()))
+        command = "python benchmarks/bench_accuracy.py " + " ".join(sys.argv[1:])
+        print(f"wrote {write_results('accuracy_seeds', results, command.strip())}")
+        return
     for name in args.sets:
         methods = make_methods(args.mu_path)
         if args.methods:

@@ -219,14 +219,14 @@ def main():
                 f"{k} {v:.4f}" for k, v in row.items() if isinstance(v, (int, float))),
                 flush=True)
         results[set_name] = rows
+        command = "python benchmarks/study_features.py " + " ".join(sys.argv[1:])
+        write_results(args.name, results, command.strip())         # after every set
         metrics = SETS[set_name]["metrics"]
         learners = args.learners + (["ours"] if args.candidates else [])
         extra = ["ours node evals/px", "ours feature ops/px", "ours n used"] \
             if args.candidates else []
         print_table(rows, ["variant", "features"] + [f"{k} {m}" for k in learners
                                                      for m in metrics] + extra)
-    command = "python benchmarks/study_features.py " + " ".join(sys.argv[1:])
-    write_results(args.name, results, command.strip())
 
 
 if __name__ == "__main__":
