@@ -246,7 +246,7 @@ def em_scores(predictions, labels):
 
 SETS = {
     "fly_masks_dev": {"load": load_fly_masks_dev, "score": fly_scores, "truth": "test_masks",
-                      "metrics": ["SEG", "fly IoU"], "plot": ["SEG"], "quick_test": 3},
+                      "metrics": ["SEG", "fly IoU"], "plot": ["SEG", "fly IoU"], "quick_test": 3},
     "isbi2012_em": {"load": load_isbi2012_em, "score": em_scores, "truth": "test_labels",
                     "metrics": ["SEG", "membrane F1", "pixel acc"],
                     "plot": ["membrane F1", "SEG"], "quick_test": 3},
@@ -358,6 +358,8 @@ def main():
                         help="instead: train ours (defaults and mu=0) with random_state "
                              "0..N-1 and report the spread of the scores (no timing); writes "
                              "accuracy_seeds.json")
+    parser.add_argument("--replot", action="store_true",
+                        help="only redraw the plots from benchmarks/results/accuracy.json")
     parser.add_argument("--quick", action="store_true",
                         help="3 test frames per set, 1 round, no plots (smoke test)")
     args = parser.parse_args()
@@ -370,6 +372,12 @@ def main():
                "isbi2012_em": ["method", "SEG", "membrane F1", "pixel acc"]}
     common = ["ms/frame", "x faster than skimage+RF", "node evals/px", "feature ops/px",
               "n features", "train s"]
+    if args.replot:
+        import json
+        saved = json.loads((REPO / "benchmarks" / "results" / "accuracy.json").read_text())
+        for name, data in saved["results"]["sets"].items():
+            draw_plot(name, data["rows"], SETS[name]["plot"], REPO / data["figure"])
+        return
     if args.seed_spread:
         for name in args.sets:
             data = SETS[name]["load"](None)
