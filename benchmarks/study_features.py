@@ -98,6 +98,9 @@ def candidates():
         "pyramid 92, the former default (block-constant coarse)": default,
         "pyramid + L0 s3.5 (100)": default + l0_35,
         "L0 s0.7-3.5 + L1 (50): the new default": l0 + l1,
+        "L0 s0.7-3.5 (25)": l0,
+        "L0 s0.7-3.5 + L1up (50)": l0 + [FeatureSpec.make(1, s.filter, s.sigma, upsampled=True)
+                                         for s in l1],
         "L0 s0.7-3.5 + L1 + L2up/L3up gauss+hessian s1.6,3.5 (62)": l0 + l1 + up(
             2, CONTEXT_FILTERS, (1.6, 3.5)) + up(3, CONTEXT_FILTERS, (1.6, 3.5)),
         "pyramid + L0 s3.5 + L2up/L3up gauss+hessian s1.6,3.5 (112)": default + l0_35 + up(
