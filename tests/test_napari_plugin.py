@@ -213,6 +213,10 @@ def test_painted_scribbles_live_update_and_frame_change(make_napari_viewer, plug
     paint_stroke(layer, [(0, y, x) for y, x in fly_points], FLY, brush=3)
     assert (layer.data[0] == FLY).any() and not (layer.data[0][masks[0] == 0] == FLY).any()
 
+    # The "pyramid" preset (4x4 and 8x8 block features too): what a user corrects with
+    # edge strokes. The default preset (full resolution and 2x2 blocks) already finds
+    # these outlines (SEG 0.93 from the first strokes), leaving nothing to correct.
+    widget.features_combo.setCurrentText("pyramid")
     started = []
     widget.job_started.connect(started.append)
     widget.scheduler.delay_ms = 300

@@ -143,7 +143,7 @@ class FeatureBank:
 
     Parameters
     ----------
-    preset : {"fast", "default", "rich"}, optional
+    preset : {"fast", "default", "pyramid", "rich"}, optional
         Named bank, repeated for every channel (channel-major order). Used when
         ``specs`` is not given; default ``"default"``.
     n_channels : int, optional
@@ -159,8 +159,14 @@ class FeatureBank:
 
     * ``fast`` (21 per channel): intensity, Gaussian and gradient magnitude at
       sigma 1 on every level, plus LoG and Hessian eigenvalues on levels 1-3.
-    * ``default`` (92 per channel): intensity, and every filter at sigmas 0.7, 1.6
-      on level 0 and 0.7, 1.6, 3.5 on levels 1-3.
+    * ``default`` (50 per channel): intensity, and every filter at sigmas 0.7, 1.6,
+      3.5 on level 0 (full resolution) and level 1 (2x2 block means). Chosen on
+      the real sets with fixed learners (``benchmarks/study_features.py``): it
+      beats ``pyramid`` and scikit-image's multiscale features on flies and EM.
+    * ``pyramid`` (92 per channel; the default before): intensity, and every
+      filter at sigmas 0.7, 1.6 on level 0 and 0.7, 1.6, 3.5 on levels 1-3. Its
+      4x4 and 8x8 block features allow the cheapest models but make outlines
+      blocky.
     * ``rich`` (160 per channel): ilastik's sigmas 0.3 (smoothing only), 0.7, 1, 1.6,
       3.5, 5, 10 on level 0, up to 5 on level 1 and up to 3.5 on levels 2-3.
 

@@ -28,7 +28,7 @@ class FeatureCache:
     ----------
     max_bytes : int
         Memory the cached features may take (default 1 GiB; one 1024² frame with
-        the "default" preset takes about 106 MB). Frames larger than this are
+        the "default" preset takes about 126 MB). Frames larger than this are
         computed but not kept.
 
     Examples
