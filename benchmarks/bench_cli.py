@@ -41,9 +41,10 @@ from pathlib import Path
 import psutil
 
 from _common import REPO, SHARED_DATA, machine, print_table, write_results
+from msclassify.datasets import sample_data_path
 
 VIDEO = SHARED_DATA / "fly_sleap" / "20190128_113421.120s.mp4"
-SAMPLE = REPO / "sample_data" / "flies"
+SAMPLE = sample_data_path("flies")
 CONFIGS = {"local": [], "1": ["--workers", "1"], "2": ["--workers", "2"]}
 
 
