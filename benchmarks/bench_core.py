@@ -5,7 +5,7 @@ Everything compared is measured in the same run (the machine is shared and noisy
 ratios matter, absolute seconds less so. OMP_WAIT_POLICY=PASSIVE is set for both
 libraries (they share the process and would otherwise spin against each other).
 
-LightGBM's split gain has no 1/2 factor, ours does (DESIGN.md), so the same
+LightGBM's split gain has no 1/2 factor, ours does (docs/design.md), so the same
 penalties need LightGBM's ``cegb_tradeoff = 2 * mu``; its ``cegb_penalty_split``
 is multiplied by the rows in the leaf like our ``split_cost``.
 """
