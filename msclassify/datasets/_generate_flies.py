@@ -100,8 +100,8 @@ def generate(frame_indices=None, n_frames=N_FRAMES, n_flies=N_FLIES,
 
     Examples
     --------
-    >>> data = generate(frame_indices=[0])  # doctest: +SKIP
-    >>> data["frames"].shape, int(data["masks"].max())  # doctest: +SKIP
+    >>> data = generate(frame_indices=[0])
+    >>> data["frames"].shape, int(data["masks"].max())
     ((1, 1024, 1024), 4)
     """
     indices = list(range(n_frames)) if frame_indices is None else [int(t) for t in frame_indices]
