@@ -151,10 +151,9 @@ def main():
     print_table(rows, columns)
     if scaling is not None:
         print(f"scaling 2 vs 1 worker (steady frames/s): {scaling:.2f}x")
-    command = "python benchmarks/bench_cli.py " + " ".join(sys.argv[1:])
     path = write_results("cli", {"video": str(VIDEO.relative_to(SHARED_DATA)),
                                  "frames": args.frames, "rows": rows,
-                                 "scaling_2_vs_1_workers": scaling}, command.strip())
+                                 "scaling_2_vs_1_workers": scaling})
     print(f"wrote {path}")
 
 

@@ -161,8 +161,7 @@ def main():
     n_rows, repeats = (50_000, 1) if args.quick else (200_000, 3)
     results = {"speed": speed(n_rows, repeats), "accuracy": accuracy(),
                "memory": peak_memory(200_000 if args.quick else 2_000_000)}
-    command = "python benchmarks/bench_core.py" + (" --quick" if args.quick else "")
-    path = write_results("core" + ("_quick" if args.quick else ""), results, command)
+    path = write_results("core" + ("_quick" if args.quick else ""), results)
     s = results["speed"]
     print(f"\nTraining {s['rows']}x{s['features']}, 100 trees x 31 leaves (median of {repeats}):")
     print_table([
