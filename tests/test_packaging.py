@@ -140,3 +140,49 @@ def test_every_declared_dependency_is_imported():
                     for text in extra]}
     dead = declared - imported - NOT_IMPORTED - {"msclassify"}
     assert dead == set()
+
+
+# The layers of README's "Architecture", top to bottom: a module imports only from lower layers.
+LAYERS = [
+    {"__main__"},
+    {"_warmup", "cli"},
+    {"pixel", "baselines", "plotting"},
+    {"tabular", "graph"},
+    {"features", "cegb"},
+    {"budget", "modelfile", "metrics", "datasets"},
+    {"io"},
+    {"checks"},
+]
+
+
+def _unit_imports():
+    """(importing unit, imported unit, where) for imports between msclassify's top-level units."""
+    found = []
+    for path in sorted((REPO / "msclassify").rglob("*.py")):
+        inside = path.relative_to(REPO / "msclassify").parts
+        unit = inside[0].removesuffix(".py")
+        if unit == "__init__":
+            continue  # the package's front door re-exports from every layer
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                package = list(inside[:-1])[:len(inside) - node.level]
+                target = (package + (node.module or "").split("."))[0] or None
+                targets = [target] if target else [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("msclassify."):
+                targets = [node.module.split(".")[1]]
+            else:
+                continue
+            found.extend((unit, t, f"{path.relative_to(REPO)}:{node.lineno}") for t in targets
+                         if t and t != unit)
+    return found
+
+
+def test_layers_import_only_downwards():
+    layer = {unit: depth for depth, units in enumerate(LAYERS) for unit in units}
+    edges = _unit_imports()
+    assert {unit for unit, _, _ in edges} | {target for _, target, _ in edges} <= set(layer)
+    assert len(edges) > 20
+    assert [edge for edge in edges if layer[edge[1]] <= layer[edge[0]]] == []
+    # the core knows nothing of images, the feature bank nothing of trees
+    assert not [edge for edge in edges if edge[0] == "cegb" and edge[1] in ("features", "pixel")]
+    assert not [edge for edge in edges if edge[0] == "features"]
