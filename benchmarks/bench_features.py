@@ -129,10 +129,9 @@ def main():
     print(f"frame: {source}, shape {frame.shape}, dtype {frame.dtype}; threads "
           f"{threads}; median of {args.repeats}; load average at start {load:.2f}")
     print_table(rows, columns)
-    command = "python benchmarks/bench_features.py " + " ".join(sys.argv[1:])
     path = write_results("features", {"frame": source, "shape": list(frame.shape),
                                       "threads": threads, "load_average": load,
-                                      "repeats": args.repeats, "rows": rows}, command.strip())
+                                      "repeats": args.repeats, "rows": rows})
     print(f"wrote {path}")
 
 

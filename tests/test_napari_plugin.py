@@ -18,7 +18,7 @@ from qtpy import sip
 from scipy import ndimage
 
 from msclassify import load_model
-from msclassify.datasets import load_sample_flies
+from msclassify.datasets import load_sample_flies, sample_data_path
 from msclassify.io import read_label_stack
 from msclassify.metrics import label_instances, seg_score
 from msclassify_napari._controller import PREDICT, RETRAIN, TRAIN
@@ -29,7 +29,7 @@ pytestmark = pytest.mark.gui
 
 REPO = Path(__file__).resolve().parents[1]
 MANIFEST = REPO / "plugins" / "msclassify_napari" / "napari.yaml"
-TABULAR = REPO / "sample_data" / "tabular"
+TABULAR = sample_data_path("tabular")
 JOB_TIMEOUT = 300_000   # ms; numba compilation and a loaded CI machine make the first job slow
 FLY, BACKGROUND = 2, 1
 # Measured with 30 trees: SEG 0.845 from the sample scribbles (100 trees: 0.845; mu = 0: 0.857),
