@@ -70,12 +70,13 @@ mode nothing is paid per pixel.
 """
 
 import math
-import numbers
 import re
 from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
+
+from ..checks import check_int, is_int
 
 N_LEVELS = 4
 GAUSSIAN_TRUNCATE = 3.0
@@ -163,8 +164,7 @@ def modelled_batch_cost(level, filter, sigma=None, upsampled=False):
 
 
 def _check_parts(level, filter, sigma, channel, upsampled=False):
-    if isinstance(level, bool) or not isinstance(level, numbers.Integral) \
-            or not 0 <= level < N_LEVELS:
+    if not is_int(level, 0) or level >= N_LEVELS:
         raise ValueError(f"level must be an int in 0..{N_LEVELS - 1}, got {level!r}")
     if filter not in FILTER_TITLES:
         raise ValueError(f"unknown filter {filter!r}; choose one of {', '.join(FILTERS)}")
@@ -177,8 +177,7 @@ def _check_parts(level, filter, sigma, channel, upsampled=False):
         sigma = float(sigma)
         if not (math.isfinite(sigma) and 0 < sigma <= MAX_SIGMA):
             raise ValueError(f"sigma must be in (0, {MAX_SIGMA}], got {sigma!r}")
-    if isinstance(channel, bool) or not isinstance(channel, numbers.Integral) or channel < 0:
-        raise ValueError(f"channel must be an int >= 0, got {channel!r}")
+    check_int(channel, "channel", minimum=0)
     if not isinstance(upsampled, (bool, np.bool_)):
         raise TypeError(f"upsampled must be True or False, got {upsampled!r}")
     if upsampled and level == 0:
