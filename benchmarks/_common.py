@@ -25,8 +25,17 @@ def median_time(function, repeats=3):
     return statistics.median(times), result
 
 
+def cpu_model():
+    """The CPU's model name (Linux: /proc/cpuinfo), recorded with every timing."""
+    if platform.system() == "Linux":
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or "unknown"
+
+
 def machine():
-    return {"python": platform.python_version(), "cpus": os.cpu_count(),
+    return {"python": platform.python_version(), "cpus": os.cpu_count(), "cpu": cpu_model(),
             "platform": platform.platform()}
 
 

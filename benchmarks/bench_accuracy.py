@@ -62,7 +62,7 @@ import time
 
 import numpy as np
 
-from _common import REPO, print_table, write_results
+from _common import REPO, cpu_model, print_table, write_results
 from _real_data import (BACKGROUND, FLY, INTERIOR, MEMBRANE, load_fly_masks_dev,
                         load_isbi2012_em)
 
@@ -73,17 +73,6 @@ from msclassify.pixel import PixelClassifier
 DEFAULT_MU_PATH = (0.0, 1e-5, 5e-5, 1e-3)
 N_COST_PIXELS = 20000
 ILASTIK_SIGMAS = (0.7, 1.0, 1.6, 3.5, 5.0, 10.0)
-
-
-def cpu_model():
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    import platform
-    return platform.processor() or "unknown"
 
 
 def timed(function):
