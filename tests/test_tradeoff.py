@@ -173,6 +173,10 @@ def test_auto_progress_counts_every_fit_and_a_fixed_value_behaves_as_before():
     auto.fit(tiles_image(0), labels, callback=lambda i, n: calls.append((i, n)))
     n_fits = len(AUTO_PATH) + 1
     assert calls[-1] == (3 * n_fits, 3 * n_fits) and len(calls) == 3 * n_fits
+    stopped = PixelClassifier(cost_tradeoff="auto", n_estimators=3, random_state=0)
+    stopped.fit(tiles_image(0), labels, callback=lambda i, n: True)
+    assert stopped.booster_.n_iterations == 1 and stopped.cost_tradeoff_ == 0.0
+    assert stopped.tradeoff_path_ == [] and "stopped" in stopped.tradeoff_reason_
     fixed = PixelClassifier(cost_tradeoff=2e-4, n_estimators=3, random_state=0)
     fixed.fit(tiles_image(0), labels)
     assert (fixed.cost_tradeoff_, fixed.tradeoff_path_) == (2e-4, None)

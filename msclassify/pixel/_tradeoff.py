@@ -284,7 +284,8 @@ def auto_tradeoff(fit_core, label_frames, classes, X, y, sample_weight, cost_wei
     booster : msclassify.cegb.Booster
     cost_tradeoff : float
     path : list of dict
-        One `path_point` per fitted model, in `AUTO_PATH` order.
+        One `path_point` per fitted model, in `AUTO_PATH` order; empty if nothing
+        could be held out or training was stopped.
     reason : str
     """
     labelled = np.flatnonzero(sample_weight > 0)
@@ -308,7 +309,7 @@ def auto_tradeoff(fit_core, label_frames, classes, X, y, sample_weight, cost_wei
     for cost_tradeoff in AUTO_PATH:
         booster = fit_core(cost_tradeoff, weights, progress)
         if progress is not None and progress.stopped:
-            return booster, cost_tradeoff, path, (
+            return booster, cost_tradeoff, [], (
                 f"training was stopped while fitting cost_tradeoff={cost_tradeoff:g} of the "
                 "path; that model (trained on the kept part of the scribbles) is kept")
         if teacher is None:                                    # AUTO_PATH starts at 0
