@@ -26,6 +26,9 @@ Methods (`METHODS`; pass ``--methods`` to pick; a method is any object with
 ``fit(images, labels)``, ``predict(image)`` and ``describe(images)``)
 ----------------------------------------------------------------------------
 * ``ours default``: ``PixelClassifier(random_state=0)`` with its defaults.
+* ``ours auto``: ``cost_tradeoff="auto"`` (default ``tolerance``): the
+  cost_tradeoff chosen on held-out scribbles; the JSON row holds its path table
+  and reason.
 * ``ours mu=<value>``: the same with ``cost_tradeoff=<value>``: the mu path
   (``--mu-path``), ``mu=0`` being plain gradient boosting on the same bank. The
   plot draws the path and the default as one curve.
@@ -89,8 +92,6 @@ class Ours:
     def __init__(self, name, **params):
         self.name = name
         self.params = dict({"random_state": 0}, **params)
-        self.cost_tradeoff = self.params.get("cost_tradeoff",
-                                             PixelClassifier().get_params()["cost_tradeoff"])
 
     def fit(self, images, labels):
         self.model = PixelClassifier(**self.params).fit(images, labels)
@@ -190,7 +191,7 @@ def make_methods(mu_path, seeds=(0,)):
     """Every method of the benchmark, by name, in table order."""
     from lightgbm import LGBMClassifier
     from sklearn.ensemble import RandomForestClassifier
-    methods = [Ours("ours default")]
+    methods = [Ours("ours default"), Ours("ours auto", cost_tradeoff="auto")]
     methods += [Ours(f"ours mu={mu:g}", cost_tradeoff=mu) for mu in mu_path]
     bank = ilastik_bank()
     methods += [
@@ -281,7 +282,10 @@ def run_set(name, data, methods, repeats):
                 p / w for p, w in zip(peer, walls[m.name]))
         row.update(m.describe(images))
         if isinstance(m, Ours):
-            row["cost_tradeoff"] = m.cost_tradeoff
+            row["cost_tradeoff"] = m.model.cost_tradeoff_
+            if m.model.tradeoff_path_ is not None:
+                row["tradeoff path"] = m.model.tradeoff_path_
+                row["tradeoff reason"] = m.model.tradeoff_reason_
     return rows
 
 

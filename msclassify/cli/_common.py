@@ -29,8 +29,23 @@ def training_callback(bar):
     It returns None: a truthy value would stop training (``tqdm.update`` returns True).
     """
     def callback(iteration, n_iterations):
+        bar.total = n_iterations       # cost_tradeoff="auto" counts the trees of all its fits
         bar.update(iteration - bar.n)
     return callback
+
+
+def tradeoff_lines(model):
+    """How a fitted `PixelClassifier`'s cost_tradeoff came about: a summary, then its path table."""
+    how = "given" if model.tradeoff_path_ is None else "chosen automatically"
+    lines = [f"cost tradeoff: {model.cost_tradeoff_:g} ({how}): {model.tradeoff_reason_}"]
+    if model.tradeoff_path_:
+        lines.append("  cost_tradeoff  score   scribbles  teacher  ops/pixel  features")
+        for point in model.tradeoff_path_:
+            mark = "*" if point["cost_tradeoff"] == model.cost_tradeoff_ else " "
+            lines.append(f"{mark} {point['cost_tradeoff']:<12g}  {point['score']:.4f}  "
+                         f"{point['scribble_score']:.4f}     {point['teacher_agreement']:.4f}   "
+                         f"{point['cost_per_pixel']:<9.3g}  {len(point['features_used'])}")
+    return lines
 
 
 def say(args, message):

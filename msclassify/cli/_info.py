@@ -5,6 +5,7 @@ import numpy as np
 from ..io import open_frames
 from ..modelfile import load_model
 from ..pixel import PixelClassifier
+from ._common import tradeoff_lines
 
 
 def add_info_command(commands, quiet):
@@ -36,6 +37,8 @@ def _cmd_info(args):
               f"{', '.join(str(i) for i in used)}")
         return 0
     bank = model.bank_
+    for line in tradeoff_lines(model):
+        print(line)
     print(f"images:     {model.n_channels_} channel(s); features preset/list: "
           f"{params['features'] if isinstance(params['features'], str) else 'custom'}")
     print(f"features:   {used.size} of {len(bank)} candidates used; modelled whole-image cost "

@@ -8,13 +8,27 @@ import numpy as np
 
 from ..io import read_training_frames
 from ..pixel import PixelClassifier
-from ._common import CommandError, progress, say, training_callback
+from ._common import CommandError, progress, say, tradeoff_lines, training_callback
+
+def cost_tradeoff_value(text):
+    """``--cost-tradeoff``: ``auto`` or a number."""
+    if text == "auto":
+        return text
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected 'auto' or a number, got {text!r}") from None
+
 
 # PixelClassifier parameters exposed as options: name -> (type, choices, help).
 _MODEL_OPTIONS = {
-    "cost_tradeoff": (float, None, "how much prediction cost to trade for accuracy (mu, per "
-                                   "labelled pixel and operation per image pixel); 0 = plain "
-                                   "gradient boosting"),
+    "cost_tradeoff": (cost_tradeoff_value, None,
+                      "how much prediction cost to trade for accuracy (mu, per labelled pixel "
+                      "and operation per image pixel); 0 = plain gradient boosting; auto = the "
+                      "cheapest model whose accuracy on held-out scribbles is within "
+                      "--tolerance of the best"),
+    "tolerance": (float, None, "with --cost-tradeoff auto: held-out balanced accuracy a "
+                               "cheaper model may lose"),
     "split_cost": (float, None, "cost of one tree-node evaluation, in operations (alpha)"),
     "n_estimators": (int, None, "boosting iterations (trees per class)"),
     "learning_rate": (float, None, "shrinkage of every tree"),
@@ -74,7 +88,7 @@ def _add_model_options(parser):
                             "comma-separated list of feature ids (default: %(default)s)")
     for name, (kind, choices, text) in _MODEL_OPTIONS.items():
         default = "none" if defaults[name] is None else defaults[name]
-        metavar = None if choices else {int: "N", float: "X"}[kind]
+        metavar = None if choices else {int: "N", float: "X"}.get(kind, "auto|X")
         # SUPPRESS: options not given stay out of the namespace, so PixelClassifier's
         # own defaults apply (one source of truth)
         group.add_argument("--" + name.replace("_", "-"), type=kind, choices=choices,
@@ -104,6 +118,8 @@ def _cmd_train(args):
     with progress(clf.n_estimators, "training", args.quiet, unit="tree") as bar:
         clf.fit(frames, labels, callback=training_callback(bar))
     clf.save(output)
+    for line in tradeoff_lines(clf):
+        say(args, line)
     say(args, f"trained in {time.perf_counter() - fit_start:.1f} s: {clf.booster_.n_trees} trees, "
                f"{len(clf.features_used_)} of {len(clf.bank_)} features used; saved {output}")
     return 0
