@@ -237,7 +237,7 @@ def test_serial_and_parallel_kernels_have_their_own_cache_entries():
     """Numba caches by function name, bytecode and signature, not by ``parallel``: twins
     compiled from one function under one name would load each other's machine code."""
     from msclassify.cegb import _kernels
-    for name in ("build_histograms", "find_best_splits"):
+    for name in ("root_splits", "split_leaf"):
         serial = getattr(_kernels, name + "_serial").py_func
         parallel = getattr(_kernels, name + "_parallel").py_func
         assert serial.__code__ is parallel.__code__          # one kernel, two compilations
@@ -266,3 +266,40 @@ def test_binning_lookup_gives_the_plain_binary_search_bins():
             expected[m] = np.searchsorted(binner.edges[m, :last], data[:, m], side="left")
             expected[m, np.isnan(data[:, m])] = 255
         np.testing.assert_array_equal(binner.transform(data), expected)
+
+
+def test_parallel_and_serial_growth_give_identical_trees(monkeypatch):
+    """The parallel kernels (chunked partition, features in parallel) must grow exactly the
+    trees of the serial ones: the chunks are fixed, so results do not depend on threads."""
+    from msclassify.cegb import _grow, _kernels
+    rng = np.random.default_rng(4)
+    n = 3 * _kernels.PARTITION_CHUNK + 123          # several partition chunks
+    X = rng.normal(size=(n, 5))
+    X[rng.random(X.shape) < 0.05] = np.nan
+    y = (np.nan_to_num(X[:, 0]) + np.nan_to_num(X[:, 1] * X[:, 2]) > 0).astype(float)
+    sample_weight = np.where(rng.random(n) < 0.3, 0.0, 1.0)       # cost-only rows
+    cost_weight = np.where(sample_weight == 0, 2.5, rng.choice([0.0, 1.0], n))
+    params = dict(n_estimators=4, max_leaves=12, min_samples_leaf=5, cost_tradeoff=1e-3,
+                  split_cost=0.05, feature_costs=[0.1, 0.2, 0.3, 0.4, 0.5],
+                  feature_batch_costs=[0, 5, 0, 5, 0], subsample=0.9, random_state=0)
+    dumps = []
+    for work in (0, 2**62):                          # everything parallel / everything serial
+        monkeypatch.setattr(_grow, "PARALLEL_LEAF_WORK", work)
+        dumps.append(train(X, y, "binary", params, sample_weight=sample_weight,
+                           cost_weight=cost_weight).dump())
+    assert dumps[0] == dumps[1]
+    assert sum(len(t["feature"]) for t in dumps[0]["trees"]) > 4 * 15
+
+
+def test_add_lanes_adds_four_doubles_at_the_offsets():
+    from numba import njit
+    from msclassify.cegb._lanes import add_lanes
+
+    @njit
+    def add(dst, i, src, j):
+        add_lanes(dst, i, src, j)
+
+    dst = np.arange(8.0)
+    add(dst, 3, np.array([10.0, 20.0, 30.0, 40.0, 50.0, 60.0]), 1)
+    np.testing.assert_array_equal(dst, [0, 1, 2, 3 + 20, 4 + 30, 5 + 40, 6 + 50, 7])
+
