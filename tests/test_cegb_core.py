@@ -303,3 +303,21 @@ def test_add_lanes_adds_four_doubles_at_the_offsets():
     add(dst, 3, np.array([10.0, 20.0, 30.0, 40.0, 50.0, 60.0]), 1)
     np.testing.assert_array_equal(dst, [0, 1, 2, 3 + 20, 4 + 30, 5 + 40, 6 + 50, 7])
 
+
+@pytest.mark.parametrize("missing_left", [True, False])
+def test_prediction_routes_by_threshold_and_missing_direction(missing_left):
+    """A stump on feature 1 with threshold 0.5: <= goes left, > right, NaN by default_left."""
+    from msclassify.cegb import Booster
+    stump = {"feature": [1, -1, -1], "threshold": [0.5, None, None],
+             "default_left": [missing_left, False, False], "left": [1, -1, -1],
+             "right": [2, -1, -1], "value": [0.0, -1.0, 2.0], "count": [3, 1, 2],
+             "share": [1, 1, 1], "gain": [1.0, 0, 0]}
+    booster = Booster.from_dict({
+        "objective": "regression", "n_features": 2, "init_score": [0.25], "split_cost": 0.0,
+        "feature_costs": [0, 0], "feature_batch_costs": [0, 0], "feature_share": [1, 1],
+        "params": {}, "trees": [stump, stump]})
+    X = np.array([[9.0, 0.5], [9.0, 0.4999], [np.nan, 0.5000001], [0.0, np.nan], [0.0, -1e300]])
+    nan_value = -1.0 if missing_left else 2.0
+    expected = 0.25 + 2 * np.array([-1.0, -1.0, 2.0, nan_value, -1.0])
+    np.testing.assert_array_equal(booster.predict_raw(X), expected)
+    np.testing.assert_array_equal(booster.apply(X)[:, 0], [1, 1, 2, 1 if missing_left else 2, 1])
