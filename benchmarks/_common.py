@@ -25,9 +25,21 @@ def median_time(function, repeats=3):
     return statistics.median(times), result
 
 
+def cpu_model():
+    """The CPU's model name (as ``lscpu`` shows it), or "unknown"."""
+    try:
+        with open("/proc/cpuinfo") as info:
+            for line in info:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown"
+
+
 def machine():
     return {"python": platform.python_version(), "cpus": os.cpu_count(),
-            "platform": platform.platform()}
+            "cpu_model": cpu_model(), "platform": platform.platform()}
 
 
 def write_results(name, results, command):
