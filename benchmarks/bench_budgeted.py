@@ -37,10 +37,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 from msclassify import CEGBClassifier, GreedyMiserClassifier  # noqa: E402
 from msclassify.metrics import cost_accuracy_curve, precision_at_k  # noqa: E402
 from msclassify.baselines import BudgetRFClassifier, CSTCClassifier  # noqa: E402
-from msclassify.tabular import (load_covtype_20k, load_higgs_sample,  # noqa: E402
-                                load_miniboone_tiny, load_yahoo_feature_costs,
-                                load_yahoo_ltr_sample)
 from scipy.special import expit  # noqa: E402
+from shared_sets import (load_covtype_20k, load_higgs_sample, load_miniboone_tiny,  # noqa: E402
+                         load_yahoo_feature_costs, load_yahoo_ltr_sample)
 from sklearn.ensemble import RandomForestClassifier  # noqa: E402
 from sklearn.model_selection import train_test_split  # noqa: E402
 
@@ -212,8 +211,7 @@ def main():
         print(f"{name}: done in {results[name]['seconds']:.0f} s", flush=True)
     table1 = table1_feature_usage(datasets_loaded["MiniBooNE"])
     results["table1_miniboone"] = table1
-    command = "python benchmarks/bench_budgeted.py" + (" --quick" if args.quick else "")
-    path = write_results("budgeted" + ("_quick" if args.quick else ""), results, command)
+    path = write_results("budgeted" + ("_quick" if args.quick else ""), results)
     print("\nNormalised area under the cost-accuracy frontier over the common cost range:")
     print_table(rows, ["data", "cost range", "CEGB (best-first)", "CEGB (breadth-first)",
                        "GreedyMiser", "plain GB (mu=0)", "LightGBM CEGB", "BudgetRF", "CSTC"])

@@ -19,7 +19,7 @@ instructions
     so start-up, imports and the Numba warm-up are left out. Skipped when
     valgrind is not installed.
 
-LightGBM's split gain has no 1/2 factor, ours does (DESIGN.md), so the same
+LightGBM's split gain has no 1/2 factor, ours does (docs/design.md), so the same
 penalties need LightGBM's ``cegb_tradeoff = 2 * mu``; its ``cegb_penalty_split``
 is multiplied by the rows in the leaf like our ``split_cost``.
 """
@@ -39,13 +39,13 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import numpy as np
 
 from _common import REPO, SHARED_DATA, machine, median_time, print_table, write_results
+from shared_sets import load_covtype_20k, load_higgs_sample, load_miniboone_tiny
 
 import lightgbm
 from sklearn.metrics import accuracy_score, roc_auc_score
 from sklearn.model_selection import train_test_split
 
 from msclassify.cegb import train
-from msclassify.tabular import load_covtype_20k, load_higgs_sample, load_miniboone_tiny
 
 THREADS = 2
 
@@ -236,11 +236,9 @@ def main():
         results["instructions"] = instruction_counts()
     results["accuracy"] = accuracy()
     results["memory"] = peak_memory(200_000 if args.quick else 2_000_000)
-    command = "python benchmarks/bench_core.py" + (" --quick" if args.quick else "") + (
-        " --no-callgrind" if args.no_callgrind else "")
-    path = write_results("core" + ("_quick" if args.quick else ""), results, command)
+    path = write_results("core" + ("_quick" if args.quick else ""), results)
     s = results["speed"]
-    print(f"\n{machine()['cpu_model']}, {THREADS} threads, load average "
+    print(f"\n{machine()['cpu']}, {THREADS} threads, load average "
           f"{results['load_average_start']:.2f} at the start, "
           f"{results['load_average_after_timings']:.2f} after the timings")
     print(f"Training {s['rows']}x{s['features']}, 100 trees x 31 leaves (median of {repeats}):")

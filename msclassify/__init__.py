@@ -5,10 +5,8 @@ image-pyramid feature bank, a napari plugin and a batch CLI.
 """
 
 from . import datasets, metrics
-from ._load import load_model
-from ._modelfile import ModelFileError
-from .cegb._sklearn import (CEGBClassifier, CEGBRegressor, GreedyMiserClassifier,
-                            GreedyMiserRegressor)
+from .cegb import CEGBClassifier, CEGBRegressor, GreedyMiserClassifier, GreedyMiserRegressor
+from .modelfile import ModelFileError, load_model
 from .pixel import PixelClassifier
 
 __version__ = "0.1.0"

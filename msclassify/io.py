@@ -3,7 +3,8 @@
 Readers stream: `open_frames` returns a `FrameSource` that decodes one frame at
 a time from a video, a multi-page TIFF, a folder of images, a glob pattern or a
 zarr label stack written by `open_writer`; the whole movie is never held in
-memory. Writers store one label image per frame, either as one TIFF per frame
+memory. `read_training_frames` pairs frames with label images (by position or
+by name, `match_frames`) for training. Writers store one label image per frame, either as one TIFF per frame
 in a folder or as one chunk per frame in a zarr array. Every frame is written
 atomically (temporary file, then rename), so a killed or failed run never
 leaves a half-written frame behind, and `FrameWriter.completed` lists the frames
@@ -11,7 +12,8 @@ that are already complete so a re-run resumes where the last one stopped.
 
 Bad input raises `FrameReadError` (a ValueError) and a failed write raises
 `FrameWriteError` (an OSError); both carry a one-line message naming the file
-and the fix.
+and the fix. `write_atomically` is the atomic write itself, shared by the frame
+writers, model files (`msclassify.modelfile`) and the command line's outputs.
 """
 
 import errno
@@ -19,16 +21,18 @@ import glob
 import json
 import os
 import re
+import tempfile
 from pathlib import Path
 
 import imageio.v3 as iio
 import numpy as np
 import tifffile
 
-from ._atomic import write_atomically
+from .checks import check_int, is_int
 
-__all__ = ["FrameReadError", "FrameSource", "FrameWriteError", "FrameWriter", "natural_sort_key",
-           "open_frames", "open_writer", "read_label_stack"]
+__all__ = ["FrameReadError", "FrameSource", "FrameWriteError", "FrameWriter", "match_frames",
+           "natural_sort_key", "open_frames", "open_writer", "read_label_stack",
+           "read_training_frames", "write_atomically"]
 
 VIDEO_EXTENSIONS = (".mp4", ".avi", ".mov", ".mkv", ".m4v", ".webm")
 TIFF_EXTENSIONS = (".tif", ".tiff")
@@ -61,6 +65,32 @@ class FrameWriteError(OSError):
 
     def __str__(self):
         return self.args[0]
+
+
+def write_atomically(final_path, write):
+    """Run ``write(file)`` on a temporary sibling, fsync it, then rename it to ``final_path``.
+
+    A crash or an exception at any point leaves either the old file or the new
+    one, never a half-written ``final_path``; the temporary file is removed on
+    error (a hard kill can leave a hidden ``.NAME.*.tmp``, which readers ignore).
+    """
+    final_path = Path(final_path)
+    fd, temporary = tempfile.mkstemp(prefix=f".{final_path.name}.", suffix=".tmp",
+                                     dir=final_path.parent)
+    os.close(fd)  # reopened by name: tifffile needs a file object with a real .name
+    try:
+        # mkstemp creates owner-only files; outputs get the permissions of an ordinary file.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temporary, 0o666 & ~umask)
+        with open(temporary, "wb") as file:
+            write(file)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temporary, final_path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
 
 
 def natural_sort_key(text):
@@ -129,7 +159,7 @@ class FrameSource:
         return self._n_frames
 
     def _check_index(self, index):
-        if isinstance(index, (bool, np.bool_)) or not isinstance(index, (int, np.integer)):
+        if not is_int(index):
             raise TypeError(f"frame index must be an integer, got {type(index).__name__}")
         index = int(index)
         if index < 0:
@@ -664,6 +694,83 @@ def read_label_stack(path):
     return source
 
 
+def match_frames(frames, others):
+    """Index into ``frames`` of each frame of ``others``: by position, or else by frame name.
+
+    By position when both hold as many frames; otherwise a frame of ``others``
+    pairs with the frame of ``frames`` of the same `FrameSource.name` (label file
+    ``frame_000123.tif`` with frame 123 of a video).
+
+    Returns
+    -------
+    indices : list of int or None
+        ``indices[i]`` is the frame of ``frames`` that frame ``i`` of ``others`` pairs with.
+    missing : str or None
+        The name of the first frame of ``others`` that pairs with none (``indices`` is
+        None then).
+    """
+    if len(others) == len(frames):
+        return list(range(len(frames))), None
+    by_name = {frames.name(i): i for i in range(len(frames))}
+    for name in others.names():
+        if name not in by_name:
+            return None, name
+    return [by_name[name] for name in others.names()], None
+
+
+def read_training_frames(image_paths, label_paths, *, as_gray=False):
+    """The labelled frames of some inputs and their label images, for training.
+
+    Each of ``image_paths`` (anything `open_frames` reads) pairs with the label
+    input at the same position (anything `read_label_stack` reads); frames pair
+    with label images as `match_frames` says. Label images without a labelled
+    pixel (all 0) are skipped.
+
+    Returns
+    -------
+    frames, labels : list of ndarray
+        The labelled frames and their ``(H, W)`` label images.
+
+    Raises
+    ------
+    FrameReadError
+        As `open_frames`; when the inputs do not pair up, a label image does not
+        match its frame's size, or no label image holds a labelled pixel.
+    """
+    if len(image_paths) != len(label_paths):
+        raise FrameReadError(f"got {len(image_paths)} image input(s) but {len(label_paths)} label "
+                             "input(s); give one label input per image input, in the same order")
+    frames, labels = [], []
+    for image_path, label_path in zip(image_paths, label_paths):
+        with open_frames(image_path, as_gray=as_gray) as images, \
+                read_label_stack(label_path) as label_source:
+            position, missing = match_frames(images, label_source)
+            if missing is not None:
+                raise FrameReadError(
+                    f"{label_path} has {len(label_source)} label frame(s) but {image_path} "
+                    f"has {len(images)} frame(s), and label frame {missing!r} names no "
+                    f"frame of it; give one label image per frame, or name the label files "
+                    f"after the frames (e.g. {images.name(0)}.tif)")
+            for index in range(len(label_source)):
+                label_image = label_source.read(index)
+                if not label_image.any():
+                    continue
+                frame = images.read(position[index])
+                if frame.shape[:2] != label_image.shape:
+                    raise FrameReadError(
+                        f"label frame {label_source.name(index)} of {label_path} is "
+                        f"{label_image.shape[1]}x{label_image.shape[0]} but frame "
+                        f"{images.name(position[index])} of {image_path} is "
+                        f"{frame.shape[1]}x{frame.shape[0]}; labels must match their frames")
+                frames.append(frame)
+                labels.append(label_image)
+    if not frames:
+        raise FrameReadError(f"the label images {', '.join(map(str, label_paths))} hold no "
+                             "labelled pixel; label at least two classes (0 = unlabelled, 1, 2, "
+                             "... = classes)")
+    return frames, labels
+
+
 def _write_error(path, exc, writing_frame=True):
     """A FrameWriteError naming ``path``, the cause and the fix."""
     if exc.errno in (errno.ENOSPC, errno.EDQUOT):
@@ -704,17 +811,15 @@ class FrameWriter:
     """
 
     def __init__(self, path, n_frames, frame_shape, dtype, names, n_classes):
-        if isinstance(n_frames, bool) or not isinstance(n_frames, (int, np.integer)) \
-                or n_frames < 1:
-            raise ValueError(f"n_frames must be a positive integer, got {n_frames!r}")
+        check_int(n_frames, "n_frames")
         frame_shape = tuple(int(size) for size in frame_shape)
         if len(frame_shape) != 2 or min(frame_shape) < 1:
             raise ValueError(f"frame_shape must be (height, width), got {frame_shape}")
         dtype = np.dtype(dtype)
         if dtype.kind not in "biu":
             raise TypeError(f"label dtype must be an integer type such as uint8, got {dtype}")
-        if n_classes is not None and (isinstance(n_classes, bool) or int(n_classes) < 1):
-            raise ValueError(f"n_classes must be a positive integer or None, got {n_classes!r}")
+        if n_classes is not None:
+            check_int(n_classes, "n_classes")
         names = _default_names(n_frames) if names is None else [str(name) for name in names]
         if len(names) != n_frames or len(set(names)) != n_frames:
             raise ValueError(f"names must hold {n_frames} distinct names, got {len(names)} "
@@ -751,8 +856,7 @@ class FrameWriter:
         return self._names[self._check_index(index)]
 
     def _check_index(self, index):
-        if isinstance(index, (bool, np.bool_)) or not isinstance(index, (int, np.integer)) \
-                or not 0 <= index < self.n_frames:
+        if not is_int(index) or not 0 <= index < self.n_frames:
             raise IndexError(f"frame index must be an integer in 0..{self.n_frames - 1}, "
                              f"got {index!r}")
         return int(index)

@@ -3,19 +3,20 @@
 The cluster runs two worker processes on 127.0.0.1, as ``msclassify predict --workers 2`` does.
 """
 
+import sys
 import time
 
 import numpy as np
 import pytest
 import tifffile
 
-import msclassify._batch as batch
+import msclassify.pixel.batch as batch
 from msclassify import load_model
-from msclassify._batch import (BatchError, _ModelPlugin, _numba_threads, _predict_chunk,
-                               _workers_per_host, available_cores, connect, label_dtype,
-                               local_cluster, predict_frame, predict_to_writer)
 from msclassify.io import FrameWriteError, open_writer
-from msclassify.pixel import PixelClassifier
+from msclassify.pixel import PixelClassifier, label_dtype, predict_frame
+from msclassify.pixel.batch import (BatchError, _ModelPlugin, _numba_threads, _predict_chunk,
+                                    _workers_per_host, available_cores, connect, local_cluster,
+                                    predict_to_writer)
 
 distributed = pytest.importorskip("distributed")
 
@@ -89,11 +90,13 @@ def test_numba_threads_share_the_cores_between_the_workers_of_a_host():
 
 def test_predict_frame_with_probabilities_labels_the_most_probable_class():
     frame = np.array([[0, 200], [101, 100]], np.uint8)
-    labels, proba = predict_frame(ThresholdModel(), frame, probabilities=True, dtype=np.uint16)
+    labels, proba, uncertainty = predict_frame(ThresholdModel(), frame, probabilities=True,
+                                               dtype=np.uint16)
     assert labels.dtype == np.uint16 and labels.tolist() == [[1, 2], [2, 1]]
     assert proba.dtype == np.float32 and proba.shape == (2, 2, 2)
-    labels, proba = predict_frame(ThresholdModel(), frame)
-    assert labels.dtype == np.uint8 and proba is None
+    np.testing.assert_allclose(uncertainty, 1 - proba.max(axis=2))
+    labels, proba, uncertainty = predict_frame(ThresholdModel(), frame)
+    assert labels.dtype == np.uint8 and proba is None and uncertainty is None
 
 
 # -- in-process engine -------------------------------------------------------------------------
@@ -238,6 +241,15 @@ def test_connecting_to_a_missing_scheduler_is_a_batch_error():
     address = "tcp://127.0.0.1:9"  # the discard port: nothing listens there
     with pytest.raises(BatchError, match=f"cannot connect to the Dask scheduler at {address}"):
         with connect(address, timeout=1):
+            pass
+
+
+@pytest.mark.parametrize("open_cluster", [lambda: batch.local_cluster(1),
+                                          lambda: batch.connect("tcp://127.0.0.1:9")])
+def test_without_dask_the_error_names_the_extra_to_install(open_cluster, monkeypatch):
+    monkeypatch.setitem(sys.modules, "distributed", None)  # makes `import distributed` fail
+    with pytest.raises(ImportError, match=r"^Dask clusters need .*pip install 'msclassify\[dask\]'$"):
+        with open_cluster():
             pass
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from msclassify import CEGBClassifier, CEGBRegressor, GreedyMiserClassifier, load_model
 from msclassify.baselines import BudgetRFClassifier, CSTCClassifier
-from msclassify.baselines._budget import select_within_budget
+from msclassify.budget import select_within_budget, with_feature_costs
 
 COSTS = [1.0, 10.0]
 
@@ -240,3 +240,24 @@ def test_select_within_budget_rejects_bad_model_lists(three_kinds, data):
         select_within_budget([], 5.0, X_val, y_val)
     with pytest.raises(TypeError, match="no prediction_cost"):
         select_within_budget([object()], 5.0, X_val, y_val)
+
+
+# -- with_feature_costs --------------------------------------------------------------------------
+@pytest.mark.parametrize("make_model", [
+    lambda: CEGBClassifier(n_estimators=10, feature_costs=COSTS),
+    lambda: BudgetRFClassifier(n_estimators=3, feature_costs=COSTS, random_state=0),
+    lambda: CSTCClassifier(max_depth=2, n_weak_learners=5, feature_costs=COSTS, random_state=0),
+    lambda: CSTCClassifier(max_depth=1, feature_map="identity", feature_costs=COSTS),
+], ids=["CEGB", "BudgetRF", "CSTC", "CSTC identity map"])
+def test_with_feature_costs_reprices_every_model_kind(make_model, data):
+    (X, y), (X_val, _) = data
+    model = make_model().fit(X, y)
+    before = model.prediction_cost(X_val)
+    priced = with_feature_costs(model, 3 * np.asarray(COSTS))
+    after = priced.prediction_cost(X_val)
+    # every feature costs three times as much; evaluating the model costs the same
+    assert before.feature.sum() > 0
+    np.testing.assert_allclose(after.feature, 3 * before.feature)
+    np.testing.assert_allclose(after.evaluation, before.evaluation)
+    np.testing.assert_array_equal(priced.predict(X_val), model.predict(X_val))
+    np.testing.assert_array_equal(model.prediction_cost(X_val).feature, before.feature)

@@ -1,20 +1,13 @@
 """BudgetRF (Nan, Wang & Saligrama, ICML 2015): split rule, cost accounting, budgets, real data."""
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 from sklearn.ensemble import RandomForestClassifier
 from sklearn.utils.estimator_checks import check_estimator
 
-from msclassify._modelfile import read_model
-from msclassify.baselines import BudgetRFClassifier
-from msclassify.baselines._budgetrf import threshold_pairs_impurity
-from msclassify.tabular import load_miniboone_tiny
-
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-needs_data = pytest.mark.skipif(not (DATA / "fnan_budgetrf").is_dir(),
-                                reason=f"shared data folder {DATA} is absent")
+from benchmarks.shared_sets import load_miniboone_tiny
+from msclassify.baselines import BudgetRFClassifier, threshold_pairs_impurity
+from msclassify.modelfile import read_model
 
 
 def _exact_stump(**params):
@@ -273,15 +266,15 @@ def test_sklearn_check_estimator():
 
 
 # -- real data -------------------------------------------------------------------------------------
-@needs_data
-def test_miniboone_accuracy_and_table1_feature_usage_trend():
+def test_miniboone_accuracy_and_table1_feature_usage_trend(shared_data):
     """Paper Table 1: BudgetRF uses far fewer features per sample than a random forest.
 
     Measured here (random_state 0-3): BudgetRF uses 10-12 / 44-46 / 60-63 / 77-80 % of the 50
     features after 1 / 10 / 20 / 40 trees; sklearn's RandomForest (Gini, sqrt features, as the
     paper's TreeBagger) 16-18 / 72-76 / 89-90 / 97-98 %. Test accuracy 0.908-0.917 vs 0.905-0.910.
     """
-    train, test = load_miniboone_tiny(DATA, "train"), load_miniboone_tiny(DATA, "test")
+    folder = shared_data("fnan_budgetrf").parent
+    train, test = load_miniboone_tiny(folder, "train"), load_miniboone_tiny(folder, "test")
     forest = BudgetRFClassifier(n_estimators=40, random_state=0, n_jobs=2).fit(train.X, train.y)
     budget_pct = 100 * forest.cost_curve(test.X)["n_features"] / test.n_features
     accuracy = np.mean(forest.predict(test.X) == test.y)

@@ -22,8 +22,8 @@ import tifffile
 
 import msclassify.io as msio
 from msclassify import CEGBClassifier, load_model
-from msclassify.cli import _training_frames, main
-from msclassify.io import open_writer, read_label_stack
+from msclassify.cli import main
+from msclassify.io import open_writer, read_label_stack, read_training_frames
 from msclassify.pixel import PixelClassifier
 
 REPO = Path(__file__).resolve().parents[1]
@@ -149,7 +149,7 @@ def test_train_pairs_label_files_with_video_frames_by_name(tmp_path):
     scribble[:3, :] = scribble[-3:, :] = 1
     scribble[start + 2:start + 14, start + 2:start + 14] = 2
     tifffile.imwrite(labels / "frame_000008.tif", scribble)
-    paired, _ = _training_frames([str(video)], [str(labels)], gray=True)
+    paired, _ = read_training_frames([str(video)], [str(labels)], as_gray=True)
     assert len(paired) == 1
     difference = np.abs(paired[0].astype(int) - frames[8])
     assert difference.max() <= 2  # frame 8, up to the video's luma rounding

@@ -8,9 +8,10 @@ from sklearn.exceptions import NotFittedError
 from sklearn.utils.estimator_checks import check_estimator
 
 from msclassify import ModelFileError, load_model
-from msclassify._modelfile import read_model, write_model
-from msclassify.baselines._cstc import CSTCClassifier, CSTCRegressor, _TreeObjective
+from msclassify.baselines import CSTCClassifier, CSTCRegressor
+from msclassify.baselines._cstc import _TreeObjective  # white-box: the optimiser's gradients
 from msclassify.datasets import QUADRANT_FEATURE_COSTS, make_cost_quadrants
+from msclassify.modelfile import read_model, write_model
 
 CHEAP, EXPENSIVE = QUADRANT_FEATURE_COSTS[0], QUADRANT_FEATURE_COSTS[-1]
 COSTS = list(QUADRANT_FEATURE_COSTS)

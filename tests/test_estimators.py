@@ -10,7 +10,7 @@ from sklearn.utils.estimator_checks import check_estimator
 
 from msclassify import (CEGBClassifier, CEGBRegressor, GreedyMiserClassifier, ModelFileError,
                         load_model)
-from msclassify._modelfile import read_model, write_model
+from msclassify.modelfile import read_model, write_model
 
 
 @pytest.mark.parametrize("estimator", [CEGBClassifier(n_estimators=10), CEGBRegressor(n_estimators=10),

@@ -6,16 +6,16 @@ from sklearn.datasets import make_blobs, make_moons
 from sklearn.utils.estimator_checks import check_estimator
 
 from msclassify import CEGBClassifier
-from msclassify._modelfile import read_model
-from msclassify.baselines._grbb import (GRBBClassifier, LaplacianBoostingClassifier,
-                                        _knn_laplacian)
+from msclassify.baselines import GRBBClassifier, LaplacianBoostingClassifier
+from msclassify.graph import knn_laplacian, prediction_variance_bound
+from msclassify.modelfile import read_model
 
 
 def _gradients(model, X_all, labels, raw):
     """The callable objective ``model`` builds for rows [labelled, unlabelled]."""
     encoded = np.searchsorted(np.unique(labels), labels)
     n_classes = np.unique(labels).size
-    function = model._gradient_function(_knn_laplacian(X_all, model.n_neighbors), encoded,
+    function = model._gradient_function(knn_laplacian(X_all, model.n_neighbors), encoded,
                                         n_classes)
     return function(np.asarray(raw, dtype=float), None)
 
@@ -181,7 +181,6 @@ def test_bad_inputs_are_explained():
 
 def test_variance_bound_by_hand_and_for_unlabelled_components():
     from scipy import sparse
-    from msclassify.baselines._grbb import prediction_variance_bound
     # path 0 - 1 - 2, node 0 labelled, H = 0 (slope 1/4): Fisher = [[5/4,-1,0],[-1,2,-1],[0,-1,1]]
     # for lambda = 1, whose inverse has the diagonal 4, 5, 6 (a hand-solved tridiagonal system)
     L = sparse.csr_matrix([[1.0, -1.0, 0.0], [-1.0, 2.0, -1.0], [0.0, -1.0, 1.0]])

@@ -14,8 +14,6 @@ import msclassify.io as msio
 from msclassify.io import (FrameReadError, FrameWriteError, natural_sort_key, open_frames,
                            open_writer, read_label_stack)
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-CLIP = DATA / "fly_sleap" / "clip.mp4"
 
 N_FRAMES, HEIGHT, WIDTH = 40, 64, 96
 
@@ -115,10 +113,8 @@ def test_truncated_videos_raise_clear_errors(videos, tmp_path):
 
 
 @pytest.mark.slow
-def test_real_fly_clip_random_access():
-    if not CLIP.is_file():
-        pytest.skip(f"real data missing: {CLIP} (clone the repo next to shared/)")
-    with open_frames(CLIP, as_gray=True) as source:
+def test_real_fly_clip_random_access(shared_data):
+    with open_frames(shared_data("fly_sleap/clip.mp4"), as_gray=True) as source:
         assert len(source) == 1500
         assert source.shape == (1024, 1024)
         for index, frame in enumerate(source.iter_frames(stop=1001)):

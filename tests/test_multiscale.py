@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from msclassify._multiscale import predict_multiscale
+from msclassify.pixel import predict_multiscale
 from msclassify.cegb import Booster, train
 
 

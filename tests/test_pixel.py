@@ -1,7 +1,5 @@
 """PixelClassifier: training from scribbles, multi-scale prediction, costs, model files, errors."""
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 import tifffile
@@ -9,10 +7,10 @@ from scipy import ndimage as ndi
 from sklearn.base import clone
 
 from msclassify import ModelFileError, load_model
-from msclassify._modelfile import read_model, write_model
 from msclassify.features import FeatureBank, FeatureCache
 from msclassify.metrics import label_instances, seg_score
-from msclassify.pixel import ImageCost, PixelClassifier, _training_set, most_probable
+from msclassify.modelfile import read_model, write_model
+from msclassify.pixel import ImageCost, PixelClassifier, most_probable, training_set
 
 
 def _blobs(seed, shape=(61, 75), n_blobs=4, radius=7):
@@ -139,7 +137,7 @@ def test_cost_samples_represent_one_whole_image():
     pairs = [(_blobs(s)[0], _blobs(s)[2]) for s in (0, 1)]
     pairs[1] = (pairs[1][0][:40], pairs[1][1][:40])            # frames of different sizes
     classes = np.array([1, 2])
-    X, y, sample_weight, cost_weight, pixels = _training_set(bank.compute_levels, pairs, classes,
+    X, y, sample_weight, cost_weight, pixels = training_set(bank.compute_levels, pairs, classes,
                                                             1000, np.random.default_rng(0))
     n_labelled = sum(int(np.count_nonzero(lab)) for _, lab in pairs)
     assert pixels == np.mean([lab.size for _, lab in pairs])
@@ -323,14 +321,9 @@ def test_bad_parameters_and_prediction_input(trained):
         PixelClassifier().predict(image)
 
 
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-
-
-@pytest.mark.skipif(not (SHARED_DATA / "stardist_wheel").is_dir(),
-                    reason="shared/data/stardist_wheel (real nuclei image) is not next to the repo")
-def test_real_nuclei_image_multiscale_equals_per_pixel():
-    image = tifffile.imread(SHARED_DATA / "stardist_wheel" / "img2d.tif")
-    mask = tifffile.imread(SHARED_DATA / "stardist_wheel" / "mask2d.tif")
+def test_real_nuclei_image_multiscale_equals_per_pixel(shared_data):
+    image = tifffile.imread(shared_data("stardist_wheel/img2d.tif"))
+    mask = tifffile.imread(shared_data("stardist_wheel/mask2d.tif"))
     nuclei = mask > 0
     rows = np.zeros(image.shape, dtype=bool)
     rows[::12, :256] = True                       # scribbles on every 12th row, left half only

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from msclassify import load_model
-from msclassify._semi_supervised import UnlabelledPixels, jittered_grid
+from msclassify.pixel import UnlabelledPixels, jittered_grid
 from msclassify.features import FeatureCache
 from msclassify.pixel import PixelClassifier
 
@@ -52,7 +52,7 @@ def test_two_scribbles_per_class_segment_with_unlabelled_pixels(scene):
 
 
 def test_unlabelled_rows_get_the_harmonic_extension_and_no_cost():
-    # One feature; rows as _training_set gives them: labelled 0.0 (class 0), a cost sample,
+    # One feature; rows as training_set gives them: labelled 0.0 (class 0), a cost sample,
     # labelled 3.3 (class 1); unlabelled pixels 1.0 and 2.1 form the 1-NN chain between them.
     frame, labels = np.zeros((4, 4)), np.zeros((4, 4), np.uint8)
     pixels = UnlabelledPixels([(frame, labels)], 2, np.random.default_rng(0))
@@ -127,8 +127,8 @@ def test_save_load_round_trip(tmp_path, scene):
 @pytest.mark.parametrize("params, error, match", [
     ({"n_neighbors": 0}, ValueError, "n_neighbors must be an integer >= 1"),
     ({"n_neighbors": 2.5}, ValueError, "n_neighbors must be an integer >= 1"),
-    ({"n_unlabelled": 0}, ValueError, "n_unlabelled must be an int >= 1"),
-    ({"n_unlabelled": True}, ValueError, "n_unlabelled must be an int >= 1"),
+    ({"n_unlabelled": 0}, ValueError, "n_unlabelled must be an integer >= 1"),
+    ({"n_unlabelled": True}, ValueError, "n_unlabelled must be an integer >= 1"),
     ({"laplacian_regularization": -1.0}, ValueError, "laplacian_regularization must be"),
     ({"laplacian_regularization": float("nan")}, ValueError, "laplacian_regularization must be"),
     ({"semi_supervised": "yes"}, TypeError, "semi_supervised must be True or False"),

@@ -3,7 +3,6 @@ specs, the lazy reader, sample data; and the library's tabular cost sweep that i
 widget (and the CLI) run."""
 
 import threading
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,10 +10,11 @@ import tifffile
 from scipy import ndimage
 
 from msclassify import CEGBClassifier
-from msclassify._tabular_sweep import DEFAULT_COST_TRADEOFFS, cost_sweep, split_train_test
+from msclassify.datasets import sample_data_path
 from msclassify.io import FrameReadError, read_label_stack
 from msclassify.pixel import PixelClassifier
-from msclassify.tabular import TabularData, load_csv, load_feature_costs, load_svmlight
+from msclassify.tabular import (DEFAULT_COST_TRADEOFFS, TabularData, cost_sweep, load_csv,
+                                load_feature_costs, load_svmlight, split_train_test)
 from msclassify_napari._controller import (CLASS_NAMES_KEY, PREDICT, RETRAIN, TRAIN,
                                            ClassifierSettings, CostSummary, FramePrediction,
                                            FrameStack, LiveUpdateScheduler, TrainedModel,
@@ -24,10 +24,7 @@ from msclassify_napari._controller import (CLASS_NAMES_KEY, PREDICT, RETRAIN, TR
 from msclassify_napari._reader import get_reader, lazy_frames, read_frames
 from msclassify_napari._sample_data import sample_flies
 
-REPO = Path(__file__).resolve().parents[1]
-TABULAR = REPO / "sample_data" / "tabular"
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-CLIP = DATA / "fly_sleap" / "clip.mp4"
+TABULAR = sample_data_path("tabular")
 
 SMALL = ClassifierSettings(n_estimators=8, max_leaves=7, features="fast")
 
@@ -421,10 +418,8 @@ def test_reader_reports_corrupt_files(tmp_path):
         read_frames(str(bad))
 
 
-def test_reader_on_the_real_fly_video():
-    if not CLIP.is_file():
-        pytest.skip(f"shared data not found at {CLIP} (the repo must sit next to shared/)")
-    [(data, kwargs, _)] = read_frames(str(CLIP))
+def test_reader_on_the_real_fly_video(shared_data):
+    [(data, kwargs, _)] = read_frames(str(shared_data("fly_sleap/clip.mp4")))
     assert data.shape[1:] == (1024, 1024) and data.shape[0] > 100 and not kwargs["rgb"]
     frame = np.asarray(data[data.shape[0] // 2])
     assert frame.dtype == np.uint8 and frame.std() > 5

@@ -2,7 +2,6 @@
 reference, and cross-checks against py-ctcmetrics on real CTC and StarDist label images."""
 
 import zipfile
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -10,16 +9,6 @@ import tifffile
 from scipy import ndimage as ndi
 
 from msclassify.metrics import SegResult, label_instances, seg_score
-
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-
-
-def _shared(relative):
-    path = SHARED_DATA / relative
-    if not path.exists():
-        pytest.skip(f"real data {path} is absent (clone msclassify next to shared/)")
-    return path
-
 
 # --------------------------------------------------------------------------- hand-made cases
 
@@ -263,8 +252,8 @@ def _assert_agree(reference, perturbed, tmp_path):
     return ours.score
 
 
-def test_ctc_java_test_data_matches_py_ctcmetrics(tmp_path):
-    with zipfile.ZipFile(_shared("ctc_java_test_data/test_data.zip")) as archive:
+def test_ctc_java_test_data_matches_py_ctcmetrics(tmp_path, shared_data):
+    with zipfile.ZipFile(shared_data("ctc_java_test_data/test_data.zip")) as archive:
         archive.extractall(tmp_path / "ctc")
     ctc = tmp_path / "ctc"
     reference = np.stack([tifffile.imread(p)
@@ -288,8 +277,8 @@ def test_ctc_java_test_data_matches_py_ctcmetrics(tmp_path):
 
 
 @pytest.mark.parametrize("seed", [0, 1])
-def test_stardist_nuclei_perturbations_match_py_ctcmetrics(tmp_path, seed):
-    reference = tifffile.imread(_shared("stardist_wheel/mask2d.tif"))
+def test_stardist_nuclei_perturbations_match_py_ctcmetrics(tmp_path, seed, shared_data):
+    reference = tifffile.imread(shared_data("stardist_wheel/mask2d.tif"))
     rng = np.random.default_rng(seed)
     objects = np.unique(reference)[1:]
     pick = lambda n: rng.choice(objects, n, replace=False)  # noqa: E731

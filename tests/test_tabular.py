@@ -1,27 +1,23 @@
 """Tabular loaders, ranking/classification metrics, cost-accuracy curves and the tabular samples."""
 
-import importlib.util
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import StandardScaler
 from sklearn.metrics import ndcg_score
+from sklearn.preprocessing import StandardScaler
 
-from msclassify._ranking_metrics import (accuracy, cost_accuracy_auc, cost_accuracy_curve,
-                                         ndcg_at_k, precision_at_k, roc_auc)
-from msclassify.tabular import (TabularData, load_covtype_20k, load_csv, load_feature_costs,
-                                load_higgs_sample, load_miniboone, load_miniboone_tiny,
-                                load_svmlight, load_yahoo_feature_costs, load_yahoo_ltr_sample,
-                                read_query_file)
+from msclassify.datasets import sample_data_path
+from msclassify.metrics import (accuracy, cost_accuracy_auc, cost_accuracy_curve, ndcg_at_k,
+                                precision_at_k, roc_auc)
+from benchmarks.shared_sets import (load_covtype_20k, load_higgs_sample, load_miniboone_tiny,
+                                    load_yahoo_feature_costs, load_yahoo_ltr_sample)
+from msclassify.tabular import (TabularData, load_csv, load_feature_costs, load_miniboone,
+                                load_svmlight, read_query_file)
 
-REPO = Path(__file__).resolve().parents[1]
-SAMPLES = REPO / "sample_data" / "tabular"
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-needs_data = pytest.mark.skipif(not DATA.is_dir(), reason=f"shared data folder {DATA} is absent")
+SAMPLES = sample_data_path("tabular")
 
 
 def _write(tmp_path, name, text):
@@ -160,35 +156,35 @@ def test_tabular_data_checks_shapes():
 
 
 # -- the shared real data sets ---------------------------------------------------------------------
-@needs_data
-def test_shared_sets_match_provenance():
+def test_shared_sets_match_provenance(shared_data):
+    folder = shared_data()
     sizes = {"train": 2000, "validation": 1000, "test": 2000}
     for split, n in sizes.items():
-        data = load_miniboone_tiny(DATA, split)
+        data = load_miniboone_tiny(folder, split)
         assert data.X.shape == (n, 50) and np.bincount(data.y).tolist() == [n // 2, n // 2]
-    raw = load_miniboone_tiny(DATA, "tr")
-    with_nan = load_miniboone_tiny(DATA, "tr", missing_sentinel_to_nan=True)
+    raw = load_miniboone_tiny(folder, "tr")
+    with_nan = load_miniboone_tiny(folder, "tr", missing_sentinel_to_nan=True)
     assert np.array_equal(np.isnan(with_nan.X), raw.X == -999.0) and np.isnan(with_nan.X).any()
 
-    train, test = load_yahoo_ltr_sample(DATA, "train"), load_yahoo_ltr_sample(DATA, "test")
+    train, test = load_yahoo_ltr_sample(folder, "train"), load_yahoo_ltr_sample(folder, "test")
     assert train.X.shape == (3005, 300) and train.group_sizes.size == 201
     assert test.X.shape == (768, 300) and test.group_sizes.size == 50
     assert set(train.y.tolist()) == {0, 1, 2, 3, 4}
-    costs = load_yahoo_feature_costs(DATA)
+    costs = load_yahoo_feature_costs(folder)
     values, counts = np.unique(costs, return_counts=True)
     assert dict(zip(values.tolist(), counts.tolist())) == {1: 123, 5: 31, 20: 191, 50: 125,
                                                            100: 16, 150: 32, 200: 1}
 
-    cover = load_covtype_20k(DATA)
+    cover = load_covtype_20k(folder)
     assert cover.X.shape == (20000, 54) and cover.y.sum() == 6022
     assert cover.X[0, :3].tolist() == [2596, 51, 3]
-    assert np.bincount(load_covtype_20k(DATA, positive_class=None).y).tolist()[1:] == \
+    assert np.bincount(load_covtype_20k(folder, positive_class=None).y).tolist()[1:] == \
         [2942, 6022, 2160, 2160, 2396, 2160, 2160]
-    higgs = load_higgs_sample(DATA)
-    assert higgs.X.shape == (7000, 28) and load_higgs_sample(DATA, "test").X.shape == (500, 28)
+    higgs = load_higgs_sample(folder)
+    assert higgs.X.shape == (7000, 28) and load_higgs_sample(folder, "test").X.shape == (500, 28)
     assert higgs.y[0] == 1 and higgs.X[0, :2].tolist() == [0.869, -0.635]
     with pytest.raises(ValueError, match="split must be one of"):
-        load_higgs_sample(DATA, "validation")
+        load_higgs_sample(folder, "validation")
 
 
 # -- metrics ---------------------------------------------------------------------------------------
@@ -218,7 +214,7 @@ def test_precision_at_5_follows_the_paper():
     # equal scores put the irrelevant document first, whatever the file order
     assert precision_at_k([1, 0, 1], [1, 1, 0], [1, 1, 1], k=2) == 0.0
     assert precision_at_k([0, 1, 1], [1, 1, 0], [1, 1, 1], k=2) == 0.0
-    with pytest.raises(ValueError, match="k must be a positive integer"):
+    with pytest.raises(ValueError, match="k must be an integer >= 1"):
         precision_at_k([1], [1], [1], k=0)
 
 
@@ -258,10 +254,9 @@ def test_cost_accuracy_frontier_and_area():
 
 # -- the shipped samples ---------------------------------------------------------------------------
 def _generator():
-    spec = importlib.util.spec_from_file_location("tabular_generate", SAMPLES / "generate.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    from msclassify.datasets import _generate_tables  # white-box: the samples' generator
+
+    return _generate_tables
 
 
 def test_samples_are_reproduced_byte_for_byte_and_small(tmp_path):
@@ -273,9 +268,8 @@ def test_samples_are_reproduced_byte_for_byte_and_small(tmp_path):
         assert (SAMPLES / name).stat().st_size < 200_000
 
 
-@needs_data
-def test_yahoo_style_costs_follow_the_real_histogram():
-    real = load_yahoo_feature_costs(DATA)
+def test_yahoo_style_costs_follow_the_real_histogram(shared_data):
+    real = load_yahoo_feature_costs(shared_data())
     values, counts = np.unique(real, return_counts=True)
     assert dict(zip(values.tolist(), counts.tolist())) == _generator().YAHOO_COST_HISTOGRAM
     sample = load_feature_costs(SAMPLES / "yahoo_style.cost", 30)

@@ -15,13 +15,13 @@ import numpy as np
 import pytest
 
 from msclassify import CEGBClassifier, CEGBRegressor, load_model
-from msclassify._tabular_sweep import (cost_sweep, load_train_test, score_model,
-                                       training_targets)
 from msclassify.cli import main
+from msclassify.datasets import sample_data_path
 from msclassify.pixel import PixelClassifier
+from msclassify.tabular import cost_sweep, load_train_test, score_model, training_targets
 
 REPO = Path(__file__).resolve().parents[1]
-SAMPLES = REPO / "sample_data" / "tabular"
+SAMPLES = sample_data_path("tabular")
 CSV, CSV_COSTS = SAMPLES / "csv_style.csv", SAMPLES / "csv_style.cost"
 YAHOO_TRAIN, YAHOO_TEST = SAMPLES / "yahoo_style.train", SAMPLES / "yahoo_style.test"
 YAHOO_COSTS = SAMPLES / "yahoo_style.cost"
@@ -246,3 +246,23 @@ def test_python_m_msclassify_tabular_help():
     assert result.returncode == 0, result.stderr
     for command in ("train", "sweep", "evaluate"):
         assert command in result.stdout
+
+
+@pytest.mark.parametrize("feature_map", ["trees", "identity"])
+def test_evaluate_prices_a_cstc_tree_with_a_cost_file(tmp_path, feature_map):
+    from msclassify.baselines import CSTCClassifier
+    data_path, costs_path = SAMPLES / "miniboone_style.txt", SAMPLES / "miniboone_style.cost"
+    data, _, costs = load_train_test(data_path, cost_path=costs_path, test_fraction=0)
+    tree = CSTCClassifier(max_depth=2, feature_map=feature_map, feature_costs=costs,
+                          cost_tradeoff=0.0, n_weak_learners=10, random_state=0).fit(
+        data.X, training_targets(data))
+    tree.save(tmp_path / "cstc.msc")
+    doubled = tmp_path / "doubled.cost"
+    doubled.write_text("".join(f"{2 * float(cost)!r}\n" for cost in costs))
+    assert run("evaluate", tmp_path / "cstc.msc", data_path, "--costs", doubled,
+               "--json", tmp_path / "e.json", "-q") == 0
+    report = json.loads((tmp_path / "e.json").read_text())
+    own = tree.prediction_cost(data.X)
+    assert own.feature.mean() > 0
+    assert report["mean_cost"]["feature"] == pytest.approx(2 * own.feature.mean())
+    assert report["mean_cost"]["evaluation"] == pytest.approx(own.evaluation.mean())

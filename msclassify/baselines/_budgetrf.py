@@ -1,7 +1,7 @@
 """BudgetRF: the feature-budgeted random forest of Nan, Wang & Saligrama (ICML 2015).
 
-The paper is ``shared/papers/budgetrf-nan-2015.txt``; equation and line
-references below are to it.
+The paper is "Feature-budgeted random forest" (ICML 2015, PMLR 37); equation,
+section and algorithm-line references below are to it.
 
 * GREEDYTREE (Algorithm 1, lines 8-18) grows a tree on a bootstrap sample. At
   node S with impurity F(S) > 0 it scores every feature t by its risk
@@ -37,7 +37,6 @@ import os
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from numbers import Integral, Real
 
 import numpy as np
 from numba import njit, prange
@@ -46,11 +45,9 @@ from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._modelfile import estimator_params, write_model
-from ..cegb._booster import PredictionCost
-from ..cegb._params import _per_feature
-from ..cegb._sklearn import check_budget
-from ..cegb._validation import check_validation_labels
+from ..budget import PredictionCost, PrefixBudgetMixin, check_budget, check_validation_labels
+from ..checks import check_int, check_number, check_per_feature, is_int
+from ..modelfile import estimator_params, write_model
 
 # Section 3: stumps drawn per feature for nodes of > 2000, > 500 and <= 500 examples.
 PAPER_STUMP_SCHEDULE = (80, 40, 20)
@@ -237,13 +234,13 @@ def _check_stump_setting(value):
         return np.array(PAPER_STUMP_SCHEDULE, dtype=np.int64)
     if value is None:
         return np.full(3, -1, dtype=np.int64)
-    if isinstance(value, Integral) and not isinstance(value, bool) and value >= 1:
+    if is_int(value, 1):
         return np.full(3, int(value), dtype=np.int64)
     raise ValueError("n_candidate_stumps must be 'paper' (80/40/20 random stumps per feature, "
                      f"Sec. 3), None (every threshold) or a positive integer, got {value!r}")
 
 
-class BudgetRFClassifier(ClassifierMixin, BaseEstimator):
+class BudgetRFClassifier(PrefixBudgetMixin, ClassifierMixin, BaseEstimator):
     """Feature-budgeted random forest (BudgetRF; Nan, Wang & Saligrama, ICML 2015).
 
     Trees are grown by GREEDYTREE with minimax cost-weighted threshold-Pairs
@@ -318,16 +315,11 @@ class BudgetRFClassifier(ClassifierMixin, BaseEstimator):
 
     # -- fitting -------------------------------------------------------------------------------
     def _check_params(self):
-        if not (isinstance(self.n_estimators, Integral) and self.n_estimators >= 1):
-            raise ValueError(f"n_estimators must be a positive integer, got {self.n_estimators!r}")
-        if self.budget is not None and not (isinstance(self.budget, Real)
-                                            and np.isfinite(self.budget) and self.budget >= 0):
-            raise ValueError(f"budget must be a finite number >= 0 or None, got {self.budget!r}")
-        if not (isinstance(self.impurity_threshold, Real) and np.isfinite(self.impurity_threshold)
-                and self.impurity_threshold >= 0):
-            raise ValueError("impurity_threshold (alpha of Eq. 11) must be finite and >= 0, got "
-                             f"{self.impurity_threshold!r}")
-        if self.n_jobs is not None and not (isinstance(self.n_jobs, Integral) and self.n_jobs != 0):
+        check_int(self.n_estimators, "n_estimators")
+        if self.budget is not None:
+            check_budget(self.budget)
+        check_number(self.impurity_threshold, "impurity_threshold", note="alpha of Eq. 11")
+        if self.n_jobs is not None and not (is_int(self.n_jobs) and self.n_jobs != 0):
             raise ValueError(f"n_jobs must be None, -1 or a positive integer, got {self.n_jobs!r}")
         return _check_stump_setting(self.n_candidate_stumps)
 
@@ -364,7 +356,8 @@ class BudgetRFClassifier(ClassifierMixin, BaseEstimator):
                              "samples of at least 2 classes")
         encoded = encoded.astype(np.int64)
         n_samples, n_features = X.shape
-        self.feature_costs_ = _per_feature("feature_costs", self.feature_costs, n_features, 1.0)
+        self.feature_costs_ = check_per_feature("feature_costs", self.feature_costs, n_features,
+                                                1.0)
         self.class_prior_ = np.bincount(encoded, minlength=self.classes_.size) / n_samples
         if self.budget is not None and X_val is None:
             raise ValueError("budget needs validation data: call fit(X, y, X_val=...); Algorithm 1 "
@@ -430,7 +423,7 @@ class BudgetRFClassifier(ClassifierMixin, BaseEstimator):
         check_is_fitted(self, "trees_")
         if n_trees is None:
             return self.trees_
-        if not (isinstance(n_trees, Integral) and 0 <= n_trees <= len(self.trees_)):
+        if not (is_int(n_trees) and 0 <= n_trees <= len(self.trees_)):
             raise ValueError(f"n_trees must be an integer in [0, {len(self.trees_)}], got "
                              f"{n_trees!r}")
         return self.trees_[:n_trees]
@@ -530,46 +523,21 @@ class BudgetRFClassifier(ClassifierMixin, BaseEstimator):
         used = [tree["feature"][tree["feature"] >= 0] for tree in self._trees(n_trees)]
         return np.unique(np.concatenate(used)) if used else np.zeros(0, dtype=np.int32)
 
-    # -- budgets -------------------------------------------------------------------------------
-    def with_budget(self, budget, X_val, y_val, scoring=None):
-        """The most accurate prefix of the forest whose mean validation cost is <= ``budget``.
-
-        Fit once with many trees, then call this for each budget of a cost-accuracy
-        curve. Prefixes of 0 trees (cost 0, predicting the majority class) to all
-        trees are considered; ties go to the cheaper prefix.
-
-        Parameters
-        ----------
-        budget : float
-            Mean per-sample feature cost allowed on ``X_val``.
-        X_val, y_val : array-like
-            Validation data.
-        scoring : callable, optional
-            ``scoring(y_val, proba_val) -> float``, higher is better (e.g. a ranking
-            metric); default accuracy of `predict`.
-
-        Returns
-        -------
-        BudgetRFClassifier
-            A new fitted estimator sharing the first trees, with ``budget_``,
-            ``validation_cost_`` and ``validation_score_`` set.
-        """
-        check_is_fitted(self, "trees_")
-        budget = check_budget(budget)
+    # -- budgets (with_budget: msclassify.budget.PrefixBudgetMixin) ----------------------------
+    def _prefix_costs_and_scores(self, X_val, y_val, scoring):
         X_val = self._check_X(X_val)
         y_val = self._check_y_val(X_val, y_val)
         costs = np.r_[0.0, self.cost_curve(X_val)["feature"]]
         scores = np.array([self._score(y_val, proba, vote_scores, scoring) for proba, vote_scores
                            in [self._proba_and_scores(X_val, 0), *self._staged_outputs(X_val)]])
-        feasible = np.flatnonzero(costs <= budget)
-        best = feasible[np.argmax(scores[feasible])]
+        return costs, scores
+
+    def _prefix(self, n_stages):
         pruned = copy.copy(self)
-        pruned.trees_ = self.trees_[:best]
+        pruned.trees_ = self.trees_[:n_stages]
         for name in ("validation_cost_curve_", "validation_accuracy_curve_"):
             curve = getattr(self, name, None)
-            setattr(pruned, name, None if curve is None else curve[:best])
-        pruned.budget_, pruned.validation_cost_, pruned.validation_score_ = \
-            float(budget), float(costs[best]), float(scores[best])
+            setattr(pruned, name, None if curve is None else curve[:n_stages])
         return pruned
 
     def _score(self, y_val, proba, vote_scores, scoring):

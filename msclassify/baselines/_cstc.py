@@ -1,7 +1,7 @@
 """CSTC: the cost-sensitive tree of classifiers of Xu, Kusner, Weinberger & Chen (ICML 2013).
 
-The paper is ``shared/papers/cstc-xu-2013.txt``; equation and section numbers
-below are to it.
+The paper is "Cost-sensitive tree of classifiers" (ICML 2013); equation and
+section numbers below are to it.
 
 * Feature map (Sec. 3, "boosting trick"): gradient-boosted regression trees of
   limited depth are fitted with the squared loss by the CEGB core (cost-blind,
@@ -80,8 +80,6 @@ Training cost: every L-BFGS step evaluates all ``n`` samples on one node
 (``O(n T)``); expect minutes for ``n`` in the tens of thousands and ``T = 100``.
 """
 
-from numbers import Integral, Real
-
 import numpy as np
 from scipy.optimize import minimize
 from scipy.special import expit
@@ -90,9 +88,10 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import threadpool_limits
 
-from .._modelfile import ModelFileError, estimator_params, write_model
-from ..cegb import Booster, PredictionCost, train
-from ..cegb._params import _per_feature
+from ..budget import PredictionCost
+from ..cegb import Booster, train
+from ..checks import as_seed, check_int, check_number, check_per_feature
+from ..modelfile import ModelFileError, estimator_params, write_model
 
 _ZERO = 1e-6        # weights below this magnitude are exactly zero from then on
 _AUX_FLOOR = 1e-12  # floor of the auxiliary variables of Lemma 1 (never divide by 0)
@@ -394,25 +393,13 @@ class _CSTCBase(BaseEstimator):
 
     # -- parameter checks ----------------------------------------------------------------------
     def _check_params(self):
-        def number(name, strict=False):
-            value = getattr(self, name)
-            ok = isinstance(value, Real) and not isinstance(value, bool) and np.isfinite(value)
-            if not ok or value < 0 or (strict and value == 0):
-                relation = ">" if strict else ">="
-                raise ValueError(f"{name} must be a finite number {relation} 0, got {value!r}")
-
-        def integer(name):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, Integral) or value < 1:
-                raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
-
         for name in ("cost_tradeoff", "l1_regularization", "tree_cost", "tol"):
-            number(name)
+            check_number(getattr(self, name), name)
         for name in ("routing_sharpness", "weak_learner_learning_rate"):
-            number(name, strict=True)
+            check_number(getattr(self, name), name, strict=True)
         for name in ("max_depth", "n_weak_learners", "weak_learner_depth", "max_sweeps",
                      "max_node_iter"):
-            integer(name)
+            check_int(getattr(self, name), name)
         if self.max_depth > 8:
             raise ValueError(f"max_depth={self.max_depth} means {2 ** self.max_depth - 1} "
                              "classifier nodes; use at most 8 (the paper uses up to 4)")
@@ -435,7 +422,8 @@ class _CSTCBase(BaseEstimator):
     # -- fitting -------------------------------------------------------------------------------
     def _fit(self, X, target, X_val, target_val):
         self._check_params()
-        self.feature_costs_ = _per_feature("feature_costs", self.feature_costs, X.shape[1], 1.0)
+        self.feature_costs_ = check_per_feature("feature_costs", self.feature_costs, X.shape[1],
+                                                1.0)
         phi = self._fit_feature_map(X, target)
         problem = _TreeObjective(phi, target, self.weak_learner_costs_, self.feature_costs_,
                                  self.weak_learner_features_, self.cost_tradeoff,
@@ -470,9 +458,7 @@ class _CSTCBase(BaseEstimator):
             self.weak_learner_costs_ = np.zeros(n_features)
             return np.ascontiguousarray(X, dtype=np.float64)
         depth = self.weak_learner_depth
-        seed = self.random_state
-        if isinstance(seed, np.random.RandomState):
-            seed = int(seed.randint(2**31))
+        seed = as_seed(self.random_state)
         params = {"n_estimators": self.n_weak_learners, "max_depth": depth,
                   "learning_rate": self.weak_learner_learning_rate, "max_leaves": 2 ** depth,
                   "growth": "breadth_first", "min_samples_leaf": 1, "random_state": seed}

@@ -1,34 +1,15 @@
 """GRBB: gradient regularized budgeted boosting (Xu, Kusner, Weinberger & Zheng).
 
-The paper is ``shared/papers/grbb-xu-semisupervised-budgeted-boosting.txt``;
-equation numbers below are to it.
+Equation numbers below are to the paper. The graph, the regularised gradients
+and the variance bound are in `msclassify.graph` (shared with the
+semi-supervised pixel classifier); here they drive the CEGB core:
 
-* Graph (Sec. 2): a symmetric k-nearest-neighbour graph over the labelled and
-  unlabelled inputs, ``k_ij = 1`` if either point is among the other's
-  ``n_neighbors`` nearest neighbours (the paper uses 9), and its Laplacian
-  ``L = D - W`` split into the labelled (L) and unlabelled (U) blocks.
-* Gradients (Algorithm 1): with the logistic loss (softmax for more than two
-  classes), the labelled rows get Eq. (3),
-  ``grad_L = dl/dH(x) + lambda (L H)_L``, and the unlabelled rows the
-  regularised gradient of Eq. (5), ``grad_U = -L_UU^{-1} L_LU' grad_L``, the
-  minimiser of ``[grad_L, grad_U] L [grad_L, grad_U]'`` (the harmonic extension
-  of the labelled gradients along the graph). ``L_UU`` is factorised once with
-  `scipy.sparse.linalg.splu` and the factor reused in every iteration.
 * Trees: the CEGB core fits every tree to ``[grad_L, grad_U]`` through a
   callable objective with unit hessians (a least-squares fit of the negative
   gradient, as Greedy Miser does in Eq. (6)), over all labelled and unlabelled
   rows. The feature, evaluation and batch cost parameters of CEGB apply
   unchanged, and every row, labelled or not, counts in the cost terms, so the
   budget reflects the whole input distribution.
-* A singular ``L_UU``: a connected component of the graph that holds no
-  labelled point makes ``L_UU`` singular. In a component that does hold one,
-  every connected piece of its unlabelled part is adjacent to a labelled point,
-  so its block is irreducibly diagonally dominant, hence non-singular. We add a ridge
-  (``1.0`` on the diagonal) on the rows of label-free components only: their
-  right-hand side ``L_LU' grad_L`` is exactly zero (no edge to a labelled
-  point), so any ridge gives them the gradient 0 - no information, no push -
-  which is the limit of a vanishing ridge, while the other components are
-  solved exactly.
 
 `LaplacianBoostingClassifier` is the paper's baseline LapGBRT (Sec. 3): plain
 gradient boosting of the Laplacian-regularised objective of Eq. (2), whose
@@ -38,23 +19,15 @@ laplacian_regularization`` times the node degrees: on two moons with 9
 neighbours 0.1 converged and 0.3 diverged.
 """
 
-from numbers import Integral, Real
-
 import numpy as np
-from scipy import sparse
-from scipy.sparse.csgraph import connected_components, laplacian
-from scipy.sparse.linalg import splu
-from scipy.special import expit, softmax
-from sklearn.neighbors import kneighbors_graph
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_array, column_or_1d, validate_data
 
-from ..cegb._sklearn import CEGBClassifier
+from ..cegb import CEGBClassifier
+from ..graph import (check_graph_params, class_targets, knn_laplacian, loss_gradient,
+                     prediction_variance_bound, regularised_gradients)
 
 UNLABELLED = -1  # scikit-learn's semi-supervised convention for y
-
-_LABEL_FREE_RIDGE = 1.0
-_MIN_HESSIAN = 1e-16   # the core's floor for the built-in losses' hessians
 
 
 class GRBBClassifier(CEGBClassifier):
@@ -63,7 +36,7 @@ class GRBBClassifier(CEGBClassifier):
     Trees are fitted to the labelled rows' loss gradients and to unlabelled
     gradients propagated from them over a kNN graph in closed form
     (``grad_U = -L_UU^{-1} L_LU' grad_L``), so labels reach the whole data
-    manifold in a few trees. See the module docstring for the exact rules.
+    manifold in a few trees. See `msclassify.graph` for the exact rules.
 
     Parameters
     ----------
@@ -167,7 +140,7 @@ class GRBBClassifier(CEGBClassifier):
         self.n_features_in_ = X_all.shape[1]
         self.n_labelled_, self.n_unlabelled_ = X_labelled.shape[0], X_free.shape[0]
         n_classes = len(self.classes_)
-        L = _knn_laplacian(X_all, self.n_neighbors)
+        L = knn_laplacian(X_all, self.n_neighbors)
         gradients = self._gradient_function(L, encoded, n_classes)
         self._train(X_all, np.zeros(n_all), gradients, n_classes if n_classes > 2 else None,
                     None, None, callback)
@@ -207,7 +180,7 @@ class GRBBClassifier(CEGBClassifier):
     # -- gradients -----------------------------------------------------------------------------
     def _gradient_function(self, L, encoded, n_classes):
         """The callable objective of `msclassify.cegb.train` for the rows [labelled, unlabelled]."""
-        return regularised_gradients(L, _target(encoded, n_classes),
+        return regularised_gradients(L, class_targets(encoded, n_classes),
                                      float(self.laplacian_regularization))
 
 
@@ -237,144 +210,15 @@ class LaplacianBoostingClassifier(GRBBClassifier):
     def _gradient_function(self, L, encoded, n_classes):
         n_labelled = encoded.shape[0]
         L = L.tocsr()
-        target = _target(encoded, n_classes)
+        target = class_targets(encoded, n_classes)
         lam = float(self.laplacian_regularization)
 
         def gradients(raw, _):
             grad = lam * (L @ raw)
-            grad[:n_labelled] += _loss_gradient(raw[:n_labelled], target)
+            grad[:n_labelled] += loss_gradient(raw[:n_labelled], target)
             return grad, np.ones_like(raw)
 
         return gradients
-
-
-def check_graph_params(n_neighbors, laplacian_regularization):
-    """ValueError unless n_neighbors is an int >= 1 and the regularisation a finite number >= 0."""
-    k = n_neighbors
-    if isinstance(k, bool) or not isinstance(k, Integral) or k < 1:
-        raise ValueError(f"n_neighbors must be an integer >= 1, got {k!r}")
-    lam = laplacian_regularization
-    if isinstance(lam, bool) or not isinstance(lam, Real) or not np.isfinite(lam) or lam < 0:
-        raise ValueError(f"laplacian_regularization must be a finite number >= 0, got {lam!r}")
-
-
-def regularised_gradients(L, target, laplacian_regularization, exact_hessian=False):
-    """GRBB's objective ``f(raw, _) -> (grad, hess)`` for the graph rows [labelled, unlabelled].
-
-    Parameters
-    ----------
-    L : sparse matrix, shape (n, n)
-        Graph Laplacian (`_knn_laplacian`) over the labelled rows first, then the
-        unlabelled ones.
-    target : ndarray, shape (n_labelled,) of 0/1 or (n_labelled, K) one-hot
-        Logistic (raw scores (n,)) or softmax (raw scores (n, K)) targets.
-    laplacian_regularization : float
-        lambda of Eq. (3).
-    exact_hessian : bool, optional
-        False (the paper): unit hessians, a least-squares fit of the gradients.
-        True: the labelled rows get the diagonal of the objective's hessian,
-        ``p (1 - p) + lambda L_ii`` (without the Laplacian's diagonal the
-        smoothing term's gradient, unbounded, over tiny ``p (1 - p)`` makes the
-        Newton steps diverge), and the unlabelled rows its harmonic extension,
-        like their gradients, so that a leaf of unlabelled rows takes about the
-        Newton step of the labelled rows it is tied to
-        (`msclassify.PixelClassifier` with ``hessian="exact"``).
-
-    Returns
-    -------
-    callable
-        For `msclassify.cegb.train`; `L_UU` is factorised once, here.
-    """
-    n_labelled = target.shape[0]
-    L = L.tocsr()
-    L_labelled_rows = L[:n_labelled]
-    coupling = L[n_labelled:, :n_labelled]             # L_LU' (L is symmetric)
-    solve = _factorise_unlabelled_block(L, n_labelled)
-    lam = float(laplacian_regularization)
-    degree = L.diagonal()[:n_labelled]
-
-    def extend(labelled_values, out):
-        """Rows [labelled, unlabelled] with the harmonic extension (Eq. 5) on U."""
-        out[:n_labelled] = labelled_values
-        if solve is not None:
-            columns = labelled_values.reshape(n_labelled, -1)
-            out[n_labelled:] = -solve(coupling @ columns).reshape(out[n_labelled:].shape)
-        return out
-
-    def gradients(raw, _):
-        grad_labelled = _loss_gradient(raw[:n_labelled], target)
-        if lam > 0:
-            grad_labelled = grad_labelled + lam * (L_labelled_rows @ raw)
-        if not exact_hessian:
-            return extend(grad_labelled, np.empty_like(raw)), np.ones_like(raw)
-        p = expit(raw[:n_labelled]) if raw.ndim == 1 else softmax(raw[:n_labelled], axis=1)
-        hess_labelled = p * (1.0 - p) + lam * (degree if raw.ndim == 1 else degree[:, None])
-        # One solve for both (the factor is read once for two right-hand sides).
-        both = extend(np.stack([grad_labelled, hess_labelled], axis=-1),
-                      np.empty(raw.shape + (2,)))
-        # Label-free graph components get 0 from the extension; keep hessians positive.
-        return both[..., 0], np.maximum(both[..., 1], _MIN_HESSIAN)
-
-    return gradients
-
-
-def prediction_variance_bound(L, raw, n_labelled, laplacian_regularization):
-    """GRBB Sec. 5: lower bound on the mean variance of ``sigma(H)`` over the graph's rows.
-
-    ``mean_i sigma'(H_i)^2 V_ii`` with ``V = (Delta + lambda L)^-1`` (Eqs. 10, 13), the
-    inverse of the empirical Fisher information of loss plus Laplacian term;
-    ``Delta`` holds the logistic loss's second derivative ``sigma (1 - sigma)`` on the
-    labelled rows (the first ``n_labelled``) and 0 on the others. (The paper prints
-    ``sigma^2 (1 - sigma)``; the logistic loss's is ``sigma (1 - sigma)``.)
-
-    Parameters
-    ----------
-    L : sparse matrix, shape (n, n)
-        Graph Laplacian over the labelled rows first, then the unlabelled ones.
-    raw : ndarray, shape (n,)
-        The model's raw scores H on those rows.
-    n_labelled : int
-    laplacian_regularization : float
-        lambda, > 0.
-
-    Returns
-    -------
-    float
-        ``inf`` when a connected component of the graph holds no labelled row
-        (its predictions are not pinned down by any label).
-
-    Examples
-    --------
-    Two nodes, one labelled, at H = 0 (sigma' = 1/4): V = diag(1/d, 1/d + 1/lambda)
-    with d = 1/4, so the bound is (4 + 4 + 1) / 16 / 2 for lambda = 1:
-
-    >>> from scipy import sparse
-    >>> L = sparse.csr_matrix([[1.0, -1.0], [-1.0, 1.0]])
-    >>> round(prediction_variance_bound(L, np.zeros(2), 1, 1.0), 12), 9 / 32
-    (0.28125, 0.28125)
-    """
-    n = L.shape[0]
-    _, component = connected_components(L, directed=False)
-    if np.setdiff1d(component, component[:n_labelled]).size:
-        return np.inf
-    p = expit(raw)
-    slope = p * (1.0 - p)
-    fisher = (laplacian_regularization * L).tolil()
-    fisher.setdiag(fisher.diagonal() + np.r_[slope[:n_labelled], np.zeros(n - n_labelled)])
-    factor = splu(fisher.tocsc())
-    # diag(V): solves against blocks of unit vectors keep the memory at n x 256
-    variance = np.empty(n)
-    for start in range(0, n, 256):
-        stop = min(start + 256, n)
-        unit = np.zeros((n, stop - start))
-        unit[np.arange(start, stop), np.arange(stop - start)] = 1.0
-        variance[start:stop] = factor.solve(unit)[np.arange(start, stop), np.arange(stop - start)]
-    return float(np.mean(slope ** 2 * variance))
-
-
-def _target(encoded, n_classes):
-    """Logistic 0/1 targets for two classes, one-hot rows for more."""
-    return np.eye(n_classes)[encoded] if n_classes > 2 else encoded.astype(np.float64)
 
 
 def _is_unlabelled(y):
@@ -384,42 +228,3 @@ def _is_unlabelled(y):
         return np.array([isinstance(v, (int, float, np.number)) and v == UNLABELLED for v in y],
                         dtype=bool)
     return np.zeros(y.shape, dtype=bool)
-
-
-def _loss_gradient(raw, target):
-    """Logistic (raw (n,), target 0/1) or softmax (raw (n, K), one-hot target) gradient."""
-    if raw.ndim == 1:
-        return expit(raw) - target
-    return softmax(raw, axis=1) - target
-
-
-def _knn_laplacian(X, n_neighbors):
-    """Unnormalised Laplacian ``D - W`` of the symmetrised 0/1 kNN graph (sparse CSR)."""
-    W = kneighbors_graph(X, n_neighbors, mode="connectivity", include_self=False)
-    W = W.maximum(W.T)
-    return laplacian(W.astype(np.float64)).tocsr()
-
-
-def _factorise_unlabelled_block(L, n_labelled):
-    """``solve(b) = L_UU^{-1} b`` from one sparse LU factorisation, or None without U rows.
-
-    Rows of graph components without a labelled point get a ridge (module docstring).
-    """
-    n_unlabelled = L.shape[0] - n_labelled
-    if n_unlabelled == 0:
-        return None
-    L_uu = L[n_labelled:, n_labelled:]
-    _, component = connected_components(abs(L) > 0, directed=False)
-    labelled_components = np.unique(component[:n_labelled])
-    label_free = ~np.isin(component[n_labelled:], labelled_components)
-    if label_free.any():
-        L_uu = L_uu + sparse.diags(_LABEL_FREE_RIDGE * label_free.astype(np.float64))
-    # L_UU is symmetric positive definite: a symmetric fill-reducing order with diagonal
-    # pivots halves the fill of scipy's default (COLAMD) on kNN graphs.
-    factor = splu(sparse.csc_matrix(L_uu), permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0,
-                  options={"SymmetricMode": True})
-
-    def solve(b):
-        return factor.solve(np.asarray(b, dtype=np.float64))
-
-    return solve

@@ -1,36 +1,12 @@
 """The trained ensemble: prediction, prediction cost, dump and model files."""
 
-from dataclasses import dataclass
-
 import numpy as np
 
+from ..budget import PredictionCost
 from . import _predict
 from ._validation import check_features
 
 _NODE_FIELDS = ("feature", "threshold", "default_left", "left", "right", "value", "count", "share")
-
-
-@dataclass
-class PredictionCost:
-    """Prediction cost of a model on some samples (DESIGN.md "Prediction cost").
-
-    Attributes
-    ----------
-    evaluation : ndarray, shape (N,)
-        Sum of ``alpha * eps`` over the split nodes each sample visits.
-    feature : ndarray, shape (N,)
-        Sum of ``beta_m`` over the distinct features on each sample's paths.
-    batch : float
-        Sum of ``gamma_m`` over the features the model uses (paid once per image/batch).
-    """
-
-    evaluation: np.ndarray
-    feature: np.ndarray
-    batch: float
-
-    @property
-    def per_sample(self):
-        return self.evaluation + self.feature
 
 
 class Booster:
@@ -96,6 +72,36 @@ class Booster:
         """Sorted indices of the features split on by the first ``n_iterations`` iterations."""
         used = [t["feature"][t["feature"] >= 0] for t in self.trees[:self._n_trees_for(n_iterations)]]
         return np.unique(np.concatenate(used)) if used else np.zeros(0, dtype=np.int32)
+
+    def tree_statistics(self):
+        """Leaves and split nodes summed over the trees, and the greatest depth of a leaf.
+
+        Returns
+        -------
+        dict
+            ``n_leaves``, ``n_splits`` and ``max_depth`` (0 for trees of one leaf).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from msclassify.cegb import train
+        >>> X = np.arange(40.0).reshape(20, 2); y = ((X[:, 0] > 10) & (X[:, 0] < 30)) * 1.0
+        >>> booster = train(X, y, "binary", {"n_estimators": 2, "max_leaves": 3,
+        ...                                  "min_samples_leaf": 1})
+        >>> booster.tree_statistics()     # two trees: a split, then a split of one side
+        {'n_leaves': 6, 'n_splits': 4, 'max_depth': 2}
+        """
+        leaves = splits = depth = 0
+        for tree in self.trees:
+            feature, left, right = tree["feature"], tree["left"], tree["right"]
+            node_depth = np.zeros(len(feature), dtype=np.int64)
+            for node in range(len(feature)):  # children are created after their parent
+                if feature[node] >= 0:
+                    node_depth[left[node]] = node_depth[right[node]] = node_depth[node] + 1
+            leaves += int(np.count_nonzero(feature < 0))
+            splits += int(np.count_nonzero(feature >= 0))
+            depth = max(depth, int(node_depth.max(initial=0)))
+        return {"n_leaves": leaves, "n_splits": splits, "max_depth": depth}
 
     def feature_importances(self, kind="gain"):
         """Total split gain (``kind="gain"``) or number of splits (``"split"``) per feature."""
@@ -183,8 +189,7 @@ class Booster:
         n = X.shape[0]
         evaluation, feature = np.zeros(n), np.zeros(n)
         eval_it, feat_it = np.zeros(self.n_iterations), np.zeros(self.n_iterations)
-        _predict.prediction_cost(X, f["feature"], f["threshold"], f["default_left"], f["left"],
-                                 f["right"], f["node_cost"], f["roots"], f["tree_iteration"],
+        _predict.prediction_cost(X, f["nodes"], f["node_cost"], f["roots"], f["tree_iteration"],
                                  self.feature_costs, self._n_trees_for(n_iterations),
                                  self.n_iterations, evaluation, feature, eval_it, feat_it)
         return evaluation, feature, eval_it / n, feat_it / n
@@ -253,7 +258,7 @@ class Booster:
                    d["feature_costs"], d["feature_batch_costs"], d["feature_share"], d["params"])
 
     def to_model_file(self):
-        """``(meta, arrays)`` for `msclassify._modelfile.write_model`."""
+        """``(meta, arrays)`` for `msclassify.modelfile.write_model`."""
         meta = {k: v for k, v in self.dump().items() if k != "trees"}
         meta["n_trees"] = self.n_trees
         sizes = np.array([t["feature"].shape[0] for t in self.trees], dtype=np.int64)
@@ -266,7 +271,7 @@ class Booster:
     @classmethod
     def from_model_file(cls, meta, arrays):
         """Inverse of `to_model_file`, validating array consistency."""
-        from .._modelfile import ModelFileError
+        from ..modelfile import ModelFileError
         sizes = arrays["tree_sizes"].astype(np.int64)
         total = int(sizes.sum())
         if len(sizes) != meta["n_trees"] or any(

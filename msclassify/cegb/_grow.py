@@ -17,7 +17,7 @@ from ._lanes import LANES
 
 
 class CostState:
-    """Cost bookkeeping shared by all trees of a model (DESIGN.md ``D`` and ``C``).
+    """Cost bookkeeping shared by all trees of a model (docs/design.md, *CEGB, exactly*).
 
     ``used[m]``: feature m's whole-image cost is paid. ``paid_bits[m]``: bitset
     over training rows that already have feature m (its per-sample cost is paid).
@@ -34,7 +34,7 @@ _NODE_ARRAYS = (("feature", np.int32), ("threshold_bin", np.int32), ("default_le
 
 
 class TreeGrower:
-    """Grows trees on binned data with the cost penalty of DESIGN.md.
+    """Grows trees on binned data with the cost penalty of docs/design.md.
 
     Parameters
     ----------
@@ -148,7 +148,8 @@ class TreeGrower:
 
 @njit(cache=True)
 def _penalised_best(gain, unpaid, W, leaf_share, costs, settings):
-    """Best feature of a leaf and its gain minus ``mu * dPsi`` (DESIGN.md), first index on ties."""
+    """Best feature of a leaf and its gain minus ``mu * dPsi`` (docs/design.md); the first
+    feature on ties."""
     _, _, used, beta, gamma, share = costs
     mu, alpha, leaf_weight, total_cost_weight, path_share = settings[:5]
     weight = W if leaf_weight else total_cost_weight

@@ -1,9 +1,51 @@
-"""Loss functions: initial score, gradients and hessians of the raw scores."""
+"""Loss functions: initial score, gradients and hessians of the raw scores; their link functions."""
 
 import numpy as np
 from scipy.special import expit, softmax
 
-_EPS = 1e-16
+MIN_HESSIAN = 1e-16  # floor of the built-in losses' hessians
+
+
+def output_probabilities(raw):
+    """Probability of each output of a classification model from its raw scores.
+
+    The logistic sigmoid for a one-output (binary) model, whose raw scores have
+    shape ``(N,)`` (or a last axis of length 1); the softmax over the last axis
+    for a K-output (multiclass) model, shape ``(..., K)``.
+
+    Examples
+    --------
+    >>> output_probabilities(np.array([0.0, np.log(3)])).tolist()
+    [0.5, 0.75]
+    >>> output_probabilities(np.zeros((1, 4))).tolist()
+    [[0.25, 0.25, 0.25, 0.25]]
+    """
+    raw = np.asarray(raw)
+    if raw.ndim == 1 or raw.shape[-1] == 1:
+        return expit(raw)
+    return softmax(raw, axis=-1)
+
+
+def class_probabilities(raw, dtype=None):
+    """Class probabilities, classes on the last axis, from raw scores (see `output_probabilities`).
+
+    A binary model's probability ``p`` of its second class becomes ``[1 - p, p]``.
+    With ``dtype`` the probabilities are computed in that dtype from there on.
+
+    Examples
+    --------
+    >>> class_probabilities(np.array([0.0, np.log(3)])).tolist()
+    [[0.5, 0.5], [0.25, 0.75]]
+    >>> class_probabilities(np.zeros((2, 2, 1)), dtype=np.float32).shape
+    (2, 2, 2)
+    """
+    p = output_probabilities(raw)
+    if p.ndim > 1 and p.shape[-1] > 1:
+        return p if dtype is None else p.astype(dtype)
+    p = p if p.ndim == 1 else p[..., 0]
+    if dtype is not None:
+        p = p.astype(dtype)
+    return np.stack([1 - p, p], axis=-1)
 
 
 class Objective:
@@ -16,9 +58,6 @@ class Objective:
 
     def init_score(self, y, sample_weight):
         return np.zeros(self.n_outputs)
-
-    def transform(self, raw):
-        return raw
 
 
 class SquaredError(Objective):
@@ -39,11 +78,8 @@ class Logistic(Objective):
         return np.array([np.log(p / (1 - p))])
 
     def gradients(self, raw, y):
-        p = expit(raw)
-        return p - y, np.maximum(p * (1 - p), _EPS)
-
-    def transform(self, raw):
-        return expit(raw)
+        p = output_probabilities(raw)
+        return p - y, np.maximum(p * (1 - p), MIN_HESSIAN)
 
 
 class Softmax(Objective):
@@ -55,13 +91,10 @@ class Softmax(Objective):
         return np.log(prior) - np.log(prior).mean()
 
     def gradients(self, raw, y):
-        p = softmax(raw, axis=1)
+        p = output_probabilities(raw)
         onehot = np.zeros_like(p)
         onehot[np.arange(y.shape[0]), y.astype(np.int64)] = 1.0
-        return p - onehot, np.maximum(p * (1 - p), _EPS)
-
-    def transform(self, raw):
-        return softmax(raw, axis=1)
+        return p - onehot, np.maximum(p * (1 - p), MIN_HESSIAN)
 
 
 class CallableObjective(Objective):

@@ -4,6 +4,8 @@ from dataclasses import asdict, dataclass, fields
 
 import numpy as np
 
+from ..checks import check_int, check_number, check_per_feature
+
 _CHOICES = {
     "share_mode": ("path", "feature"),
     "growth": ("best_first", "breadth_first"),
@@ -17,8 +19,8 @@ _CHOICES = {
 class CEGBParams:
     """Hyper-parameters of cost-efficient gradient boosting.
 
-    The cost parameters follow ``DESIGN.md``: splitting leaf ``p`` on feature ``m``
-    is penalised by ``cost_tradeoff * dPsi(p, m)`` with
+    The cost parameters follow docs/design.md (*CEGB, exactly*): splitting leaf
+    ``p`` on feature ``m`` is penalised by ``cost_tradeoff * dPsi(p, m)`` with
 
     ``dPsi = split_cost * W_p / share + feature_batch_costs[m] * (m unused)
     + feature_costs[m] * (cost weight of samples in p that have not paid m)``.
@@ -71,25 +73,16 @@ class CEGBParams:
         -------
         beta, gamma, share : ndarray of float64, shape (n_features,)
         """
-        def positive_int(name, value, minimum=1):
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-                raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-
-        positive_int("n_estimators", self.n_estimators)
-        positive_int("max_leaves", self.max_leaves, 2)
-        positive_int("min_samples_leaf", self.min_samples_leaf)
+        check_int(self.n_estimators, "n_estimators")
+        check_int(self.max_leaves, "max_leaves", 2)
+        check_int(self.min_samples_leaf, "min_samples_leaf")
         if self.max_depth is not None:
-            positive_int("max_depth", self.max_depth)
+            check_int(self.max_depth, "max_depth")
         if not 2 <= int(self.max_bins) <= 255:
             raise ValueError(f"max_bins must be in [2, 255], got {self.max_bins!r}")
-        for name in ("learning_rate",):
-            value = getattr(self, name)
-            if not (np.isfinite(value) and value > 0):
-                raise ValueError(f"{name} must be a positive finite number, got {value!r}")
+        check_number(self.learning_rate, "learning_rate", strict=True)
         for name in ("min_hessian_leaf", "l2_regularization", "cost_tradeoff", "split_cost"):
-            value = getattr(self, name)
-            if not (np.isfinite(value) and value >= 0):
-                raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+            check_number(getattr(self, name), name)
         for name in ("subsample", "colsample"):
             value = getattr(self, name)
             if not (0 < value <= 1):
@@ -97,9 +90,9 @@ class CEGBParams:
         for name, allowed in _CHOICES.items():
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
-        beta = _per_feature("feature_costs", self.feature_costs, n_features, 0.0)
-        gamma = _per_feature("feature_batch_costs", self.feature_batch_costs, n_features, 0.0)
-        share = _per_feature("feature_share", self.feature_share, n_features, 1.0)
+        beta = check_per_feature("feature_costs", self.feature_costs, n_features, 0.0)
+        gamma = check_per_feature("feature_batch_costs", self.feature_batch_costs, n_features, 0.0)
+        share = check_per_feature("feature_share", self.feature_share, n_features, 1.0)
         if np.any(share < 1):
             raise ValueError("feature_share values must be >= 1 (the number of pixels sharing a value)")
         if self.share_mode == "path":
@@ -119,18 +112,3 @@ class CEGBParams:
             elif isinstance(value, np.generic):
                 out[name] = value.item()
         return out
-
-
-def _per_feature(name, values, n_features, default):
-    if values is None:
-        return np.full(n_features, default, dtype=np.float64)
-    try:
-        array = np.asarray(values, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a sequence of numbers, one per feature") from None
-    if array.ndim != 1 or array.shape[0] != n_features:
-        raise ValueError(
-            f"{name} has {array.size} value(s) but X has {n_features} feature(s); give one per feature")
-    if not np.all(np.isfinite(array)) or np.any(array < 0):
-        raise ValueError(f"{name} must be finite and >= 0")
-    return np.ascontiguousarray(array)

@@ -1,9 +1,10 @@
 """Numba prediction kernels over a flattened ensemble.
 
-All trees are concatenated into flat node arrays with global child indices;
-``roots[t]`` is the first node of tree ``t``. Samples are processed in
-parallel; each walks every tree (``x <= threshold`` goes left, NaN follows
-``default_left``).
+All trees are concatenated into one array of node records (`NODE_DTYPE`) with
+global child indices; ``roots[t]`` is the first node of tree ``t``. Every step
+down a tree is `_step` (``x <= threshold`` goes left, NaN follows
+``default_left``). Chunks of rows run in parallel; within a chunk, blocks of
+`ROW_BLOCK` rows walk each tree together.
 """
 
 import numpy as np
@@ -88,9 +89,8 @@ def predict_leaves(X, nodes, roots, out):
 
 
 @njit(parallel=True, cache=True)
-def prediction_cost(X, feature, threshold, default_left, left, right, node_cost, roots,
-                    tree_iteration, beta, n_trees, n_iterations, evaluation, feature_cost,
-                    evaluation_by_iteration, feature_by_iteration):
+def prediction_cost(X, nodes, node_cost, roots, tree_iteration, beta, n_trees, n_iterations,
+                    evaluation, feature_cost, evaluation_by_iteration, feature_by_iteration):
     """Per-sample evaluation and feature cost, and their per-iteration sums over samples.
 
     A sample pays ``node_cost`` (alpha / share) for every split node it visits
@@ -111,21 +111,15 @@ def prediction_cost(X, feature, threshold, default_left, left, right, node_cost,
             for t in range(n_trees):
                 it = tree_iteration[t]
                 node = roots[t]
-                while feature[node] >= 0:
-                    f = feature[node]
+                while nodes[node].code >= 0:
+                    f = nodes[node].code >> 1
                     e_total += node_cost[node]
                     eval_parts[c, it] += node_cost[node]
                     if seen[f] != i:
                         seen[f] = i
                         f_total += beta[f]
                         feat_parts[c, it] += beta[f]
-                    v = x[f]
-                    if np.isnan(v):
-                        node = left[node] if default_left[node] else right[node]
-                    elif v <= threshold[node]:
-                        node = left[node]
-                    else:
-                        node = right[node]
+                    node = _step(x, node, nodes)
             evaluation[i] = e_total
             feature_cost[i] = f_total
     for c in range(n_chunks):

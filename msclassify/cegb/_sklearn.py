@@ -1,36 +1,27 @@
 """scikit-learn estimators over the CEGB core: thin wrappers around `train` and `Booster`."""
 
 import copy
-from numbers import Real
 
 import numpy as np
-from scipy.special import expit, softmax
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.metrics import r2_score
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._modelfile import estimator_params, write_model
+from ..budget import PrefixBudgetMixin, check_validation_labels
+from ..checks import as_seed
+from ..modelfile import estimator_params, write_model
 from ._booster import Booster
+from ._losses import class_probabilities
 from ._params import CEGBParams
 from ._train import train
-from ._validation import check_validation_labels
 
 _PARAM_NAMES = tuple(CEGBParams.__dataclass_fields__)
 _BUDGET_ATTRIBUTES = ("budget_", "validation_cost_", "validation_score_")
 
 
-def check_budget(budget):
-    """``budget`` as a float; ValueError unless it is a finite number >= 0."""
-    if isinstance(budget, bool) or not isinstance(budget, Real) or not np.isfinite(budget) \
-            or budget < 0:
-        raise ValueError(f"budget must be a finite number >= 0 (the mean prediction cost allowed "
-                         f"per validation sample), got {budget!r}")
-    return float(budget)
-
-
-class _CEGBBase(BaseEstimator):
-    """Shared constructor, fit plumbing, cost reporting and saving."""
+class _CEGBBase(PrefixBudgetMixin, BaseEstimator):
+    """Shared constructor, fit plumbing, cost reporting, budgets and saving."""
 
     _model_kind = None
 
@@ -70,8 +61,7 @@ class _CEGBBase(BaseEstimator):
 
     def _cegb_params(self):
         params = {name: getattr(self, name) for name in _PARAM_NAMES}
-        if isinstance(params["random_state"], np.random.RandomState):
-            params["random_state"] = int(params["random_state"].randint(2**31))
+        params["random_state"] = as_seed(params["random_state"])
         return params
 
     def _validate_X(self, X, reset=False):
@@ -95,6 +85,11 @@ class _CEGBBase(BaseEstimator):
     def n_iterations_(self):
         check_is_fitted(self, "booster_")
         return self.booster_.n_iterations
+
+    def features_used(self, n_iterations=None):
+        """Sorted indices of the features the (first ``n_iterations``) trees split on."""
+        check_is_fitted(self, "booster_")
+        return self.booster_.features_used(n_iterations)
 
     def prediction_cost(self, X, n_iterations=None):
         """Per-sample evaluation and feature cost and the batch cost; see `Booster.prediction_cost`."""
@@ -136,65 +131,17 @@ class _CEGBBase(BaseEstimator):
             if name in _BUDGET_ATTRIBUTES:
                 setattr(self, name, float(value))
 
-    # -- budgets -------------------------------------------------------------------------------
-    def with_budget(self, budget, X_val, y_val, scoring=None):
-        """The most accurate prefix of the ensemble whose mean validation cost is <= ``budget``.
-
-        Fit once with many iterations, then call this for each budget of a
-        cost-accuracy curve. Prefixes of 0 iterations (the constant initial score,
-        cost 0) to all iterations are considered; ties go to the cheaper prefix.
-        The cost of a prefix is its mean per-sample prediction cost on ``X_val``,
-        feature acquisition plus split evaluation
-        (``prediction_cost(X_val).per_sample.mean()``, the ``"total"`` of
-        `cost_curve`); the per-batch cost gamma is not a per-sample cost and is
-        not counted.
-
-        Parameters
-        ----------
-        budget : float
-            Mean per-sample prediction cost allowed on ``X_val``.
-        X_val, y_val : array-like
-            Validation data.
-        scoring : callable, optional
-            Higher is better. Classifiers: ``scoring(y_val, proba_val) -> float``
-            (e.g. a ranking metric), default the accuracy of `predict`.
-            Regressors: ``scoring(y_val, prediction_val) -> float``, default R^2
-            (which ranks prefixes as the negative mean squared error does).
-
-        Returns
-        -------
-        estimator
-            A new fitted estimator of the same class whose booster holds only the
-            chosen iterations (sharing their trees), with ``budget_``,
-            ``validation_cost_`` and ``validation_score_`` set. `predict`,
-            `prediction_cost` and `save` use only those iterations; the
-            constructor parameters are the original's, so refitting trains the
-            full ensemble again. This estimator is not changed.
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from msclassify import CEGBClassifier
-        >>> rng = np.random.default_rng(0)
-        >>> X = rng.normal(size=(400, 2)); y = (X[:, 0] + X[:, 1] > 0).astype(int)
-        >>> clf = CEGBClassifier(n_estimators=30, feature_costs=[1, 10]).fit(X[:300], y[:300])
-        >>> small = clf.with_budget(5.0, X[300:], y[300:])
-        >>> bool(small.validation_cost_ <= 5.0), 1 in small.booster_.features_used()
-        (True, False)
-        """
-        check_is_fitted(self, "booster_")
-        budget = check_budget(budget)
+    # -- budgets (with_budget: msclassify.budget.PrefixBudgetMixin) ----------------------------
+    def _prefix_costs_and_scores(self, X_val, y_val, scoring):
         X_val = self._validate_X(X_val)
         y_val = self._check_y_val(X_val, y_val)
         costs = np.r_[0.0, self.booster_.cost_curve(X_val)["total"]]
         stages = [self.booster_.predict_raw(X_val, 0), *self.booster_.staged_predict_raw(X_val)]
-        scores = np.array([self._budget_score(y_val, raw, scoring) for raw in stages])
-        feasible = np.flatnonzero(costs <= budget)  # never empty: 0 iterations cost 0
-        best = int(feasible[np.argmax(scores[feasible])])
+        return costs, np.array([self._budget_score(y_val, raw, scoring) for raw in stages])
+
+    def _prefix(self, n_stages):
         pruned = copy.copy(self)
-        pruned.booster_ = self.booster_.truncated(best)
-        pruned.budget_, pruned.validation_cost_, pruned.validation_score_ = \
-            budget, float(costs[best]), float(scores[best])
+        pruned.booster_ = self.booster_.truncated(n_stages)
         return pruned
 
 
@@ -233,18 +180,12 @@ class CEGBClassifier(ClassifierMixin, _CEGBBase):
                            len(self.classes_) if multi else None, sample_weight, cost_weight,
                            callback)
 
-    def _proba(self, raw):
-        if raw.ndim == 1:
-            p = expit(raw)
-            return np.column_stack([1 - p, p])
-        return softmax(raw, axis=1)
-
     def decision_function(self, X):
         return self._raw(X)
 
     def predict_proba(self, X, n_iterations=None):
         """Class probabilities, shape (N, n_classes), columns in the order of ``classes_``."""
-        return self._proba(self._raw(X, n_iterations))
+        return class_probabilities(self._raw(X, n_iterations))
 
     def predict(self, X, n_iterations=None):
         return self._labels(self._raw(X, n_iterations))
@@ -259,13 +200,13 @@ class CEGBClassifier(ClassifierMixin, _CEGBBase):
     def _budget_score(self, y_val, raw, scoring):
         if scoring is None:
             return float(np.mean(self._labels(raw) == y_val))
-        return float(scoring(y_val, self._proba(raw)))
+        return float(scoring(y_val, class_probabilities(raw)))
 
     def staged_predict_proba(self, X):
         """Yield class probabilities after each iteration."""
         check_is_fitted(self, "booster_")
         for raw in self.booster_.staged_predict_raw(self._validate_X(X)):
-            yield self._proba(raw)
+            yield class_probabilities(raw)
 
     def staged_predict(self, X):
         for proba in self.staged_predict_proba(X):
@@ -346,8 +287,7 @@ class _GreedyMiserMixin:
 
     def _cegb_params(self):
         params = CEGBParams().to_dict() | self.get_params() | _GREEDY_MISER
-        if isinstance(params["random_state"], np.random.RandomState):
-            params["random_state"] = int(params["random_state"].randint(2**31))
+        params["random_state"] = as_seed(params["random_state"])
         return params
 
 

@@ -49,16 +49,3 @@ def check_weights(weights, n_rows, name):
     if not np.all(np.isfinite(weights)) or np.any(weights < 0):
         raise ValueError(f"{name} must be finite and >= 0")
     return np.ascontiguousarray(weights)
-
-
-def check_validation_labels(X_val, y_val, classes):
-    """``y_val`` as an array, ValueError unless it holds one known class label per row of X_val."""
-    y_val = np.asarray(y_val)
-    if y_val.shape != (X_val.shape[0],):
-        raise ValueError(f"y_val must have one label per row of X_val ({X_val.shape[0]}), got "
-                         f"shape {y_val.shape}")
-    unknown = np.setdiff1d(y_val, classes)
-    if unknown.size:
-        raise ValueError(f"y_val has labels {unknown.tolist()} that are not in the training "
-                         f"classes {classes.tolist()}")
-    return y_val

@@ -1,19 +1,28 @@
-"""Tabular data: svmlight/LETOR (with qid or .query files), MiniBooNE text, CSV, feature costs.
+"""Tabular data and cost-accuracy sweeps.
+
+Data: svmlight/LETOR (with qid or .query files), MiniBooNE text, CSV, feature
+costs. Sweeps: CEGB at several cost tradeoffs against plain boosting.
 
 Every loader returns a `TabularData` (dense float64 ``X``, labels ``y``, optional
 query ids ``qid``, ``feature_names``) and raises ValueError naming the file and
-line of anything malformed. ``load_*`` helpers for the shared real data sets take
-the data folder as their first argument.
+line of anything malformed. `load_table` picks the format by name or content,
+`load_train_test` adds a test set and feature costs. `cost_sweep` trains plain
+gradient boosting and CEGB for each cost tradeoff and scores them
+(`score_model`: accuracy, or precision@5 and NDCG@5 for ranking data);
+`plot_cost_sweep` draws the result.
 """
 
 from ._costs import load_feature_costs
 from ._csv import load_csv
 from ._data import TabularData
+from ._load import FILE_FORMATS, load_table, load_train_test, split_train_test
 from ._miniboone import load_miniboone
-from ._shared_sets import (load_covtype_20k, load_higgs_sample, load_miniboone_tiny,
-                           load_yahoo_feature_costs, load_yahoo_ltr_sample)
 from ._svmlight import load_svmlight, read_query_file
+from ._sweep import (DEFAULT_COST_TRADEOFFS, CostSweep, SweepPoint, check_trainable, cost_sweep,
+                     parse_cost_tradeoffs, plot_cost_sweep, score_model, training_targets)
 
-__all__ = ["TabularData", "load_covtype_20k", "load_csv", "load_feature_costs",
-           "load_higgs_sample", "load_miniboone", "load_miniboone_tiny", "load_svmlight",
-           "load_yahoo_feature_costs", "load_yahoo_ltr_sample", "read_query_file"]
+__all__ = ["DEFAULT_COST_TRADEOFFS", "FILE_FORMATS", "CostSweep", "SweepPoint", "TabularData",
+           "check_trainable", "cost_sweep", "load_csv", "load_feature_costs", "load_miniboone",
+           "load_svmlight", "load_table", "load_train_test", "parse_cost_tradeoffs",
+           "plot_cost_sweep", "read_query_file", "score_model", "split_train_test",
+           "training_targets"]

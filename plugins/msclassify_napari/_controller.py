@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from msclassify import load_model
+from msclassify import pixel
 from msclassify.io import open_writer
-from msclassify.pixel import PixelClassifier, most_probable
+from msclassify.pixel import PixelClassifier, label_dtype, load_pixel_model
 
 __all__ = ["CLASS_NAMES_KEY", "PREDICT", "RETRAIN", "TRAIN", "ClassifierSettings", "CostSummary",
            "FramePrediction", "FrameStack", "LayerSpec", "LiveUpdateScheduler", "Scribbles",
@@ -71,8 +71,10 @@ class ClassifierSettings:
     random_state: int = 0
 
     TOOLTIPS = {
-        "features": "Candidate features: 'fast' (few, cheap), 'default', 'rich' (more scales). "
-                    "Each is computed on the full image or a 2x2 / 4x4 / 8x8 block-mean level.",
+        "features": "Candidate features: 'fast' (few, cheap), 'default' (full resolution and "
+                    "2x2 blocks), 'pyramid' (also 4x4 / 8x8 blocks: cheapest models, blockier "
+                    "outlines), 'rich' (more scales). Each is computed on the full image or a "
+                    "2x2 / 4x4 / 8x8 block-mean level.",
         "cost_tradeoff": "Cost tradeoff mu: how much accuracy the model gives up per operation "
                          "per pixel it saves. 0 = plain gradient boosting (most accurate, most "
                          "expensive); larger = fewer, coarser features and shallower paths.",
@@ -286,23 +288,15 @@ def _train(settings, stack, scribbles, cancel, on_progress, feature_cache):
 def predict_frame(classifier, frame, frame_index):
     """Segment one frame with a single feature computation and tree pass."""
     start = time.perf_counter()
-    probabilities = classifier.predict_proba(frame)
-    # labels and uncertainty from the same probabilities: `predict` and `uncertainty`
-    # would each compute the features and walk the trees again
-    best, uncertainty = most_probable(probabilities)
-    labels = classifier.classes_[best]
+    labels, probabilities, uncertainty = pixel.predict_frame(classifier, frame, probabilities=True)
     return FramePrediction(frame_index, labels, probabilities, uncertainty,
                            time.perf_counter() - start)
-
 
 
 def cost_summary(classifier, frame, frame_index, baseline=False, keep_map=True, seconds=0.0):
     """Mean evaluation and feature cost per pixel of ``classifier`` on ``frame``."""
     cost_map = classifier.cost_map(frame)
-    bank = classifier.bank_
-    used = [bank.index(feature_id) for feature_id in classifier.features_used_]
-    features = float(bank.batch_costs()[used].sum())
-    return CostSummary(frame_index, float(cost_map.mean()), features,
+    return CostSummary(frame_index, float(cost_map.mean()), classifier.feature_cost_per_pixel_,
                        tuple(classifier.features_used_), cost_map if keep_map else None,
                        baseline, seconds)
 
@@ -385,7 +379,7 @@ def export_masks(segmentation, frame_indices, path, names=None, file_format="tif
     n_frames = segmentation.shape[0] if stacked else 1
     if not np.issubdtype(segmentation.dtype, np.integer):
         raise TypeError(f"the segmentation must hold integer labels, got {segmentation.dtype}")
-    dtype = np.uint8 if int(np.max(segmentation)) < 256 else np.uint16
+    dtype = label_dtype(segmentation)
     writer = open_writer(path, n_frames, segmentation.shape[-2:], dtype=dtype, names=names,
                          format=file_format)
     with writer:
@@ -404,16 +398,8 @@ def load_classifier(path, stack=None):
         If the file holds another kind of model or was trained on images with
         another number of channels (e.g. RGB vs grey).
     """
-    model = load_model(path)
-    if not isinstance(model, PixelClassifier):
-        raise ValueError(f"{path} holds a {type(model).__name__}, not a pixel classifier; "
-                         "save one from this widget or with PixelClassifier.save")
-    if stack is not None:
-        channels = 3 if stack.rgb else 1
-        if model.n_channels_ != channels:
-            raise ValueError(f"the model was trained on {model.n_channels_}-channel images but "
-                             f"the selected image has {channels} channel(s); pick a matching image")
-    return model
+    return load_pixel_model(path, None if stack is None else 3 if stack.rgb else 1,
+                            "the selected image")
 
 
 # -- live updates --------------------------------------------------------------------------------
@@ -533,7 +519,7 @@ def segmentation_spec(image_name, stack, classes, scale=None, translate=None):
     ``np.zeros`` leaves untouched pages unallocated, so a long stack costs
     memory only for the frames that get predicted.
     """
-    dtype = np.uint8 if int(np.max(classes)) < 256 else np.uint16
+    dtype = label_dtype(classes)
     return LayerSpec(f"{image_name} segmentation", "labels",
                      np.zeros(stack.labels_shape, dtype=dtype),
                      _placement(stack, scale, translate))

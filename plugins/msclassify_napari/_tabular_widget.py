@@ -2,7 +2,7 @@
 
 Loads a Yahoo! LTR style svmlight file (with its ``.query`` groups), a
 MiniBooNE file or a CSV file plus an optional feature-cost file, runs
-`msclassify._tabular_sweep.cost_sweep` (plain GB and CEGB for a sweep of mu) in a
+`msclassify.tabular.cost_sweep` (plain GB and CEGB for a sweep of mu) in a
 worker thread, and plots the score against the mean prediction cost with
 matplotlib inside the dock. The widget only collects inputs and draws; the
 sweep is library code the CLI shares.
@@ -19,8 +19,8 @@ from qtpy.QtWidgets import (QComboBox, QDoubleSpinBox, QFileDialog, QFormLayout,
                             QPushButton, QSpinBox, QTableWidget, QTableWidgetItem, QVBoxLayout,
                             QWidget)
 
-from msclassify._tabular_sweep import (DEFAULT_COST_TRADEOFFS, cost_sweep, load_train_test,
-                                       parse_cost_tradeoffs, plot_cost_sweep)
+from msclassify.tabular import (DEFAULT_COST_TRADEOFFS, cost_sweep, load_train_test,
+                                parse_cost_tradeoffs, plot_cost_sweep)
 
 from ._widget import notify_error
 

@@ -1,0 +1,64 @@
+"""What every sub-command shares: the error it raises, progress bars, messages, option types."""
+
+import argparse
+import sys
+
+from ..checks import check_int
+from ..io import FrameWriteError
+from ..plotting import save_png
+
+PROG = "msclassify"
+EXIT_ERROR = 1
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, what shells report for Ctrl-C
+
+
+class CommandError(ValueError):
+    """A command cannot run as asked; the message says what to change."""
+
+
+def progress(total, description, quiet, initial=0, unit="frame"):
+    from tqdm import tqdm
+
+    return tqdm(total=total, initial=initial, desc=description, unit=unit, disable=quiet,
+                file=sys.stderr, dynamic_ncols=True, smoothing=0.1)
+
+
+def training_callback(bar):
+    """``callback(iteration, n)`` for `PixelClassifier.fit` that advances ``bar``.
+
+    It returns None: a truthy value would stop training (``tqdm.update`` returns True).
+    """
+    def callback(iteration, n_iterations):
+        bar.update(iteration - bar.n)
+    return callback
+
+
+def say(args, message):
+    if not args.quiet:
+        print(message, flush=True)
+
+
+def positive_int(text):
+    """An argparse ``type``: the integer >= 1 that ``text`` spells."""
+    try:
+        return check_int(int(text), "value")
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+
+
+def make_output_folder(folder):
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CommandError(f"cannot create output folder {folder} ({exc.strerror or exc}); "
+                           "choose a writable folder with -o") from None
+
+
+def write_png(path, image, crop=False):
+    """`msclassify.plotting.save_png`, failing with a `FrameWriteError` that says to use ``-o``."""
+    try:
+        save_png(path, image, crop)
+    except OSError as exc:
+        raise FrameWriteError(f"cannot write {path} ({exc.strerror or exc}); choose a writable "
+                              "output folder with -o", errno=exc.errno,
+                              filename=str(path)) from None

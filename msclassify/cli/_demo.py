@@ -1,0 +1,90 @@
+"""``msclassify demo``: train on the sample fly frames, report SEG, cost and speed, write PNGs."""
+
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ..datasets import load_sample_flies
+from ..metrics import label_instances, seg_score
+from ..pixel import PixelClassifier
+from ..plotting import agreement_overlay, cost_map_figure
+from ._common import make_output_folder, progress, say, training_callback, write_png
+
+_FLY = 2  # class value of "fly" in the sample data's scribbles (1 = background)
+
+
+def add_demo_command(commands, quiet):
+    """Add ``demo`` to the ``msclassify`` sub-parsers ``commands``."""
+    demo = commands.add_parser(
+        "demo", parents=[quiet], help="train on the sample fly frames and report SEG, cost, speed",
+        description="Train a pixel classifier on the scribbles of the synthetic sample fly "
+                    "frames, predict the other frames and report SEG against the exact masks, "
+                    "the evaluation cost and frames/s; writes an overlay and a cost map (PNG) "
+                    "and the model.")
+    demo.add_argument("-o", "--output", default="msclassify-demo",
+                      help="folder for overlay.png, cost_map.png and model.msc "
+                           "(default: %(default)s)")
+    demo.set_defaults(run=_cmd_demo)
+
+
+def _cmd_demo(args):
+    start = time.perf_counter()
+    out = Path(args.output)
+    make_output_folder(out)
+    frames, masks, scribbles = load_sample_flies()
+    scribbled = [t for t in range(len(frames)) if scribbles[t].any()]
+    held_out = [t for t in range(len(frames)) if t not in scribbled]
+    height, width = frames.shape[1:]
+    say(args, f"sample data: {len(frames)} synthetic fly-arena frames of {width}x{height}; "
+               f"scribbles on frame(s) {_list(scribbled)}")
+    counts = {value: int(np.count_nonzero(scribbles[scribbled] == value)) for value in (1, _FLY)}
+    say(args, f"training on {counts[1]} background and {counts[_FLY]} fly pixels "
+               "(a first run also compiles Numba kernels) ...")
+    clf = PixelClassifier(random_state=0)
+    fit_start = time.perf_counter()
+    with progress(clf.n_estimators, "training", args.quiet, unit="tree") as bar:
+        clf.fit([frames[t] for t in scribbled], [scribbles[t] for t in scribbled],
+                callback=training_callback(bar))
+    say(args, f"trained in {time.perf_counter() - fit_start:.1f} s: {clf.booster_.n_trees} "
+               f"trees using {len(clf.features_used_)} of {len(clf.bank_)} candidate features "
+               f"({', '.join(clf.features_used_)})")
+
+    clf.predict(frames[held_out[0]])  # compiles the prediction kernels outside the timing
+    tic = time.perf_counter()
+    predictions = np.stack([clf.predict(frames[t]) for t in held_out])
+    elapsed = time.perf_counter() - tic
+    say(args, f"predicted frames {_list(held_out)}: {len(held_out) / elapsed:.1f} frames/s "
+               f"({elapsed / len(held_out) * 1000:.0f} ms per {width}x{height} frame)")
+
+    result = seg_score(masks[held_out], label_instances(predictions, foreground=_FLY),
+                       per_frame=True)
+    per_frame = " ".join(f"{score:.3f}" for score in result.per_frame)
+    say(args, f"SEG vs the exact masks: {result.score:.3f} over {int(result.n_objects.sum())} "
+               f"flies (per frame: {per_frame})")
+
+    shown = held_out[0]
+    cost = clf.prediction_cost(frames[shown])
+    pixels = height * width
+    say(args, f"evaluation cost: {cost.evaluation / pixels:.2f} operations per pixel for the "
+               f"trees ({cost.n_node_evaluations / pixels:.2f} node evaluations per pixel, "
+               f"{clf.booster_.n_trees} trees) + {cost.features / pixels:.2f} for the features "
+               f"= {cost.total / pixels:.2f}")
+
+    model_path = out / "model.msc"
+    clf.save(model_path)
+    overlay_path, cost_path = out / "overlay.png", out / "cost_map.png"
+    write_png(overlay_path, agreement_overlay(frames[shown], predictions[0] == _FLY,
+                                              masks[shown] > 0))
+    write_png(cost_path, cost_map_figure(clf.cost_map(frames[shown]),
+                                         f"evaluation cost, frame {shown}"), crop=True)
+    say(args, f"wrote {overlay_path} (frame {shown}: green = fly found, red = background "
+               "called fly, blue = fly missed)")
+    say(args, f"wrote {cost_path} (evaluation operations per pixel, frame {shown})")
+    say(args, f"wrote {model_path}; try: msclassify info {model_path}")
+    say(args, f"done in {time.perf_counter() - start:.1f} s")
+    return 0
+
+
+def _list(indices):
+    return ", ".join(str(t) for t in indices)

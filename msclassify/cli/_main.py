@@ -1,0 +1,76 @@
+"""The ``msclassify`` parser and entry point: one line per error, exit status 1 (130 on Ctrl-C)."""
+
+import argparse
+import sys
+
+from ..io import FrameReadError, FrameWriteError
+from ..modelfile import ModelFileError
+from ._common import EXIT_ERROR, EXIT_INTERRUPTED, PROG, CommandError
+from ._demo import add_demo_command
+from ._evaluate import add_evaluate_command
+from ._info import add_info_command
+from ._predict import add_predict_command
+from ._tabular import add_tabular_commands
+from ._train import add_train_command
+
+
+def build_parser():
+    """The argparse parser of the ``msclassify`` command."""
+    parser = argparse.ArgumentParser(
+        prog=PROG, description="Pixel classifiers that are accurate and cheap to run "
+                               "(cost-efficient gradient boosting).")
+    parser.add_argument("--traceback", action="store_true",
+                        help="show the Python traceback of an error instead of one line")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    quiet = argparse.ArgumentParser(add_help=False)
+    quiet.add_argument("-q", "--quiet", action="store_true",
+                       help="print no progress bars or summaries")
+
+    for add_command in (add_demo_command, add_train_command, add_predict_command,
+                        add_evaluate_command, add_tabular_commands, add_info_command):
+        add_command(commands, quiet)
+    return parser
+
+
+def _one_line(exc):
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def main(argv=None):
+    """Run ``msclassify`` with ``argv`` (default ``sys.argv[1:]``); return the exit status.
+
+    Examples
+    --------
+    >>> import contextlib, io
+    >>> with contextlib.redirect_stderr(io.StringIO()) as stderr:
+    ...     status = main(["info", "missing.msc"])
+    >>> status, stderr.getvalue().strip()
+    (1, 'msclassify info: error: model file missing.msc does not exist')
+    """
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return 2
+    if getattr(args, "format", None) == "tif":
+        args.format = "tiff"
+    try:
+        return args.run(args)
+    except KeyboardInterrupt:
+        print(f"{PROG} {args.command}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except (CommandError, FrameReadError, FrameWriteError, ModelFileError) as exc:
+        if args.traceback:
+            raise
+        print(f"{PROG} {args.command}: error: {_one_line(exc)}", file=sys.stderr)
+        return EXIT_ERROR
+    except (ValueError, TypeError, OSError) as exc:
+        # Raised by the library for bad input (e.g. labels of one class only); the
+        # message says what was wrong, --traceback says where.
+        if args.traceback:
+            raise
+        print(f"{PROG} {args.command}: error: {_one_line(exc)} (run with --traceback for "
+              "details)", file=sys.stderr)
+        return EXIT_ERROR
+

@@ -1,0 +1,109 @@
+"""``msclassify train``: a pixel classifier from labelled frames (the PixelClassifier options)."""
+
+import argparse
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ..io import read_training_frames
+from ..pixel import PixelClassifier
+from ._common import CommandError, progress, say, training_callback
+
+# PixelClassifier parameters exposed as options: name -> (type, choices, help).
+_MODEL_OPTIONS = {
+    "cost_tradeoff": (float, None, "how much prediction cost to trade for accuracy (mu, per "
+                                   "labelled pixel and operation per image pixel); 0 = plain "
+                                   "gradient boosting"),
+    "split_cost": (float, None, "cost of one tree-node evaluation, in operations (alpha)"),
+    "n_estimators": (int, None, "boosting iterations (trees per class)"),
+    "learning_rate": (float, None, "shrinkage of every tree"),
+    "max_leaves": (int, None, "leaves per tree"),
+    "max_depth": (int, None, "depth limit of every tree"),
+    "min_samples_leaf": (int, None, "labelled pixels a leaf needs at least"),
+    "min_hessian_leaf": (float, None, "hessian sum a leaf needs at least"),
+    "l2_regularization": (float, None, "L2 penalty on leaf values"),
+    "max_bins": (int, None, "histogram bins per feature (at most 255)"),
+    "subsample": (float, None, "fraction of the labelled pixels drawn for each tree"),
+    "colsample": (float, None, "fraction of the features drawn for each tree"),
+    "random_state": (int, None, "seed, for reproducible models"),
+    "share_mode": (str, ("path", "feature"), "how coarse features discount evaluations"),
+    "growth": (str, ("best_first", "breadth_first"), "tree growth order"),
+    "hessian": (str, ("exact", "unit"), "second-order or first-order (GreedyMiser) boosting"),
+    "feature_cost_mode": (str, ("lazy", "coupled"), "per-sample feature cost accounting"),
+    "evaluation_cost_mode": (str, ("leaf", "tree"), "evaluation cost accounting"),
+    "n_cost_samples": (int, None, "pixels drawn from the frames to represent a whole image in "
+                                  "the cost terms"),
+    "n_unlabelled": (int, None, "with --semi-supervised: unlabelled pixels drawn in total"),
+    "n_neighbors": (int, None, "with --semi-supervised: neighbours per pixel in the graph"),
+    "laplacian_regularization": (float, None, "with --semi-supervised: graph smoothness weight "
+                                              "in the scribbles' gradients"),
+}
+# PixelClassifier switches exposed as flags: name -> help.
+_MODEL_FLAGS = {
+    "semi_supervised": "also learn from unlabelled pixels of the scribbled frames (GRBB); helps "
+                       "with sparse strokes, not with a few scattered clicks",
+}
+
+
+def add_train_command(commands, quiet):
+    """Add ``train`` to the ``msclassify`` sub-parsers ``commands``."""
+    train = commands.add_parser(
+        "train", parents=[quiet], help="train a pixel classifier from labelled frames",
+        description="Train a pixel classifier on labelled (scribbled) frames. Label images: 0 = "
+                    "unlabelled, 1, 2, ... = classes. Each IMAGES input pairs with the LABELS "
+                    "input at the same position, frame by frame when both hold as many frames, "
+                    "else by name (label file frame_000123.tif labels frame 123 of a video).")
+    train.add_argument("images", nargs="+", metavar="IMAGES",
+                       help="video, TIFF stack, image, folder or quoted glob of frames")
+    train.add_argument("--labels", nargs="+", required=True, metavar="LABELS",
+                       help="label images for each IMAGES input, in the same order")
+    train.add_argument("-o", "--output", required=True, help="model file to write (*.msc)")
+    train.add_argument("--gray", action="store_true",
+                       help="train on the grey (luma) of colour frames, e.g. for grey footage "
+                            "stored as RGB video")
+    _add_model_options(train)
+    train.set_defaults(run=_cmd_train)
+
+
+def _add_model_options(parser):
+    defaults = PixelClassifier().get_params()
+    group = parser.add_argument_group("model (the PixelClassifier parameters of the same names)")
+    group.add_argument("--features", default=defaults["features"],
+                       help="candidate features: a preset (fast, default, rich) or a "
+                            "comma-separated list of feature ids (default: %(default)s)")
+    for name, (kind, choices, text) in _MODEL_OPTIONS.items():
+        default = "none" if defaults[name] is None else defaults[name]
+        metavar = None if choices else {int: "N", float: "X"}[kind]
+        # SUPPRESS: options not given stay out of the namespace, so PixelClassifier's
+        # own defaults apply (one source of truth)
+        group.add_argument("--" + name.replace("_", "-"), type=kind, choices=choices,
+                           metavar=metavar, default=argparse.SUPPRESS,
+                           help=f"{text} (default: {default})")
+    for name, text in _MODEL_FLAGS.items():
+        group.add_argument("--" + name.replace("_", "-"), action="store_true",
+                           default=argparse.SUPPRESS, help=f"{text} (default: off)")
+
+
+def _cmd_train(args):
+    output = Path(args.output)
+    if not output.parent.is_dir():
+        raise CommandError(f"cannot save the model to {output}: folder {output.parent} does not "
+                           "exist; create it or choose another path with -o")
+    frames, labels = read_training_frames(args.images, args.labels, as_gray=args.gray)
+    params = {name: getattr(args, name) for name in (*_MODEL_OPTIONS, *_MODEL_FLAGS)
+              if hasattr(args, name)}
+    features = args.features.split(",") if "," in args.features or ":" in args.features \
+        else args.features
+    clf = PixelClassifier(features=features, **params)
+    classes, counts = np.unique(np.concatenate([lab[lab > 0] for lab in labels]),
+                                return_counts=True)
+    say(args, f"training on {len(frames)} labelled frame(s): "
+               + ", ".join(f"class {c}: {n} px" for c, n in zip(classes, counts)))
+    fit_start = time.perf_counter()
+    with progress(clf.n_estimators, "training", args.quiet, unit="tree") as bar:
+        clf.fit(frames, labels, callback=training_callback(bar))
+    clf.save(output)
+    say(args, f"trained in {time.perf_counter() - fit_start:.1f} s: {clf.booster_.n_trees} trees, "
+               f"{len(clf.features_used_)} of {len(clf.bank_)} features used; saved {output}")
+    return 0

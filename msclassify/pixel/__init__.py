@@ -1,0 +1,40 @@
+"""Pixel classification: a feature bank joined to cost-efficient gradient boosting.
+
+`PixelClassifier` learns from scribbles (``fit``) and predicts frames with the
+multi-scale predictor, which evaluates the trees coarse to fine on pyramid
+blocks and computes only the features the model uses. The pieces:
+
+`PixelClassifier`, `ImageCost`, `training_set`
+    the estimator, its per-image prediction cost and the rows it trains the core on
+`predict_multiscale`, `MultiscaleResult`
+    tree evaluation on pyramid blocks, coarse to fine
+`UnlabelledPixels`, `jittered_grid`
+    semi-supervised training (GRBB on unlabelled pixels of the scribbled frames)
+`load_pixel_model`, `check_channels`
+    a saved classifier, checked to be one and to fit the frames at hand
+`predict_frame`, `FramePrediction`, `most_probable`, `label_dtype`
+    one frame's labels, probabilities and uncertainty from one pass; the labels' dtype
+`msclassify.pixel.batch`
+    streaming many frames into a resumable writer, here or on a Dask cluster
+
+Examples
+--------
+>>> import numpy as np
+>>> from msclassify.pixel import PixelClassifier
+>>> image = np.zeros((32, 32)); image[8:24, 8:24] = 1
+>>> labels = np.zeros((32, 32), np.uint8); labels[:2] = 1; labels[14:18, 14:18] = 2
+>>> clf = PixelClassifier(n_estimators=5, random_state=0).fit(image, labels)
+>>> clf.predict(image)[16, 16], clf.predict(image)[0, 0]
+(np.uint8(2), np.uint8(1))
+"""
+
+from ._apply import FramePrediction, label_dtype, most_probable, predict_frame
+from ._classifier import (ImageCost, PixelClassifier, check_channels, load_pixel_model,
+                          training_set)
+from ._multiscale import MultiscaleResult, predict_multiscale
+from ._semi_supervised import UnlabelledPixels, jittered_grid
+
+__all__ = ["FramePrediction", "ImageCost", "MultiscaleResult", "PixelClassifier",
+           "UnlabelledPixels", "check_channels", "jittered_grid", "label_dtype",
+           "load_pixel_model", "most_probable", "predict_frame", "predict_multiscale",
+           "training_set"]

@@ -1,0 +1,620 @@
+"""PixelClassifier: a feature bank joined to cost-efficient gradient boosting.
+
+Training reads the features of the labelled (scribbled) pixels only; prediction
+computes only the features the model uses and evaluates the trees coarse to
+fine on pyramid blocks (`msclassify.pixel.predict_multiscale`), so the cost the model was
+trained to save is the time it actually saves.
+"""
+
+import functools
+from typing import NamedTuple
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted
+
+from ..cegb import Booster, class_probabilities, train
+from ..checks import as_seed, check_int
+from ..features import FeatureBank, FeatureCache, FeatureSpec
+from ..graph import check_graph_params
+from ..modelfile import ModelFileError, estimator_params, load_model, write_model
+from ._apply import most_probable
+from ._multiscale import predict_multiscale
+from ._semi_supervised import UnlabelledPixels
+
+__all__ = ["ImageCost", "PixelClassifier", "check_channels", "load_pixel_model", "training_set"]
+
+_MODEL_KIND = "pixel_classifier"
+_STRATEGIES = ("multiscale", "per_pixel")
+# Per-feature costs come from the feature bank, so the CEGB parameters that take
+# arrays (feature_costs, feature_batch_costs, feature_share) are not parameters here.
+_CEGB_PARAMS = ("n_estimators", "learning_rate", "max_leaves", "max_depth", "min_samples_leaf",
+                "min_hessian_leaf", "l2_regularization", "max_bins", "subsample", "colsample",
+                "random_state", "cost_tradeoff", "split_cost", "share_mode", "growth", "hessian",
+                "feature_cost_mode", "evaluation_cost_mode")
+
+
+class ImageCost(NamedTuple):
+    """What predicting one image costs a `PixelClassifier` (see `PixelClassifier.prediction_cost`).
+
+    Attributes
+    ----------
+    evaluation : float
+        Tree evaluation cost of the whole image: ``split_cost`` times the
+        pixel-weighted number of node evaluations (``sum of cost_map``).
+    features : float
+        Modelled operations to compute the model's features on the whole image
+        (``sum of batch_cost`` over the features used, times the pixel count).
+    n_node_evaluations : int
+        Block-node evaluations the multi-scale predictor performs.
+    """
+
+    evaluation: float
+    features: float
+    n_node_evaluations: int
+
+    @property
+    def total(self):
+        """``evaluation + features``, in modelled operations per image."""
+        return self.evaluation + self.features
+
+
+class PixelClassifier(BaseEstimator):
+    """Pixel classifier trained from scribbles: an image feature bank + CEGB.
+
+    Parameters
+    ----------
+    features : str, FeatureBank or sequence of str / FeatureSpec, optional
+        The candidate features: a preset name of `msclassify.features.FeatureBank`
+        (``"fast"``, ``"default"``, ``"rich"``; repeated for every channel of the
+        training images), a bank, or a list of feature ids/specs. Each feature's
+        share (``4**level``) and whole-image cost (``batch_cost``) come from the bank.
+    cost_tradeoff : float, optional
+        How much prediction cost the model trades for accuracy: the reduction of
+        the training loss *per labelled pixel* that is worth one modelled
+        operation *per image pixel*. 0 gives plain gradient boosting. See Notes.
+    split_cost : float, optional
+        Cost of one tree-node evaluation (alpha), in the units of the feature cost
+        model (modelled operations per pixel, see `msclassify.features`). A
+        modelling choice, tuned together with ``cost_tradeoff`` (Notes); in time a
+        node evaluation is dearer than one filter operation (the fly benchmark
+        measures both), so raise it to weigh tree depth more against features.
+    n_estimators, learning_rate, max_leaves, max_depth, min_samples_leaf, \
+min_hessian_leaf, l2_regularization, max_bins, subsample, colsample, random_state, \
+share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
+        As in `msclassify.cegb.CEGBParams`. ``random_state`` also seeds the
+        choice of cost samples.
+    n_cost_samples : int, optional
+        Pixels drawn uniformly from the labelled frames to represent the whole
+        image in the cost terms (see Notes).
+    semi_supervised : bool, optional
+        Also learn from unlabelled pixels (GRBB, `msclassify.baselines.GRBBClassifier`):
+        the gradients of the scribbled pixels are propagated over a kNN graph on
+        the feature vectors of ``n_unlabelled`` pixels drawn from the labelled
+        frames, so that a few scribbles reach the pixels that look like them.
+        See `msclassify.pixel.UnlabelledPixels` for the exact rules.
+    n_unlabelled : int, optional
+        Unlabelled pixels drawn (on a jittered grid) from the labelled frames, in
+        total, for ``semi_supervised``.
+    n_neighbors : int, optional
+        Neighbours per pixel in the kNN graph, for ``semi_supervised``.
+    laplacian_regularization : float, optional
+        Weight of the graph smoothness term in the scribbled pixels' gradient
+        (lambda of the GRBB paper), for ``semi_supervised``. The propagation to
+        unlabelled pixels does not need it; the default 0 segmented the
+        synthetic flies best (``benchmarks/bench_semi_supervised.py``).
+
+    Attributes
+    ----------
+    classes_ : ndarray
+        The label values used in training (sorted); `predict` returns them.
+    n_channels_ : int
+        Channels of the training images.
+    bank_ : FeatureBank
+        The candidate features; `booster_` indexes them.
+    booster_ : msclassify.cegb.Booster
+    features_used_ : list of str
+        Ids of the features the model uses (the only ones computed to predict).
+    feature_cost_per_pixel_ : float
+        Modelled operations per image pixel to compute those features: the sum
+        of their ``batch_cost`` (see `msclassify.features`).
+
+    Notes
+    -----
+    **Cost per image, not per scribble.** A model is paid for by every pixel of
+    every frame it segments, but it is trained on scribbles, which over-represent
+    the rare classes: in the fly benchmarks a fly covers ~1% of a frame but gets
+    ~15% of the scribbles. If the labelled pixels carried the cost, splits that
+    only fly pixels reach would look ~15x too expensive, and splits that the
+    background reaches slightly too cheap. So the labelled pixels carry the loss and no cost, and
+    ``n_cost_samples`` pixels drawn uniformly from the labelled frames carry the
+    cost and no loss (``sample_weight`` 0; the core routes them through every
+    tree). Their ``cost_weight`` is scaled so that together they weigh as many
+    pixels as one (average) image, so the evaluation penalty of a split,
+    ``split_cost x pixels reaching it / share``, is its cost *per image*. The
+    whole-image feature cost gamma_m is also per image: the bank's
+    ``batch_cost`` (operations per pixel) times the pixel count. Per-sample
+    feature costs are 0 (a computed feature map serves every pixel) and shares
+    are charged along paths (``share_mode="path"``), which is what multi-scale
+    prediction really does.
+
+    **Scale of cost_tradeoff.** The gain of a split is a sum over labelled pixels
+    and the penalty a per-image cost, so the core's mu is
+    ``cost_tradeoff x n_labelled / pixels_per_image``: a split is taken when
+    its loss reduction per labelled pixel exceeds ``cost_tradeoff`` times the
+    operations per pixel it adds. This keeps the meaning of ``cost_tradeoff``
+    independent of the image size and of how much the user scribbled.
+
+    **Defaults.** ``features="default"``, ``cost_tradeoff=2e-4``, ``split_cost=4``
+    and 50 trees of up to 15 leaves at learning rate 0.2 were chosen on the fly
+    videos (``benchmarks/bench_flies.py``; results in
+    ``benchmarks/results/flies.json``). On the real SLEAP clip the model computes
+    6 mostly coarse features and evaluates most trees on 8x8 blocks: 1/16 of the
+    evaluation cost of plain boosting (``cost_tradeoff=0``) at the same SEG
+    (0.692 vs 0.695), ~30 frames/s at 1024x1024 on 2 cores. On the synthetic
+    flies its SEG is 0.017 lower than plain boosting's: their scribbles stay 3+ px
+    away from the flies, so nothing in the training loss asks for the
+    full-resolution features that sharpen the outline and the cost penalty
+    prefers 4x4 blocks (lowering ``cost_tradeoff`` does not change that).
+    Scribbling along part of the outline does: then CEGB refines the outline
+    with one full-resolution feature and beats plain boosting's SEG. For small
+    objects (nuclei ~12 px across) lower ``cost_tradeoff``: on the 512x512 nuclei
+    image of the tests, 2e-4 loses 0.06 SEG against plain boosting, 1e-5 none
+    (at 40% of its evaluation and 20% of its feature cost).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from msclassify import PixelClassifier
+    >>> rng = np.random.default_rng(0)
+    >>> image = rng.normal(0.2, 0.05, (64, 64)); image[20:40, 20:40] += 0.6
+    >>> labels = np.zeros((64, 64), np.uint8); labels[2:8, 2:60] = 1; labels[25:35, 25:35] = 2
+    >>> clf = PixelClassifier(n_estimators=20, random_state=0).fit(image, labels)
+    >>> clf.predict(image)[30, 30], clf.predict(image)[5, 50]
+    (np.uint8(2), np.uint8(1))
+    >>> clf.predict_proba(image).shape
+    (64, 64, 2)
+    """
+
+    def __init__(self, features="default", *, cost_tradeoff=2e-4, split_cost=4.0,
+                 n_estimators=50, learning_rate=0.2, max_leaves=15, max_depth=None,
+                 min_samples_leaf=20, min_hessian_leaf=1e-3, l2_regularization=1.0,
+                 max_bins=255, subsample=1.0, colsample=1.0, random_state=None,
+                 share_mode="path", growth="best_first", hessian="exact",
+                 feature_cost_mode="lazy", evaluation_cost_mode="leaf", n_cost_samples=16384,
+                 semi_supervised=False, n_unlabelled=4096, n_neighbors=9,
+                 laplacian_regularization=0.0):
+        self.features = features
+        self.cost_tradeoff = cost_tradeoff
+        self.split_cost = split_cost
+        self.n_estimators = n_estimators
+        self.learning_rate = learning_rate
+        self.max_leaves = max_leaves
+        self.max_depth = max_depth
+        self.min_samples_leaf = min_samples_leaf
+        self.min_hessian_leaf = min_hessian_leaf
+        self.l2_regularization = l2_regularization
+        self.max_bins = max_bins
+        self.subsample = subsample
+        self.colsample = colsample
+        self.random_state = random_state
+        self.share_mode = share_mode
+        self.growth = growth
+        self.hessian = hessian
+        self.feature_cost_mode = feature_cost_mode
+        self.evaluation_cost_mode = evaluation_cost_mode
+        self.n_cost_samples = n_cost_samples
+        self.semi_supervised = semi_supervised
+        self.n_unlabelled = n_unlabelled
+        self.n_neighbors = n_neighbors
+        self.laplacian_regularization = laplacian_regularization
+
+    # -- training ------------------------------------------------------------------------------
+    def fit(self, images, labels, callback=None, feature_cache=None):
+        """Train on labelled pixels of one or several frames.
+
+        Parameters
+        ----------
+        images : array_like or sequence of array_like
+            One frame ``(H, W)`` / ``(H, W, C)``, a stack ``(T, H, W)`` /
+            ``(T, H, W, C)`` matching a label stack, or a list of frames (sizes may
+            differ). Channels are last.
+        labels : array_like of int or sequence of them
+            ``(H, W)`` per frame: 0 = unlabelled, positive values = classes (at
+            least two distinct ones in total). Frames without labels are skipped.
+        callback : callable, optional
+            ``callback(iteration, n_iterations)`` after every boosting iteration; a
+            truthy return value stops training early (the trees so far are kept).
+        feature_cache : msclassify.features.FeatureCache, optional
+            Reuse the features of frames seen in earlier fits (interactive
+            retraining after each stroke computes a frame's features once).
+
+        Returns
+        -------
+        self
+        """
+        if callback is not None and not callable(callback):
+            raise TypeError(f"callback must be callable or None, got {type(callback).__name__}")
+        if feature_cache is not None and not isinstance(feature_cache, FeatureCache):
+            raise TypeError(f"feature_cache must be a msclassify.features.FeatureCache or None, "
+                            f"got {type(feature_cache).__name__}")
+        n_cost_samples = check_int(self.n_cost_samples, "n_cost_samples")
+        self._check_semi_supervised_params()
+        pairs = _training_pairs(images, labels)
+        classes = np.unique(np.concatenate([np.unique(lab[lab > 0]) for _, lab in pairs]))
+        if classes.size < 2:
+            found = "no labelled pixels" if classes.size == 0 else f"only class {classes[0]}"
+            raise ValueError(f"labels hold {found}; scribble at least two classes (0 means "
+                             "unlabelled, 1, 2, ... are classes)")
+        n_channels = _frame_channels(pairs[0][0])
+        if any(_frame_channels(frame) != n_channels for frame, _ in pairs):
+            raise ValueError("all training frames must have the same number of channels")
+        bank = _make_bank(self.features, n_channels)
+        seed = as_seed(self.random_state)
+        rng = np.random.default_rng(seed)
+        compute_levels = bank.compute_levels if feature_cache is None else \
+            functools.partial(feature_cache.levels, bank)
+        unlabelled = None
+        if self.semi_supervised:
+            unlabelled = UnlabelledPixels(pairs, self.n_unlabelled, rng)
+            compute_levels = unlabelled.gathering(compute_levels)
+        X, y, sample_weight, cost_weight, pixels_per_image = training_set(
+            compute_levels, pairs, classes, n_cost_samples, rng)
+        multi = classes.size > 2
+        objective = "multiclass" if multi else "binary"
+        if unlabelled is not None:
+            X, y, sample_weight, cost_weight, graph_objective = unlabelled.training_set(
+                X, y, sample_weight, cost_weight, classes.size, self.n_neighbors,
+                self.laplacian_regularization, self.hessian == "exact", rng)
+        self.bank_ = bank
+        self.classes_ = classes
+        self.n_channels_ = n_channels
+        n_labelled = float(sample_weight.sum())
+        params = {name: getattr(self, name) for name in _CEGB_PARAMS}
+        params["random_state"] = seed
+        params["cost_tradeoff"] = float(self.cost_tradeoff) * n_labelled / pixels_per_image
+        params["feature_batch_costs"] = bank.batch_costs() * pixels_per_image
+        params["feature_share"] = bank.shares()
+        params["feature_costs"] = None
+        self.booster_ = train(X, y, objective if unlabelled is None else graph_objective, params,
+                              n_classes=classes.size if multi else None,
+                              sample_weight=sample_weight, cost_weight=cost_weight,
+                              callback=callback)
+        # The graph objective is the logistic/softmax loss plus smoothing: same link.
+        self.booster_.objective = objective
+        self._prepare()
+        return self
+
+    def _check_semi_supervised_params(self):
+        if not isinstance(self.semi_supervised, (bool, np.bool_)):
+            raise TypeError(f"semi_supervised must be True or False, got {self.semi_supervised!r}")
+        check_int(self.n_unlabelled, "n_unlabelled")
+        check_graph_params(self.n_neighbors, self.laplacian_regularization)
+
+    def _prepare(self):
+        """Index the features the model uses, for prediction."""
+        used = self.booster_.features_used()
+        self._used = used
+        self.features_used_ = [self.bank_.ids[i] for i in used]
+        self.feature_cost_per_pixel_ = float(self.bank_.batch_costs()[used].sum())
+        self._per_pixel_booster = None
+
+    # -- prediction ----------------------------------------------------------------------------
+    def _check_frame(self, image):
+        check_is_fitted(self, "booster_")
+        shape = np.shape(image)
+        single = (len(shape) == 2 and self.n_channels_ == 1) or (
+            len(shape) == 3 and shape[-1] == self.n_channels_)
+        if not single:
+            expected = "(H, W)" if self.n_channels_ == 1 else f"(H, W, {self.n_channels_})"
+            raise ValueError(f"expected one frame of shape {expected} like the training images, "
+                             f"got shape {shape}; predict the frames of a stack one at a time")
+        return image
+
+    def _predict(self, image, strategy="multiscale", output="raw", cost_map=False):
+        """Raw scores, probabilities or classes of one frame (see `predict_multiscale`)."""
+        image = self._check_frame(image)
+        if strategy not in _STRATEGIES:
+            raise ValueError(f"strategy must be one of {_STRATEGIES}, got {strategy!r}")
+        if strategy == "per_pixel":
+            features = self.bank_.compute_full(image, self._used)
+            height, width, n_used = features.shape
+            raw = self._booster_on_used_features().predict_raw(features.reshape(-1, n_used))
+            raw = raw.reshape(height, width, -1)
+            if output == "proba":
+                return class_probabilities(raw, np.float32), None
+            if output == "class":
+                winner = (raw[:, :, 0] > 0) if raw.shape[2] == 1 else np.argmax(raw, axis=2)
+                return self.classes_[winner.astype(np.intp)], None
+            return raw, None
+        levels = self.bank_.compute_levels(image, self._used)
+        feature_level = np.full(self.booster_.n_features, -1, dtype=np.int64)
+        feature_slot = np.zeros(self.booster_.n_features, dtype=np.int64)
+        feature_level[levels.feature_indices] = levels.level
+        feature_slot[levels.feature_indices] = levels.slot
+        result = predict_multiscale(self.booster_, levels.arrays, feature_level, feature_slot,
+                                    levels.shape, output=output, classes=self.classes_,
+                                    cost_map=cost_map)
+        return result.values, result
+
+    def _booster_on_used_features(self):
+        """The model with its features renumbered to the used ones (per-pixel reference)."""
+        if self._per_pixel_booster is None:
+            b, used = self.booster_, self._used
+            renumber = np.full(b.n_features, -1, dtype=np.int32)
+            renumber[used] = np.arange(used.size, dtype=np.int32)
+            trees = []
+            for tree in b.trees:
+                tree = dict(tree)
+                tree["feature"] = np.where(tree["feature"] >= 0, renumber[tree["feature"]], -1)
+                trees.append(tree)
+            self._per_pixel_booster = Booster(
+                trees, b.init_score, used.size, b.objective, b.split_cost, b.feature_costs[used],
+                b.feature_batch_costs[used], b.feature_share[used], b.params)
+        return self._per_pixel_booster
+
+    def predict_proba(self, image, strategy="multiscale"):
+        """Class probabilities of every pixel.
+
+        Parameters
+        ----------
+        image : array_like
+            One frame like the training frames, ``(H, W)`` or ``(H, W, C)``.
+        strategy : {"multiscale", "per_pixel"}, optional
+            ``"multiscale"`` evaluates the trees on pyramid blocks, coarse to fine;
+            ``"per_pixel"`` computes every used feature at full resolution and
+            evaluates every pixel on its own (the slow reference). Both give the
+            same result up to floating-point rounding.
+
+        Returns
+        -------
+        ndarray of float32, shape (H, W, n_classes)
+            Columns in the order of ``classes_``.
+        """
+        return self._predict(image, strategy, "proba")[0]
+
+    def predict(self, image, strategy="multiscale"):
+        """Most probable class of every pixel: ``(H, W)`` array of ``classes_`` values."""
+        return self._predict(image, strategy, "class")[0]
+
+    def uncertainty(self, image):
+        """``1 - max class probability`` of every pixel: float32 ``(H, W)``."""
+        return most_probable(self.predict_proba(image))[1]
+
+    def cost_map(self, image):
+        """Per-pixel evaluation cost: ``split_cost / share`` summed over the visited nodes.
+
+        A node evaluated once for a block of ``s`` pixels costs each of them
+        ``split_cost / s``. Summed over the image this is `ImageCost.evaluation`.
+
+        Returns
+        -------
+        ndarray of float32, shape (H, W)
+        """
+        _, result = self._predict(image, cost_map=True)
+        return result.cost_map.astype(np.float32)
+
+    def prediction_cost(self, image):
+        """Modelled cost of predicting ``image``: tree evaluations and feature computation.
+
+        Returns
+        -------
+        ImageCost
+        """
+        _, result = self._predict(image)
+        height, width = np.shape(image)[:2]
+        features = self.feature_cost_per_pixel_ * height * width
+        return ImageCost(self.booster_.split_cost * result.pixel_evaluations, features,
+                         result.n_evaluations)
+
+    # -- model files ---------------------------------------------------------------------------
+    def save(self, path):
+        """Save to a versioned model file (no pickle) holding the feature bank.
+
+        Load it with `msclassify.load_model`.
+        """
+        check_is_fitted(self, "booster_")
+        booster_meta, arrays = self.booster_.to_model_file()
+        features = self.features if isinstance(self.features, str) else self.bank_.ids
+        params = estimator_params(self, features=features)
+        meta = {"params": params, "bank": self.bank_.to_dict(), "booster": booster_meta,
+                "classes": self.classes_.tolist(), "classes_dtype": self.classes_.dtype.str,
+                "n_channels": self.n_channels_}
+        write_model(path, _MODEL_KIND, meta, arrays)
+
+    @classmethod
+    def _from_model_file(cls, meta, arrays):
+        clf = cls(**meta["params"])
+        try:
+            clf.bank_ = FeatureBank.from_dict(meta["bank"])
+        except ValueError as exc:
+            raise ModelFileError(f"model file holds an unusable feature bank: {exc}") from None
+        clf.booster_ = Booster.from_model_file(meta["booster"], arrays)
+        if clf.booster_.n_features != len(clf.bank_):
+            raise ModelFileError(f"model file is inconsistent: the trees use "
+                                 f"{clf.booster_.n_features} features, the bank has "
+                                 f"{len(clf.bank_)}")
+        clf.classes_ = np.asarray(meta["classes"], dtype=np.dtype(meta["classes_dtype"]))
+        if clf.classes_.shape != (max(clf.booster_.n_outputs, 2),):
+            raise ModelFileError(f"model file is inconsistent: {clf.classes_.size} classes for "
+                                 f"{clf.booster_.n_outputs} model output(s)")
+        clf.n_channels_ = int(meta["n_channels"])
+        clf._prepare()
+        return clf
+
+
+def load_pixel_model(path, n_channels=None, frames="the frames"):
+    """Load a saved `PixelClassifier`; with ``n_channels``, check that it fits such frames.
+
+    Parameters
+    ----------
+    path : str or Path
+        A model file written by `PixelClassifier.save`.
+    n_channels : int, optional
+        Channels of the frames the model is to predict (see `check_channels`).
+    frames : str, optional
+        What to call those frames in an error message (e.g. their file name).
+
+    Raises
+    ------
+    ModelFileError
+        If the file is missing, corrupt, or holds another kind of model.
+    ValueError
+        If the model was trained on frames of another number of channels.
+
+    Examples
+    --------
+    >>> import numpy as np, tempfile, os
+    >>> image = np.zeros((32, 32)); image[8:24, 8:24] = 1
+    >>> labels = np.zeros((32, 32), np.uint8); labels[:2] = 1; labels[14:18, 14:18] = 2
+    >>> path = os.path.join(tempfile.mkdtemp(), "m.msc")
+    >>> PixelClassifier(n_estimators=2).fit(image, labels).save(path)
+    >>> load_pixel_model(path, n_channels=3, frames="rgb.mp4")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    ValueError: ...m.msc was trained on 1-channel images but rgb.mp4 has 3-channel frames; ...
+    """
+    model = load_model(path)
+    if not isinstance(model, PixelClassifier):
+        raise ModelFileError(f"{path} holds a {type(model).__name__}, not a pixel classifier; "
+                             "train one on images (msclassify train, the napari widget or "
+                             "PixelClassifier.fit)")
+    if n_channels is not None:
+        check_channels(model, n_channels, frames, path)
+    return model
+
+
+def check_channels(model, n_channels, frames="the frames", model_name="the model"):
+    """ValueError unless the fitted ``model`` was trained on frames of ``n_channels`` channels.
+
+    ``frames`` and ``model_name`` say in the message which frames and which model.
+    """
+    if model.n_channels_ != n_channels:
+        raise ValueError(f"{model_name} was trained on {model.n_channels_}-channel images but "
+                         f"{frames} has {n_channels}-channel frames; predict frames like the "
+                         "training frames, or train a model on these")
+
+
+def _make_bank(features, n_channels):
+    if isinstance(features, str):
+        return FeatureBank(features, n_channels=n_channels)
+    if isinstance(features, FeatureBank):
+        bank = features
+    elif isinstance(features, (list, tuple)) and all(isinstance(f, (str, FeatureSpec))
+                                                     for f in features):
+        bank = FeatureBank(specs=list(features), n_channels=n_channels)
+    else:
+        raise TypeError("features must be a preset name ('fast', 'default', 'rich'), a "
+                        f"FeatureBank or a list of feature ids, got {type(features).__name__}")
+    if bank.n_channels != n_channels:
+        raise ValueError(f"the feature bank is for {bank.n_channels}-channel images but the "
+                         f"training images have {n_channels} channel(s)")
+    return bank
+
+
+def _frame_channels(frame):
+    return 1 if frame.ndim == 2 else frame.shape[2]
+
+
+def _check_labels(labels, name):
+    labels = np.asarray(labels)
+    if labels.dtype == bool:
+        labels = labels.astype(np.uint8)
+    if not np.issubdtype(labels.dtype, np.integer):
+        raise TypeError(f"{name} must hold integers (0 = unlabelled, 1, 2, ... = classes), got "
+                        f"dtype {labels.dtype}; convert with .astype(int)")
+    if labels.size and labels.min() < 0:
+        raise ValueError(f"{name} has negative values; use 0 for unlabelled and 1, 2, ... for "
+                         "classes")
+    return labels
+
+
+def _training_pairs(images, labels):
+    """``[(frame, labels_2d), ...]`` of the frames with at least one labelled pixel."""
+    if isinstance(labels, (list, tuple)):
+        if not isinstance(images, (list, tuple)) and np.ndim(images) < 3:
+            raise ValueError("labels is a list of frames, so images must be a matching list "
+                             "or stack")
+        frames, label_frames = list(images), [_check_labels(lab, "labels") for lab in labels]
+    else:
+        label_array = _check_labels(labels, "labels")
+        if label_array.ndim == 2:
+            frames, label_frames = [images], [label_array]
+        elif label_array.ndim == 3:
+            frames, label_frames = list(images), list(label_array)
+        else:
+            raise ValueError(f"labels must be (H, W) for one frame or (T, H, W) for a stack, got "
+                             f"shape {label_array.shape}")
+    if len(frames) != len(label_frames):
+        raise ValueError(f"got {len(frames)} image frame(s) but {len(label_frames)} label frame(s)")
+    pairs = []
+    for t, (frame, lab) in enumerate(zip(frames, label_frames)):
+        frame = np.asarray(frame)
+        if lab.ndim != 2 or frame.ndim not in (2, 3) or frame.shape[:2] != lab.shape:
+            raise ValueError(f"frame {t}: image of shape {frame.shape} and labels of shape "
+                             f"{lab.shape} do not match; labels must be (H, W) for an (H, W) or "
+                             "(H, W, C) image")
+        if np.any(lab):
+            pairs.append((frame, lab))
+    if not pairs:
+        raise ValueError("labels hold no labelled pixels; scribble at least two classes (0 means "
+                         "unlabelled, 1, 2, ... are classes)")
+    return pairs
+
+
+def training_set(compute_levels, pairs, classes, n_cost_samples, rng):
+    """The rows `PixelClassifier.fit` trains the core on: labelled pixels and cost samples.
+
+    Labelled pixels carry the loss and no cost; ``n_cost_samples`` pixels drawn
+    uniformly from the frames carry the cost and no loss, weighted so that together
+    they weigh one average image (see `PixelClassifier`, Notes).
+
+    Parameters
+    ----------
+    compute_levels : callable
+        ``compute_levels(frame)`` gives every bank feature of a frame
+        (`msclassify.features.FeatureLevels`), e.g. ``FeatureBank.compute_levels``.
+    pairs : list of (frame, labels)
+        Frames with their ``(H, W)`` label images (0 = unlabelled).
+    classes : ndarray
+        Sorted label values; ``y`` holds their indices.
+    n_cost_samples : int
+        Cost samples in total, split evenly over the frames.
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    X, y, sample_weight, cost_weight : ndarray
+        Rows for `msclassify.cegb.train` (``y`` is the class index).
+    pixels_per_image : float
+        The mean pixel count of the frames, which the cost weights sum to.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from msclassify.features import FeatureBank
+    >>> labels = np.zeros((16, 16), np.uint8); labels[0, :3] = 1; labels[9, 9] = 2
+    >>> X, y, sample_weight, cost_weight, pixels = training_set(
+    ...     FeatureBank("fast").compute_levels, [(np.zeros((16, 16)), labels)],
+    ...     np.array([1, 2]), 10, np.random.default_rng(0))
+    >>> X.shape[0], int(sample_weight.sum()), round(float(cost_weight.sum()), 6), pixels
+    (14, 4, 256.0, 256.0)
+    """
+    pixels = np.array([lab.size for _, lab in pairs], dtype=np.float64)
+    pixels_per_image = float(pixels.mean())
+    per_frame = -(-n_cost_samples // len(pairs))
+    blocks = []
+    for (frame, lab), n_pixels in zip(pairs, pixels):
+        levels = compute_levels(frame)
+        ys, xs = np.nonzero(lab)
+        n_cost = int(min(per_frame, n_pixels))
+        drawn = rng.choice(int(n_pixels), n_cost, replace=False)
+        cost_ys, cost_xs = np.divmod(drawn, lab.shape[1])
+        rows = np.concatenate([levels.gather(ys, xs), levels.gather(cost_ys, cost_xs)])
+        y = np.concatenate([np.searchsorted(classes, lab[ys, xs]), np.zeros(n_cost, np.int64)])
+        sample_weight = np.concatenate([np.ones(ys.size), np.zeros(n_cost)])
+        cost_weight = np.concatenate([np.zeros(ys.size),
+                                      np.full(n_cost, n_pixels / (len(pairs) * n_cost))])
+        blocks.append((rows, y, sample_weight, cost_weight))
+    X, y, sample_weight, cost_weight = (np.concatenate(parts) for parts in zip(*blocks))
+    return X, y.astype(np.float64), sample_weight, cost_weight, pixels_per_image

@@ -1,0 +1,406 @@
+"""Multi-scale prediction: evaluate trees on pyramid blocks, coarse to fine.
+
+A level-L feature is constant on each ``2**L x 2**L`` block of the padded image
+(docs/design.md, *Multi-scale prediction*). Each tree is walked once per block of the
+coarsest level its root may use; while the path only needs features constant on
+the current block, one node evaluation serves every pixel of the block. A node
+whose feature lives on a finer level splits the block into four and continues on
+each quarter (quarters lying wholly in the padding are dropped); a node that
+needs full resolution finishes its subtree pixel by pixel. Leaf values are
+added to one accumulator per level, and the levels are upsampled and summed once
+at the end.
+
+Under this scheme a node is evaluated once per block of level
+``min(root level, levels of the features on its path up to and including it)``,
+which is the share ``min(s_p, s_m)`` the core charges with ``share_mode="path"``.
+So the pixel-weighted number of evaluations performed here equals the core's
+reported evaluation cost divided by ``split_cost``, exactly (tested).
+
+This module knows trees (`msclassify.cegb.Booster`) and level arrays, but not
+how features are computed: `msclassify.pixel` joins it to the feature bank.
+"""
+
+from typing import NamedTuple
+
+import numpy as np
+from numba import njit, prange
+
+from ..features import N_LEVELS
+from ._apply import label_dtype
+
+# Pending quarter-blocks of one tree walk: at most 3 per block split along the path.
+_STACK_SIZE = 3 * (N_LEVELS - 1) + 1
+
+
+class MultiscaleResult(NamedTuple):
+    """Output of `predict_multiscale`.
+
+    Attributes
+    ----------
+    values : ndarray
+        What ``output`` asked for: raw scores (float64, ``(H, W, K)``), class
+        probabilities (float32, ``(H, W, n_classes)``) or the most probable class
+        (``classes`` values, ``(H, W)``). Raw scores equal per-pixel
+        ``Booster.predict_raw`` up to the order of floating-point summation.
+    cost_map : ndarray of float64, shape (H, W), or None
+        Per-pixel evaluation cost: sum of ``split_cost / share`` over the nodes on
+        the pixel's paths (None unless asked for).
+    n_evaluations : int
+        Block-node evaluations performed (the work done).
+    pixel_evaluations : float
+        The same evaluations, each weighted by the fraction of its block's pixels
+        that lie inside the image: ``sum over pixels and visited nodes of 1/share``.
+        For an image whose sides are multiples of 8 it equals ``n_evaluations``.
+    """
+
+    values: np.ndarray
+    cost_map: np.ndarray | None
+    n_evaluations: int
+    pixel_evaluations: float
+
+
+@njit(inline="always")
+def _walk_pixels(features, node_level, node_base, node_row, node_col, threshold, default_left,
+                 left, right, value, node_cost, start_node, k, n_outputs, y_start, y_stop,
+                 x_start, x_stop, acc_offset, acc_width, acc, cost, with_cost):
+    """Walk the subtree below ``start_node`` for every pixel of a block; return the evaluations."""
+    n_eval = 0
+    for y in range(y_start, y_stop):
+        for x in range(x_start, x_stop):
+            node = start_node
+            while True:
+                feature_level = node_level[node]
+                if feature_level < 0:
+                    break
+                v = features[node_base[node] + (y >> feature_level) * node_row[node]
+                             + (x >> feature_level) * node_col[node]]
+                n_eval += 1
+                if with_cost:
+                    cost[acc_offset // n_outputs + y * acc_width + x] += node_cost[node]
+                go_left = v <= threshold[node] or (np.isnan(v) and default_left[node])
+                node = left[node] if go_left else right[node]
+            acc[acc_offset + (y * acc_width + x) * n_outputs + k] += value[node]
+    return n_eval
+
+
+@njit(cache=True, parallel=True)
+def _walk_blocks(features, node_level, node_base, node_row, node_col, threshold, default_left,
+                 left, right, value, node_cost, roots, tree_output, n_outputs, start_level,
+                 height, width, level_offset, level_width, acc, cost, with_cost, evaluations,
+                 pixel_evaluations):
+    """Walk every tree over every start-level block, coarse to fine.
+
+    All feature levels live in the flat ``features`` buffer; split node ``n`` reads
+    its feature at level-``node_level[n]`` position (r, c) from
+    ``features[node_base[n] + r * node_row[n] + c * node_col[n]]``, addresses that
+    depend on the node alone, so a node evaluation waits for one lookup, not two.
+    ``acc[level_offset[L] + (y * level_width[L] + x) * K + k]`` accumulates the
+    leaf values of output k reached by the level-L block (y, x); ``cost`` the node
+    costs, indexed the same way with K = 1. Work is split by rows of start-level
+    blocks, which own disjoint rows of every finer level, so writes never race.
+    Evaluations of blocks wholly inside the image are counted as integers, those
+    of blocks reaching into the padding by their fraction of image pixels.
+    """
+    n_block_rows = (height + (1 << start_level) - 1) >> start_level
+    n_block_cols = (width + (1 << start_level) - 1) >> start_level
+    for block_row in prange(n_block_rows):
+        stack_node = np.empty(_STACK_SIZE, dtype=np.int64)
+        stack_level = np.empty(_STACK_SIZE, dtype=np.int64)
+        stack_y = np.empty(_STACK_SIZE, dtype=np.int64)
+        stack_x = np.empty(_STACK_SIZE, dtype=np.int64)
+        n_inside = 0
+        n_border = 0
+        border_weight = 0.0
+        for block_col in range(n_block_cols):
+            for t in range(roots.shape[0]):
+                k = tree_output[t]
+                node = np.int64(roots[t])
+                level = np.int64(start_level)
+                y = np.int64(block_row)
+                x = np.int64(block_col)
+                top = 0
+                while True:
+                    feature_level = node_level[node]
+                    if feature_level >= level:
+                        # The feature is constant on this block: one evaluation serves it.
+                        shift = feature_level - level
+                        v = features[node_base[node] + (y >> shift) * node_row[node]
+                                     + (x >> shift) * node_col[node]]
+                        bottom = (y + 1) << level
+                        right_edge = (x + 1) << level
+                        if bottom <= height and right_edge <= width:
+                            n_inside += 1
+                        else:
+                            n_border += 1
+                            border_weight += ((min(height, bottom) - (y << level))
+                                              * (min(width, right_edge) - (x << level))
+                                              / (1 << (2 * level)))
+                        if with_cost:
+                            cost[level_offset[level] // n_outputs + y * level_width[level]
+                                 + x] += node_cost[node]
+                        go_left = v <= threshold[node] or (np.isnan(v) and default_left[node])
+                        node = left[node] if go_left else right[node]
+                        continue
+                    if feature_level < 0:
+                        acc[level_offset[level] + (y * level_width[level] + x) * n_outputs
+                            + k] += value[node]
+                    elif feature_level == 0:
+                        # Nothing is finer than a pixel: finish the subtree pixel by pixel,
+                        # without the block bookkeeping.
+                        n_inside += _walk_pixels(
+                            features, node_level, node_base, node_row, node_col, threshold,
+                            default_left, left, right, value, node_cost,
+                            node, k, n_outputs, y << level, min(height, (y + 1) << level),
+                            x << level, min(width, (x + 1) << level), level_offset[0],
+                            level_width[0], acc, cost, with_cost)
+                    else:
+                        # A coarser feature than a pixel but finer than the block: continue on
+                        # the top-left quarter, queue the others that hold image pixels.
+                        level -= 1
+                        y *= 2
+                        x *= 2
+                        in_right = ((x + 1) << level) < width
+                        in_bottom = ((y + 1) << level) < height
+                        if in_right:
+                            stack_node[top] = node
+                            stack_level[top] = level
+                            stack_y[top] = y
+                            stack_x[top] = x + 1
+                            top += 1
+                        if in_bottom:
+                            stack_node[top] = node
+                            stack_level[top] = level
+                            stack_y[top] = y + 1
+                            stack_x[top] = x
+                            top += 1
+                            if in_right:
+                                stack_node[top] = node
+                                stack_level[top] = level
+                                stack_y[top] = y + 1
+                                stack_x[top] = x + 1
+                                top += 1
+                        continue
+                    if top == 0:
+                        break
+                    top -= 1
+                    node = stack_node[top]
+                    level = stack_level[top]
+                    y = stack_y[top]
+                    x = stack_x[top]
+        evaluations[block_row] = n_inside + n_border
+        pixel_evaluations[block_row] = n_inside + border_weight
+
+
+@njit(inline="always")
+def _row_scores(acc, level_offset, level_width, levels_used, init, y, n_outputs, row):
+    """``row[x, k] = init[k] + sum over used levels L of acc_L[y >> L, x >> L, k]``."""
+    for x in range(row.shape[0]):
+        for k in range(n_outputs):
+            row[x, k] = init[k]
+    for L in levels_used:
+        base = level_offset[L] + (y >> L) * level_width[L] * n_outputs
+        for x in range(row.shape[0]):
+            for k in range(n_outputs):
+                row[x, k] += acc[base + (x >> L) * n_outputs + k]
+
+
+@njit(cache=True, parallel=True)
+def _scores(acc, level_offset, level_width, levels_used, init, n_outputs, out):
+    """Raw scores ``out`` (H, W, K) from the per-level accumulators."""
+    for y in prange(out.shape[0]):
+        _row_scores(acc, level_offset, level_width, levels_used, init, y, n_outputs, out[y])
+
+
+@njit(cache=True, parallel=True)
+def _probabilities(acc, level_offset, level_width, levels_used, init, n_outputs, out):
+    """Class probabilities ``out`` (H, W, C) float32: logistic for K = 1, else softmax."""
+    for y in prange(out.shape[0]):
+        row = np.empty((out.shape[1], n_outputs))
+        _row_scores(acc, level_offset, level_width, levels_used, init, y, n_outputs, row)
+        for x in range(out.shape[1]):
+            if n_outputs == 1:
+                p = 1.0 / (1.0 + np.exp(-row[x, 0]))
+                out[y, x, 0] = 1.0 - p
+                out[y, x, 1] = p
+            else:
+                top = row[x, 0]
+                for k in range(1, n_outputs):
+                    top = max(top, row[x, k])
+                total = 0.0
+                for k in range(n_outputs):
+                    row[x, k] = np.exp(row[x, k] - top)
+                    total += row[x, k]
+                for k in range(n_outputs):
+                    out[y, x, k] = row[x, k] / total
+
+
+@njit(cache=True, parallel=True)
+def _class_values(acc, level_offset, level_width, levels_used, init, n_outputs, classes, out):
+    """``out`` (H, W) = ``classes[most probable]``: raw > 0 for K = 1, else the first argmax."""
+    for y in prange(out.shape[0]):
+        row = np.empty((out.shape[1], n_outputs))
+        _row_scores(acc, level_offset, level_width, levels_used, init, y, n_outputs, row)
+        for x in range(out.shape[1]):
+            if n_outputs == 1:
+                out[y, x] = classes[1] if row[x, 0] > 0 else classes[0]
+            else:
+                best = 0
+                for k in range(1, n_outputs):
+                    if row[x, k] > row[x, best]:
+                        best = k
+                out[y, x] = classes[best]
+
+
+def _node_levels(booster, feature_level, feature_slot):
+    """Per flattened node: level and slot of its feature, -1 for leaves."""
+    flat = booster.flat_arrays()
+    feature = flat["feature"]
+    split = feature >= 0
+    node_level = np.full(feature.shape, -1, dtype=np.int64)
+    node_slot = np.zeros(feature.shape, dtype=np.int64)
+    node_level[split] = feature_level[feature[split]]
+    node_slot[split] = feature_slot[feature[split]]
+    return flat, node_level, node_slot
+
+
+def _check_inputs(booster, level_arrays, feature_level, feature_slot, shape):
+    feature_level = np.asarray(feature_level, dtype=np.int64)
+    feature_slot = np.asarray(feature_slot, dtype=np.int64)
+    if feature_level.shape != (booster.n_features,) or feature_slot.shape != feature_level.shape:
+        raise ValueError(f"feature_level and feature_slot need one entry per model feature "
+                         f"({booster.n_features}), got shapes {feature_level.shape} and "
+                         f"{feature_slot.shape}")
+    if len(level_arrays) != N_LEVELS:
+        raise ValueError(f"level_arrays must hold {N_LEVELS} arrays (levels 0..3), "
+                         f"got {len(level_arrays)}")
+    height, width = (int(v) for v in shape)
+    padded = (-(-height // 8) * 8, -(-width // 8) * 8)
+    for level, array in enumerate(level_arrays):
+        expected = (padded[0] >> level, padded[1] >> level)
+        if array.ndim != 3 or array.shape[:2] != expected:
+            raise ValueError(f"level {level} array has shape {array.shape}; an image of shape "
+                             f"{(height, width)} needs {expected} x n_features on that level")
+    used = booster.features_used()
+    levels = feature_level[used]
+    if np.any(levels < 0) or np.any(levels >= N_LEVELS):
+        missing = used[(levels < 0) | (levels >= N_LEVELS)]
+        raise ValueError(f"the model uses features {missing.tolist()} that have no level array")
+    if np.any(feature_slot[used] >= np.array([level_arrays[L].shape[2] for L in levels],
+                                             dtype=np.int64)):
+        raise ValueError("feature_slot points past the end of its level array")
+    if np.any(booster.feature_share[used] != 4.0 ** levels):
+        raise ValueError("the model's feature shares disagree with the feature levels "
+                         "(a level-L feature must have share 4**L)")
+    root_share = float(booster.feature_share.max()) if booster.n_features else 1.0
+    start_level = int(round(np.log(root_share) / np.log(4)))
+    if 4.0 ** start_level != root_share or not 0 <= start_level < N_LEVELS:
+        raise ValueError(f"the model's largest feature share {root_share} is not one of 1, 4, 16 "
+                         "or 64")
+    return feature_level, feature_slot, height, width, padded, start_level
+
+
+_OUTPUTS = ("raw", "proba", "class")
+
+
+def predict_multiscale(booster, level_arrays, feature_level, feature_slot, shape, output="raw",
+                       classes=None, cost_map=False):
+    """Predict every pixel, evaluating each tree on blocks, coarse to fine.
+
+    Parameters
+    ----------
+    booster : msclassify.cegb.Booster
+        Trained with ``feature_share[m] = 4**level`` of each feature it uses.
+    level_arrays : sequence of 4 ndarray
+        ``level_arrays[L]`` is float32 ``(h_L, w_L, k_L)`` over the image padded to a
+        multiple of 8 (``h_L = padded_height >> L``), as
+        `msclassify.features.FeatureLevels.arrays`.
+    feature_level, feature_slot : array_like of int, shape (booster.n_features,)
+        Model feature ``m`` is ``level_arrays[feature_level[m]][:, :, feature_slot[m]]``;
+        entries of features the model does not use are ignored.
+    shape : (int, int)
+        ``(H, W)`` of the image (the arrays cover its padded extent).
+    output : {"raw", "proba", "class"}, optional
+        Raw scores, class probabilities (binary or softmax models) or the most
+        probable class.
+    classes : ndarray, optional
+        With ``output="class"``, the value to write for each class (default its
+        index, as `label_dtype` of the indices: uint8 up to 256 classes); the
+        output has their dtype.
+    cost_map : bool, optional
+        Also return the per-pixel evaluation cost.
+
+    Returns
+    -------
+    MultiscaleResult
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from msclassify.cegb import train
+    >>> rng = np.random.default_rng(0)
+    >>> coarse = rng.random((1, 1, 1), dtype=np.float32)        # one level-3 value: 8x8 pixels
+    >>> X = rng.random((200, 1)); y = (X[:, 0] > 0.5).astype(float)
+    >>> booster = train(X, y, "binary", {"n_estimators": 3, "feature_share": [64]})
+    >>> arrays = [np.zeros((8 >> L, 8 >> L, 0), np.float32) for L in range(3)] + [coarse]
+    >>> result = predict_multiscale(booster, arrays, [3], [0], (8, 8))
+    >>> result.values.shape, result.n_evaluations    # one evaluation per tree serves 64 pixels
+    ((8, 8, 1), 3)
+    """
+    if output not in _OUTPUTS:
+        raise ValueError(f"output must be one of {_OUTPUTS}, got {output!r}")
+    if output != "raw" and booster.objective not in ("binary", "multiclass"):
+        raise ValueError(f"output={output!r} needs a classification model, this one is "
+                         f"{booster.objective!r}")
+    feature_level, feature_slot, height, width, padded, start_level = _check_inputs(
+        booster, level_arrays, feature_level, feature_slot, shape)
+    flat, node_level, node_slot = _node_levels(booster, feature_level, feature_slot)
+    K = booster.n_outputs
+    # Blocks only ever sit on the start level or on the level of a feature the model uses.
+    levels_used = np.unique(np.concatenate([[start_level], feature_level[booster.features_used()]]))
+    levels_used = levels_used[levels_used <= start_level].astype(np.int64)
+    level_width = np.array([padded[1] >> L for L in range(N_LEVELS)], dtype=np.int64)
+    sizes = np.array([(padded[0] >> L) * (padded[1] >> L) if L in levels_used else 0
+                      for L in range(N_LEVELS)], dtype=np.int64)
+    level_offset = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64) * K
+    acc = np.zeros(int(sizes.sum()) * K)
+    cost = np.zeros(int(sizes.sum()) if cost_map else 0)
+    n_block_rows = (height + (1 << start_level) - 1) >> start_level
+    evaluations = np.zeros(n_block_rows, dtype=np.int64)
+    pixel_evaluations = np.zeros(n_block_rows)
+    features = np.concatenate([np.asarray(a, dtype=np.float32).ravel() for a in level_arrays])
+    # Where each split node finds its feature in the flat buffer (0 for leaves).
+    level_start = np.cumsum([0] + [a.size for a in level_arrays[:-1]]).astype(np.int64)
+    level_count = np.array([a.shape[2] for a in level_arrays], dtype=np.int64)
+    level_row = np.array([a.shape[1] for a in level_arrays], dtype=np.int64) * level_count
+    split = node_level >= 0
+    node_base, node_row, node_col = (np.zeros(node_level.shape, dtype=np.int64) for _ in range(3))
+    node_base[split] = level_start[node_level[split]] + node_slot[split]
+    node_row[split] = level_row[node_level[split]]
+    node_col[split] = level_count[node_level[split]]
+    _walk_blocks(features, node_level, node_base, node_row, node_col,
+                 flat["threshold"], flat["default_left"], flat["left"], flat["right"],
+                 flat["value"], flat["node_cost"], flat["roots"], flat["tree_output"], K,
+                 start_level, height, width, level_offset, level_width, acc, cost, cost_map,
+                 evaluations, pixel_evaluations)
+    finish = (acc, level_offset, level_width, levels_used, booster.init_score, K)
+    if output == "raw":
+        values = np.empty((height, width, K))
+        _scores(*finish, values)
+    elif output == "proba":
+        values = np.empty((height, width, max(K, 2)), dtype=np.float32)
+        _probabilities(*finish, values)
+    else:
+        n_classes = max(K, 2)
+        classes = np.arange(n_classes, dtype=label_dtype(n_classes - 1)) \
+            if classes is None else np.ascontiguousarray(classes)
+        if classes.shape != (n_classes,):
+            raise ValueError(f"classes must hold one value per class ({n_classes}), got shape "
+                             f"{classes.shape}")
+        values = np.empty((height, width), dtype=classes.dtype)
+        _class_values(*finish, classes, values)
+    costs = None
+    if cost_map:
+        costs = np.empty((height, width, 1))
+        _scores(cost, level_offset // K, level_width, levels_used, np.zeros(1), 1, costs)
+        costs = costs[:, :, 0]
+    return MultiscaleResult(values, costs, int(evaluations.sum()), float(pixel_evaluations.sum()))

@@ -1,0 +1,336 @@
+"""Batch prediction: stream frames through a pixel classifier into a resumable writer.
+
+The driver (this process) reads frames from a `msclassify.io.FrameSource` and
+writes the results with a `msclassify.io.FrameWriter`, in frame order; the
+prediction itself runs either here or on a Dask cluster. With Dask, workers
+are pure compute: they get frames in chunks and return label images, so they
+need neither the input nor the output folder on their file system, and every
+frame is written by the one process that also checks what was already done.
+Each write is atomic, so whatever stops a run (Ctrl-C, SIGKILL, a full disk, a
+dead worker) leaves only complete frames, and a re-run skips them.
+
+The model travels to every worker once, as the bytes of its model file inside a
+worker plugin (no pickle of the model, the same loader as on the driver). One
+prediction runs at a time per worker process, using that worker's share of its
+machine's cores as Numba threads: ``cores // workers on the host``.
+"""
+
+import contextlib
+import logging
+import os
+import signal
+import tempfile
+import threading
+import uuid
+from collections import deque
+from pathlib import Path
+
+import numpy as np
+
+from ..checks import check_int
+from ._apply import predict_frame
+
+__all__ = ["BatchError", "available_cores", "connect", "local_cluster", "predict_to_writer"]
+
+# Frames per Dask task: large enough that scheduling overhead (~ms) is small
+# next to a prediction (~0.1 s for 1024x1024), small enough to balance load.
+DEFAULT_CHUNK_SIZE = 4
+# Chunks in flight per worker: one running, one queued, so a worker never
+# waits for the driver; more would only hold frames in memory.
+_CHUNKS_PER_WORKER = 2
+# How long a run on a cluster without workers waits for one to join.
+_WORKER_WAIT_SECONDS = 60
+
+
+class BatchError(RuntimeError):
+    """Batch prediction failed for a reason outside the model and the files (e.g. a dead worker)."""
+
+
+def available_cores():
+    """CPU cores this process may run on (respects affinity masks and CPU sets)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def _frame_chunks(indices, chunk_size):
+    for start in range(0, len(indices), chunk_size):
+        yield indices[start:start + chunk_size]
+
+
+def predict_to_writer(model, source, writer, todo, *, frame_index=None, probabilities=False,
+                      client=None, model_bytes=None, chunk_size=DEFAULT_CHUNK_SIZE,
+                      on_frame=None):
+    """Predict frames ``todo`` of ``source`` and write each to ``writer``, in order.
+
+    Parameters
+    ----------
+    model : PixelClassifier
+        Used in this process; with a ``client`` only its ``classes_`` are used here.
+    source : msclassify.io.FrameSource
+        Anything with ``read(i)``; read in increasing order of ``i``.
+    writer : msclassify.io.FrameWriter
+        Anything with ``write(position, labels, probabilities=None)`` and ``dtype``.
+    todo : sequence of int
+        Writer positions still to do, increasing.
+    frame_index : sequence of int, optional
+        Source frame of every writer position (default: the same number), for
+        writing a selection of the source's frames.
+    probabilities : bool
+        Also write class probabilities (``writer`` must be opened with ``n_classes``).
+    client : distributed.Client, optional
+        Predict on this Dask cluster; ``model_bytes`` (the model file's content)
+        are then required and shipped to each worker once.
+    chunk_size : int
+        Frames per Dask task.
+    on_frame : callable, optional
+        ``on_frame(position)`` after each frame is written (progress bars).
+
+    Returns
+    -------
+    int
+        Number of frames written.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> class Threshold:                      # any object with predict(frame)
+    ...     def predict(self, frame):
+    ...         return (frame > 1).astype(np.uint8) + 1
+    >>> class Frames(list):
+    ...     def read(self, i):
+    ...         return self[i]
+    >>> class Written(dict):
+    ...     dtype = np.uint8
+    ...     def write(self, position, labels, probabilities=None):
+    ...         self[position] = labels
+    >>> written = Written()
+    >>> predict_to_writer(Threshold(), Frames([np.arange(4)] * 3), written, [0, 2])
+    2
+    >>> sorted(written), written[2].tolist()
+    ([0, 2], [1, 1, 2, 2])
+    """
+    todo = [int(position) for position in todo]
+    if frame_index is None:
+        frame_index = _Identity()
+    check_int(chunk_size, "chunk_size")
+    if client is None:
+        for position in todo:
+            labels, proba, _ = predict_frame(model, source.read(frame_index[position]),
+                                             probabilities, writer.dtype)
+            writer.write(position, labels, proba)
+            if on_frame is not None:
+                on_frame(position)
+        return len(todo)
+    if model_bytes is None:
+        raise ValueError("predicting on a Dask cluster needs model_bytes (the model file's "
+                         "content), which are shipped to the workers")
+    return _predict_on_cluster(client, model_bytes, source, writer, todo, frame_index,
+                               probabilities, chunk_size, on_frame)
+
+
+class _Identity:
+    def __getitem__(self, position):
+        return position
+
+
+# -- Dask --------------------------------------------------------------------------------------
+
+def _numba_threads(cores, workers_on_host, numba_max):
+    """Numba threads for one worker: its share of the host's cores, at least one."""
+    return max(1, min(numba_max, cores // max(1, workers_on_host)))
+
+
+try:
+    from distributed import WorkerPlugin as _WorkerPluginBase
+except ImportError:  # dask is optional; without it only local prediction is available
+    _WorkerPluginBase = object
+
+
+class _ModelPlugin(_WorkerPluginBase):
+    """Holds one model on a Dask worker: loaded once at setup from the model file's bytes."""
+
+    def __init__(self, model_bytes, workers_per_host):
+        self.model_bytes = model_bytes
+        self.workers_per_host = dict(workers_per_host)
+
+    def setup(self, worker):
+        import numba
+
+        from ..modelfile import load_model
+
+        # load_model reads files; a private temporary copy in the worker's own folder
+        fd, path = tempfile.mkstemp(suffix=".msc", dir=worker.local_directory)
+        try:
+            with os.fdopen(fd, "wb") as file:
+                file.write(self.model_bytes)
+            self.model = load_model(path)
+        finally:
+            Path(path).unlink(missing_ok=True)
+        host = worker.address.rsplit(":", 1)[0].split("://")[-1]
+        self.numba_threads = _numba_threads(available_cores(), self.workers_per_host.get(host, 1),
+                                            numba.config.NUMBA_NUM_THREADS)
+        # One prediction at a time per process: its Numba threads already use the
+        # process's share of the cores, and concurrent parallel launches would oversubscribe.
+        self.lock = threading.Lock()
+
+    def teardown(self, worker):
+        self.model = None
+
+
+def _predict_chunk(frames, plugin_name, probabilities, dtype):
+    """Dask task: labels (and probabilities) of a (n, H, W[, C]) chunk of frames."""
+    import numba
+    from distributed import get_worker
+
+    plugin = get_worker().plugins[plugin_name]
+    with plugin.lock:
+        numba.set_num_threads(plugin.numba_threads)  # thread-local: set in the task's thread
+        results = [predict_frame(plugin.model, frame, probabilities, dtype) for frame in frames]
+    labels = np.stack([result.labels for result in results])
+    proba = np.stack([result.probabilities for result in results]) if probabilities else None
+    return labels, proba
+
+
+def _workers_per_host(client):
+    hosts = {}
+    for address in client.scheduler_info(n_workers=-1)["workers"]:
+        host = address.rsplit(":", 1)[0].split("://")[-1]
+        hosts[host] = hosts.get(host, 0) + 1
+    return hosts
+
+
+def _n_workers(client):
+    return len(client.scheduler_info(n_workers=-1)["workers"])
+
+
+def _predict_on_cluster(client, model_bytes, source, writer, todo, frame_index, probabilities,
+                        chunk_size, on_frame):
+    from distributed import KilledWorker
+
+    if _n_workers(client) == 0:
+        try:
+            client.wait_for_workers(1, timeout=_WORKER_WAIT_SECONDS)
+        except TimeoutError:
+            raise BatchError(f"the Dask cluster at {client.scheduler.address} has no workers; "
+                             "start some with: dask worker SCHEDULER_ADDRESS") from None
+    plugin_name = f"msclassify-model-{uuid.uuid4().hex}"
+    client.register_plugin(_ModelPlugin(model_bytes, _workers_per_host(client)), name=plugin_name)
+    dtype = np.dtype(writer.dtype)
+    chunks = _frame_chunks(todo, chunk_size)
+    pending = deque()
+
+    def submit_next():
+        chunk = next(chunks, None)
+        if chunk is None:
+            return
+        frames = np.stack([source.read(frame_index[position]) for position in chunk])
+        future = client.submit(_predict_chunk, frames, plugin_name, probabilities, dtype,
+                               key=f"msclassify-predict-{plugin_name[-8:]}-{chunk[0]}",
+                               pure=False)
+        pending.append((chunk, future))
+
+    written = 0
+    try:
+        for _ in range(_CHUNKS_PER_WORKER * max(1, _n_workers(client))):
+            submit_next()
+        while pending:
+            chunk, future = pending[0]
+            try:
+                labels, proba = future.result()
+            except KilledWorker as exc:
+                raise BatchError(f"a Dask worker died while predicting frames {chunk[0]}.."
+                                 f"{chunk[-1]} ({exc}); it may have run out of memory: use fewer "
+                                 "workers per machine") from None
+            for offset, position in enumerate(chunk):
+                writer.write(position, labels[offset], None if proba is None else proba[offset])
+                written += 1
+                if on_frame is not None:
+                    on_frame(position)
+            pending.popleft()[1].release()
+            submit_next()
+    finally:
+        # Ctrl-C or an error: drop every chunk still on the cluster (a shared cluster
+        # would otherwise keep them); every frame written so far is complete.
+        client.cancel([future for _, future in pending], force=True)
+        with contextlib.suppress(Exception):
+            client.unregister_worker_plugin(plugin_name)
+    return written
+
+
+@contextlib.contextmanager
+def local_cluster(n_workers):
+    """A `distributed.Client` on a new LocalCluster of ``n_workers`` processes on this machine.
+
+    Each worker process runs one task thread (``threads_per_worker=1``); its
+    predictions use ``cores // n_workers`` Numba threads (set per task with
+    `numba.set_num_threads`), so the workers together use every core once. The
+    cluster listens on 127.0.0.1 only, on free ports (its HTTP server too, which
+    would otherwise take port 8787 and collide with other clusters).
+
+    Raises
+    ------
+    ImportError
+        Without Dask (``pip install 'msclassify[dask]'``).
+    """
+    distributed = _import_distributed()
+
+    # NUMBA_NUM_THREADS cannot be used here: the spawned worker re-imports the
+    # driver's __main__ module, which may import Numba before the Nanny sets the
+    # variable, and Numba then refuses the change once its threads run.
+    with _sigint_ignored_by_children():
+        cluster = distributed.LocalCluster(
+            n_workers=n_workers, threads_per_worker=1, processes=True, host="127.0.0.1",
+            dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR)
+    with cluster, distributed.Client(cluster) as client:
+        yield client
+
+
+def _import_distributed():
+    try:
+        import distributed
+    except ImportError:
+        raise ImportError("Dask clusters need the optional dependency dask.distributed: "
+                          "pip install 'msclassify[dask]'") from None
+    return distributed
+
+
+@contextlib.contextmanager
+def _sigint_ignored_by_children():
+    """Ignore SIGINT while worker processes are spawned, so that they inherit "ignore".
+
+    Ctrl-C in a terminal signals the whole process group; the driver alone should
+    react (stop, then shut the cluster down), not every worker with a traceback.
+    Python keeps an inherited "ignore" instead of installing its KeyboardInterrupt
+    handler. A Ctrl-C during these seconds of start-up is lost.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+@contextlib.contextmanager
+def connect(address, timeout=30):
+    """A `distributed.Client` connected to the scheduler at ``address``.
+
+    Raises
+    ------
+    BatchError
+        When no scheduler answers at ``address`` within ``timeout`` seconds.
+    ImportError
+        Without Dask (``pip install 'msclassify[dask]'``).
+    """
+    distributed = _import_distributed()
+    try:
+        client = distributed.Client(address, timeout=timeout)
+    except (OSError, ValueError) as exc:
+        raise BatchError(f"cannot connect to the Dask scheduler at {address} ({exc}); check the "
+                         "address (tcp://HOST:8786) or start one with: dask scheduler") from None
+    with client:
+        yield client

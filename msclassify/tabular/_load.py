@@ -1,0 +1,180 @@
+"""Load a tabular data set of any supported format, with a test set and feature costs.
+
+`load_table` reads svmlight/LETOR, MiniBooNE text or CSV, chosen by name or
+sniffed from the file; `load_train_test` adds a test set (a file or a held-out
+part, `split_train_test`) and a feature-cost file. The ``msclassify tabular``
+command and the napari tabular widget load their data with these.
+"""
+
+from pathlib import Path
+
+import numpy as np
+from sklearn.model_selection import GroupShuffleSplit, train_test_split
+
+from ._costs import load_feature_costs
+from ._csv import load_csv
+from ._data import TabularData
+from ._miniboone import load_miniboone
+from ._svmlight import load_svmlight
+
+__all__ = ["FILE_FORMATS", "load_table", "load_train_test", "split_train_test"]
+
+FILE_FORMATS = ("auto", "svmlight", "miniboone", "csv")
+
+
+def _sniff_format(path):
+    """"csv" by extension, "miniboone" for a first line of two counts, else "svmlight"."""
+    if Path(path).suffix.lower() == ".csv":
+        return "csv"
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        for line in fh:
+            tokens = line.split()
+            if tokens and not tokens[0].startswith("#"):
+                return "miniboone" if len(tokens) == 2 and all(t.isdigit() for t in tokens) \
+                    else "svmlight"
+    return "svmlight"
+
+
+def load_table(path, file_format="auto", *, label_column="label", n_features=None,
+               missing_sentinel=None):
+    """Load a data file of any format `msclassify.tabular` reads, chosen by name or sniffed.
+
+    Parameters
+    ----------
+    path : str or Path
+    file_format : {"auto", "svmlight", "miniboone", "csv"}
+        ``"auto"``: ``.csv`` files are CSV, a file whose first line holds two
+        counts is MiniBooNE, anything else svmlight/LETOR (its ``<path>.query``
+        group file is read when present).
+    label_column : str
+        Label column of a CSV file.
+    n_features : int, optional
+        Column count of an svmlight file (give the training file's to a test file).
+    missing_sentinel : float, optional
+        Value meaning "missing" (MiniBooNE: -999.0).
+
+    Returns
+    -------
+    TabularData
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "rank.train")
+    >>> _ = open(path, "w").write("2 qid:1 1:0.5 3:1\\n0 qid:1 2:0.25\\n")
+    >>> load_table(path).X.shape
+    (2, 3)
+    """
+    if file_format not in FILE_FORMATS:
+        raise ValueError(f"file_format must be one of {FILE_FORMATS}, got {file_format!r}")
+    if not Path(path).is_file():
+        raise ValueError(f"data file {path} does not exist")
+    if file_format == "auto":
+        file_format = _sniff_format(path)
+    if file_format == "csv":
+        return load_csv(path, label_column, missing_sentinel=missing_sentinel)
+    if file_format == "miniboone":
+        return load_miniboone(path, missing_sentinel=missing_sentinel)
+    return load_svmlight(path, n_features=n_features, missing_sentinel=missing_sentinel)
+
+
+def split_train_test(data, test_fraction=0.3, random_state=0):
+    """Hold out a test set: whole queries for ranking data, stratified by class otherwise.
+
+    Parameters
+    ----------
+    data : TabularData
+    test_fraction : float
+        Fraction of rows (of queries, for ranking data) in the test set, in (0, 1).
+    random_state : int
+
+    Returns
+    -------
+    train, test : TabularData
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from msclassify.tabular import TabularData
+    >>> X = np.arange(40.0).reshape(20, 2); y = np.arange(20) % 2
+    >>> train, test = split_train_test(TabularData(X, y, None, ("a", "b")), 0.25)
+    >>> train.n_samples, test.n_samples, int(test.y.sum())
+    (15, 5, 2)
+    """
+    if not isinstance(data, TabularData):
+        raise TypeError(f"data must be a TabularData (from msclassify.tabular), got "
+                        f"{type(data).__name__}")
+    if not 0 < test_fraction < 1:
+        raise ValueError(f"test_fraction must be in (0, 1), got {test_fraction!r}")
+    rows = np.arange(data.n_samples)
+    if data.qid is not None:
+        if np.unique(data.qid).size < 2:
+            raise ValueError("ranking data with a single query cannot be split by query; give a "
+                             "separate test file")
+        splitter = GroupShuffleSplit(n_splits=1, test_size=test_fraction,
+                                     random_state=random_state)
+        train_rows, test_rows = next(splitter.split(rows, groups=data.qid))
+        # keep each query's rows together and in file order
+        train_rows, test_rows = np.sort(train_rows), np.sort(test_rows)
+    else:
+        _, counts = np.unique(data.y, return_counts=True)
+        stratify = data.y if counts.min() >= 2 else None
+        train_rows, test_rows = train_test_split(rows, test_size=test_fraction,
+                                                 random_state=random_state, stratify=stratify)
+
+    def take(selected):
+        qid = None if data.qid is None else data.qid[selected]
+        return TabularData(data.X[selected], data.y[selected], qid, data.feature_names)
+
+    return take(train_rows), take(test_rows)
+
+
+def load_train_test(train_path, test_path=None, cost_path=None, file_format="auto", *,
+                    label_column="label", test_fraction=0.3, random_state=0):
+    """Load training data, test data (a file or a held-out part) and feature costs.
+
+    Parameters
+    ----------
+    train_path : str or Path
+    test_path : str or Path, optional
+        Without it `split_train_test` holds out ``test_fraction`` of the training file.
+    cost_path : str or Path, optional
+        Feature-cost file (one cost per line); it also fixes the column count of
+        svmlight files, whose last features may be absent from every line.
+    file_format, label_column
+        As for `load_table`.
+    test_fraction : float
+        In (0, 1); 0 holds out nothing (``test`` is None then).
+    random_state : int
+
+    Returns
+    -------
+    train : TabularData
+    test : TabularData or None
+    costs : ndarray of shape (M,) or None
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> folder = tempfile.mkdtemp()
+    >>> _ = open(os.path.join(folder, "d.csv"), "w").write("a,b,label\\n" + "1,2,0\\n3,4,1\\n" * 5)
+    >>> _ = open(os.path.join(folder, "c.txt"), "w").write("1\\n9\\n")
+    >>> train, test, costs = load_train_test(os.path.join(folder, "d.csv"),
+    ...                                      cost_path=os.path.join(folder, "c.txt"))
+    >>> train.n_samples, test.n_samples, costs.tolist()
+    (7, 3, [1.0, 9.0])
+    """
+    costs = load_feature_costs(cost_path) if cost_path else None
+    n_features = None if costs is None else costs.size
+    train = load_table(train_path, file_format, label_column=label_column, n_features=n_features)
+    if costs is not None and costs.size != train.n_features:
+        raise ValueError(f"the cost file {cost_path} holds {costs.size} costs but the data has "
+                         f"{train.n_features} features; give one cost per feature, in order")
+    if test_path:
+        test = load_table(test_path, file_format, label_column=label_column,
+                          n_features=train.n_features)
+    elif test_fraction == 0:
+        test = None
+    else:
+        train, test = split_train_test(train, test_fraction, random_state)
+    return train, test, costs
