@@ -224,7 +224,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="smaller data, one repeat")
     parser.add_argument("--no-callgrind", action="store_true",
-                        help="skip the instruction counts (they take minutes under valgrind)")
+                        help="skip the instruction counts (four processes under valgrind, "
+                             "about 40 CPU minutes)")
     args = parser.parse_args()
     n_rows, repeats = (50_000, 1) if args.quick else (200_000, 3)
     results = {"threads": THREADS, "load_average_start": os.getloadavg()[0]}
