@@ -1,9 +1,23 @@
 """CEGB core vs LightGBM: training time, lazy-cost overhead, prediction throughput, accuracy.
 
-Run: ``python benchmarks/bench_core.py [--quick]``. Writes benchmarks/results/core.json.
+Run: ``python benchmarks/bench_core.py [--quick] [--no-callgrind]``. Writes
+benchmarks/results/core.json.
 Everything compared is measured in the same run (the machine is shared and noisy):
 ratios matter, absolute seconds less so. OMP_WAIT_POLICY=PASSIVE is set for both
 libraries (they share the process and would otherwise spin against each other).
+
+Scenarios
+---------
+speed
+    Synthetic 200k x 50 binary, 100 trees x 31 leaves, ours and LightGBM at mu = 0
+    and with lazy per-sample feature costs; prediction of 1M rows.
+instructions
+    A stable measure beside wall time: instructions executed by one fixed small
+    training run (20k x 50, 10 trees x 31 leaves, 2 threads, binning included),
+    ours and LightGBM, counted by ``valgrind --tool=callgrind`` over all threads of
+    a child process: the count with the run minus the same process without it,
+    so start-up, imports and the Numba warm-up are left out. Skipped when
+    valgrind is not installed.
 
 LightGBM's split gain has no 1/2 factor, ours does (docs/design.md), so the same
 penalties need LightGBM's ``cegb_tradeoff = 2 * mu``; its ``cegb_penalty_split``
@@ -12,8 +26,11 @@ is multiplied by the rows in the leaf like our ``split_cost``.
 
 import argparse
 import os
+import re
+import shutil
 import subprocess
 import sys
+import time
 
 # Numba's and LightGBM's OpenMP runtimes share this process: spinning idle workers of one
 # steal the cores of the other, so both are told to sleep when idle.
@@ -21,7 +38,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import numpy as np
 
-from _common import SHARED_DATA, median_time, print_table, write_results
+from _common import REPO, SHARED_DATA, machine, median_time, print_table, write_results
 from shared_sets import load_covtype_20k, load_higgs_sample, load_miniboone_tiny
 
 import lightgbm
@@ -97,6 +114,55 @@ def speed(n_rows, repeats):
     }
 
 
+_COUNTED_RUN = r"""
+import os, sys
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+sys.path[:0] = [{benchmarks!r}, {repo!r}]
+from bench_core import synthetic, ours_params, lgb_params, lgb_train
+which, n_rows, n_trees, counted = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+X, y = synthetic(n_rows)
+if which == "ours":
+    from msclassify.cegb import train
+    run = lambda trees: train(X, y, "binary", ours_params(n_trees=trees))
+else:
+    run = lambda trees: lgb_train(X, y, lgb_params(), trees)
+run(2)  # warm-up (Numba's cache, LightGBM's first call)
+if counted == "1":
+    run(n_trees)
+"""
+
+
+def _instructions(code, *args):
+    """Instructions executed by all threads of ``python -c code *args`` under callgrind."""
+    out = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
+                          sys.executable, "-c", code, *args], capture_output=True, text=True,
+                         env=dict(os.environ, PYTHONHASHSEED="0"))
+    found = re.search(r"Collected\s*:\s*(\d+)", out.stderr)
+    if out.returncode or not found:
+        raise RuntimeError(f"callgrind run {args} failed:\n{out.stderr[-2000:]}")
+    return int(found.group(1))
+
+
+def instruction_counts(n_rows=20_000, n_trees=10):
+    """Instructions of one training run, ours and LightGBM's, counted by callgrind.
+
+    Each count is the process's total over all threads with the training run
+    minus the same process without it (imports, data and warm-up left out).
+    """
+    if shutil.which("valgrind") is None:
+        return {"skipped": "valgrind is not installed"}
+    code = _COUNTED_RUN.format(benchmarks=str(REPO / "benchmarks"), repo=str(REPO))
+    counts = {}
+    for which in ("ours", "lightgbm"):
+        with_run, without = (_instructions(code, which, str(n_rows), str(n_trees), counted)
+                             for counted in ("1", "0"))
+        counts[which] = with_run - without
+    return {"rows": n_rows, "features": 50, "trees": n_trees, "leaves": 31, "threads": THREADS,
+            "instructions_ours": counts["ours"], "instructions_lightgbm": counts["lightgbm"],
+            "instructions_ratio_ours_over_lightgbm": counts["ours"] / counts["lightgbm"],
+            "tool": "valgrind --tool=callgrind, all threads, with minus without the run"}
+
+
 def real_sets():
     sets = {}
     tr, te = load_miniboone_tiny(SHARED_DATA, "train"), load_miniboone_tiny(SHARED_DATA, "test")
@@ -157,13 +223,26 @@ def peak_memory(n_rows):
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="smaller data, one repeat")
+    parser.add_argument("--no-callgrind", action="store_true",
+                        help="skip the instruction counts (four processes under valgrind, "
+                             "about 40 CPU minutes)")
     args = parser.parse_args()
     n_rows, repeats = (50_000, 1) if args.quick else (200_000, 3)
-    results = {"speed": speed(n_rows, repeats), "accuracy": accuracy(),
-               "memory": peak_memory(200_000 if args.quick else 2_000_000)}
+    results = {"threads": THREADS, "load_average_start": os.getloadavg()[0]}
+    start = time.perf_counter()
+    results["speed"] = speed(n_rows, repeats)
+    results["load_average_after_timings"] = os.getloadavg()[0]
+    results["timings_wall_s"] = time.perf_counter() - start
+    if not args.no_callgrind:
+        results["instructions"] = instruction_counts()
+    results["accuracy"] = accuracy()
+    results["memory"] = peak_memory(200_000 if args.quick else 2_000_000)
     path = write_results("core" + ("_quick" if args.quick else ""), results)
     s = results["speed"]
-    print(f"\nTraining {s['rows']}x{s['features']}, 100 trees x 31 leaves (median of {repeats}):")
+    print(f"\n{machine()['cpu']}, {THREADS} threads, load average "
+          f"{results['load_average_start']:.2f} at the start, "
+          f"{results['load_average_after_timings']:.2f} after the timings")
+    print(f"Training {s['rows']}x{s['features']}, 100 trees x 31 leaves (median of {repeats}):")
     print_table([
         {"model": "ours mu=0", "train s": s["train_s_ours_mu0"]},
         {"model": "LightGBM mu=0", "train s": s["train_s_lightgbm_mu0"]},
@@ -175,6 +254,14 @@ def main():
     print(f"predict {s['predict_rows']} rows: ours {s['predict_rows_per_s_ours']:.3g} rows/s, "
           f"LightGBM {s['predict_rows_per_s_lightgbm']:.3g} rows/s "
           f"(ratio {s['predict_throughput_ratio_ours_over_lightgbm']:.2f})\n")
+    if "instructions" in results:
+        ic = results["instructions"]
+        if "skipped" in ic:
+            print(f"instruction counts skipped: {ic['skipped']}")
+        else:
+            print(f"instructions, {ic['rows']}x{ic['features']}, {ic['trees']} trees: ours "
+                  f"{ic['instructions_ours']:.4g}, LightGBM {ic['instructions_lightgbm']:.4g} "
+                  f"(ratio {ic['instructions_ratio_ours_over_lightgbm']:.2f})\n")
     print_table(results["accuracy"], ["data", "mu", "alpha", "auc_ours", "auc_lightgbm", "acc_ours",
                                       "acc_lightgbm", "features_ours", "features_lightgbm"])
     m = results["memory"]

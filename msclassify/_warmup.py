@@ -22,9 +22,9 @@ def warm_up(verbose=True):
         booster.predict_raw(X_typed)
         booster.apply(X_typed)
         booster.cost_curve(X_typed)
-    # Leaves this large (rows x features >= 2**18, features x bins >= 2**16) run the parallel
-    # twins of the histogram and split kernels: compile those too.
-    wide = rng.normal(size=(1100, 256))
+    # Leaves this large (rows x features >= PARALLEL_LEAF_WORK at the root, twice that at a
+    # split) run the parallel twins of the root and split kernels: compile those too.
+    wide = rng.normal(size=(2100, 256))
     train(wide, (wide[:, 0] > 0).astype(float), "binary", dict(n_estimators=1, max_leaves=2))
 
     from .baselines import BudgetRFClassifier

@@ -237,7 +237,7 @@ def test_serial_and_parallel_kernels_have_their_own_cache_entries():
     """Numba caches by function name, bytecode and signature, not by ``parallel``: twins
     compiled from one function under one name would load each other's machine code."""
     from msclassify.cegb import _kernels
-    for name in ("build_histograms", "find_best_splits"):
+    for name in ("root_splits", "split_leaf"):
         serial = getattr(_kernels, name + "_serial").py_func
         parallel = getattr(_kernels, name + "_parallel").py_func
         assert serial.__code__ is parallel.__code__          # one kernel, two compilations
@@ -266,6 +266,61 @@ def test_binning_lookup_gives_the_plain_binary_search_bins():
             expected[m] = np.searchsorted(binner.edges[m, :last], data[:, m], side="left")
             expected[m, np.isnan(data[:, m])] = 255
         np.testing.assert_array_equal(binner.transform(data), expected)
+
+
+def test_parallel_and_serial_growth_give_identical_trees(monkeypatch):
+    """The parallel kernels (chunked partition, features in parallel) must grow exactly the
+    trees of the serial ones: the chunks are fixed, so results do not depend on threads."""
+    from msclassify.cegb import _grow, _kernels
+    rng = np.random.default_rng(4)
+    n = 3 * _kernels.PARTITION_CHUNK + 123          # several partition chunks
+    X = rng.normal(size=(n, 5))
+    X[rng.random(X.shape) < 0.05] = np.nan
+    y = (np.nan_to_num(X[:, 0]) + np.nan_to_num(X[:, 1] * X[:, 2]) > 0).astype(float)
+    sample_weight = np.where(rng.random(n) < 0.3, 0.0, 1.0)       # cost-only rows
+    cost_weight = np.where(sample_weight == 0, 2.5, rng.choice([0.0, 1.0], n))
+    params = dict(n_estimators=4, max_leaves=12, min_samples_leaf=5, cost_tradeoff=1e-3,
+                  split_cost=0.05, feature_costs=[0.1, 0.2, 0.3, 0.4, 0.5],
+                  feature_batch_costs=[0, 5, 0, 5, 0], subsample=0.9, random_state=0)
+    dumps = []
+    for work in (0, 2**62):                          # everything parallel / everything serial
+        monkeypatch.setattr(_grow, "PARALLEL_LEAF_WORK", work)
+        dumps.append(train(X, y, "binary", params, sample_weight=sample_weight,
+                           cost_weight=cost_weight).dump())
+    assert dumps[0] == dumps[1]
+    assert sum(len(t["feature"]) for t in dumps[0]["trees"]) > 4 * 15
+
+
+def test_add_lanes_adds_four_doubles_at_the_offsets():
+    from numba import njit
+    from msclassify.cegb._lanes import add_lanes
+
+    @njit
+    def add(dst, i, src, j):
+        add_lanes(dst, i, src, j)
+
+    dst = np.arange(8.0)
+    add(dst, 3, np.array([10.0, 20.0, 30.0, 40.0, 50.0, 60.0]), 1)
+    np.testing.assert_array_equal(dst, [0, 1, 2, 3 + 20, 4 + 30, 5 + 40, 6 + 50, 7])
+
+
+@pytest.mark.parametrize("missing_left", [True, False])
+def test_prediction_routes_by_threshold_and_missing_direction(missing_left):
+    """A stump on feature 1 with threshold 0.5: <= goes left, > right, NaN by default_left."""
+    from msclassify.cegb import Booster
+    stump = {"feature": [1, -1, -1], "threshold": [0.5, None, None],
+             "default_left": [missing_left, False, False], "left": [1, -1, -1],
+             "right": [2, -1, -1], "value": [0.0, -1.0, 2.0], "count": [3, 1, 2],
+             "share": [1, 1, 1], "gain": [1.0, 0, 0]}
+    booster = Booster.from_dict({
+        "objective": "regression", "n_features": 2, "init_score": [0.25], "split_cost": 0.0,
+        "feature_costs": [0, 0], "feature_batch_costs": [0, 0], "feature_share": [1, 1],
+        "params": {}, "trees": [stump, stump]})
+    X = np.array([[9.0, 0.5], [9.0, 0.4999], [np.nan, 0.5000001], [0.0, np.nan], [0.0, -1e300]])
+    nan_value = -1.0 if missing_left else 2.0
+    expected = 0.25 + 2 * np.array([-1.0, -1.0, 2.0, nan_value, -1.0])
+    np.testing.assert_array_equal(booster.predict_raw(X), expected)
+    np.testing.assert_array_equal(booster.apply(X)[:, 0], [1, 1, 2, 1 if missing_left else 2, 1])
 
 
 def test_threshold_falls_halfway_between_two_tied_groups():

@@ -119,7 +119,8 @@ class Booster:
 
         Keys: ``feature``, ``threshold``, ``default_left``, ``left``, ``right``, ``value``,
         ``node_cost`` (alpha / share at split nodes), ``roots`` (first node of each tree),
-        ``tree_output`` and ``tree_iteration``. Prediction kernels walk these directly.
+        ``tree_output``, ``tree_iteration`` and ``nodes`` (the node fields that prediction
+        reads, one record per node). Prediction kernels walk these directly.
         """
         if self._flat is None:
             sizes = np.array([t["feature"].shape[0] for t in self.trees], dtype=np.int64)
@@ -142,6 +143,8 @@ class Booster:
                 "tree_output": (np.arange(self.n_trees) % self.n_outputs).astype(np.int32),
                 "tree_iteration": (np.arange(self.n_trees) // self.n_outputs).astype(np.int32),
             }
+            self._flat["nodes"] = _predict.pack_nodes(feature, self._flat["threshold"],
+                                                      self._flat["default_left"], left, right)
         return self._flat
 
     # -- prediction ----------------------------------------------------------------------------
@@ -150,8 +153,7 @@ class Booster:
         X = check_features(X, self.n_features)
         f = self.flat_arrays()
         out = np.tile(self.init_score, (X.shape[0], 1))
-        _predict.predict_raw(X, f["feature"], f["threshold"], f["default_left"], f["left"],
-                             f["right"], f["value"], f["roots"], f["tree_output"],
+        _predict.predict_raw(X, f["nodes"], f["value"], f["roots"], f["tree_output"],
                              self._n_trees_for(n_iterations), out)
         return out[:, 0] if self.n_outputs == 1 else out
 
@@ -169,8 +171,7 @@ class Booster:
         X = check_features(X, self.n_features)
         f = self.flat_arrays()
         out = np.empty((X.shape[0], self.n_trees), dtype=np.int32)
-        _predict.predict_leaves(X, f["feature"], f["threshold"], f["default_left"], f["left"],
-                                f["right"], f["roots"], out)
+        _predict.predict_leaves(X, f["nodes"], f["roots"], out)
         return out
 
     def tree_outputs(self, X):
@@ -188,8 +189,7 @@ class Booster:
         n = X.shape[0]
         evaluation, feature = np.zeros(n), np.zeros(n)
         eval_it, feat_it = np.zeros(self.n_iterations), np.zeros(self.n_iterations)
-        _predict.prediction_cost(X, f["feature"], f["threshold"], f["default_left"], f["left"],
-                                 f["right"], f["node_cost"], f["roots"], f["tree_iteration"],
+        _predict.prediction_cost(X, f["nodes"], f["node_cost"], f["roots"], f["tree_iteration"],
                                  self.feature_costs, self._n_trees_for(n_iterations),
                                  self.n_iterations, evaluation, feature, eval_it, feat_it)
         return evaluation, feature, eval_it / n, feat_it / n

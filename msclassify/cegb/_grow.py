@@ -8,9 +8,12 @@ penalised gain (LightGBM 4.7 promotes cached splits with the unpenalised gain).
 """
 
 import numpy as np
+from numba import njit
 
-from ._kernels import (MISSING_BIN, N_SLOTS, build_histograms, find_best_splits, gather_rows,
-                       mark_paid_on_paths, partition, route_binned)
+from ._kernels import (N_SLOTS, PARALLEL_LEAF_WORK, PARTITION_CHUNK, mark_paid_on_paths,
+                       root_splits_parallel, root_splits_serial, route_binned, split_leaf_parallel,
+                       split_leaf_serial)
+from ._lanes import LANES
 
 
 class CostState:
@@ -25,9 +28,9 @@ class CostState:
         self.paid_bits = np.zeros((n_features, (n_rows + 63) // 64), dtype=np.uint64)
 
 
-class _Leaf:
-    __slots__ = ("node", "start", "stop", "depth", "G", "H", "N", "W", "share", "slot",
-                 "gain", "bin", "default_left", "unpaid")
+_NODE_ARRAYS = (("feature", np.int32), ("threshold_bin", np.int32), ("default_left", np.bool_),
+                ("left", np.int32), ("right", np.int32), ("value", np.float64),
+                ("count", np.float64), ("share", np.float64), ("gain", np.float64))
 
 
 class TreeGrower:
@@ -46,6 +49,13 @@ class TreeGrower:
         1 for rows with positive sample weight (they count in ``min_samples_leaf``).
     cost_weight : ndarray of float64, shape (N,)
     state : CostState
+
+    Notes
+    -----
+    A whole tree grows in one compiled call (`_grow_tree`); the arrays it works
+    in are allocated here once per model: a histogram slot per open leaf and,
+    per slot and feature, the best threshold, its unpenalised gain and the
+    unpaid cost weight.
     """
 
     def __init__(self, Xb, binner, params, beta, gamma, share, labelled, cost_weight, state):
@@ -57,81 +67,48 @@ class TreeGrower:
         self.labelled = labelled
         self.cost_weight = cost_weight
         self.state = state
-        self.mu = float(params.cost_tradeoff)
-        self.alpha = float(params.split_cost)
-        self.share = share
-        self.root_share = float(share.max()) if share.size else 1.0
-        self.total_cost_weight = float(cost_weight.sum())
+        total_cost_weight = float(cost_weight.sum())
         if params.feature_cost_mode == "coupled":
             # Paid for every sample at once, the per-sample cost acts as a whole-model cost.
-            self.gamma = gamma + beta * self.total_cost_weight
-            self.beta = np.zeros_like(beta)
-        else:
-            self.gamma = gamma
-            self.beta = beta
-        self.count_unpaid = (self.beta > 0) & (self.mu > 0)
-        self.max_depth = params.max_depth if params.max_depth is not None else np.iinfo(np.int32).max
-        self.hist = np.empty((params.max_leaves, n_features, N_SLOTS, 3))
-        self.scratch = np.empty(n_rows, dtype=np.int32)
-        self.ordered = [np.empty(n_rows) for _ in range(3)]
-        self.ordered_rows = [np.empty(n_rows, dtype=np.int32) for _ in range(2)]
+            gamma = gamma + beta * total_cost_weight
+            beta = np.zeros_like(beta)
+        mu = float(params.cost_tradeoff)
+        self.count_unpaid = (beta > 0) & (mu > 0)
+        self.costs = (self.count_unpaid, state.paid_bits, state.used, np.ascontiguousarray(beta),
+                      np.ascontiguousarray(gamma), share)
+        max_depth = params.max_depth if params.max_depth is not None else np.iinfo(np.int32).max
+        self.settings = (mu, float(params.split_cost), params.evaluation_cost_mode == "leaf",
+                         total_cost_weight, params.share_mode == "path",
+                         params.growth == "breadth_first", int(params.max_leaves), int(max_depth),
+                         float(params.l2_regularization), int(params.min_samples_leaf),
+                         float(params.min_hessian_leaf), float(params.learning_rate),
+                         float(share.max()) if share.size else 1.0, PARALLEL_LEAF_WORK)
+        n_slots = params.max_leaves
+        self.slots = (np.empty((n_slots, n_features, N_SLOTS, LANES)), np.empty((n_slots, n_features)),
+                      np.empty((n_slots, n_features), dtype=np.int32),
+                      np.empty((n_slots, n_features), dtype=np.bool_), np.zeros((n_slots, n_features)))
+        # Gradient, hessian, labelled and a padding lane of every row: one vector per row.
+        self.ghc = np.zeros((n_rows, LANES))
+        self.ghc[:, 2] = labelled
+        self.is_loss = (labelled != 0).astype(np.uint8)
+        # Rows of every leaf: in rows[0] or rows[1] (a split partitions from one into the other).
+        self.rows = np.empty((2, n_rows), dtype=np.int32)
+        self.work = (np.zeros((n_rows + 63) // 64, dtype=np.uint64),
+                     np.empty((n_rows // PARTITION_CHUNK + 1, 5), dtype=np.int64),
+                     np.empty(n_rows, dtype=np.int32), np.empty((n_rows, LANES)),
+                     np.empty(n_rows, dtype=np.int32), np.empty(n_rows))
+        n_nodes = 2 * n_slots - 1
+        self.nodes = tuple(np.empty(n_nodes, dtype=dtype) for _, dtype in _NODE_ARRAYS)
 
-    # -- penalties -----------------------------------------------------------------------------
-    def penalised_gain(self, leaf):
-        """Gain of splitting ``leaf`` on each feature, minus ``mu * dPsi``."""
-        if self.mu == 0.0:
-            return leaf.gain
-        weight = leaf.W if self.p.evaluation_cost_mode == "leaf" else self.total_cost_weight
-        if self.p.share_mode == "path":
-            effective_share = np.minimum(leaf.share, self.share)
-        else:
-            effective_share = self.share
-        penalty = (self.alpha * weight / effective_share
-                   + self.gamma * ~self.state.used
-                   + self.beta * leaf.unpaid)
-        return leaf.gain - self.mu * penalty
-
-    # -- leaf construction ---------------------------------------------------------------------
-    def _new_leaf(self, node, start, stop, depth, G, H, N, W, share, slot):
-        leaf = _Leaf()
-        leaf.node, leaf.start, leaf.stop, leaf.depth = node, start, stop, depth
-        leaf.G, leaf.H, leaf.N, leaf.W, leaf.share, leaf.slot = G, H, N, W, share, slot
-        n_features = self.Xb.shape[0]
-        leaf.gain = np.empty(n_features)
-        leaf.bin = np.empty(n_features, dtype=np.int32)
-        leaf.default_left = np.empty(n_features, dtype=np.bool_)
-        leaf.unpaid = np.zeros(n_features)
-        return leaf
-
-    def _histogram(self, leaf, order, grad, hess, active):
-        rows = order[leaf.start:leaf.stop]
-        n = rows.shape[0]
-        loss_rows, cost_rows = (a[:n] for a in self.ordered_rows)
-        g, h, cw = (a[:n] for a in self.ordered)
-        n_loss, n_cost = gather_rows(rows, grad, hess, self.labelled, self.cost_weight,
-                                     loss_rows, g, h, cost_rows, cw)
-        build_histograms(self.Xb, loss_rows[:n_loss], g[:n_loss], h[:n_loss],
-                         cost_rows[:n_cost], cw[:n_cost], active, self.state.paid_bits,
-                         self.count_unpaid, self.hist[leaf.slot], leaf.unpaid)
-
-    def _find_splits(self, leaf, active):
-        if leaf.depth >= self.max_depth or leaf.N < 2 * self.p.min_samples_leaf:
-            leaf.gain[:] = -np.inf
-            return
-        find_best_splits(self.hist[leaf.slot], self.n_bins, active, leaf.G, leaf.H, leaf.N,
-                         self.p.l2_regularization, self.p.min_samples_leaf, self.p.min_hessian_leaf,
-                         leaf.gain, leaf.bin, leaf.default_left)
-
-    # -- growth --------------------------------------------------------------------------------
-    def grow(self, grad, hess, order, active, all_rows=None):
-        """Grow one tree on ``order`` (the rows of this tree's sample, sorted).
+    def grow(self, grad, hess, sample, active, all_rows=None):
+        """Grow one tree on the rows ``sample``.
 
         Parameters
         ----------
         grad, hess : ndarray of float64, shape (N,)
             Weighted gradients and hessians of all rows.
-        order : ndarray of int32
-            Rows used by this tree; permuted in place into leaf segments.
+        sample : ndarray of int32
+            Rows used by this tree, in increasing order.
         active : ndarray of bool, shape (M,)
             Features this tree may use.
         all_rows : ndarray of int32 or None
@@ -143,54 +120,20 @@ class TreeGrower:
         leaf_of_row : ndarray of int32, shape (N,)
             The leaf node each training row ends in.
         """
-        p = self.p
-        nodes = {k: [] for k in ("feature", "threshold", "threshold_bin", "default_left", "left",
-                                 "right", "value", "count", "share", "gain")}
-
-        def add_node(G, H, N, share):
-            for key, value in (("feature", -1), ("threshold", np.nan), ("threshold_bin", 0),
-                               ("default_left", False), ("left", -1), ("right", -1),
-                               ("value", -G / (H + p.l2_regularization) * p.learning_rate),
-                               ("count", N), ("share", share), ("gain", 0.0)):
-                nodes[key].append(value)
-            return len(nodes["feature"]) - 1
-
-        n = order.shape[0]
-        G = float(grad[order].sum())
-        H = float(hess[order].sum())
-        N = float(self.labelled[order].sum())
-        W = float(self.cost_weight[order].sum())
-        free_slots = list(range(p.max_leaves - 1, 0, -1))
-        root = self._new_leaf(add_node(G, H, N, self.root_share), 0, n, 0, G, H, N, W,
-                              self.root_share, 0)
-        self._histogram(root, order, grad, hess, active)
-        self._find_splits(root, active)
-        open_leaves = [root]
-
-        while len(open_leaves) < p.max_leaves:
-            choice = self._choose(open_leaves)
-            if choice is None:
-                break
-            leaf, m, gain = choice
-            open_leaves.remove(leaf)
-            open_leaves.extend(self._split(leaf, m, gain, nodes, add_node, order, grad, hess,
-                                           active, free_slots))
-
-        tree = {
-            "feature": np.asarray(nodes["feature"], dtype=np.int32),
-            "threshold": np.asarray(nodes["threshold"], dtype=np.float64),
-            "threshold_bin": np.asarray(nodes["threshold_bin"], dtype=np.int32),
-            "default_left": np.asarray(nodes["default_left"], dtype=np.bool_),
-            "left": np.asarray(nodes["left"], dtype=np.int32),
-            "right": np.asarray(nodes["right"], dtype=np.int32),
-            "value": np.asarray(nodes["value"], dtype=np.float64),
-            "count": np.asarray(nodes["count"], dtype=np.float64),
-            "share": np.asarray(nodes["share"], dtype=np.float64),
-            "gain": np.asarray(nodes["gain"], dtype=np.float64),
-        }
+        if sample.shape[0] == grad.shape[0]:  # all rows, in order
+            sums = (grad.sum(), hess.sum(), self.labelled.sum(), self.cost_weight.sum())
+        else:
+            sums = tuple(a[sample].sum() for a in (grad, hess, self.labelled, self.cost_weight))
+        self.rows[0, :sample.shape[0]] = sample
         leaf_of_row = np.empty(self.Xb.shape[1], dtype=np.int32)
-        for leaf in open_leaves:
-            leaf_of_row[order[leaf.start:leaf.stop]] = leaf.node
+        n_nodes = _grow_tree(self.Xb, self.n_bins, active, self.ghc, grad, hess, self.is_loss,
+                             self.cost_weight, self.rows, sample.shape[0],
+                             tuple(float(s) for s in sums), self.work, self.slots, self.costs,
+                             self.settings, self.nodes, leaf_of_row)
+        tree = {name: array[:n_nodes].copy() for (name, _), array in zip(_NODE_ARRAYS, self.nodes)}
+        split = tree["feature"] >= 0
+        tree["threshold"] = np.full(n_nodes, np.nan)
+        tree["threshold"][split] = self.edges[tree["feature"][split], tree["threshold_bin"][split]]
         if all_rows is not None and all_rows.size:
             routed = np.empty(all_rows.shape[0], dtype=np.int32)
             route_binned(self.Xb, all_rows, tree["feature"], tree["threshold_bin"],
@@ -202,68 +145,188 @@ class TreeGrower:
                                    self.state.paid_bits)
         return tree, leaf_of_row
 
-    def _choose(self, open_leaves):
-        """The (leaf, feature, penalised gain) to split next, or None when nothing gains."""
-        best = None
-        for leaf in open_leaves:
-            gains = self.penalised_gain(leaf)
-            m = int(np.argmax(gains))
-            gain = gains[m]
-            if not gain > 0.0:
+
+@njit(cache=True)
+def _penalised_best(gain, unpaid, W, leaf_share, costs, settings):
+    """Best feature of a leaf and its gain minus ``mu * dPsi`` (docs/design.md); the first
+    feature on ties."""
+    _, _, used, beta, gamma, share = costs
+    mu, alpha, leaf_weight, total_cost_weight, path_share = settings[:5]
+    weight = W if leaf_weight else total_cost_weight
+    best = -np.inf
+    best_feature = 0
+    for m in range(gain.shape[0]):
+        g = gain[m]
+        if mu != 0.0:
+            effective_share = min(leaf_share, share[m]) if path_share else share[m]
+            penalty = (alpha * weight / effective_share + gamma[m] * (0.0 if used[m] else 1.0)
+                       + beta[m] * unpaid[m])
+            g = g - mu * penalty
+        if m == 0 or g > best:
+            best = g
+            best_feature = m
+    return best_feature, best
+
+
+@njit(inline="always")
+def _new_node(nodes, node, value, count, share):
+    """Write a new leaf node (no split yet) into the node arrays."""
+    feature, threshold_bin, default_left, left, right, values, counts, shares, gains = nodes
+    feature[node] = -1
+    threshold_bin[node] = 0
+    default_left[node] = False
+    left[node] = -1
+    right[node] = -1
+    values[node] = value
+    counts[node] = count
+    shares[node] = share
+    gains[node] = 0.0
+
+
+@njit(cache=True)
+def _grow_tree(Xb, n_bins, active, ghc, grad, hess, is_loss, cost_weight, rows, n, root_sums,
+               work, slots, costs, settings, nodes, leaf_of_row):
+    """Grow one tree best-first (or breadth-first); returns its number of nodes.
+
+    Open leaves are kept in a list in creation order (a split removes the leaf
+    and appends its left, then right child); the next split is the open leaf
+    with the largest penalised gain, the first one on ties. A leaf's ranking is
+    cached until a split pays a new feature's whole-model cost. Nodes are
+    written to ``nodes`` in creation order, ``leaf_of_row`` gets the leaf of
+    row of the tree (``rows[0, :n]``).
+    """
+    cost_mask, chunk_counts, loss_rows, sorted_ghc, cost_rows, sorted_cost = work
+    hist, gain, split_bin, default_left, unpaid = slots
+    count_unpaid, paid_bits, used, beta, gamma, share = costs
+    (mu, alpha, leaf_weight, total_cost_weight, path_share, breadth_first, max_leaves, max_depth,
+     l2, min_samples, min_hessian, learning_rate, root_share, parallel_work) = settings
+    n_features = Xb.shape[0]
+    node_feature, node_bin, node_default_left, node_left, node_right, _, _, node_share, \
+        node_gain = nodes
+    for i in range(ghc.shape[0]):
+        ghc[i, 0] = grad[i]
+        ghc[i, 1] = hess[i]
+    order = rows[0]
+    if count_unpaid.any():
+        cost_mask[:] = 0
+        for k in range(n):
+            i = order[k]
+            if cost_weight[i] != 0.0:
+                cost_mask[i >> 6] |= np.uint64(1) << np.uint64(i & 63)
+
+    # Per slot (open leaf): its node, rows rows[leaf_rows, start:stop], depth, sums, share, ranking.
+    leaf_node = np.empty(max_leaves, dtype=np.int64)
+    leaf_start = np.empty(max_leaves, dtype=np.int64)
+    leaf_stop = np.empty(max_leaves, dtype=np.int64)
+    leaf_rows = np.empty(max_leaves, dtype=np.int64)  # which of the two row buffers
+    leaf_depth = np.empty(max_leaves, dtype=np.int64)
+    leaf_sums = np.empty((max_leaves, 4))
+    leaf_share = np.empty(max_leaves)
+    best_feature = np.empty(max_leaves, dtype=np.int64)
+    best_gain = np.empty(max_leaves)
+    ranked_at = np.empty(max_leaves, dtype=np.int64)
+    open_slots = np.empty(max_leaves, dtype=np.int64)
+    penalty_version = 0
+
+    G, H, N, W = root_sums
+    _new_node(nodes, 0, -G / (H + l2) * learning_rate, N, root_share)
+    n_nodes = 1
+    leaf_node[0], leaf_start[0], leaf_stop[0], leaf_depth[0], leaf_rows[0] = 0, 0, n, 0, 0
+    leaf_sums[0, 0], leaf_sums[0, 1], leaf_sums[0, 2], leaf_sums[0, 3] = G, H, N, W
+    leaf_share[0] = root_share
+    root_may_split = 0 < max_depth and N >= 2 * min_samples
+    root_args = (Xb, order, n, ghc, is_loss, cost_weight, cost_mask, paid_bits, count_unpaid,
+                 n_bins, active, G, H, N, root_may_split, l2, min_samples, min_hessian, loss_rows,
+                 sorted_ghc, hist, gain, split_bin, default_left, unpaid)
+    if n * n_features >= parallel_work:
+        root_splits_parallel(*root_args)
+    else:
+        root_splits_serial(*root_args)
+    best_feature[0], best_gain[0] = _penalised_best(gain[0], unpaid[0], W, root_share, costs,
+                                                    settings)
+    ranked_at[0] = penalty_version
+    open_slots[0] = 0
+    n_open = 1
+
+    while n_open < max_leaves:
+        chosen = -1
+        for k in range(n_open):
+            s = open_slots[k]
+            if ranked_at[s] != penalty_version:
+                best_feature[s], best_gain[s] = _penalised_best(
+                    gain[s], unpaid[s], leaf_sums[s, 3], leaf_share[s], costs, settings)
+                ranked_at[s] = penalty_version
+            if not best_gain[s] > 0.0:
                 continue
-            if self.p.growth == "breadth_first":
-                key = (-leaf.depth, gain)
+            if chosen < 0:
+                better = True
+            elif breadth_first:
+                better = leaf_depth[s] < leaf_depth[open_slots[chosen]] or (
+                    leaf_depth[s] == leaf_depth[open_slots[chosen]]
+                    and best_gain[s] > best_gain[open_slots[chosen]])
             else:
-                key = (gain,)
-            if best is None or key > best[0]:
-                best = (key, leaf, m, float(gain))
-        return None if best is None else best[1:]
+                better = best_gain[s] > best_gain[open_slots[chosen]]
+            if better:
+                chosen = k
+        if chosen < 0:
+            break
+        slot = open_slots[chosen]
+        for k in range(chosen, n_open - 1):
+            open_slots[k] = open_slots[k + 1]
+        n_open -= 1
 
-    def _split(self, leaf, m, gain, nodes, add_node, order, grad, hess, active, free_slots):
-        p = self.p
-        threshold_bin = int(leaf.bin[m])
-        default_left = bool(leaf.default_left[m])
-        mark_paid = bool(self.count_unpaid[m])
-        n_left, w_left = partition(order, leaf.start, leaf.stop, self.Xb[m], threshold_bin,
-                                   default_left, self.cost_weight, self.state.paid_bits[m],
-                                   mark_paid, self.scratch)
-        self.state.used[m] = True
+        m = best_feature[slot]
+        threshold_bin = split_bin[slot, m]
+        missing_left = default_left[slot, m]
+        start, stop, depth = leaf_start[slot], leaf_stop[slot], leaf_depth[slot]
+        G, H, N, W = leaf_sums[slot, 0], leaf_sums[slot, 1], leaf_sums[slot, 2], leaf_sums[slot, 3]
+        new_slot = n_open + 1  # slots are handed out in order and never freed
+        src = leaf_rows[slot]
+        split_args = (Xb, rows, src, start, stop, m, threshold_bin, missing_left, ghc, is_loss,
+                      cost_weight, mu != 0.0, paid_bits, count_unpaid, n_bins, active, G, H, N,
+                      depth + 1 < max_depth, l2, min_samples, min_hessian, chunk_counts,
+                      loss_rows, sorted_ghc, cost_rows, sorted_cost, hist, slot, new_slot, gain,
+                      split_bin, default_left, unpaid)
+        # The smaller child, histogrammed, has at most half the parent's rows.
+        if (stop - start) * n_features >= 2 * parallel_work:
+            n_left, w_left, GL, HL, NL = split_leaf_parallel(*split_args)
+        else:
+            n_left, w_left, GL, HL, NL = split_leaf_serial(*split_args)
+        if not used[m]:
+            used[m] = True
+            penalty_version += 1
+        child_share = min(leaf_share[slot], share[m]) if path_share else share[m]
 
-        hm = self.hist[leaf.slot, m]
-        left_stats = hm[: threshold_bin + 1].sum(axis=0)
-        if default_left:
-            left_stats = left_stats + hm[MISSING_BIN]
-        GL, HL, NL = (float(v) for v in left_stats)
-        GR, HR, NR = leaf.G - GL, leaf.H - HL, leaf.N - NL
-        WL, WR = w_left, leaf.W - w_left
-        child_share = min(leaf.share, self.share[m]) if p.share_mode == "path" else self.share[m]
+        node = leaf_node[slot]
+        node_feature[node] = m
+        node_bin[node] = threshold_bin
+        node_default_left[node] = missing_left
+        node_gain[node] = best_gain[slot]
+        node_share[node] = child_share
+        node_left[node] = n_nodes
+        node_right[node] = n_nodes + 1
+        mid = start + n_left
+        small_is_left = n_left <= stop - mid
+        children = (
+            (n_nodes, new_slot if small_is_left else slot, start, mid, GL, HL, NL, w_left),
+            (n_nodes + 1, slot if small_is_left else new_slot, mid, stop, G - GL, H - HL, N - NL,
+             W - w_left))
+        for child, s, lo, hi, Gc, Hc, Nc, Wc in children:
+            _new_node(nodes, child, -Gc / (Hc + l2) * learning_rate, Nc, child_share)
+            leaf_node[s], leaf_start[s], leaf_stop[s], leaf_depth[s] = child, lo, hi, depth + 1
+            leaf_rows[s] = 1 - src
+            leaf_sums[s, 0], leaf_sums[s, 1], leaf_sums[s, 2], leaf_sums[s, 3] = Gc, Hc, Nc, Wc
+            leaf_share[s] = child_share
+            best_feature[s], best_gain[s] = _penalised_best(gain[s], unpaid[s], Wc, child_share,
+                                                            costs, settings)
+            ranked_at[s] = penalty_version
+            open_slots[n_open] = s
+            n_open += 1
+        n_nodes += 2
 
-        node = leaf.node
-        nodes["feature"][node] = m
-        nodes["threshold_bin"][node] = threshold_bin
-        nodes["threshold"][node] = float(self.edges[m, threshold_bin])
-        nodes["default_left"][node] = default_left
-        nodes["gain"][node] = gain
-        nodes["share"][node] = child_share
-        left_node = add_node(GL, HL, NL, child_share)
-        right_node = add_node(GR, HR, NR, child_share)
-        nodes["left"][node] = left_node
-        nodes["right"][node] = right_node
-
-        mid = leaf.start + n_left
-        left = self._new_leaf(left_node, leaf.start, mid, leaf.depth + 1, GL, HL, NL, WL,
-                              child_share, -1)
-        right = self._new_leaf(right_node, mid, leaf.stop, leaf.depth + 1, GR, HR, NR, WR,
-                               child_share, -1)
-        small, large = (left, right) if n_left <= leaf.stop - mid else (right, left)
-        small.slot = free_slots.pop()
-        large.slot = leaf.slot
-        self._histogram(small, order, grad, hess, active)
-        # Larger child by subtraction, for the histogram and the unpaid counts alike.
-        self.hist[large.slot] -= self.hist[small.slot]
-        np.subtract(leaf.unpaid, small.unpaid, out=large.unpaid)
-        np.maximum(large.unpaid, 0.0, out=large.unpaid)
-        large.unpaid[m] = 0.0
-        self._find_splits(left, active)
-        self._find_splits(right, active)
-        return left, right
+    for k in range(n_open):
+        s = open_slots[k]
+        leaf = rows[leaf_rows[s]]
+        for j in range(leaf_start[s], leaf_stop[s]):
+            leaf_of_row[leaf[j]] = leaf_node[s]
+    return n_nodes

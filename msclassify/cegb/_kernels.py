@@ -5,8 +5,9 @@ Binned data is stored feature-major, ``Xb[m, i]`` (uint8), so each thread of a
 missing values; value bins are ``0 .. n_bins[m]-1`` where bin ``b`` holds
 ``edges[m, b-1] < x <= edges[m, b]``.
 
-Histograms have shape ``(M, 256, 3)``: per bin the sums of gradient, hessian and
-the number of labelled samples (``sample_weight > 0``).
+Histograms have shape ``(M, 256, 4)``: per bin the sums of gradient, hessian and
+the number of labelled samples (``sample_weight > 0``), and a padding lane, so
+that a bin is one 4-lane vector (`add_lanes`).
 """
 
 import types
@@ -14,8 +15,12 @@ import types
 import numpy as np
 from numba import njit, prange
 
+from ._lanes import LANES, add_lanes
+
 MISSING_BIN = 255
 N_SLOTS = 256
+# Rows per chunk of the partition (fixed, so that results do not depend on the thread count).
+PARTITION_CHUNK = 4096
 
 
 @njit(parallel=True, cache=True)
@@ -91,115 +96,331 @@ def bin_lookup_tables(edges, n_bins, n_cells=1024):
     return origin, scale, first
 
 
-@njit(cache=True)
-def gather_rows(rows, grad, hess, labelled, cost_weight, loss_rows, g_out, h_out, cost_rows,
-                c_out):
-    """Copy per-row statistics into leaf order so histogram loops read them sequentially.
+@njit(inline="always")
+def _gather_loss(order, lo, hi, ghc, is_loss, loss_rows, sorted_ghc):
+    """Copy the statistics of a leaf's labelled rows into leaf order, for sequential reading.
 
-    Rows without loss weight add nothing to the histograms and rows without cost
-    weight nothing to the unpaid sums (pixel training has many of both kinds),
-    so each loop gets only its own rows. Returns ``(n_loss, n_cost)``: the
-    outputs are filled up to these counts.
+    Rows without loss weight add nothing to the histograms (pixel training has
+    many), so they are left out. A leaf whose rows are consecutive and all
+    labelled (the root without subsampling) is read in place: the returned
+    ``first`` is its first row, else -1. Returns ``(first, n_loss)``.
     """
-    n_loss = 0
-    n_cost = 0
-    for k in range(rows.shape[0]):
+    first = order[lo] if hi > lo else -1
+    if first >= 0 and order[hi - 1] - first == hi - lo - 1:
+        for i in range(first, first + hi - lo):
+            if not is_loss[i]:
+                first = -1
+                break
+    else:
+        first = -1
+    if first >= 0:
+        return first, hi - lo
+    return first, _gather(order, lo, hi, ghc, is_loss, loss_rows, sorted_ghc, 0)
+
+
+@njit(inline="always")
+def _gather(rows, lo, hi, ghc, is_loss, loss_rows, sorted_ghc, at):
+    """Copy the labelled rows of ``rows[lo:hi]`` and their statistics into ``loss_rows`` and
+    ``sorted_ghc`` from position ``at`` on; returns the position after the last one."""
+    for k in range(lo, hi):
         i = rows[k]
-        if labelled[i] != 0.0:
-            loss_rows[n_loss] = i
-            g_out[n_loss] = grad[i]
-            h_out[n_loss] = hess[i]
-            n_loss += 1
-        if cost_weight[i] != 0.0:
-            cost_rows[n_cost] = i
-            c_out[n_cost] = cost_weight[i]
-            n_cost += 1
-    return n_loss, n_cost
+        if is_loss[i]:
+            loss_rows[at] = i
+            for j in range(LANES):
+                sorted_ghc[at, j] = ghc[i, j]
+            at += 1
+    return at
 
 
-def _build_histograms(Xb, loss_rows, g, h, cost_rows, c, active, paid_bits, count_unpaid,
-                      hist, unpaid):
-    """Histograms of one leaf, and per feature the cost weight of rows that have not paid it.
+@njit(inline="always")
+def _histogram(col, hm, first, n_loss, loss_rows, ghc, sorted_ghc):
+    """One feature's histogram ``hm`` (N_SLOTS, LANES) of a leaf gathered by `_gather_loss`."""
+    hm[:, :] = 0.0
+    if first >= 0:
+        for k in range(first, first + n_loss):
+            add_lanes(hm, np.intp(col[k]) * LANES, ghc, k * LANES)
+    else:
+        for k in range(n_loss):
+            add_lanes(hm, np.intp(col[loss_rows[k]]) * LANES, sorted_ghc, k * LANES)
 
-    ``g, h`` are in the order of ``loss_rows`` and ``c`` in that of
-    ``cost_rows`` (see `gather_rows`). ``count_unpaid[m]`` says whether feature m
-    carries a per-sample cost; only then is its bitset read.
+
+@njit(inline="always")
+def _unpaid(bits, cost_rows, sorted_cost, n_cost):
+    """Cost weight of the gathered cost rows whose bit in ``bits`` is not set."""
+    total = 0.0
+    for k in range(n_cost):
+        i = cost_rows[k]
+        if (bits[i >> 6] >> np.uint64(i & 63)) & np.uint64(1) == 0:
+            total += sorted_cost[k]
+    return total
+
+
+@njit(inline="always")
+def _best_split(hm, n_bins, G, H, N, l2, min_samples, min_hessian):
+    """Best threshold of one feature by the second-order gain (with the 1/2 factor).
+
+    Returns ``(gain, bin, missing_left)``; the gain is ``-inf`` without a valid
+    split. The cost penalty does not depend on the threshold, so it is applied
+    later when features and leaves are compared.
     """
-    n_features = Xb.shape[0]
-    n_loss = loss_rows.shape[0]
-    n_cost = cost_rows.shape[0]
-    for m in prange(n_features):
-        hm = hist[m]
-        hm[:, :] = 0.0
-        unpaid[m] = 0.0
+    best = -np.inf
+    best_bin = 0
+    best_left = False
+    if n_bins < 2:
+        return best, best_bin, best_left
+    parent = G * G / (H + l2)
+    g_miss = hm[MISSING_BIN, 0]
+    h_miss = hm[MISSING_BIN, 1]
+    n_miss = hm[MISSING_BIN, 2]
+    has_missing = n_miss > 0 or h_miss > 0
+    gl = 0.0
+    hl = 0.0
+    nl = 0.0
+    for b in range(n_bins - 1):
+        gl += hm[b, 0]
+        hl += hm[b, 1]
+        nl += hm[b, 2]
+        for missing_left in range(2 if has_missing else 1):
+            gL = gl + g_miss * missing_left
+            hL = hl + h_miss * missing_left
+            nL = nl + n_miss * missing_left
+            gR = G - gL
+            hR = H - hL
+            nR = N - nL
+            if nL < min_samples or nR < min_samples or hL < min_hessian or hR < min_hessian:
+                continue
+            gain = 0.5 * (gL * gL / (hL + l2) + gR * gR / (hR + l2) - parent)
+            if gain > best:
+                best = gain
+                best_bin = b
+                best_left = missing_left == 1
+    return best, best_bin, best_left
+
+
+@njit(inline="always")
+def _unpaid_of_rows(bits, mask, cost_weight):
+    """Cost weight of the rows set in ``mask`` whose bit in ``bits`` is not set, in row order.
+
+    Word by word: a word of 64 rows that have all paid costs one test, so once
+    most rows have paid a feature this is nearly free.
+    """
+    total = 0.0
+    for w in range(mask.shape[0]):
+        todo = mask[w] & ~bits[w]
+        if todo == 0:
+            continue
+        base = w << 6
+        for j in range(64):
+            if (todo >> np.uint64(j)) & np.uint64(1):
+                total += cost_weight[base + j]
+    return total
+
+
+def _root_splits(Xb, order, n, ghc, is_loss, cost_weight, cost_mask, paid_bits, count_unpaid,
+                 n_bins, active, G, H, N, splittable, l2, min_samples, min_hessian, loss_rows,
+                 sorted_ghc, hist, gain, split_bin, default_left, unpaid):
+    """Histograms, unpaid cost weights and best splits of the root (rows ``order[:n]``, slot 0).
+
+    ``cost_mask`` is a bitset of the root's rows that carry cost weight (read
+    only for features with a per-sample cost). Features run in parallel (in the
+    parallel twin): each one's histogram is built, searched and left in
+    ``hist[0, m]``.
+    """
+    first, n_loss = _gather_loss(order, 0, n, ghc, is_loss, loss_rows, sorted_ghc)
+    for m in prange(Xb.shape[0]):
+        gain[0, m] = -np.inf
+        split_bin[0, m] = 0
+        default_left[0, m] = False
+        unpaid[0, m] = 0.0
         if not active[m]:
             continue
-        col = Xb[m]
-        for k in range(n_loss):
-            b = col[loss_rows[k]]
-            hm[b, 0] += g[k]
-            hm[b, 1] += h[k]
-            hm[b, 2] += 1.0
+        hm = hist[0, m]
+        _histogram(Xb[m], hm, first, n_loss, loss_rows, ghc, sorted_ghc)
         if count_unpaid[m]:
-            bits = paid_bits[m]
-            total = 0.0
-            for k in range(n_cost):
-                i = cost_rows[k]
-                if (bits[i >> 6] >> np.uint64(i & 63)) & np.uint64(1) == 0:
-                    total += c[k]
-            unpaid[m] = total
+            unpaid[0, m] = _unpaid_of_rows(paid_bits[m], cost_mask, cost_weight)
+        if splittable:
+            gain[0, m], split_bin[0, m], default_left[0, m] = _best_split(
+                hm, n_bins[m], G, H, N, l2, min_samples, min_hessian)
 
 
-def _find_best_splits(hist, n_bins, active, G, H, N, l2, min_samples, min_hessian,
-                      gain_out, bin_out, default_left_out):
-    """Best threshold per feature by the second-order gain (with the 1/2 factor).
+def _split_leaf(Xb, rows, src, start, stop, feature, threshold_bin, missing_left, ghc, is_loss,
+                cost_weight, weigh, paid_bits, count_unpaid, n_bins, active, G, H, N,
+                children_may_split, l2, min_samples, min_hessian, chunk_counts, loss_rows,
+                sorted_ghc, cost_rows, sorted_cost, hist, slot, new_slot, gain, split_bin,
+                default_left, unpaid):
+    """Split the leaf in ``slot`` and prepare both children.
 
-    The cost penalty does not depend on the threshold, so it is applied later
-    when features and leaves are compared. Features without a valid split get
-    ``-inf``.
+    The leaf's rows ``rows[src, start:stop]`` are partitioned into
+    ``rows[1 - src, start:stop]``, left child first, both in their previous
+    order; when ``feature`` has a per-sample cost, all of them are recorded as
+    having paid it. The child with fewer rows gets ``new_slot``: its histograms
+    are built; the other child's are the parent's minus those, in place in
+    ``slot``. Then both children's best splits and unpaid cost weights, feature by
+    feature.
+
+    The parallel twin partitions in chunks of `PARTITION_CHUNK` rows (one
+    parallel pass counts, one places each row and gathers the smaller child's
+    statistics), then runs the features in parallel. The chunks do not depend on
+    the number of threads, so neither does the result.
+
+    Returns ``(n_left, w_left, G_left, H_left, N_left)``: the left child's row
+    count, cost weight (0 unless ``weigh``) and gradient, hessian and labelled
+    sums (taken from the parent's histogram, so they agree with the split search).
     """
-    n_features = hist.shape[0]
-    parent = G * G / (H + l2)
-    for m in prange(n_features):
-        best = -np.inf
-        best_bin = 0
-        best_left = False
-        if active[m] and n_bins[m] >= 2:
-            hm = hist[m]
-            g_miss = hm[MISSING_BIN, 0]
-            h_miss = hm[MISSING_BIN, 1]
-            n_miss = hm[MISSING_BIN, 2]
-            has_missing = n_miss > 0 or h_miss > 0
-            gl = 0.0
-            hl = 0.0
-            nl = 0.0
-            for b in range(n_bins[m] - 1):
-                gl += hm[b, 0]
-                hl += hm[b, 1]
-                nl += hm[b, 2]
-                for missing_left in range(2 if has_missing else 1):
-                    gL = gl + g_miss * missing_left
-                    hL = hl + h_miss * missing_left
-                    nL = nl + n_miss * missing_left
-                    gR = G - gL
-                    hR = H - hL
-                    nR = N - nL
-                    if nL < min_samples or nR < min_samples or hL < min_hessian or hR < min_hessian:
-                        continue
-                    gain = 0.5 * (gL * gL / (hL + l2) + gR * gR / (hR + l2) - parent)
-                    if gain > best:
-                        best = gain
-                        best_bin = b
-                        best_left = missing_left == 1
-        gain_out[m] = best
-        bin_out[m] = best_bin
-        default_left_out[m] = best_left
+    hm = hist[slot, feature]
+    GL = 0.0
+    HL = 0.0
+    NL = 0.0
+    for b in range(threshold_bin + 1):
+        GL += hm[b, 0]
+        HL += hm[b, 1]
+        NL += hm[b, 2]
+    if missing_left:
+        GL += hm[MISSING_BIN, 0]
+        HL += hm[MISSING_BIN, 1]
+        NL += hm[MISSING_BIN, 2]
+    GR = G - GL
+    HR = H - HL
+    NR = N - NL
+
+    order = rows[src]
+    dest = rows[1 - src]
+    column = Xb[feature]
+    want_cost = count_unpaid.any()
+    n_chunks = (stop - start + PARTITION_CHUNK - 1) // PARTITION_CHUNK
+    # Per chunk: rows going left, labelled rows left / right, cost rows left / right.
+    counts = chunk_counts[:n_chunks]
+    weights = np.zeros(n_chunks)
+    for c in prange(n_chunks):
+        lo = start + c * PARTITION_CHUNK
+        hi = min(lo + PARTITION_CHUNK, stop)
+        n_left = 0
+        loss_left = 0
+        loss_all = 0
+        cost_left = 0
+        cost_all = 0
+        w = 0.0
+        for k in range(lo, hi):
+            i = order[k]
+            b = column[i]
+            goes_left = missing_left if b == MISSING_BIN else b <= threshold_bin
+            n_left += goes_left
+            loss_all += is_loss[i]
+            loss_left += is_loss[i] & goes_left
+            if weigh:
+                w += cost_weight[i] * goes_left
+            if want_cost:
+                has_cost = cost_weight[i] != 0.0
+                cost_all += has_cost
+                cost_left += has_cost & goes_left
+        counts[c, 0] = n_left
+        counts[c, 1] = loss_left
+        counts[c, 2] = loss_all - loss_left
+        counts[c, 3] = cost_left
+        counts[c, 4] = cost_all - cost_left
+        weights[c] = w
+    n_left = 0
+    w_left = 0.0
+    for c in range(n_chunks):
+        n_left += counts[c, 0]
+        w_left += weights[c]
+    mid = start + n_left
+    small_is_left = n_left <= stop - mid
+    # Where each chunk's rows go: its first left and right position, and its first
+    # labelled and cost row of the smaller child in the gathered arrays.
+    left_at = start
+    right_at = mid
+    loss_at = 0
+    cost_at = 0
+    for c in range(n_chunks):
+        n_chunk = min(PARTITION_CHUNK, stop - start - c * PARTITION_CHUNK)
+        chunk_left, chunk_loss, chunk_cost = counts[c, 0], 0, 0
+        if small_is_left:
+            chunk_loss, chunk_cost = counts[c, 1], counts[c, 3]
+        else:
+            chunk_loss, chunk_cost = counts[c, 2], counts[c, 4]
+        counts[c, 0], counts[c, 1], counts[c, 2], counts[c, 3] = left_at, right_at, loss_at, cost_at
+        left_at += chunk_left
+        right_at += n_chunk - chunk_left
+        loss_at += chunk_loss
+        cost_at += chunk_cost
+    n_loss = loss_at
+    n_cost = cost_at
+    for c in prange(n_chunks):
+        lo = start + c * PARTITION_CHUNK
+        hi = min(lo + PARTITION_CHUNK, stop)
+        left_start = counts[c, 0]
+        right_start = counts[c, 1]
+        at_left = left_start
+        at_right = right_start
+        for k in range(lo, hi):
+            i = order[k]
+            b = column[i]
+            goes_left = missing_left if b == MISSING_BIN else b <= threshold_bin
+            dest[at_left if goes_left else at_right] = i
+            at_left += goes_left
+            at_right += 1 - goes_left
+        small_lo, small_hi = (left_start, at_left) if small_is_left else (right_start, at_right)
+        _gather(dest, small_lo, small_hi, ghc, is_loss, loss_rows, sorted_ghc, counts[c, 2])
+        if want_cost:
+            at = counts[c, 3]
+            for k in range(small_lo, small_hi):
+                i = dest[k]
+                if cost_weight[i] != 0.0:
+                    cost_rows[at] = i
+                    sorted_cost[at] = cost_weight[i]
+                    at += 1
+    if count_unpaid[feature]:
+        bits = paid_bits[feature]
+        for k in range(start, stop):
+            i = dest[k]
+            bits[i >> 6] |= np.uint64(1) << np.uint64(i & 63)
+
+    left_may_split = children_may_split and NL >= 2 * min_samples
+    right_may_split = children_may_split and NR >= 2 * min_samples
+    if small_is_left:
+        small_may_split, large_may_split = left_may_split, right_may_split
+        Gs, Hs, Ns, Gl, Hl, Nl = GL, HL, NL, GR, HR, NR
+    else:
+        small_may_split, large_may_split = right_may_split, left_may_split
+        Gs, Hs, Ns, Gl, Hl, Nl = GR, HR, NR, GL, HL, NL
+    for m in prange(Xb.shape[0]):
+        parent_unpaid = unpaid[slot, m]
+        gain[new_slot, m] = -np.inf
+        split_bin[new_slot, m] = 0
+        default_left[new_slot, m] = False
+        unpaid[new_slot, m] = 0.0
+        gain[slot, m] = -np.inf
+        split_bin[slot, m] = 0
+        default_left[slot, m] = False
+        unpaid[slot, m] = 0.0
+        if not active[m]:
+            continue
+        small = hist[new_slot, m]
+        large = hist[slot, m]
+        _histogram(Xb[m], small, -1, n_loss, loss_rows, ghc, sorted_ghc)
+        for b in range(N_SLOTS):
+            for j in range(LANES):
+                large[b, j] -= small[b, j]
+        if count_unpaid[m] and parent_unpaid > 0.0:
+            # A child of a leaf whose rows have all paid m has nothing left to pay.
+            small_unpaid = _unpaid(paid_bits[m], cost_rows, sorted_cost, n_cost)
+            unpaid[new_slot, m] = small_unpaid
+            if m != feature:
+                unpaid[slot, m] = max(parent_unpaid - small_unpaid, 0.0)
+        if small_may_split:
+            gain[new_slot, m], split_bin[new_slot, m], default_left[new_slot, m] = _best_split(
+                small, n_bins[m], Gs, Hs, Ns, l2, min_samples, min_hessian)
+        if large_may_split:
+            gain[slot, m], split_bin[slot, m], default_left[slot, m] = _best_split(
+                large, n_bins[m], Gl, Hl, Nl, l2, min_samples, min_hessian)
+    return n_left, w_left, GL, HL, NL
 
 
 # A parallel region costs tens of microseconds when cores are free and milliseconds when
-# they are busy (a GUI, other processes): small leaves and split searches run serially.
-PARALLEL_HISTOGRAM_WORK = 1 << 18
-PARALLEL_SPLIT_WORK = 1 << 16
+# they are busy (a GUI, other processes): leaves with less work than this (rows x features
+# histogrammed) run serially.
+PARALLEL_LEAF_WORK = 1 << 18
 
 
 def _renamed(function, suffix):
@@ -218,54 +439,10 @@ def _renamed(function, suffix):
     return twin
 
 
-build_histograms_parallel = njit(parallel=True, cache=True)(_build_histograms)
-build_histograms_serial = njit(cache=True)(_renamed(_build_histograms, "_serial"))
-find_best_splits_parallel = njit(parallel=True, cache=True)(_find_best_splits)
-find_best_splits_serial = njit(cache=True)(_renamed(_find_best_splits, "_serial"))
-
-
-def build_histograms(Xb, loss_rows, g, h, cost_rows, *args):
-    work = (loss_rows.shape[0] + cost_rows.shape[0]) * Xb.shape[0]
-    kernel = build_histograms_parallel if work >= PARALLEL_HISTOGRAM_WORK else \
-        build_histograms_serial
-    kernel(Xb, loss_rows, g, h, cost_rows, *args)
-
-
-def find_best_splits(hist, *args):
-    kernel = (find_best_splits_parallel if hist.shape[0] * hist.shape[1] >= PARALLEL_SPLIT_WORK
-              else find_best_splits_serial)
-    kernel(hist, *args)
-
-
-@njit(cache=True)
-def partition(order, start, stop, column, threshold_bin, default_left, cost_weight,
-              paid_bits, mark_paid, scratch):
-    """Stable in-place partition of ``order[start:stop]`` by a split.
-
-    Returns the number of rows going left and their cost weight. When
-    ``mark_paid``, every row of the leaf is recorded as having paid the
-    feature's per-sample cost (``paid_bits`` is that feature's bitset).
-    """
-    n_left = 0
-    w_left = 0.0
-    n_right = 0
-    size = stop - start
-    for k in range(start, stop):
-        i = order[k]
-        b = column[i]
-        goes_left = default_left if b == MISSING_BIN else b <= threshold_bin
-        if goes_left:
-            order[start + n_left] = i
-            n_left += 1
-            w_left += cost_weight[i]
-        else:
-            scratch[n_right] = i
-            n_right += 1
-        if mark_paid:
-            paid_bits[i >> 6] |= np.uint64(1) << np.uint64(i & 63)
-    for k in range(n_right):
-        order[start + n_left + k] = scratch[k]
-    return n_left, w_left
+root_splits_parallel = njit(parallel=True, cache=True)(_root_splits)
+root_splits_serial = njit(cache=True)(_renamed(_root_splits, "_serial"))
+split_leaf_parallel = njit(parallel=True, cache=True)(_split_leaf)
+split_leaf_serial = njit(cache=True)(_renamed(_split_leaf, "_serial"))
 
 
 @njit(parallel=True, cache=True)

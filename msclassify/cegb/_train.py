@@ -102,9 +102,9 @@ def train(X, y, objective="binary", params=None, n_classes=None, sample_weight=N
         active = np.zeros(n_features, dtype=np.bool_)
         active[rng.choice(n_features, n_active, replace=False)] = True
         for k in range(K):
-            order = sampled.copy()
             tree, leaf_of_row = grower.grow(np.ascontiguousarray(grad[:, k]),
-                                            np.ascontiguousarray(hess[:, k]), order, active, outside)
+                                            np.ascontiguousarray(hess[:, k]), sampled, active,
+                                            outside)
             raw[:, k] += tree["value"][leaf_of_row]
             trees.append(tree)
         if callback is not None and callback(iteration + 1, p.n_estimators):
