@@ -119,7 +119,7 @@ import os, sys
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 sys.path[:0] = [{benchmarks!r}, {repo!r}]
 from bench_core import synthetic, ours_params, lgb_params, lgb_train
-which, n_rows, n_trees, counted = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+which, n_rows, n_trees = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 X, y = synthetic(n_rows)
 if which == "ours":
     from msclassify.cegb import train
@@ -127,40 +127,58 @@ if which == "ours":
 else:
     run = lambda trees: lgb_train(X, y, lgb_params(), trees)
 run(2)  # warm-up (Numba's cache, LightGBM's first call)
-if counted == "1":
-    run(n_trees)
+print("ready", flush=True)
+sys.stdin.readline()  # the parent switches instrumentation on
+run(n_trees)
+print("done", flush=True)
+sys.stdin.readline()  # ... and off again
 """
 
 
 def _instructions(code, *args):
-    """Instructions executed by all threads of ``python -c code *args`` under callgrind."""
-    out = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
-                          sys.executable, "-c", code, *args], capture_output=True, text=True,
-                         env=dict(os.environ, PYTHONHASHSEED="0"))
-    found = re.search(r"Collected\s*:\s*(\d+)", out.stderr)
-    if out.returncode or not found:
-        raise RuntimeError(f"callgrind run {args} failed:\n{out.stderr[-2000:]}")
+    """Instructions executed by all threads of one training run under callgrind.
+
+    The child runs with instrumentation off (valgrind only translates, several
+    times faster than counting); ``callgrind_control -i on`` switches it on for
+    the run alone, so imports, data and warm-up are not counted.
+    """
+    child = subprocess.Popen(["valgrind", "--tool=callgrind", "--instr-atstart=no",
+                              "--callgrind-out-file=/dev/null", sys.executable, "-c", code,
+                              *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True,
+                             env=dict(os.environ, PYTHONHASHSEED="0"))
+    for switch, expected in (("on", "ready"), ("off", "done")):
+        line = child.stdout.readline().strip()
+        if line != expected:
+            child.kill()
+            raise RuntimeError(f"callgrind run {args}: expected {expected!r}, got {line!r}:\n"
+                               f"{child.stderr.read()[-2000:]}")
+        subprocess.run(["callgrind_control", "-i", switch, str(child.pid)], check=True,
+                       capture_output=True)
+        child.stdin.write("\n")
+        child.stdin.flush()
+    _, stderr = child.communicate()
+    found = re.search(r"Collected\s*:\s*(\d+)", stderr)
+    if child.returncode or not found:
+        raise RuntimeError(f"callgrind run {args} failed:\n{stderr[-2000:]}")
     return int(found.group(1))
 
 
 def instruction_counts(n_rows=20_000, n_trees=10):
     """Instructions of one training run, ours and LightGBM's, counted by callgrind.
 
-    Each count is the process's total over all threads with the training run
-    minus the same process without it (imports, data and warm-up left out).
+    Each count covers all threads of the process, during the training run only.
     """
-    if shutil.which("valgrind") is None:
-        return {"skipped": "valgrind is not installed"}
+    if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
+        return {"skipped": "valgrind (with callgrind_control) is not installed"}
     code = _COUNTED_RUN.format(benchmarks=str(REPO / "benchmarks"), repo=str(REPO))
-    counts = {}
-    for which in ("ours", "lightgbm"):
-        with_run, without = (_instructions(code, which, str(n_rows), str(n_trees), counted)
-                             for counted in ("1", "0"))
-        counts[which] = with_run - without
+    counts = {which: _instructions(code, which, str(n_rows), str(n_trees))
+              for which in ("ours", "lightgbm")}
     return {"rows": n_rows, "features": 50, "trees": n_trees, "leaves": 31, "threads": THREADS,
             "instructions_ours": counts["ours"], "instructions_lightgbm": counts["lightgbm"],
             "instructions_ratio_ours_over_lightgbm": counts["ours"] / counts["lightgbm"],
-            "tool": "valgrind --tool=callgrind, all threads, with minus without the run"}
+            "tool": "valgrind --tool=callgrind --instr-atstart=no, all threads, "
+                    "instrumented during the training run only (callgrind_control -i on/off)"}
 
 
 def real_sets():
