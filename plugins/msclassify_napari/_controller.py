@@ -86,9 +86,10 @@ class ClassifierSettings:
     random_state: int = 0
 
     TOOLTIPS = {
-        "features": "Candidate image features (features=...): 'fast' (few, cheap), 'default', "
-                    "'rich' (more scales). Each is computed on the full image or on 2x2 / 4x4 / "
-                    "8x8 pixel blocks; the model picks the ones it needs.",
+        "features": "Candidate image features (features=...): 'fast' (few, cheap), 'default' "
+                    "(full resolution and 2x2 blocks), 'pyramid' (also 4x4 / 8x8 blocks: "
+                    "cheapest models, blockier outlines), 'rich' (more scales). The model picks "
+                    "the ones it needs.",
         "cost_tradeoff": "Cost tradeoff μ (cost_tradeoff): how much accuracy the model gives "
                          "up per operation per pixel it saves. 0 = plain gradient boosting (most "
                          "accurate, slowest); larger = fewer, coarser features and shorter "

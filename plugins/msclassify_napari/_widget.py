@@ -843,6 +843,9 @@ class PixelClassifierWidget(QWidget):
         elif isinstance(result, LabelHints):
             self.last_hints = result
             self._update_output("hints")
+            if not result.regions.any():
+                self.status_label.setText(f"Frame {result.frame_index}: the model is sure "
+                                          "everywhere, no region to label next.")
         elif isinstance(result, CostSummary):
             self.last_cost = result
             self._update_output("cost")
