@@ -1,7 +1,8 @@
 """napari sample data: the synthetic fly-arena frames with user-style scribbles."""
 
+import sys
+
 import numpy as np
-from napari import current_viewer
 
 from msclassify.datasets import load_sample_flies
 
@@ -31,8 +32,13 @@ def sample_flies():
 
 
 def _show_frame_when_added(frame):
-    """Move the current viewer's time slider to ``frame`` once the scribble layer is added."""
-    viewer = current_viewer()
+    """Move the current viewer's time slider to ``frame`` once the scribble layer is added.
+
+    napari is not imported here: called from napari's Open Sample it is loaded already, and
+    called without napari (e.g. a script reading the sample) there is no viewer to move.
+    """
+    napari = sys.modules.get("napari")
+    viewer = None if napari is None else napari.current_viewer()
     if viewer is None:
         return
 
