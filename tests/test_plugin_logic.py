@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import tifffile
 from scipy import ndimage
+from sklearn.base import clone
 
 from msclassify import CEGBClassifier
 from msclassify.datasets import sample_data_path
@@ -405,6 +406,10 @@ def test_describe_model_in_plain_words_with_exact_terms_in_tooltips(trained):
     loaded = describe_model(model.classifier, origin="loaded from m.msc")
     assert [row.label for row in loaded] == ["Model", "Work", "Features"]
     assert loaded[0].text == f"{SMALL.n_estimators} trees, loaded from m.msc"
+    # a model whose cost tradeoff was chosen while fitting (cost_tradeoff="auto") says so
+    auto = clone(model.classifier).set_params(cost_tradeoff="auto")
+    auto.__dict__.update({k: v for k, v in vars(model.classifier).items() if k.endswith("_")})
+    assert "cost_tradeoff='auto' (μ)" in describe_model(auto)[0].tooltip
 
 
 # -- live updates --------------------------------------------------------------------------------

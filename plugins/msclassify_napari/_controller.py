@@ -585,8 +585,13 @@ def describe_model(classifier, training=None, prediction=None, cost=None, origin
     specs = {spec.id: spec for spec in bank.specs}
     used = [specs[feature] for feature in classifier.features_used_]
     params = classifier.get_params()
+    tradeoff = params["cost_tradeoff"]     # a number, or "auto" (chosen while fitting)
+    tradeoff = f"{tradeoff:g}" if isinstance(tradeoff, (int, float)) else repr(tradeoff)
+    chosen = getattr(classifier, "cost_tradeoff_", None)
+    if chosen is not None and tradeoff == "'auto'":
+        tradeoff += f" -> {chosen:g}; {getattr(classifier, 'tradeoff_reason_', '')}"
     exact = (f"PixelClassifier(features={params['features']!r}, "
-             f"cost_tradeoff={params['cost_tradeoff']:g} (μ), "
+             f"cost_tradeoff={tradeoff} (μ), "
              f"split_cost={params['split_cost']:g} (α), n_estimators={params['n_estimators']}, "
              f"max_leaves={params['max_leaves']}, semi_supervised={params['semi_supervised']}, "
              f"n_cost_samples={params['n_cost_samples']})")
