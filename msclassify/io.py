@@ -816,8 +816,9 @@ class FrameWriter:
         if len(frame_shape) != 2 or min(frame_shape) < 1:
             raise ValueError(f"frame_shape must be (height, width), got {frame_shape}")
         dtype = np.dtype(dtype)
-        if dtype.kind not in "biu":
-            raise TypeError(f"label dtype must be an integer type such as uint8, got {dtype}")
+        if dtype.kind not in "biu" and dtype != np.float32:
+            raise TypeError(f"label dtype must be an integer type such as uint8 (or float32 for "
+                            f"a probability image), got {dtype}")
         if n_classes is not None:
             check_int(n_classes, "n_classes")
         names = _default_names(n_frames) if names is None else [str(name) for name in names]
@@ -867,9 +868,9 @@ class FrameWriter:
         if labels.shape != self.frame_shape:
             raise ValueError(f"labels of frame {index} have shape {labels.shape}, expected "
                              f"{self.frame_shape}")
-        if labels.dtype.kind not in "biu":
+        if labels.dtype.kind not in ("biuf" if self.dtype.kind == "f" else "biu"):
             raise TypeError(f"labels must be integers, got {labels.dtype}")
-        if not np.can_cast(labels.dtype, self.dtype) and labels.size:
+        if self.dtype.kind in "biu" and not np.can_cast(labels.dtype, self.dtype) and labels.size:
             low, high = int(labels.min()), int(labels.max())
             info = np.iinfo(self.dtype)
             if low < info.min or high > info.max:
@@ -1130,7 +1131,7 @@ def open_writer(path, n_frames, frame_shape, *, dtype=np.uint8, names=None, n_cl
     n_frames : int
     frame_shape : (int, int)
         Height and width of every label image.
-    dtype : integer dtype, default uint8
+    dtype : integer dtype or float32, default uint8
     names : sequence of str, optional
         File name (without extension) of every frame, e.g. ``source.names()`` of the
         `FrameSource` being predicted; default ``frame_000000``, ``frame_000001``, ...

@@ -266,6 +266,72 @@ def test_predict_zarr_with_probabilities_and_a_frame_selection(tmp_path, data, m
     assert read_label_stack(out).names() == ["frame_000001", "frame_000003", "frame_000005"]
 
 
+def test_predict_exports_masks_objects_and_probabilities(tmp_path, data, model, capsys):
+    """--export: what labs need instead of class values 1 and 2 (black in Fiji)."""
+    folder, frames = data
+    clf = load_model(model)
+    source = str(folder / "frames.tif")
+    assert main(["predict", str(model), source, "-o", str(tmp_path / "mask"),
+                 "--export", "mask"]) == 0
+    assert "exporting class 2 (the model's second class" in capsys.readouterr().out
+    mask = tifffile.imread(tmp_path / "mask" / "frame_000003.tif")
+    assert mask.dtype == np.uint8
+    np.testing.assert_array_equal(mask, np.where(clf.predict(frames[3]) == 2, 255, 0))
+
+    assert main(["predict", str(model), source, "-o", str(tmp_path / "objects"),
+                 "--export", "instances", "--class", "2", "--min-size", "10", "-q"]) == 0
+    objects = tifffile.imread(tmp_path / "objects" / "frame_000001.tif")
+    expected, n_objects = ndimage_label_8(clf.predict(frames[1]) == 2, min_size=10)
+    assert objects.dtype == np.uint16 and n_objects >= 1
+    np.testing.assert_array_equal(objects, expected)
+
+    stack = tmp_path / "fly_probability.tif"
+    assert main(["predict", str(model), source, "-o", str(stack), "--export", "probability",
+                 "--format", "tiff-stack", "--frames", "2:5", "-q"]) == 0
+    probability = tifffile.imread(stack)
+    assert probability.shape == (3, SIZE, SIZE) and probability.dtype == np.float32
+    for position, t in enumerate(range(2, 5)):
+        np.testing.assert_allclose(probability[position], clf.predict_proba(frames[t])[..., 1],
+                                   rtol=1e-6)
+    assert [path.name for path in tmp_path.iterdir() if path.name.startswith(".")] == []
+
+
+def ndimage_label_8(mask, min_size):
+    """Reference: 8-connected objects with at least ``min_size`` pixels, numbered in scan order."""
+    from scipy import ndimage
+    objects, n = ndimage.label(mask, structure=np.ones((3, 3)))
+    sizes = np.bincount(objects.ravel())
+    keep = np.flatnonzero(sizes >= min_size)
+    keep = keep[keep > 0]
+    renumbered = np.zeros_like(objects)
+    for new, old in enumerate(keep, start=1):
+        renumbered[objects == old] = new
+    return renumbered, keep.size
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--export", "instances", "--class", "5"], "class 5 is not one the model predicts (1, 2)"),
+    (["--export", "mask", "--probabilities"], "all class probabilities are stored only next to"),
+    (["--export", "instances", "--min-size", "-1"], "min_size must be an integer >= 0"),
+])
+def test_predict_export_errors_are_one_line(tmp_path, data, model, capsys, extra, message):
+    folder, _ = data
+    assert main(["predict", str(model), str(folder / "frames.tif"), "-o", str(tmp_path / "o"),
+                 "-q", *extra]) != 0
+    assert message in error_line(capsys)
+    assert not (tmp_path / "o").exists()
+
+
+def test_an_existing_tiff_stack_is_not_overwritten(tmp_path, data, model, capsys):
+    folder, _ = data
+    stack = tmp_path / "masks.tif"
+    stack.write_bytes(b"keep me")
+    assert main(["predict", str(model), str(folder / "frames.tif"), "-o", str(stack),
+                 "--export", "mask", "--format", "tiff-stack", "-q"]) != 0
+    assert "already exists" in error_line(capsys)
+    assert stack.read_bytes() == b"keep me"
+
+
 def test_predict_reads_folders_and_globs_of_images(tmp_path, data, model):
     _, frames = data
     images = tmp_path / "images"

@@ -17,11 +17,13 @@ import tifffile
 from qtpy import sip
 from scipy import ndimage
 
+from benchmarks.napari_session import EventLoopMonitor, cpu_slowdown, stroke
 from msclassify import load_model
 from msclassify.datasets import load_sample_flies, sample_data_path
-from msclassify.io import read_label_stack
 from msclassify.metrics import label_instances, seg_score
+from msclassify.pixel import FrameExport
 from msclassify_napari._controller import PREDICT, RETRAIN, TRAIN
+from msclassify_napari._reader import LazyFrames
 from msclassify_napari._tabular_widget import TabularWidget
 from msclassify_napari._widget import PixelClassifierWidget
 
@@ -87,21 +89,30 @@ def test_sample_data_and_reader_in_the_viewer(make_napari_viewer, plugin, tmp_pa
     assert [layer.name for layer in viewer.layers] == ["flies", "fly masks (reference)",
                                                        "scribbles"]
     assert viewer.layers["flies"].data.shape == (8, 1024, 1024)
+    scribbles = viewer.layers["scribbles"].data
+    first_scribbled = int(np.flatnonzero(scribbles.reshape(8, -1).any(axis=1))[0])
+    assert viewer.dims.current_step[0] == first_scribbled != 4   # napari alone shows frame 4
     frames = np.random.default_rng(0).integers(0, 255, (6, 32, 40), dtype=np.uint8)
     tifffile.imwrite(tmp_path / "movie.tif", frames, photometric="minisblack")
     [layer] = viewer.open(str(tmp_path / "movie.tif"), plugin="msclassify")
-    assert layer.data.shape == (6, 32, 40) and type(layer.data).__name__ == "Array"  # dask
+    assert layer.data.shape == (6, 32, 40) and isinstance(layer.data, LazyFrames)
     viewer.dims.set_current_step(0, 2)
     np.testing.assert_array_equal(np.asarray(layer.data[2]), frames[2])
 
 
 # -- pixel classifier ----------------------------------------------------------------------------
 
-def test_train_apply_save_export(make_napari_viewer, plugin, flies, qtbot, tmp_path):
+def read_tiffs(folder):
+    return np.stack([tifffile.imread(path) for path in sorted(Path(folder).glob("*.tif"))])
+
+
+def test_train_show_segment_apply_save_export(make_napari_viewer, plugin, flies, qtbot,
+                                              tmp_path):
     frames, masks, _ = flies
     viewer = make_napari_viewer(show=True)
     viewer.open_sample("msclassify", "flies")
     widget = pixel_widget(viewer)
+    scribbles = viewer.layers["scribbles"]
     assert widget.image_combo.currentText() == "flies"
     assert widget.scribble_combo.currentText() == "scribbles"
     assert [widget.class_table.item(r, 1).text() for r in range(2)] == ["background", "fly"]
@@ -112,34 +123,131 @@ def test_train_apply_save_export(make_napari_viewer, plugin, flies, qtbot, tmp_p
     run_job(qtbot, widget, widget.train_button.click)
     assert started == [TRAIN]
     assert widget.classifier is not None, widget.status_label.text()
-
-    names = [layer.name for layer in viewer.layers]
-    for name in ("flies segmentation", "flies P(background)", "flies P(fly)",
-                 "flies uncertainty", "flies cost map"):
-        assert name in names
+    # only the segmentation appears; the brush stays on the scribbles (item 1)
+    assert [layer.name for layer in viewer.layers] == ["flies", "fly masks (reference)",
+                                                       "flies segmentation", "scribbles"]
+    assert viewer.layers.selection.active is scribbles and scribbles.mode == "paint"
     segmentation = viewer.layers["flies segmentation"]
     assert segmentation.data.shape == (8, 1024, 1024)
     assert widget.predicted_frames == {5}
-    for name in ("flies P(fly)", "flies uncertainty", "flies cost map"):
-        layer = viewer.layers[name]
-        assert layer.data.shape == (1, 1024, 1024)
-        assert layer.translate[0] == 5                 # shown at frame 5 only
-    probability = viewer.layers["flies P(fly)"].data[0]
-    np.testing.assert_array_equal(segmentation.data[5] == FLY, probability > 0.5)
     assert seg_of(segmentation.data[5], masks[5]) > MIN_SEG
     assert not segmentation.data[[0, 1, 2, 3, 4, 6, 7]].any()
+    # the background class is transparent: the segmentation changes the picture only at the flies
+    shown = viewer.screenshot(canvas_only=True, flash=False)
+    segmentation.visible = False
+    hidden = viewer.screenshot(canvas_only=True, flash=False)
+    segmentation.visible = True
+    changed = np.mean(np.any(shown != hidden, axis=-1))
+    assert 0 < changed < 0.1, changed
 
-    # stats: training time, cost per pixel against the mu = 0 model, features used
-    assert widget.time_label.text().endswith("2 frames)")
-    assert "μ = 0:" in widget.evaluation_label.text()
-    model, baseline = widget._costs["model"], widget._costs["baseline"]
-    assert baseline.total > model.total                  # what the cost tradeoff buys
-    used = widget.classifier.features_used_
-    assert widget.features_text.toPlainText().startswith(f"{len(used)} of ")
-    assert all(feature in widget.features_text.toPlainText() for feature in used)
+    # the Result panel in plain words; the exact terms in tooltips (item 4)
+    text = {name: label.text() for name, label in widget.result_labels.items()}
+    assert "trained in" in text["Model"] and "2 frames" in text["Model"]
+    assert "frames/s" in text["Speed"] and "1024×1024" in text["Speed"]
+    assert "candidate image features" in text["Work"]
+    assert "brightness" in text["Features"] or "edges" in text["Features"]
+    assert not any(jargon in value for value in text.values() for jargon in ("μ", "α", "L0:"))
+    assert "cost_tradeoff" in widget.result_labels["Model"].toolTip()
+    assert all(feature in widget.result_labels["Features"].toolTip()
+               for feature in widget.classifier.features_used_)
+
+    # the optional layers, with colour bars and an explanation (item 5)
+    for key in ("probability", "uncertainty", "cost"):
+        widget.show_checks[key].setChecked(True)
+    run_job(qtbot, widget, lambda: widget.show_checks["hints"].setChecked(True))  # predicts
+    for name in ("flies P(fly) (0–1)", "flies uncertainty (0 = sure)",
+                 "flies cost map (operations/pixel)", "flies where to label next"):
+        layer = viewer.layers[name]
+        assert layer.data.shape == (1, 1024, 1024) and layer.translate[0] == 5
+        assert name.endswith("next") or layer.colorbar.visible
+    assert "flies P(background) (0–1)" not in viewer.layers
+    probability = viewer.layers["flies P(fly) (0–1)"].data[0]
+    np.testing.assert_array_equal(segmentation.data[5] == FLY, probability > 0.5)
+    hints_layer = viewer.layers["flies where to label next"]
+    np.testing.assert_allclose(hints_layer.colormap.map(np.array([0, 1, 3])),
+                               [[0, 0, 0, 0], [1, 0.9, 0, 1], [1, 0.9, 0, 1]])   # yellow
+    hints = hints_layer.data[0]
+    uncertainty = viewer.layers["flies uncertainty (0 = sure)"].data[0]
+    if hints.any():    # each region outlines pixels where the model hesitates
+        assert all(uncertainty[hints == region].max() >= 0.25 for region in np.unique(hints)[1:])
+    else:
+        assert uncertainty.max() < 0.25 or "sure everywhere" in widget.status_label.text()
+    assert "operations/pixel" in widget.explain_label.text()
+    assert viewer.layers.selection.active is scribbles
+    widget.show_checks["cost"].setChecked(False)
+    assert "flies cost map (operations/pixel)" not in viewer.layers
 
     screenshot = viewer.screenshot(canvas_only=False, flash=False)
     assert screenshot.ndim == 3 and screenshot.std() > 10
+
+    # live update off: another frame says how to segment it; the shortcut does (item 6)
+    viewer.dims.set_current_step(0, 6)
+    qtbot.wait(100)
+    assert "Segment this frame" in widget.status_label.text()
+    assert 6 not in widget.predicted_frames
+    with qtbot.waitSignal(widget.segmentation_updated, timeout=JOB_TIMEOUT) as blocker:
+        widget.segment_shortcut.activated.emit()
+    assert blocker.args == [6] and started[-1] == PREDICT
+    qtbot.waitUntil(lambda: widget.scheduler.running is None, timeout=JOB_TIMEOUT)
+
+    # apply to a frame range: progress, ETA, only those frames (item 6)
+    widget.first_spin.setValue(1)
+    widget.last_spin.setValue(3)
+    with qtbot.waitSignal(widget.batch_done, timeout=JOB_TIMEOUT):
+        widget.apply_button.click()
+    assert widget.predicted_frames == {1, 2, 3, 5, 6}
+    assert widget.apply_progress.value() == widget.apply_progress.maximum() == 3
+    assert "done in" in widget.apply_progress.text()
+    assert not segmentation.data[[0, 4, 7]].any()
+    assert seg_of(segmentation.data[1:4], masks[1:4]) > MIN_SEG
+
+    # export what labs need, through the dialog (item 7)
+    dialog = widget.export_dialog()
+    assert [dialog.first_spin.value(), dialog.last_spin.value()] == [1, 3]
+    assert dialog.class_combo.currentText() == "fly (2)" and dialog.kind_combo.currentData() \
+        == "mask" and not dialog.min_size_spin.isEnabled()
+    export, chosen, file_format = dialog.request()
+    assert (export.kind, export.target, chosen, file_format) == ("mask", FLY, [1, 2, 3], "tiff")
+    with qtbot.waitSignal(widget.batch_done, timeout=JOB_TIMEOUT):
+        widget.export(tmp_path / "masks", export, [2, 3, 4], file_format)
+    written = read_tiffs(tmp_path / "masks")
+    assert written.dtype == np.uint8 and set(np.unique(written)) == {0, 255}
+    np.testing.assert_array_equal(written[:2], (segmentation.data[2:4] == FLY) * 255)
+    np.testing.assert_array_equal(written[2], (widget.classifier.predict(frames[4]) == FLY) * 255)
+
+    dialog.kind_combo.setCurrentIndex(dialog.kind_combo.findData("instances"))
+    assert dialog.min_size_spin.isEnabled()
+    dialog.min_size_spin.setValue(50)
+    dialog.stack_radio.setChecked(True)
+    export, chosen, file_format = dialog.request()
+    with qtbot.waitSignal(widget.batch_done, timeout=JOB_TIMEOUT):
+        widget.export(tmp_path / "objects.tif", export, chosen, file_format)
+    objects = tifffile.imread(tmp_path / "objects.tif")
+    assert objects.shape == (3, 1024, 1024) and objects.dtype == np.uint16
+    for page, index in zip(objects, chosen):
+        regions, _ = ndimage.label(segmentation.data[index] == FLY, np.ones((3, 3)))
+        sizes = np.bincount(regions.ravel())[1:]
+        assert page.max() == np.count_nonzero(sizes >= 50) > 0
+        assert np.all(np.bincount(page.ravel())[1:] >= 50)
+
+    with qtbot.waitSignal(widget.batch_done, timeout=JOB_TIMEOUT):
+        widget.export(tmp_path / "p", FrameExport("probability", FLY), [5])
+    [p_fly] = read_tiffs(tmp_path / "p")
+    assert p_fly.dtype == np.float32
+    np.testing.assert_allclose(p_fly, probability, atol=1e-6)
+
+    # save, load into a fresh widget, same prediction
+    widget.save_model(tmp_path / "flies.msc")
+    other = PixelClassifierWidget(viewer)
+    other.image_combo.setCurrentText("flies")
+    viewer.dims.set_current_step(0, 5)
+    expected = segmentation.data[5].copy()
+    segmentation.data[5] = 0
+    run_job(qtbot, other, lambda: other.load_model(tmp_path / "flies.msc"))
+    np.testing.assert_array_equal(segmentation.data[5], expected)
+    assert "loaded from flies.msc" in other.result_labels["Model"].text()
+    other.deleteLater()
+
     if os.environ.get("MSCLASSIFY_SCREENSHOT"):
         import imageio.v3 as iio
         viewer.window._qt_window.resize(1500, 1050)
@@ -147,29 +255,55 @@ def test_train_apply_save_export(make_napari_viewer, plugin, flies, qtbot, tmp_p
         iio.imwrite(REPO / "docs" / "napari_widget.png",
                     viewer.screenshot(canvas_only=False, flash=False))
 
-    # apply to all frames: progress bar, every frame segmented
-    with qtbot.waitSignal(widget.batch_done, timeout=JOB_TIMEOUT):
-        widget.apply_button.click()
-    assert widget.predicted_frames == set(range(8))
-    assert widget.apply_progress.value() == widget.apply_progress.maximum() == 8
-    assert seg_of(segmentation.data, masks) > MIN_SEG
 
-    # save, load into a fresh widget, same prediction
-    widget.save_model(tmp_path / "flies.msc")
-    other = PixelClassifierWidget(viewer)
-    other.image_combo.setCurrentText("flies")
-    expected = segmentation.data[5].copy()
-    segmentation.data[5] = 0
-    run_job(qtbot, other, lambda: other.load_model(tmp_path / "flies.msc"))
-    np.testing.assert_array_equal(segmentation.data[5], expected)
-    other.deleteLater()
+def test_mouse_strokes_paint_after_train_and_the_event_loop_never_stalls(
+        make_napari_viewer, plugin, flies, qtbot, tmp_path):
+    """Real mouse events on the canvas (item 1) and the longest event-loop stall while the
+    widget trains, segments, applies and exports (item 2)."""
+    frames, masks, scribbles = flies
+    viewer = make_napari_viewer(show=True)
+    viewer.add_image(frames[:3], name="flies")
+    layer = viewer.add_labels(scribbles[:3].copy(), name="scribbles")
+    widget = pixel_widget(viewer)
+    widget.trees_spin.setValue(10)
+    viewer.dims.set_current_step(0, 0)
+    run_job(qtbot, widget, widget.train)         # compiles and warms the caches
+    assert viewer.layers.selection.active is layer and layer.mode == "paint"
+    layer.selected_label = BACKGROUND
+    layer.brush_size = 5
+    center = tuple(viewer.scene.camera.center)
+    floor = np.argwhere(ndimage.distance_transform_edt(masks[0] == 0) > 20)
+    y, x = floor[len(floor) // 2]
+    points = [(y, x + step) for step in range(0, 40, 4)]
+    assert not (layer.data[0][tuple(np.array(points).T)] == BACKGROUND).all()
+    stroke(viewer, points)
+    qtbot.wait(50)
+    assert (layer.data[0][tuple(np.array(points).T)] == BACKGROUND).all()
+    assert tuple(viewer.scene.camera.center) == center          # painted, did not pan
 
-    # export the masks
-    with qtbot.waitSignal(widget.batch_done, timeout=JOB_TIMEOUT):
-        widget.export(tmp_path / "masks")
-    exported = read_label_stack(tmp_path / "masks")
-    assert len(exported) == 8
-    np.testing.assert_array_equal(exported.read(3), segmentation.data[3])
+    monitor = EventLoopMonitor()
+    stalls = {}
+    try:
+        for name, action, signal in (
+                ("train", widget.train, widget.job_done),
+                ("segment", widget.segment_current_frame, widget.job_done),
+                ("apply", widget.apply_to_all_frames, widget.batch_done),
+                ("export", lambda: widget.export(tmp_path / "masks"), widget.batch_done)):
+            qtbot.wait(50)
+            monitor.mark()
+            with qtbot.waitSignal(signal, timeout=JOB_TIMEOUT):
+                action()
+            qtbot.wait(30)
+            stalls[name] = monitor.longest_gap()[0]
+    finally:
+        monitor.stop()
+    slowdown = cpu_slowdown()
+    # The target is 0.1 s (benchmarks/bench_napari.py measures it on real frames). Under Xvfb
+    # the canvas is drawn in software, and on a loaded 2-core machine every draw stretches by
+    # `slowdown`, so the bound here is 0.25 s per unit of slowdown: it catches work that does
+    # not belong on the GUI thread (re-creating a layer per job took 1.25 s, first-time
+    # imports seconds) without failing on the machine's load.
+    assert max(stalls.values()) < 0.25 * max(1.0, slowdown), (stalls, slowdown)
 
 
 def paint_stroke(layer, points, label, brush=5):
@@ -323,7 +457,8 @@ def test_rgb_image(make_napari_viewer, plugin, qtbot):
     segmentation = viewer.layers["rgb segmentation"].data
     assert segmentation.shape == (64, 80)
     np.testing.assert_array_equal(segmentation == FLY, rectangle)
-    assert viewer.layers["rgb cost map"].data.shape == (64, 80)
+    widget.show_checks["cost"].setChecked(True)
+    assert viewer.layers["rgb cost map (operations/pixel)"].data.shape == (64, 80)
 
 
 def test_semi_supervised_checkbox_trains_a_grbb_model_from_few_scribbles(make_napari_viewer,

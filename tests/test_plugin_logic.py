@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import tifffile
 from scipy import ndimage
+from sklearn.base import clone
 
 from msclassify import CEGBClassifier
 from msclassify.datasets import sample_data_path
@@ -15,13 +16,19 @@ from msclassify.io import FrameReadError, read_label_stack
 from msclassify.pixel import PixelClassifier
 from msclassify.tabular import (DEFAULT_COST_TRADEOFFS, TabularData, cost_sweep, load_csv,
                                 load_feature_costs, load_svmlight, split_train_test)
-from msclassify_napari._controller import (CLASS_NAMES_KEY, PREDICT, RETRAIN, TRAIN,
+from msclassify.features import FeatureSpec
+from msclassify.pixel import FrameExport
+from msclassify_napari._controller import (CLASS_NAMES_KEY, LIVE_N_COST_SAMPLES,
+                                           LIVE_N_ESTIMATORS, PREDICT, RETRAIN, TRAIN,
                                            ClassifierSettings, CostSummary, FramePrediction,
-                                           FrameStack, LiveUpdateScheduler, TrainedModel,
-                                           apply_to_frames, class_names, cost_map_layer,
-                                           export_masks, load_classifier, prediction_layers,
-                                           segmentation_spec, snapshot_scribbles, update_job)
-from msclassify_napari._reader import get_reader, lazy_frames, read_frames
+                                           FrameStack, LabelHints, LiveUpdateScheduler,
+                                           ScribbledFrames, TrainedModel, apply_to_frames,
+                                           class_names, cost_map_spec, describe_feature,
+                                           describe_model, eta_text, export_frames, label_hints,
+                                           label_hints_spec, load_classifier, probability_specs,
+                                           segmentation_spec, snapshot_scribbles,
+                                           uncertainty_spec, update_job)
+from msclassify_napari._reader import LazyFrames, get_reader, read_frames
 from msclassify_napari._sample_data import sample_flies
 
 TABULAR = sample_data_path("tabular")
@@ -109,6 +116,38 @@ def test_snapshot_needs_two_classes_and_integers():
     assert single.frame_indices == (0,)
 
 
+def test_snapshot_of_given_frames_skips_the_scan_and_empty_frames():
+    frames, masks = two_region_stack()
+    labels = scribbles_for(masks, frame=1)
+    stack = FrameStack(frames)
+    # frame 0 is named but empty (erased): dropped; frame 2 holds scribbles but is not named
+    labels[2, 0, 0], labels[2, 5, 5] = 1, 2
+    assert snapshot_scribbles(labels, stack, frames=[0, 1]).frame_indices == (1,)
+    assert snapshot_scribbles(labels, stack).frame_indices == (1, 2)
+
+
+def test_scribbled_frames_follow_strokes_without_rescanning():
+    labels = np.zeros((5, 8, 8), np.uint8)
+    labels[1, 0, 0], labels[1, 4, 4] = 1, 2
+    stack = FrameStack(np.zeros((5, 8, 8)))
+    tracked = ScribbledFrames()
+    assert not tracked.scanned
+    assert tracked.snapshot(labels, stack).frame_indices == (1,)   # scans once when needed
+    assert tracked.scanned and tracked.frames == [1]
+    labels[3, 2, 2] = 1                        # painted without telling: not seen ...
+    assert tracked.snapshot(labels, stack).frame_indices == (1,)
+    tracked.mark(3)                            # ... the stroke's paint event marks its frame
+    assert tracked.snapshot(labels, stack).frame_indices == (1, 3)
+    labels[1] = 0                              # erasing a frame drops it
+    tracked.mark(1)
+    with pytest.raises(ValueError, match="only label 1"):
+        tracked.snapshot(labels, stack)
+    tracked.reset()
+    assert tracked.frames == [] and not tracked.scanned
+    flat = ScribbledFrames().snapshot(np.array([[1, 2]], np.uint8), FrameStack(np.zeros((1, 2))))
+    assert flat.frame_indices == (0,)
+
+
 def test_class_names_from_metadata():
     assert class_names({CLASS_NAMES_KEY: {1: "floor", "2": "fly"}}, [1, 2, 3]) == \
         ["floor", "fly", "class 3"]
@@ -126,12 +165,13 @@ def trained():
     return frames, masks, stack, scribbles, results
 
 
-def test_train_job_yields_model_prediction_costs_and_baseline(trained):
+def test_train_job_yields_model_prediction_and_cost(trained):
     frames, masks, _, _, results = trained
-    assert [type(r) for r in results] == [TrainedModel, FramePrediction, CostSummary, CostSummary]
-    model, prediction, cost, baseline = results
+    assert [type(r) for r in results] == [TrainedModel, FramePrediction, CostSummary]
+    model, prediction, cost = results
     assert model.n_labelled > 0 and model.frame_indices == (0,) and model.seconds > 0
-    assert model.features_used == tuple(model.classifier.features_used_)
+    assert not model.live and model.settings == SMALL.replace(cost_tradeoff=2e-4)
+    assert model.classifier.n_estimators == SMALL.n_estimators
     # frame 2 was not scribbled: the square moved, the model must still find it
     assert prediction.frame_index == 2
     # mu > 0 picks coarse (8x8- or 4x4-block) features: blocky edges (measured IoU 0.83)
@@ -140,14 +180,11 @@ def test_train_job_yields_model_prediction_costs_and_baseline(trained):
     np.testing.assert_allclose(prediction.uncertainty, 1 - prediction.probabilities.max(axis=2))
     np.testing.assert_array_equal(prediction.labels, model.classifier.predict(frames[2]))
     # cost summary: mean of the public cost map, features from the bank
-    assert not cost.baseline and cost.cost_map.shape == (48, 48)
+    assert cost.cost_map.shape == (48, 48) and cost.frame_index == 2
     assert cost.evaluation == pytest.approx(float(model.classifier.cost_map(frames[2]).mean()))
     bank = model.classifier.bank_
     assert cost.features == pytest.approx(
-        sum(bank.specs[bank.index(i)].batch_cost for i in cost.features_used))
-    assert baseline.baseline and baseline.cost_map is None
-    # the mu = 0 model it is compared with is more expensive (measured 20 vs 3 ops/pixel)
-    assert baseline.total > 2 * cost.total
+        sum(bank.specs[bank.index(i)].batch_cost for i in model.classifier.features_used_))
 
 
 def test_plain_boosting_segments_the_moved_square_exactly():
@@ -181,13 +218,24 @@ def test_predict_job_reuses_the_classifier(trained):
         list(update_job(7, SMALL, stack, 1, classifier=classifier))
 
 
-def test_retrain_job_has_no_baseline_and_mu_zero_train_skips_it(trained):
+def test_live_update_trains_the_quick_model_and_train_the_full_one(trained):
     _, _, stack, scribbles, _ = trained
-    kinds = [type(r) for r in update_job(RETRAIN, SMALL, stack, 0, scribbles)]
-    assert kinds == [TrainedModel, FramePrediction, CostSummary]
-    kinds = [type(r) for r in update_job(TRAIN, SMALL.replace(cost_tradeoff=0.0), stack, 0,
-                                         scribbles)]
-    assert kinds == [TrainedModel, FramePrediction, CostSummary]
+    settings = SMALL.replace(n_estimators=LIVE_N_ESTIMATORS + 5, semi_supervised=True)
+    live = next(update_job(RETRAIN, settings, stack, 0, scribbles))
+    assert live.live and live.settings == settings.for_live_update()
+    assert live.classifier.n_estimators == LIVE_N_ESTIMATORS
+    assert live.classifier.n_cost_samples == LIVE_N_COST_SAMPLES
+    assert live.classifier.semi_supervised is False
+    full = next(update_job(TRAIN, settings.replace(semi_supervised=False), stack, 0,
+                           lambda: scribbles))          # scribbles taken in the worker
+    assert not full.live and full.classifier.n_estimators == LIVE_N_ESTIMATORS + 5
+
+
+def test_job_with_hints_outlines_where_the_model_hesitates(trained):
+    _, _, stack, scribbles, results = trained
+    kinds = [type(r) for r in update_job(PREDICT, SMALL, stack, 2,
+                                         classifier=results[0].classifier, hints=True)]
+    assert kinds == [FramePrediction, LabelHints, CostSummary]
 
 
 def test_cancelled_training_yields_nothing(trained):
@@ -202,6 +250,24 @@ def test_cancelled_training_yields_nothing(trained):
     assert list(update_job(RETRAIN, SMALL, stack, 0, scribbles, cancel=cancel,
                            on_progress=on_progress)) == []
     assert progress == [1]          # stopped after the first boosting round
+
+
+def test_label_hints_rank_regions_by_summed_uncertainty():
+    uncertainty = np.zeros((30, 30), np.float32)
+    uncertainty[2:5, 2:5] = 0.3              # 9 px, sum 2.7
+    uncertainty[20:24, 20:24] = 0.4          # 16 px, sum 6.4: the most uncertain region
+    uncertainty[12, 12] = 0.45               # 1 px: too small
+    uncertainty[2:4, 20:22] = 0.2            # below half of the largest possible (0.25)
+    hints = label_hints(uncertainty, n_classes=2, min_pixels=4)
+    assert hints.dtype == np.uint8
+    assert hints[21, 21] == 1 and hints[3, 3] == 2
+    assert hints[12, 12] == 0 and hints[2, 20] == 0
+    # each region is grown by 2 px so that nearby fragments join
+    assert hints[0, 3] == 2 and hints[5, 3] == 2 and hints[8, 3] == 0
+    assert label_hints(uncertainty, 2, n_regions=1, min_pixels=4).max() == 1
+    assert not label_hints(np.zeros((5, 5), np.float32), 3).any()
+    # three classes: the largest uncertainty is 2/3, so a third is the threshold
+    assert label_hints(np.full((4, 4), 0.3, np.float32), 3, min_pixels=1).max() == 0
 
 
 def test_apply_to_frames_is_lazy_and_matches_predict(trained):
@@ -222,18 +288,42 @@ def test_apply_to_frames_is_lazy_and_matches_predict(trained):
     assert [i for i, _ in apply_to_frames(classifier, stack, [2, 0])] == [2, 0]
 
 
-def test_export_masks_writes_readable_frames(tmp_path):
-    segmentation = np.zeros((3, 6, 7), np.uint8)
-    segmentation[0, 1:3, 2:4] = 2
-    segmentation[2] = 1
-    written = list(export_masks(segmentation, [0, 2], tmp_path / "masks"))
-    assert written == [0, 2]
-    labels = read_label_stack(tmp_path / "masks")
-    assert len(labels) == 2
-    np.testing.assert_array_equal(labels.read(0), segmentation[0])
-    np.testing.assert_array_equal(labels.read(1), segmentation[2])
-    with pytest.raises(TypeError, match="integer"):
-        list(export_masks(segmentation.astype(float), [0], tmp_path / "other"))
+def test_eta_text():
+    assert eta_text(0, 10, 0.0) == "estimating time left…"
+    assert eta_text(1, 3, 2.0) == "about 4 s left"
+    assert eta_text(1, 100, 2.0) == "about 3 min left"
+    assert eta_text(1, 10000, 2.0) == "about 5.6 h left"
+    assert eta_text(3, 3, 9.0) == "done"
+
+
+def test_export_frames_writes_stored_frames_and_predicts_the_rest(trained, tmp_path):
+    frames, masks, stack, _, results = trained
+    classifier = results[0].classifier
+    stored = {0: np.full((48, 48), 2, np.uint8)}          # "already segmented" frame 0
+    asked = []
+
+    def segmented(index):
+        asked.append(index)
+        return stored.get(index)
+
+    written = list(export_frames(classifier, stack, [0, 2], tmp_path / "masks",
+                                 FrameExport("mask", target=2), segmented=segmented))
+    assert written == [0, 2] and asked == [0, 2]
+    saved = read_label_stack(tmp_path / "masks")
+    assert saved.names() == ["frame_000000", "frame_000002"]
+    np.testing.assert_array_equal(saved.read(0), np.full((48, 48), 255))     # from the layer
+    np.testing.assert_array_equal(saved.read(1), (classifier.predict(frames[2]) == 2) * 255)
+    # a probability is always predicted (the layer holds labels only), here into a stack
+    list(export_frames(classifier, stack, [1], tmp_path / "p.tif",
+                       FrameExport("probability", target=2), "tiff-stack", segmented))
+    probability = tifffile.imread(tmp_path / "p.tif")
+    assert probability.dtype == np.float32 and probability.shape == (48, 48)
+    np.testing.assert_allclose(probability, classifier.predict_proba(frames[1])[..., 1])
+    assert asked == [0, 2]
+    with pytest.raises(ValueError, match="no frames"):
+        list(export_frames(classifier, stack, [], tmp_path / "none", FrameExport()))
+    with pytest.raises(ValueError, match="class 7 is not one"):
+        list(export_frames(classifier, stack, [0], tmp_path / "x", FrameExport("mask", 7)))
 
 
 def test_load_classifier_round_trip_and_checks(trained, tmp_path):
@@ -254,16 +344,72 @@ def test_settings_make_the_classifier_with_library_defaults():
     defaults = PixelClassifier().get_params()
     settings = ClassifierSettings()
     assert (settings.cost_tradeoff, settings.split_cost, settings.max_leaves, settings.features,
-            settings.semi_supervised) == (
+            settings.semi_supervised, settings.n_estimators, settings.n_cost_samples) == (
         defaults["cost_tradeoff"], defaults["split_cost"], defaults["max_leaves"],
-        defaults["features"], defaults["semi_supervised"])
-    assert settings.n_estimators == 30 < defaults["n_estimators"]   # for live updates
+        defaults["features"], defaults["semi_supervised"], defaults["n_estimators"],
+        defaults["n_cost_samples"])
     params = settings.replace(cost_tradeoff=0.5, max_leaves=4,
                               semi_supervised=True).make_classifier().get_params()
     assert params["cost_tradeoff"] == 0.5 and params["max_leaves"] == 4
     assert params["semi_supervised"] is True
     assert set(ClassifierSettings.TOOLTIPS) == {"features", "cost_tradeoff", "split_cost",
                                                 "n_estimators", "max_leaves", "semi_supervised"}
+    live = settings.replace(semi_supervised=True).for_live_update()
+    assert (live.n_estimators, live.n_cost_samples, live.semi_supervised) == (
+        LIVE_N_ESTIMATORS, LIVE_N_COST_SAMPLES, False)
+    assert (live.features, live.cost_tradeoff, live.split_cost, live.max_leaves) == (
+        settings.features, settings.cost_tradeoff, settings.split_cost, settings.max_leaves)
+    assert settings.replace(n_estimators=5).for_live_update().n_estimators == 5
+
+
+# -- the Result panel ----------------------------------------------------------------------------
+
+def test_features_in_plain_words():
+    assert describe_feature(FeatureSpec.from_id("L2:gauss:s1.6:c0")) == \
+        "smoothed brightness at 4×4 pixels (~6 px)"
+    assert describe_feature(FeatureSpec.from_id("L0:gradmag:s0.7:c0")) == \
+        "edges at full resolution (~1 px)"
+    assert describe_feature(FeatureSpec.from_id("L3:intensity:c2"), n_channels=3) == \
+        "brightness of blue at 8×8 pixels"
+    assert describe_feature(FeatureSpec.from_id("L1:log:s3.5:c1"), n_channels=2) == \
+        "spots and blobs of channel 1 at 2×2 pixels (~7 px)"
+
+
+def test_describe_model_in_plain_words_with_exact_terms_in_tooltips(trained):
+    _, _, stack, scribbles, results = trained
+    model, prediction, cost = results
+    rows = describe_model(model.classifier, model, prediction, cost)
+    assert [row.label for row in rows] == ["Model", "Speed", "Work", "Features"]
+    text = {row.label: row.text for row in rows}
+    tips = {row.label: row.tooltip for row in rows}
+    assert text["Model"].startswith(f"full model ({SMALL.n_estimators} trees), trained in ")
+    assert f"on {scribbles.n_labelled:,} scribbled pixels in 1 frame" in text["Model"]
+    assert "cost_tradeoff=0.0002 (μ)" in tips["Model"] and "split_cost=" in tips["Model"]
+    fps = 1 / prediction.seconds
+    assert text["Speed"] == (f"segments a 48×48 frame in {prediction.seconds * 1000:.0f} ms "
+                             f"(~{fps:.0f} frames/s on this computer)")
+    used = model.classifier.features_used_
+    bank = model.classifier.bank_
+    assert text["Work"].startswith(f"computes {len(used)} of {len(bank)} candidate image "
+                                   "features: ")
+    assert f"{cost.evaluation:.3g} operations per pixel" in tips["Work"]
+    for feature in used:
+        assert feature in tips["Features"]
+    assert text["Features"].count(";") == len(used) - 1
+    # no jargon in the words the panel shows
+    for row in rows:
+        for term in ("μ", "α", "L0:", "L1:", "L2:", "L3:", "cost_tradeoff"):
+            assert term not in row.text
+    live = next(update_job(RETRAIN, SMALL, stack, 0, scribbles))
+    assert describe_model(live.classifier, live)[0].text.startswith(
+        f"quick live-update model ({SMALL.n_estimators} trees; Train fits the full model)")
+    loaded = describe_model(model.classifier, origin="loaded from m.msc")
+    assert [row.label for row in loaded] == ["Model", "Work", "Features"]
+    assert loaded[0].text == f"{SMALL.n_estimators} trees, loaded from m.msc"
+    # a model whose cost tradeoff was chosen while fitting (cost_tradeoff="auto") says so
+    auto = clone(model.classifier).set_params(cost_tradeoff="auto")
+    auto.__dict__.update({k: v for k, v in vars(model.classifier).items() if k.endswith("_")})
+    assert "cost_tradeoff='auto' (μ)" in describe_model(auto)[0].tooltip
 
 
 # -- live updates --------------------------------------------------------------------------------
@@ -348,21 +494,30 @@ def test_cancel_pending_and_bad_kind():
 
 def test_layer_specs_place_frame_results_at_their_frame(trained):
     _, _, stack, _, results = trained
-    model, prediction, cost, _ = results
-    specs = prediction_layers("im", stack, prediction, ["floor", "square"], scale=(2, 1, 1),
+    model, prediction, cost = results
+    specs = probability_specs("im", stack, prediction, {1: "square"}, scale=(2, 1, 1),
                               translate=(10, 0, 5))
-    assert [s.name for s in specs] == ["im P(floor)", "im P(square)", "im uncertainty"]
+    specs.append(uncertainty_spec("im", stack, prediction, scale=(2, 1, 1), translate=(10, 0, 5)))
+    assert [s.name for s in specs] == ["im P(square) (0–1)", "im uncertainty (0 = sure)"]
     for spec in specs:
         assert spec.layer_type == "image" and spec.data.shape == (1, 48, 48)
         assert spec.kwargs["translate"] == (10 + 2 * 2, 0, 5)      # frame 2 at scale 2
-    cost_spec = cost_map_layer("im", stack, cost)
+        # transparent where there is nothing to see
+        assert spec.kwargs["colormap"]["colors"][0][3] == 0
+    np.testing.assert_array_equal(specs[0].data[0], prediction.probabilities[:, :, 1])
+    assert specs[1].kwargs["contrast_limits"] == (0.0, 0.5)
+    cost_spec = cost_map_spec("im", stack, cost)
+    assert cost_spec.name == "im cost map (operations/pixel)"
     assert cost_spec.data.shape == (1, 48, 48) and cost_spec.kwargs["translate"][0] == 2
-    assert cost_spec.kwargs["contrast_limits"][1] == pytest.approx(float(cost.cost_map.max()))
+    assert cost_spec.kwargs["contrast_limits"][1] == pytest.approx(
+        float(np.percentile(cost.cost_map, 99.5)))
+    hints = label_hints_spec("im", stack, LabelHints(2, np.ones((48, 48), np.uint8)))
+    assert hints.layer_type == "labels" and hints.attributes == {"contour": 3}
     seg = segmentation_spec("im", stack, model.classifier.classes_)
     assert seg.layer_type == "labels" and seg.data.shape == (3, 48, 48)
     assert seg.data.dtype == np.uint8 and not seg.data.any()
     assert segmentation_spec("im", stack, np.array([1, 300])).data.dtype == np.uint16
-    flat = prediction_layers("im", FrameStack(np.zeros((48, 48))), prediction, ["a", "b"])
+    flat = probability_specs("im", FrameStack(np.zeros((48, 48))), prediction, {0: "a"})
     assert flat[0].data.shape == (48, 48) and flat[0].kwargs["translate"] == (0.0, 0.0)
 
 
@@ -384,7 +539,7 @@ def test_tiff_stack_reads_lazily_frame_by_frame(tmp_path, monkeypatch):
     tifffile.imwrite(path, frames)
     [(data, kwargs, layer_type)] = read_frames(str(path))
     assert layer_type == "image" and kwargs["name"] == "movie" and not kwargs["rgb"]
-    assert data.shape == (5, 16, 24) and data.chunksize == (1, 16, 24)
+    assert isinstance(data, LazyFrames) and data.shape == (5, 16, 24) and data.ndim == 3
     import msclassify.io as msio
     reads = []
     original = msio.FrameSource.read
@@ -392,6 +547,16 @@ def test_tiff_stack_reads_lazily_frame_by_frame(tmp_path, monkeypatch):
                         lambda self, index: reads.append(index) or original(self, index))
     np.testing.assert_array_equal(np.asarray(data[3]), frames[3])
     assert reads == [3]                                  # only the frame asked for
+    np.testing.assert_array_equal(data[3, 2:4, -1], frames[3, 2:4, -1])
+    np.testing.assert_array_equal(data[-1], frames[4])
+    assert reads == [3, 4]                               # frame 3 came from the cache
+    np.testing.assert_array_equal(data[1:4:2, 0], frames[1:4:2, 0])
+    np.testing.assert_array_equal(data[[0, 2]], frames[[0, 2]])
+    assert reads == [3, 4, 1, 0, 2]
+    np.testing.assert_array_equal(np.asarray(data), frames)
+    assert data[3].flags.writeable is False             # cached frames are shared
+    with pytest.raises(IndexError):
+        data[..., 0]
 
 
 def test_grey_footage_stored_as_rgb_opens_grey_and_colour_stays_colour(tmp_path):
@@ -425,12 +590,31 @@ def test_reader_on_the_real_fly_video(shared_data):
     assert frame.dtype == np.uint8 and frame.std() > 5
 
 
-def test_lazy_frames_is_thread_safe(tmp_path):
-    frames = np.arange(6 * 5 * 7, dtype=np.uint16).reshape(6, 5, 7)
-    tifffile.imwrite(tmp_path / "s.tif", frames)
+def test_lazy_frames_is_thread_safe(shared_data):
+    from concurrent.futures import ThreadPoolExecutor
+
     from msclassify.io import open_frames
-    data = lazy_frames(open_frames(tmp_path / "s.tif"))
-    np.testing.assert_array_equal(data.compute(scheduler="threads"), frames)
+    path = shared_data("fly_sleap/clip.mp4")
+    indices = [40, 3, 41, 20, 3, 60, 42, 5] * 2
+    with open_frames(path, as_gray=True) as source:
+        expected = {index: source.read(index) for index in set(indices)}
+    data = LazyFrames(open_frames(path, as_gray=True), cache_frames=2)
+    with ThreadPoolExecutor(4) as pool:
+        frames = list(pool.map(lambda index: data[index], indices))
+    for index, frame in zip(indices, frames):
+        np.testing.assert_array_equal(frame, expected[index])
+
+
+def test_the_reader_imports_no_classifier_libraries():
+    """Opening a file must not wait for Numba, scikit-learn or SciPy's statistics to load."""
+    import subprocess
+    import sys
+    code = ("import sys, msclassify_napari._reader; "
+            "print([m for m in ('numba', 'sklearn', 'scipy.stats', 'dask.array') "
+            "if m in sys.modules])")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            check=True)
+    assert result.stdout.strip() == "[]"
 
 
 def test_sample_data_layers():

@@ -15,7 +15,7 @@ from msclassify.metrics import (accuracy, cost_accuracy_auc, cost_accuracy_curve
 from benchmarks.shared_sets import (load_covtype_20k, load_higgs_sample, load_miniboone_tiny,
                                     load_yahoo_feature_costs, load_yahoo_ltr_sample)
 from msclassify.tabular import (TabularData, load_csv, load_feature_costs, load_miniboone,
-                                load_svmlight, read_query_file)
+                                load_svmlight, load_train_test, read_query_file)
 
 SAMPLES = sample_data_path("tabular")
 
@@ -146,6 +146,43 @@ def test_cost_file(tmp_path):
 def test_cost_file_errors(tmp_path, text, n_features, message):
     with pytest.raises(ValueError, match=message):
         load_feature_costs(_write(tmp_path, "costs", text), n_features)
+
+
+def test_a_cost_file_longer_than_the_svmlight_features_is_refused(tmp_path, shared_data):
+    """519 costs (the full Yahoo! LTR set) for a sample whose feature ids end at 300."""
+    data = shared_data()
+    yahoo = data / "yahoo_ltr_sample_lightgbm"
+    with pytest.raises(ValueError, match=r"holds 519 costs but only the first 300 features occur "
+                                         r"in .*rank.train and .*rank.test"):
+        load_train_test(yahoo / "rank.train", yahoo / "rank.test",
+                        data / "fnan_budgetrf" / "yahoo_cs_cost")
+    train = _write(tmp_path, "t.svm", "1 1:1 2:3\n0 1:2\n1 1:1\n0 2:1\n")
+    test = _write(tmp_path, "t.test", "1 3:1\n0 1:1\n")
+    three = _write(tmp_path, "three.cost", "1\n2\n3\n")
+    # feature 3 occurs in the test file only: the cost file fits
+    loaded, _, costs = load_train_test(train, test, three)
+    assert loaded.n_features == 3 and costs.tolist() == [1, 2, 3]
+    with pytest.raises(ValueError, match="holds 3 costs but only the first 2 features occur"):
+        load_train_test(train, cost_path=three, test_fraction=0)
+    csv = _write(tmp_path, "t.csv", "a,b,c,label\n1,0,0,0\n2,0,0,1\n1,0,0,1\n2,0,0,0\n")
+    assert load_train_test(csv, cost_path=three, test_fraction=0)[2].size == 3   # CSV columns
+
+
+def test_sweep_plot_labels_do_not_overlap():
+    from matplotlib.figure import Figure
+
+    from msclassify.tabular import CostSweep, SweepPoint, plot_cost_sweep
+    points = [SweepPoint("plain GB", 0.0, 30.0, {"accuracy": 0.92}, ("a",), 10, 0.1)]
+    points += [SweepPoint(f"CEGB mu={mu:g}", mu, 10.0 - 0.3 * k, {"accuracy": 0.9 - 0.002 * k},
+                          ("a",), 10, 0.1)
+               for k, mu in enumerate((1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2))]
+    ax = Figure(figsize=(4, 3)).add_subplot()
+    plot_cost_sweep(CostSweep(tuple(points), "accuracy", "classification"), ax)
+    boxes = [text.get_window_extent() for text in ax.texts]
+    assert len(boxes) >= 4                          # close points: most labels still fit
+    assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+    assert {text.get_text() for text in ax.texts} <= {f"μ={p.cost_tradeoff:g}"
+                                                      for p in points[1:]}
 
 
 def test_tabular_data_checks_shapes():

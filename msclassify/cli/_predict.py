@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..io import FrameReadError, open_frames, open_writer
-from ..pixel import batch, check_channels, label_dtype, load_pixel_model
+from ..io import FrameReadError, open_frames
+from ..pixel import EXPORT_KINDS, FrameExport, batch, check_channels, load_pixel_model, open_export
 from ._common import EXIT_INTERRUPTED, PROG, CommandError, positive_int, progress, say
 
 
@@ -26,9 +26,21 @@ def add_predict_command(commands, quiet):
                          help="output folder (tif: one label TIFF per frame) or zarr store")
     predict.add_argument("--probabilities", action="store_true",
                          help="also write float32 class probabilities for every frame")
-    predict.add_argument("--format", choices=("tif", "tiff", "zarr"), default="tif",
-                         help="one TIFF per frame, or one zarr stack chunked by frame "
-                              "(default: %(default)s)")
+    predict.add_argument("--format", choices=("tif", "tiff", "zarr", "tiff-stack"),
+                         default="tif",
+                         help="one TIFF per frame, one zarr stack chunked by frame, or one "
+                              "multi-page TIFF file (-o names the file; written when complete, "
+                              "not resumable) (default: %(default)s)")
+    predict.add_argument("--export", choices=tuple(EXPORT_KINDS), default="labels",
+                         help="what to write per frame: " + "; ".join(
+                             f"{kind}: {what}" for kind, what in EXPORT_KINDS.items())
+                         + " (default: %(default)s)")
+    predict.add_argument("--class", dest="export_class", type=int, metavar="VALUE",
+                         help="the class exported by --export mask/instances/probability "
+                              "(default for a two-class model: its second class, e.g. 2)")
+    predict.add_argument("--min-size", type=int, default=0, metavar="PIXELS",
+                         help="--export instances: drop objects smaller than this "
+                              "(default: %(default)s, keep all)")
     predict.add_argument("--frames", metavar="START:STOP[:STEP]",
                          help="predict only these frames (Python slice of the frame numbers)")
     cluster = predict.add_mutually_exclusive_group()
@@ -74,11 +86,14 @@ def _cmd_predict(args):
             raise CommandError(str(exc)) from None
         selection = _parse_frames(args.frames, len(source), args.input)
         classes = np.asarray(model.classes_)
-        writer = open_writer(args.output, len(selection), source.shape[:2],
-                             dtype=label_dtype(classes),
-                             names=[source.name(i) for i in selection],
-                             n_classes=classes.size if args.probabilities else None,
-                             format=args.format)
+        export = _frame_export(args, classes)
+        try:
+            writer = open_export(args.output, len(selection), source.shape[:2], export, classes,
+                                 names=[source.name(i) for i in selection],
+                                 n_classes=classes.size if args.probabilities else None,
+                                 format="tiff" if args.format == "tif" else args.format)
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
         with writer:
             done = set(writer.completed())
             todo = [position for position in range(len(selection)) if position not in done]
@@ -90,6 +105,22 @@ def _cmd_predict(args):
                 say(args, f"resuming: {len(done)} of {len(selection)} frames are already in "
                            f"{args.output}")
             return _run_prediction(args, model, source, writer, selection, todo)
+
+
+def _frame_export(args, classes):
+    """The `FrameExport` that --export, --class and --min-size ask for."""
+    target = args.export_class
+    if args.export != "labels" and target is None:
+        if classes.size != 2:
+            raise CommandError(f"--export {args.export} needs --class: the model predicts "
+                               f"{classes.size} classes ({', '.join(map(str, classes))})")
+        target = int(classes[1])
+        say(args, f"exporting class {target} (the model's second class; choose another with "
+                  "--class)")
+    try:
+        return FrameExport(args.export, target, args.min_size).check_classes(classes)
+    except ValueError as exc:
+        raise CommandError(f"--export {args.export}: {exc}") from None
 
 
 def _run_prediction(args, model, source, writer, selection, todo):
@@ -116,12 +147,16 @@ def _run_prediction(args, model, source, writer, selection, todo):
         try:
             with cluster as client:
                 batch.predict_to_writer(model, source, writer, todo, frame_index=selection,
-                                         probabilities=args.probabilities, client=client,
+                                         probabilities=writer.needs_probabilities, client=client,
                                          model_bytes=model_bytes, chunk_size=args.chunk_size,
                                          on_frame=on_frame)
         except KeyboardInterrupt:
             bar.close()
             done = len(selection) - len(todo) + written
+            if args.format == "tiff-stack":
+                print(f"{PROG} predict: interrupted; the TIFF stack {args.output} was not written "
+                      "(a stack is written in one go).", file=sys.stderr)
+                return EXIT_INTERRUPTED
             print(f"{PROG} predict: interrupted; {done} of {len(selection)} frames are complete "
                   f"in {args.output}. Run the same command again to resume.", file=sys.stderr)
             return EXIT_INTERRUPTED

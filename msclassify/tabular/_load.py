@@ -129,6 +129,18 @@ def split_train_test(data, test_fraction=0.3, random_state=0):
     return take(train_rows), take(test_rows)
 
 
+def _check_costs_fit_features(costs, cost_path, train, test, train_path, test_path):
+    """Refuse a cost file longer than the svmlight data's features (see `load_train_test`)."""
+    occurring = train.X.any(axis=0) | (False if test is None else test.X.any(axis=0))
+    used = int(np.flatnonzero(occurring).max(initial=-1)) + 1
+    if costs.size > used:
+        files = f"{train_path}" + (f" and {test_path}" if test_path else "")
+        raise ValueError(f"the cost file {cost_path} holds {costs.size} costs but only the first "
+                         f"{used} features occur in {files}; it seems to be for other data (e.g. "
+                         "the 519 costs of the full Yahoo! LTR set). Give one cost per feature "
+                         "of this data, in feature order")
+
+
 def load_train_test(train_path, test_path=None, cost_path=None, file_format="auto", *,
                     label_column="label", test_fraction=0.3, random_state=0):
     """Load training data, test data (a file or a held-out part) and feature costs.
@@ -140,7 +152,10 @@ def load_train_test(train_path, test_path=None, cost_path=None, file_format="aut
         Without it `split_train_test` holds out ``test_fraction`` of the training file.
     cost_path : str or Path, optional
         Feature-cost file (one cost per line); it also fixes the column count of
-        svmlight files, whose last features may be absent from every line.
+        svmlight files, whose last features may be absent from every line. A
+        cost file with more costs than the features that occur in the svmlight
+        files (training and test) is refused: its extra costs would price
+        nothing, so it most likely belongs to other data.
     file_format, label_column
         As for `load_table`.
     test_fraction : float
@@ -170,11 +185,13 @@ def load_train_test(train_path, test_path=None, cost_path=None, file_format="aut
     if costs is not None and costs.size != train.n_features:
         raise ValueError(f"the cost file {cost_path} holds {costs.size} costs but the data has "
                          f"{train.n_features} features; give one cost per feature, in order")
+    test = None
     if test_path:
         test = load_table(test_path, file_format, label_column=label_column,
                           n_features=train.n_features)
-    elif test_fraction == 0:
-        test = None
-    else:
+    if costs is not None and (file_format if file_format != "auto"
+                              else _sniff_format(train_path)) == "svmlight":
+        _check_costs_fit_features(costs, cost_path, train, test, train_path, test_path)
+    if not test_path and test_fraction != 0:
         train, test = split_train_test(train, test_fraction, random_state)
     return train, test, costs

@@ -179,9 +179,6 @@ def plot_cost_sweep(sweep, ax):
     cegb = [i for i, p in enumerate(sweep.points) if p.cost_tradeoff > 0]
     if cegb:
         ax.plot(costs[cegb], scores[cegb], "o-", color="tab:blue", label="CEGB")
-        for i in cegb:
-            ax.annotate(f"μ={sweep.points[i].cost_tradeoff:g}", (costs[i], scores[i]),
-                        textcoords="offset points", xytext=(4, 4), fontsize=7)
     plain = [i for i, p in enumerate(sweep.points) if p.cost_tradeoff == 0]
     if plain:
         ax.plot(costs[plain], scores[plain], "*", color="tab:red", markersize=12,
@@ -193,7 +190,30 @@ def plot_cost_sweep(sweep, ax):
     ax.set_ylabel(sweep.metric)
     ax.grid(True, alpha=0.3)
     ax.legend(loc="lower right", fontsize=8)
+    ax.autoscale_view()
+    _label_points(ax, [(costs[i], scores[i], f"μ={sweep.points[i].cost_tradeoff:g}")
+                       for i in cegb])
     return ax
+
+
+# Where a point's label may go, in points from the point, tried in this order.
+_LABEL_OFFSETS = ((4, 4), (4, -11), (-4, 4), (-4, -11), (4, 14), (4, -21), (-4, 14), (-4, -21))
+
+
+def _label_points(ax, points):
+    """Annotate ``(x, y, text)`` points, each label at the first offset where it overlaps no
+    label placed before it; a label that fits nowhere is left out (the table lists every point).
+    """
+    placed = []
+    for x, y, text in points:
+        for dx, dy in _LABEL_OFFSETS:
+            label = ax.annotate(text, (x, y), textcoords="offset points", xytext=(dx, dy),
+                                fontsize=7, ha="left" if dx >= 0 else "right")
+            box = label.get_window_extent().expanded(1.05, 1.1)
+            if not any(box.overlaps(other) for other in placed):
+                placed.append(box)
+                break
+            label.remove()
 
 
 def _check_inputs(train, test, feature_costs, cost_tradeoffs):

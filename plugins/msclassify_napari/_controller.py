@@ -3,36 +3,50 @@
 The widget (`_widget.py`) only wires Qt controls and napari layers to what is
 here:
 
+* `ClassifierSettings` holds the model settings the widget exposes, in one
+  place; `ClassifierSettings.for_live_update` derives the quicker model that
+  live updates train, so "Train" and "Live update" can differ.
 * `FrameStack` views an image layer's data (2-D, RGB, or a time stack, lazy or
-  not) as frames; `snapshot_scribbles` copies the labelled frames of a Labels
-  layer so a worker thread trains on a stable copy while the user keeps painting.
-* `update_job` is the generator a worker thread runs for Train, for a live
-  update and for a frame change: it yields a `TrainedModel`, then the current
-  frame's `FramePrediction`, then its `CostSummary`, then (for Train) the mu = 0
-  model's `CostSummary`, so the segmentation appears before the slower extras.
-* `apply_to_frames` and `export_masks` are generators too: one yield per frame
-  drives a progress bar, and stopping the generator between yields cancels.
+  not) as frames; `ScribbledFrames` remembers which frames of a scribble layer
+  hold scribbles, so a retrain copies those frames (`snapshot_scribbles`)
+  instead of scanning a whole movie.
+* `update_job` is the generator a worker thread runs for Train, a live update
+  and "Segment this frame": it yields a `TrainedModel`, then the frame's
+  `FramePrediction`, then (if asked) its `LabelHints`, then its `CostSummary`,
+  so the segmentation appears before the slower extras.
+* `describe_model` turns a fitted model and its timings into the Result panel's
+  plain words, with the exact terms for tooltips.
+* `apply_to_frames` and `export_frames` are generators too: one yield per frame
+  drives a progress bar (`eta_text` says how long is left), and stopping the
+  generator between yields cancels.
 * `LiveUpdateScheduler` turns paint events into retrain jobs: it debounces, runs
   one job at a time and coalesces whatever arrives meanwhile into one follow-up.
-* `prediction_layers` describes the output layers as `LayerSpec`s.
+* `segmentation_spec`, `probability_specs`, `uncertainty_spec`, `cost_map_spec`
+  and `label_hints_spec` describe the output layers as `LayerSpec`s.
 """
 
 import dataclasses
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
+from scipy import ndimage
 
 from msclassify import pixel
-from msclassify.io import open_writer
-from msclassify.pixel import PixelClassifier, label_dtype, load_pixel_model
+from msclassify.pixel import FrameExport, PixelClassifier, label_dtype, load_pixel_model, \
+    open_export
 
-__all__ = ["CLASS_NAMES_KEY", "PREDICT", "RETRAIN", "TRAIN", "ClassifierSettings", "CostSummary",
-           "FramePrediction", "FrameStack", "LayerSpec", "LiveUpdateScheduler", "Scribbles",
-           "TrainedModel", "apply_to_frames", "class_names", "cost_map_layer", "cost_summary",
-           "export_masks", "load_classifier", "predict_frame", "prediction_layers",
-           "segmentation_spec", "snapshot_scribbles", "update_job"]
+__all__ = ["CLASS_NAMES_KEY", "COST_COLORMAP", "ClassifierSettings", "CostSummary",
+           "FramePrediction", "FrameStack", "LIVE_N_COST_SAMPLES", "LIVE_N_ESTIMATORS",
+           "LabelHints", "LayerSpec", "LiveUpdateScheduler", "PREDICT", "PROBABILITY_COLORMAP",
+           "RETRAIN", "ResultRow", "ScribbledFrames", "Scribbles", "TRAIN", "TrainedModel",
+           "UNCERTAINTY_COLORMAP", "apply_to_frames", "class_names", "cost_map_spec",
+           "cost_summary", "describe_feature", "describe_model", "eta_text", "export_frames",
+           "label_hints", "label_hints_spec", "load_classifier", "predict_frame",
+           "probability_specs", "segmentation_spec", "snapshot_scribbles", "uncertainty_spec",
+           "update_job"]
 
 # Labels-layer metadata key holding {label value: class name}.
 CLASS_NAMES_KEY = "msclassify_class_names"
@@ -42,69 +56,81 @@ PREDICT, RETRAIN, TRAIN = 1, 2, 3
 _KIND_NAMES = {PREDICT: "predict", RETRAIN: "retrain", TRAIN: "train"}
 
 _DEFAULTS = PixelClassifier().get_params()
-LIVE_N_ESTIMATORS = 30
+# The quick model of live updates: few trees and fewer pixels standing for the whole
+# image in the cost terms, so that a stroke shows its effect within ~0.3 s on a 1024²
+# frame (benchmarks/bench_napari.py); "Train" fits the full model.
+LIVE_N_ESTIMATORS = 20
+LIVE_N_COST_SAMPLES = 4096
 
 
 @dataclass(frozen=True)
 class ClassifierSettings:
-    """The knobs the widget exposes; everything else keeps `PixelClassifier`'s defaults.
-
-    One exception: 30 trees instead of 50, so that a live update of a 1024² frame
-    takes under 0.3 s (``benchmarks/bench_napari.py``); on the fly benchmark the
-    SEG is the same (synthetic 0.848) or 0.002 lower (real clip 0.690).
+    """The model settings the widget exposes; everything else keeps `PixelClassifier`'s defaults.
 
     Examples
     --------
-    >>> settings = ClassifierSettings(n_estimators=10)
+    >>> settings = ClassifierSettings(n_estimators=100)
     >>> settings.make_classifier().get_params()["n_estimators"]
-    10
-    >>> settings.replace(cost_tradeoff=0.0).cost_tradeoff
-    0.0
+    100
+    >>> settings.for_live_update().n_estimators   # live updates train a quicker model
+    20
     """
 
     features: str = _DEFAULTS["features"]
     cost_tradeoff: float = _DEFAULTS["cost_tradeoff"]
     split_cost: float = _DEFAULTS["split_cost"]
-    n_estimators: int = LIVE_N_ESTIMATORS
+    n_estimators: int = _DEFAULTS["n_estimators"]
     max_leaves: int = _DEFAULTS["max_leaves"]
     semi_supervised: bool = _DEFAULTS["semi_supervised"]
+    n_cost_samples: int = _DEFAULTS["n_cost_samples"]
     random_state: int = 0
 
     TOOLTIPS = {
-        "features": "Candidate features: 'fast' (few, cheap), 'default' (full resolution and "
-                    "2x2 blocks), 'pyramid' (also 4x4 / 8x8 blocks: cheapest models, blockier "
-                    "outlines), 'rich' (more scales). Each is computed on the full image or a "
-                    "2x2 / 4x4 / 8x8 block-mean level.",
-        "cost_tradeoff": "Cost tradeoff mu: how much accuracy the model gives up per operation "
-                         "per pixel it saves. 0 = plain gradient boosting (most accurate, most "
-                         "expensive); larger = fewer, coarser features and shallower paths.",
-        "split_cost": "Split cost alpha: cost of one tree-node evaluation, in operations of the "
-                      "feature cost model (4 = about four filter multiply-adds).",
-        "n_estimators": "Number of boosting rounds (trees per class). Fewer train faster: 30 "
-                        "keeps a live update of a 1024² frame under 0.3 s.",
-        "max_leaves": "Maximum leaves per tree (trees grow best-first).",
-        "semi_supervised": "Also learn from unlabelled pixels of the scribbled frames (GRBB): "
-                           "helps when there are only a few scribbles; adds about a second "
-                           "to training.",
+        "features": "Candidate image features (features=...): 'fast' (few, cheap), 'default' "
+                    "(full resolution and 2x2 blocks), 'pyramid' (also 4x4 / 8x8 blocks: "
+                    "cheapest models, blockier outlines), 'rich' (more scales). The model picks "
+                    "the ones it needs.",
+        "cost_tradeoff": "Cost tradeoff μ (cost_tradeoff): how much accuracy the model gives "
+                         "up per operation per pixel it saves. 0 = plain gradient boosting (most "
+                         "accurate, slowest); larger = fewer, coarser features and shorter "
+                         "paths through the trees (faster).",
+        "split_cost": "Split cost α (split_cost): the cost of one decision in a tree, in the "
+                      "operations of the feature cost model (4 = about four filter "
+                      "multiply-adds per pixel). Larger favours shallow trees.",
+        "n_estimators": "Trees per class (n_estimators) of the model that Train fits. Live "
+                        f"updates fit at most {LIVE_N_ESTIMATORS} so a stroke shows its "
+                        "effect within a fraction of a second.",
+        "max_leaves": "Largest number of leaves per tree (max_leaves; trees grow best-first).",
+        "semi_supervised": "Also learn from unlabelled pixels of the scribbled frames (GRBB; "
+                           "semi_supervised=True): helps when there are only a few scribbles; "
+                           "adds about a second to Train. Live updates do not use it.",
     }
 
     def replace(self, **changes):
         """A copy with some fields changed."""
         return dataclasses.replace(self, **changes)
 
+    def for_live_update(self):
+        """The quicker settings live updates train with: at most `LIVE_N_ESTIMATORS` trees,
+        `LIVE_N_COST_SAMPLES` cost pixels and no semi-supervised term; the rest unchanged."""
+        return self.replace(n_estimators=min(self.n_estimators, LIVE_N_ESTIMATORS),
+                            n_cost_samples=min(self.n_cost_samples, LIVE_N_COST_SAMPLES),
+                            semi_supervised=False)
+
     def make_classifier(self):
         """An unfitted `PixelClassifier` with these settings."""
         return PixelClassifier(self.features, cost_tradeoff=self.cost_tradeoff,
                                split_cost=self.split_cost, n_estimators=self.n_estimators,
                                max_leaves=self.max_leaves, semi_supervised=self.semi_supervised,
+                               n_cost_samples=self.n_cost_samples,
                                random_state=self.random_state)
 
 
 class FrameStack:
     """An image layer's data seen as frames: ``(H, W)``, ``(H, W, C)``, ``(T, H, W[, C])``.
 
-    ``data`` may be any array-like napari accepts (numpy, dask, zarr); a frame
-    is read only when asked for.
+    ``data`` may be any array-like napari accepts (numpy, dask, zarr, the
+    reader's lazy frames); a frame is read only when asked for.
 
     Parameters
     ----------
@@ -153,6 +179,8 @@ class FrameStack:
                              "image")
 
 
+# -- scribbles -----------------------------------------------------------------------------------
+
 @dataclass(frozen=True)
 class Scribbles:
     """A copy of the labelled frames of a scribble layer.
@@ -176,8 +204,22 @@ class Scribbles:
         return int(sum(np.count_nonzero(frame) for frame in self.labels))
 
 
-def snapshot_scribbles(labels, stack):
+def _scribbled(labels):
+    """Frames of a ``(T, H, W)`` label stack holding a label (scans the whole stack)."""
+    return {int(t) for t in np.flatnonzero(labels.reshape(labels.shape[0], -1).any(axis=1))}
+
+
+def snapshot_scribbles(labels, stack, frames=None):
     """Copy the labelled frames of ``labels`` (the scribble layer's data) for training.
+
+    Parameters
+    ----------
+    labels : array-like
+        The scribble layer's data, shaped like ``stack.labels_shape``.
+    stack : FrameStack
+    frames : iterable of int, optional
+        Only look at these frames of a stack (see `ScribbledFrames`); default:
+        scan every frame.
 
     Raises
     ------
@@ -191,23 +233,87 @@ def snapshot_scribbles(labels, stack):
     >>> snapshot.frame_indices, snapshot.classes.tolist(), snapshot.n_labelled
     ((2,), [1, 2], 2)
     """
-    labels = np.asarray(labels)
-    stack.check_labels(labels.shape)
-    if not np.issubdtype(labels.dtype, np.integer):
-        raise TypeError(f"scribbles must be an integer Labels layer, got dtype {labels.dtype}")
+    stack.check_labels(np.shape(labels))
+    dtype = np.dtype(labels.dtype)
+    if not np.issubdtype(dtype, np.integer):
+        raise TypeError(f"scribbles must be an integer Labels layer, got dtype {dtype}")
     if stack.is_stack:
-        indices = np.flatnonzero(labels.reshape(labels.shape[0], -1).any(axis=1))
-        frames = tuple(labels[t].copy() for t in indices)
+        candidates = _scribbled(np.asarray(labels)) if frames is None else frames
+        copies = [(t, np.array(labels[t])) for t in sorted(candidates)]
+        copies = [(t, frame) for t, frame in copies if frame.any()]
     else:
-        indices = [0] if labels.any() else []
-        frames = (labels.copy(),) if indices else ()
-    classes = np.unique(np.concatenate([np.unique(f[f > 0]) for f in frames])) if frames \
-        else np.zeros(0, labels.dtype)
+        frame = np.array(labels)
+        copies = [(0, frame)] if frame.any() else []
+    indices = tuple(int(t) for t, _ in copies)
+    frames_copied = tuple(frame for _, frame in copies)
+    classes = np.unique(np.concatenate([np.unique(f[f > 0]) for f in frames_copied])) \
+        if frames_copied else np.zeros(0, dtype)
     if classes.size < 2:
         found = "nothing" if classes.size == 0 else f"only label {classes[0]}"
         raise ValueError(f"the scribble layer holds {found}: paint at least two classes "
                          "(e.g. 1 = background, 2 = object; 0 is unlabelled)")
-    return Scribbles(tuple(int(t) for t in indices), frames, classes)
+    return Scribbles(indices, frames_copied, classes)
+
+
+class ScribbledFrames:
+    """Which frames of a scribble stack may hold scribbles, kept current without rescanning.
+
+    A full scan of a long movie's scribble layer (thousands of 1024² frames)
+    takes a noticeable fraction of a second, too long for the GUI thread on
+    every stroke. `rescan` (in a worker thread) finds the scribbled frames once;
+    `mark` adds the frame a stroke was painted on; `snapshot` then copies only
+    those frames. Thread-safe.
+
+    Examples
+    --------
+    >>> labels = np.zeros((4, 8, 8), np.uint8); labels[1, 0, 0] = 1
+    >>> frames = ScribbledFrames(); frames.rescan(labels); frames.frames
+    [1]
+    >>> labels[3, 5, 5] = 2; frames.mark(3)              # a stroke on frame 3
+    >>> frames.snapshot(labels, FrameStack(np.zeros((4, 8, 8)))).frame_indices
+    (1, 3)
+    """
+
+    def __init__(self):
+        self._frames = set()
+        self._scanned = False
+        self._lock = threading.Lock()
+
+    @property
+    def frames(self):
+        with self._lock:
+            return sorted(self._frames)
+
+    @property
+    def scanned(self):
+        """Whether a full scan has been done since the last `reset`."""
+        return self._scanned
+
+    def reset(self):
+        """Forget everything (another scribble layer, or its data was replaced)."""
+        with self._lock:
+            self._frames.clear()
+            self._scanned = False
+
+    def mark(self, frame):
+        """Scribbles on ``frame`` were painted or erased."""
+        with self._lock:
+            self._frames.add(int(frame))
+
+    def rescan(self, labels):
+        """Scan every frame of the ``(T, H, W)`` label stack ``labels``."""
+        found = _scribbled(np.asarray(labels))
+        with self._lock:
+            self._frames |= found
+            self._scanned = True
+
+    def snapshot(self, labels, stack):
+        """`snapshot_scribbles` of the known frames (scanning first if never scanned)."""
+        if not stack.is_stack:
+            return snapshot_scribbles(labels, stack)
+        if not self._scanned:
+            self.rescan(labels)
+        return snapshot_scribbles(labels, stack, frames=self.frames)
 
 
 def class_names(metadata, values):
@@ -227,14 +333,14 @@ def class_names(metadata, values):
 
 @dataclass(frozen=True)
 class TrainedModel:
+    """A model a job trained: the classifier, how long it took and on what."""
+
     classifier: PixelClassifier
     seconds: float
     n_labelled: int
     frame_indices: tuple
-
-    @property
-    def features_used(self):
-        return tuple(self.classifier.features_used_)
+    settings: ClassifierSettings
+    live: bool = False      # the quick model of a live update (see `ClassifierSettings`)
 
 
 @dataclass(frozen=True)
@@ -249,29 +355,33 @@ class FramePrediction:
 
 
 @dataclass(frozen=True)
+class LabelHints:
+    """Where to scribble next on one frame: `label_hints` of its uncertainty."""
+
+    frame_index: int
+    regions: np.ndarray         # (H, W) uint8, 0 = none, 1 = the most uncertain region, ...
+
+
+@dataclass(frozen=True)
 class CostSummary:
     """Prediction cost per pixel of one model on one frame, in modelled operations.
 
     ``evaluation`` is the mean of the cost map (tree-node evaluations times
     split_cost, divided by the pixels sharing each evaluation); ``features`` is
     the whole-image cost of the features the model computes, per pixel.
-    ``baseline`` marks the mu = 0 model trained for comparison.
     """
 
     frame_index: int
     evaluation: float
     features: float
-    features_used: tuple
-    cost_map: np.ndarray | None = None
-    baseline: bool = False
-    seconds: float = 0.0
+    cost_map: np.ndarray
 
     @property
     def total(self):
         return self.evaluation + self.features
 
 
-def _train(settings, stack, scribbles, cancel, on_progress, feature_cache):
+def _train(settings, stack, scribbles, cancel, on_progress, feature_cache, live):
     def callback(iteration, n_iterations):
         if on_progress is not None:
             on_progress(iteration, n_iterations)
@@ -282,7 +392,7 @@ def _train(settings, stack, scribbles, cancel, on_progress, feature_cache):
     start = time.perf_counter()
     classifier.fit(frames, list(scribbles.labels), callback=callback, feature_cache=feature_cache)
     return TrainedModel(classifier, time.perf_counter() - start, scribbles.n_labelled,
-                        scribbles.frame_indices)
+                        scribbles.frame_indices, settings, live)
 
 
 def predict_frame(classifier, frame, frame_index):
@@ -293,29 +403,66 @@ def predict_frame(classifier, frame, frame_index):
                            time.perf_counter() - start)
 
 
-def cost_summary(classifier, frame, frame_index, baseline=False, keep_map=True, seconds=0.0):
-    """Mean evaluation and feature cost per pixel of ``classifier`` on ``frame``."""
+def cost_summary(classifier, frame, frame_index):
+    """Mean evaluation and feature cost per pixel of ``classifier`` on ``frame``, and its map."""
     cost_map = classifier.cost_map(frame)
     return CostSummary(frame_index, float(cost_map.mean()), classifier.feature_cost_per_pixel_,
-                       tuple(classifier.features_used_), cost_map if keep_map else None,
-                       baseline, seconds)
+                       cost_map)
+
+
+def label_hints(uncertainty, n_classes, n_regions=5, min_pixels=20):
+    """The regions of a frame where the model is least sure: where a scribble helps most.
+
+    Pixels whose uncertainty (``1 - max probability``) is at least half of the
+    largest possible (``1 - 1/n_classes``: 0.25 for two classes, i.e. a
+    probability between 0.25 and 0.75) are grown by 2 pixels so that nearby
+    fragments join, split into connected regions, and the ``n_regions`` regions
+    with the largest summed uncertainty (of at least ``min_pixels`` pixels) are
+    numbered 1, 2, ... from the most uncertain.
+
+    Returns
+    -------
+    ndarray of uint8, shape (H, W)
+
+    Examples
+    --------
+    >>> u = np.zeros((12, 12), np.float32); u[1:4, 1:4] = 0.4; u[8:11, 8:11] = 0.3
+    >>> hints = label_hints(u, n_classes=2, min_pixels=1)
+    >>> int(hints[2, 2]), int(hints[9, 9]), int(hints[6, 6])
+    (1, 2, 0)
+    """
+    uncertain = uncertainty >= 0.5 * (1.0 - 1.0 / n_classes)
+    grown = ndimage.binary_dilation(uncertain, iterations=2)
+    regions, n_found = ndimage.label(grown, structure=np.ones((3, 3), bool))
+    hints = np.zeros(uncertainty.shape, np.uint8)
+    if n_found == 0:
+        return hints
+    index = np.arange(1, n_found + 1)
+    weight = ndimage.sum_labels(uncertainty * uncertain, regions, index)
+    size = ndimage.sum_labels(uncertain, regions, index)
+    ranked = [region for region in index[np.argsort(-weight, kind="stable")]
+              if size[region - 1] >= min_pixels][:n_regions]
+    for rank, region in enumerate(ranked, start=1):
+        hints[regions == region] = rank
+    return hints
 
 
 def update_job(kind, settings, stack, frame_index, scribbles=None, classifier=None, cancel=None,
-               on_progress=None, feature_cache=None):
-    """What a worker thread runs for Train, a live update or a frame change.
+               on_progress=None, feature_cache=None, hints=False):
+    """What a worker thread runs for Train, a live update or "Segment this frame".
 
     Parameters
     ----------
     kind : PREDICT, RETRAIN or TRAIN
         PREDICT segments ``frame_index`` with ``classifier``; RETRAIN first trains
-        a new model on ``scribbles``; TRAIN also trains the mu = 0 model and
-        reports its cost for comparison (skipped when mu is already 0).
+        the quick live-update model (``settings.for_live_update()``) on
+        ``scribbles``; TRAIN trains the full model (``settings``).
     settings : ClassifierSettings
     stack : FrameStack
     frame_index : int
-    scribbles : Scribbles, optional
-        Required for RETRAIN and TRAIN.
+    scribbles : Scribbles or callable, optional
+        Required for RETRAIN and TRAIN; a callable returning `Scribbles` is
+        called here, in the worker thread (e.g. to scan a long stack).
     classifier : PixelClassifier, optional
         Required for PREDICT.
     cancel : threading.Event, optional
@@ -326,10 +473,12 @@ def update_job(kind, settings, stack, frame_index, scribbles=None, classifier=No
         worker thread).
     feature_cache : msclassify.features.FeatureCache, optional
         Keeps the scribbled frames' features between retrains.
+    hints : bool, optional
+        Also yield the frame's `LabelHints`.
 
     Yields
     ------
-    TrainedModel, FramePrediction, CostSummary, then (TRAIN) the baseline CostSummary.
+    TrainedModel (RETRAIN, TRAIN), FramePrediction, LabelHints (if ``hints``), CostSummary.
     """
     if kind not in _KIND_NAMES:
         raise ValueError(f"kind must be PREDICT, RETRAIN or TRAIN, got {kind!r}")
@@ -337,7 +486,11 @@ def update_job(kind, settings, stack, frame_index, scribbles=None, classifier=No
     if kind >= RETRAIN:
         if scribbles is None:
             raise ValueError("training needs scribbles")
-        model = _train(settings, stack, scribbles, cancel, on_progress, feature_cache)
+        if callable(scribbles):
+            scribbles = scribbles()
+        live = kind == RETRAIN
+        model = _train(settings.for_live_update() if live else settings, stack, scribbles, cancel,
+                       on_progress, feature_cache, live)
         if cancel.is_set():
             return
         classifier = model.classifier
@@ -345,16 +498,143 @@ def update_job(kind, settings, stack, frame_index, scribbles=None, classifier=No
     elif classifier is None:
         raise ValueError("nothing to predict with: train a model or load one first")
     frame = stack.frame(frame_index)
-    yield predict_frame(classifier, frame, frame_index)
-    yield cost_summary(classifier, frame, frame_index)
-    if kind == TRAIN and settings.cost_tradeoff > 0 and not cancel.is_set():
-        baseline = _train(settings.replace(cost_tradeoff=0.0), stack, scribbles, cancel, None,
-                          feature_cache)
-        if cancel.is_set():
-            return
-        yield cost_summary(baseline.classifier, frame, frame_index, baseline=True, keep_map=False,
-                           seconds=baseline.seconds)
+    prediction = predict_frame(classifier, frame, frame_index)
+    yield prediction
+    if hints:
+        yield LabelHints(frame_index, label_hints(prediction.uncertainty,
+                                                  prediction.probabilities.shape[2]))
+    if not cancel.is_set():
+        yield cost_summary(classifier, frame, frame_index)
 
+
+# -- what the model is, in words -----------------------------------------------------------------
+
+class ResultRow(NamedTuple):
+    """One line of the Result panel: a heading, plain words, and the exact terms (tooltip)."""
+
+    label: str
+    text: str
+    tooltip: str
+
+
+_FILTER_WORDS = {
+    "intensity": "brightness",
+    "gauss": "smoothed brightness",
+    "gradmag": "edges",
+    "log": "spots and blobs",
+    "dog": "blob contrast",
+    "hessian_max": "dark lines",
+    "hessian_min": "bright lines",
+    "structure_max": "texture strength",
+    "structure_min": "corners",
+}
+_RGB = ("red", "green", "blue")
+
+
+def describe_feature(spec, n_channels=1):
+    """A feature in plain words, e.g. ``"smoothed brightness at 4×4 pixels (~6 px)"``.
+
+    Examples
+    --------
+    >>> from msclassify.features import FeatureSpec
+    >>> describe_feature(FeatureSpec.from_id("L2:gauss:s1.6:c0"))
+    'smoothed brightness at 4×4 pixels (~6 px)'
+    >>> describe_feature(FeatureSpec.from_id("L0:intensity:c1"), n_channels=3)
+    'brightness of green at full resolution'
+    """
+    words = _FILTER_WORDS[spec.filter]
+    if n_channels > 1:
+        words += f" of {_RGB[spec.channel]}" if n_channels == 3 else f" of channel {spec.channel}"
+    block = 2 ** spec.level
+    words += " at full resolution" if spec.level == 0 else f" at {block}×{block} pixels"
+    if spec.sigma is not None:
+        words += f" (~{spec.sigma * block:.0f} px)"
+    return words
+
+
+def _fraction(part, whole):
+    """``part / whole`` in words: "1/12", or a percentage when it is large."""
+    if whole <= 0 or part <= 0:
+        return "none"
+    ratio = part / whole
+    return f"{ratio:.0%}" if ratio > 0.3 else f"1/{round(1 / ratio)}"
+
+
+def describe_model(classifier, training=None, prediction=None, cost=None, origin=None):
+    """The Result panel: what the model is and costs, in plain words, with the exact terms.
+
+    Parameters
+    ----------
+    classifier : PixelClassifier
+        Fitted.
+    training : TrainedModel, optional
+        How it was trained (time, scribbles, settings, live or full).
+    prediction : FramePrediction, optional
+        Its last frame: the measured speed.
+    cost : CostSummary, optional
+        The modelled cost on that frame (tooltip of the "Work" row).
+    origin : str, optional
+        Where the model came from when it was not trained here (e.g. a file name).
+
+    Returns
+    -------
+    list of ResultRow
+        "Model", "Speed" (with a prediction), "Work", "Features".
+    """
+    bank = classifier.bank_
+    specs = {spec.id: spec for spec in bank.specs}
+    used = [specs[feature] for feature in classifier.features_used_]
+    params = classifier.get_params()
+    tradeoff = params["cost_tradeoff"]     # a number, or "auto" (chosen while fitting)
+    tradeoff = f"{tradeoff:g}" if isinstance(tradeoff, (int, float)) else repr(tradeoff)
+    chosen = getattr(classifier, "cost_tradeoff_", None)
+    if chosen is not None and tradeoff == "'auto'":
+        tradeoff += f" -> {chosen:g}; {getattr(classifier, 'tradeoff_reason_', '')}"
+    exact = (f"PixelClassifier(features={params['features']!r}, "
+             f"cost_tradeoff={tradeoff} (μ), "
+             f"split_cost={params['split_cost']:g} (α), n_estimators={params['n_estimators']}, "
+             f"max_leaves={params['max_leaves']}, semi_supervised={params['semi_supervised']}, "
+             f"n_cost_samples={params['n_cost_samples']})")
+    rows = []
+    if training is not None:
+        frames = len(training.frame_indices)
+        what = (f"quick live-update model ({params['n_estimators']} trees; Train fits the full "
+                "model)" if training.live else f"full model ({params['n_estimators']} trees)")
+        rows.append(ResultRow("Model", f"{what}, trained in {training.seconds:.2f} s on "
+                                       f"{training.n_labelled:,} scribbled pixels in {frames} "
+                                       f"frame{'s' if frames != 1 else ''}", exact))
+    else:
+        rows.append(ResultRow("Model", f"{params['n_estimators']} trees"
+                                       + (f", {origin}" if origin else ""), exact))
+    if prediction is not None:
+        height, width = prediction.labels.shape
+        seconds = prediction.seconds
+        rows.append(ResultRow(
+            "Speed", f"segments a {width}×{height} frame in {seconds * 1000:.0f} ms "
+                     f"(~{1 / max(seconds, 1e-6):.0f} frames/s on this computer)",
+            "Measured on the last segmented frame in the worker thread: features, trees, class "
+            "probabilities and uncertainty. Batch prediction (Apply to frames, msclassify "
+            "predict) skips the probabilities and is a little faster."))
+    all_cost = float(bank.batch_costs().sum())
+    work = (f"computes {len(used)} of {len(bank)} candidate image features: "
+            f"{_fraction(classifier.feature_cost_per_pixel_, all_cost)} of the work of "
+            "computing all of them")
+    work_tip = (f"Feature cost: {classifier.feature_cost_per_pixel_:.3g} modelled operations per "
+                f"pixel (sum of the batch_cost γ of the features used) vs {all_cost:.3g} for "
+                "all candidates.")
+    if cost is not None:
+        work_tip += (f" Tree evaluation cost: {cost.evaluation:.3g} operations per pixel on "
+                     f"frame {cost.frame_index} (split cost α × node evaluations / pixels "
+                     "sharing each; the mean of the cost map).")
+    rows.append(ResultRow("Work", work, work_tip))
+    n_channels = classifier.n_channels_
+    rows.append(ResultRow("Features", "; ".join(describe_feature(spec, n_channels)
+                                                for spec in used) or "none",
+                          "\n".join(f"{spec.id}: {spec.name}" for spec in used)))
+    return rows
+
+
+# -- all frames, files ---------------------------------------------------------------------------
 
 def apply_to_frames(classifier, stack, frame_indices=None):
     """Segment frames one by one; yields ``(frame_index, labels)``.
@@ -367,25 +647,67 @@ def apply_to_frames(classifier, stack, frame_indices=None):
         yield index, classifier.predict(stack.frame(index))
 
 
-def export_masks(segmentation, frame_indices, path, names=None, file_format="tiff"):
-    """Write the segmentation of ``frame_indices`` with `msclassify.io.open_writer`.
+def eta_text(done, total, elapsed):
+    """How long the rest of a run takes at the speed so far, in words.
 
-    ``segmentation`` is ``(H, W)`` or ``(T, H, W)``; frames are written atomically
-    and the output can be resumed or read back by `msclassify.io.open_frames`.
-    Yields each frame index after it is written.
+    Examples
+    --------
+    >>> eta_text(0, 100, 0.0)
+    'estimating time left…'
+    >>> eta_text(10, 100, 5.0), eta_text(10, 1000, 5.0), eta_text(100, 100, 50.0)
+    ('about 45 s left', 'about 8 min left', 'done')
     """
-    segmentation = np.asarray(segmentation)
-    stacked = segmentation.ndim == 3
-    n_frames = segmentation.shape[0] if stacked else 1
-    if not np.issubdtype(segmentation.dtype, np.integer):
-        raise TypeError(f"the segmentation must hold integer labels, got {segmentation.dtype}")
-    dtype = label_dtype(segmentation)
-    writer = open_writer(path, n_frames, segmentation.shape[-2:], dtype=dtype, names=names,
-                         format=file_format)
+    if done >= total:
+        return "done"
+    if done == 0 or elapsed <= 0:
+        return "estimating time left…"
+    left = elapsed / done * (total - done)
+    if left < 60:
+        return f"about {max(1, round(left))} s left"
+    if left < 3600:
+        return f"about {round(left / 60)} min left"
+    return f"about {left / 3600:.1f} h left"
+
+
+def export_frames(classifier, stack, frame_indices, path, export, file_format="tiff",
+                  segmented=None):
+    """Write `FrameExport` ``export`` of ``frame_indices`` with `msclassify.pixel.open_export`.
+
+    Parameters
+    ----------
+    classifier : PixelClassifier
+    stack : FrameStack
+    frame_indices : sequence of int
+        Frames to write, in order; file names are ``frame_<index>``.
+    path : str or Path
+        Folder (``"tiff"``) or file (``"tiff-stack"``).
+    export : msclassify.pixel.FrameExport
+    file_format : {"tiff", "tiff-stack"}
+    segmented : callable, optional
+        ``segmented(index)`` returns the labels this model already predicted for
+        a frame, or None; those frames are written without predicting again.
+
+    Yields
+    ------
+    int
+        Each frame index after it is written; stop iterating to cancel.
+    """
+    frame_indices = [int(index) for index in frame_indices]
+    if not frame_indices:
+        raise ValueError("no frames to export: choose a frame range")
+    names = [f"frame_{index:06d}" for index in frame_indices]
+    writer = open_export(path, len(frame_indices), stack.frame_shape, export,
+                         classifier.classes_, names=names, format=file_format)
     with writer:
-        for index in frame_indices:
-            frame = segmentation[index] if stacked else segmentation
-            writer.write(index, np.asarray(frame).astype(dtype, copy=False))
+        for position, index in enumerate(frame_indices):
+            labels = None if segmented is None or writer.needs_probabilities \
+                else segmented(index)
+            if labels is None:
+                labels, probabilities, _ = pixel.predict_frame(
+                    classifier, stack.frame(index), writer.needs_probabilities, writer.dtype)
+            else:
+                probabilities = None
+            writer.write(position, labels, probabilities)
             yield index
 
 
@@ -454,7 +776,8 @@ class LiveUpdateScheduler:
             self._timer.start(self.delay_ms if delay_ms is None else int(delay_ms))
 
     def run_now(self, kind):
-        """Start ``kind`` without debouncing (the Train button), or right after the current job."""
+        """Start ``kind`` without debouncing (Train, Segment this frame), or right after the
+        current job."""
         self._add(kind)
         self._timer.stop()
         if self.running is None:
@@ -489,12 +812,25 @@ class LiveUpdateScheduler:
 
 @dataclass
 class LayerSpec:
-    """An output layer: ``viewer.add_<layer_type>(data, name=name, **kwargs)``."""
+    """An output layer: ``viewer.add_<layer_type>(data, name=name, **kwargs)``, then
+    ``setattr(layer, key, value)`` for each of ``attributes`` (what ``add_*`` does not take)."""
 
     name: str
     layer_type: str
     data: np.ndarray
     kwargs: dict = field(default_factory=dict)
+    attributes: dict = field(default_factory=dict)
+
+
+# Colormaps of the output images (napari's dict form): transparent at 0, so the image stays
+# visible where nothing is to see, opaque at the top of the contrast range.
+PROBABILITY_COLORMAP = {"name": "msclassify probability",
+                        "colors": [[0.0, 0.9, 0.4, 0.0], [0.0, 0.9, 0.4, 0.85]]}
+UNCERTAINTY_COLORMAP = {"name": "msclassify uncertainty",
+                        "colors": [[1.0, 0.5, 0.0, 0.0], [1.0, 0.5, 0.0, 0.5],
+                                   [1.0, 0.1, 0.7, 0.9]]}
+COST_COLORMAP = {"name": "msclassify cost",
+                 "colors": [[0.2, 0.3, 1.0, 0.0], [0.2, 0.6, 1.0, 0.5], [1.0, 1.0, 0.2, 0.95]]}
 
 
 def _placement(stack, scale, translate):
@@ -513,7 +849,7 @@ def _frame_placement(stack, frame_index, scale, translate):
     return (lambda image: image[np.newaxis]), placement
 
 
-def segmentation_spec(image_name, stack, classes, scale=None, translate=None):
+def segmentation_spec(image_name, stack, classes=(1, 2), scale=None, translate=None):
     """The segmentation Labels layer: one label image per frame, 0 until predicted.
 
     ``np.zeros`` leaves untouched pages unallocated, so a long stack costs
@@ -522,30 +858,42 @@ def segmentation_spec(image_name, stack, classes, scale=None, translate=None):
     dtype = label_dtype(classes)
     return LayerSpec(f"{image_name} segmentation", "labels",
                      np.zeros(stack.labels_shape, dtype=dtype),
-                     _placement(stack, scale, translate))
+                     {**_placement(stack, scale, translate), "opacity": 0.6})
 
 
-def prediction_layers(image_name, stack, prediction, names, scale=None, translate=None):
-    """Image layers of one frame's class probabilities and uncertainty."""
+def probability_specs(image_name, stack, prediction, names, scale=None, translate=None):
+    """Image layers of one frame's class probabilities (0-1), one per class in ``names``
+    (``{column: name}``)."""
+    place, placement = _frame_placement(stack, prediction.frame_index, scale, translate)
+    return [LayerSpec(f"{image_name} P({name}) (0–1)", "image",
+                      place(np.ascontiguousarray(prediction.probabilities[:, :, column])),
+                      {**placement, "colormap": PROBABILITY_COLORMAP,
+                       "contrast_limits": (0.0, 1.0)})
+            for column, name in names.items()]
+
+
+def uncertainty_spec(image_name, stack, prediction, scale=None, translate=None):
+    """Image layer of one frame's uncertainty, ``1 - max probability`` (0 = sure)."""
     place, placement = _frame_placement(stack, prediction.frame_index, scale, translate)
     n_classes = prediction.probabilities.shape[2]
-    specs = [LayerSpec(f"{image_name} P({name})", "image",
-                       place(np.ascontiguousarray(prediction.probabilities[:, :, k])),
-                       {**placement, "colormap": "magma", "contrast_limits": (0.0, 1.0),
-                        "visible": False, "blending": "additive"})
-             for k, name in enumerate(names)]
-    specs.append(LayerSpec(f"{image_name} uncertainty", "image", place(prediction.uncertainty),
-                           {**placement, "colormap": "inferno", "visible": False,
-                            "contrast_limits": (0.0, 1.0 - 1.0 / n_classes),
-                            "blending": "additive"}))
-    return specs
+    return LayerSpec(f"{image_name} uncertainty (0 = sure)", "image",
+                     place(prediction.uncertainty),
+                     {**placement, "colormap": UNCERTAINTY_COLORMAP,
+                      "contrast_limits": (0.0, 1.0 - 1.0 / n_classes)})
 
 
-def cost_map_layer(image_name, stack, summary, scale=None, translate=None):
-    """Image layer of where the model spent computation (operations per pixel)."""
+def cost_map_spec(image_name, stack, summary, scale=None, translate=None):
+    """Image layer of where the model spent computation (tree operations per pixel)."""
     place, placement = _frame_placement(stack, summary.frame_index, scale, translate)
-    top = float(summary.cost_map.max())
-    return LayerSpec(f"{image_name} cost map", "image", place(summary.cost_map),
-                     {**placement, "colormap": "viridis", "visible": False,
-                      "contrast_limits": (0.0, top if top > 0 else 1.0),
-                      "blending": "additive"})
+    top = float(np.percentile(summary.cost_map, 99.5))
+    return LayerSpec(f"{image_name} cost map (operations/pixel)", "image",
+                     place(summary.cost_map),
+                     {**placement, "colormap": COST_COLORMAP,
+                      "contrast_limits": (0.0, top if top > 0 else 1.0)})
+
+
+def label_hints_spec(image_name, stack, hints, scale=None, translate=None):
+    """Labels layer outlining where to scribble next (`label_hints`)."""
+    place, placement = _frame_placement(stack, hints.frame_index, scale, translate)
+    return LayerSpec(f"{image_name} where to label next", "labels", place(hints.regions),
+                     {**placement, "opacity": 1.0}, {"contour": 3})

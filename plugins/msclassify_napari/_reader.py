@@ -2,19 +2,23 @@
 
 Opening a one-hour video reads nothing but its packet index; napari asks for the
 frame under the time slider and only that frame is decoded (by
-`msclassify.io.open_frames`). Frames are chunks of a dask array, so napari's
-own dask cache and async slicing work unchanged.
+`msclassify.io.open_frames`). The last frames read are kept, so napari's
+repeated slicing of the current frame, its thumbnail and the pixel-classifier
+widget reading the frame it segments decode it once.
+
+Only `msclassify.io` is imported: opening a file never waits for the
+classifier's libraries (Numba, scikit-learn) to load.
 """
 
 import threading
+from collections import OrderedDict
 from pathlib import Path
 
-import dask.array as da
 import numpy as np
 
 from msclassify.io import TIFF_EXTENSIONS, VIDEO_EXTENSIONS, open_frames
 
-__all__ = ["get_reader", "lazy_frames", "read_frames"]
+__all__ = ["LazyFrames", "get_reader", "read_frames"]
 
 _EXTENSIONS = VIDEO_EXTENSIONS + TIFF_EXTENSIONS
 
@@ -30,11 +34,13 @@ def get_reader(path):
     return read_frames
 
 
-def lazy_frames(source):
-    """A dask array ``(T, H, W[, C])`` over a `msclassify.io.FrameSource`, one chunk per frame.
+class LazyFrames:
+    """A read-only array ``(T, H, W[, C])`` over a `msclassify.io.FrameSource`.
 
-    Reads go through a lock because a video decoder keeps its position between
-    reads and napari may slice from several threads.
+    Indexing decodes only the frames the index selects; the ``cache_frames``
+    most recently read frames are kept. Reads go through a lock because a video
+    decoder keeps its position between reads and napari may slice from several
+    threads.
 
     Examples
     --------
@@ -43,19 +49,55 @@ def lazy_frames(source):
     >>> path = os.path.join(tempfile.mkdtemp(), "stack.tif")
     >>> tifffile.imwrite(path, np.arange(30, dtype=np.uint8).reshape(3, 2, 5),
     ...                  photometric="minisblack")
-    >>> frames = lazy_frames(open_frames(path))
-    >>> frames.shape, frames.chunksize, int(frames[2, 1, 4].compute())
-    ((3, 2, 5), (1, 2, 5), 29)
+    >>> frames = LazyFrames(open_frames(path))
+    >>> frames.shape, int(frames[2, 1, 4]), frames[1:, 0, :2].tolist()
+    ((3, 2, 5), 29, [[10, 11], [20, 21]])
     """
-    lock = threading.Lock()
 
-    def read_block(block_id=None):
-        with lock:
-            return source.read(block_id[0])[np.newaxis]
+    def __init__(self, source, cache_frames=4):
+        self.source = source
+        self.shape = (len(source),) + tuple(source.shape)
+        self.dtype = source.dtype
+        self.ndim = len(self.shape)
+        self.size = int(np.prod(self.shape))
+        self._cache = OrderedDict()
+        self._cache_frames = int(cache_frames)
+        self._lock = threading.Lock()
 
-    chunks = ((1,) * len(source),) + tuple((size,) for size in source.shape)
-    empty = np.empty((0,) * (1 + len(source.shape)), dtype=source.dtype)
-    return da.map_blocks(read_block, chunks=chunks, dtype=source.dtype, meta=empty)
+    def __len__(self):
+        return self.shape[0]
+
+    def frame(self, index):
+        """Frame ``index`` (read-only: it may be shared with later reads)."""
+        with self._lock:
+            if index in self._cache:
+                self._cache.move_to_end(index)
+                return self._cache[index]
+            frame = self.source.read(index)
+            frame.flags.writeable = False
+            self._cache[index] = frame
+            while len(self._cache) > self._cache_frames:
+                self._cache.popitem(last=False)
+            return frame
+
+    def __getitem__(self, key):
+        key = key if isinstance(key, tuple) else (key,)
+        if any(item is Ellipsis or item is None for item in key):
+            raise IndexError("LazyFrames takes integers, slices and arrays, not ... or None")
+        first, rest = (key[0], key[1:]) if key else (slice(None), ())
+        if isinstance(first, (int, np.integer)):
+            return self.frame(range(self.shape[0])[first])[rest]
+        selected = np.arange(self.shape[0])[first]
+        frames = [self.frame(int(index)) for index in np.atleast_1d(selected)]
+        stacked = np.stack(frames) if frames else np.empty((0,) + self.shape[1:], self.dtype)
+        return stacked[(slice(None),) + rest]
+
+    def __array__(self, dtype=None, copy=None):
+        stacked = self[:]
+        return stacked if dtype is None else stacked.astype(dtype)
+
+    def __repr__(self):
+        return f"<LazyFrames {self.source.path!r}: shape {self.shape}, {self.dtype}>"
 
 
 def _open(path):
@@ -84,7 +126,7 @@ def read_frames(path):
         For a corrupt, truncated or unsupported file (napari shows the message).
     """
     source = _open(path)
-    data = source.read(0) if len(source) == 1 else lazy_frames(source)
+    data = source.read(0) if len(source) == 1 else LazyFrames(source)
     kwargs = {"name": Path(path).stem, "rgb": len(source.shape) == 3,
               "metadata": {"msclassify_source": str(path), "n_frames": len(source)}}
     return [(data, kwargs, "image")]

@@ -1,8 +1,16 @@
 """The "Pixel classifier" dock widget: Qt controls wired to `_controller`.
 
 Everything that computes runs in napari worker threads (`create_worker`); the
-GUI thread only snapshots the scribbles, starts workers and puts their results
-into layers, so painting, panning and the time slider stay responsive.
+GUI thread only starts workers and puts their results into layers, so
+painting, panning and the time slider stay responsive:
+
+* the segmentation layer is created once, with the scribble layer (below it,
+  so scribbles stay visible), and then updated in place frame by frame;
+* probability, uncertainty, cost-map and "where to label next" layers exist
+  only while their "Show" box is ticked, and only shown layers are updated;
+* the scribbled frames of a long movie are found once in a worker thread and
+  then followed through paint events (`ScribbledFrames`);
+* the layer the user paints on stays selected whatever layers are added.
 """
 
 import threading
@@ -13,24 +21,28 @@ import numpy as np
 import pandas as pd
 from napari.layers import Image, Labels
 from napari.qt.threading import create_worker
+from napari.utils import cancelable_progress
 from napari.utils.colormaps import DirectLabelColormap
 from napari.utils.notifications import notification_manager, show_error
-from qtpy.QtCore import Qt, QTimer, Signal
-from qtpy.QtGui import QColor, QDoubleValidator
-from qtpy.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFileDialog, QFormLayout,
-                            QGroupBox, QHBoxLayout, QHeaderView, QLabel, QLineEdit,
-                            QPlainTextEdit, QProgressBar, QPushButton, QSpinBox, QTableWidget,
-                            QTableWidgetItem, QVBoxLayout, QWidget)
+from qtpy.QtCore import QSize, Qt, QTimer, Signal
+from qtpy.QtGui import QColor, QDoubleValidator, QKeySequence
+from qtpy.QtWidgets import (QButtonGroup, QCheckBox, QComboBox, QDialog, QDialogButtonBox,
+                            QDoubleSpinBox, QFileDialog, QFormLayout, QFrame, QGroupBox,
+                            QHBoxLayout, QHeaderView, QLabel, QLineEdit, QProgressBar,
+                            QPushButton, QRadioButton, QScrollArea, QShortcut, QSpinBox,
+                            QTableWidget, QTableWidgetItem, QToolButton, QVBoxLayout, QWidget)
 
 from msclassify.features import PRESETS, FeatureCache
+from msclassify.pixel import EXPORT_KINDS, FrameExport
 
 from ._controller import (CLASS_NAMES_KEY, PREDICT, RETRAIN, TRAIN, ClassifierSettings,
-                          CostSummary, FramePrediction, FrameStack, LiveUpdateScheduler,
-                          TrainedModel, apply_to_frames, class_names, cost_map_layer,
-                          export_masks, load_classifier, prediction_layers, segmentation_spec,
-                          snapshot_scribbles, update_job)
+                          CostSummary, FramePrediction, FrameStack, LabelHints,
+                          LiveUpdateScheduler, ScribbledFrames, TrainedModel, apply_to_frames,
+                          class_names, cost_map_spec, describe_model, eta_text, export_frames,
+                          label_hints_spec, load_classifier, probability_specs,
+                          segmentation_spec, uncertainty_spec, update_job)
 
-__all__ = ["PixelClassifierWidget", "notify_error"]
+__all__ = ["ExportDialog", "PixelClassifierWidget", "notify_error"]
 
 # Errors that mean "bad input": shown as a one-line message. Anything else is a bug and
 # goes to napari's notification with its traceback.
@@ -43,6 +55,31 @@ FRAME_CHANGE_DELAY_MS = 40
 FEATURE_CACHE_BYTES = 512 * 2**20
 # Metadata key marking the layers this widget made.
 OUTPUT_KEY = "msclassify_output"
+# "Segment this frame" from anywhere in the napari window.
+SEGMENT_SHORTCUT = "Shift+S"
+# Training progress is drawn at most this often: a progress bar repaints at once.
+PROGRESS_INTERVAL_S = 0.1
+
+# The optional output layers, in the order of the "Show" boxes.
+SHOW = {
+    "probability": ("Probability", "Probability of each class (0–1), for the frame shown"),
+    "uncertainty": ("Uncertainty", "1 − the largest class probability: 0 where the model is "
+                                   "sure, 0.5 (two classes) where it hesitates"),
+    "cost": ("Cost map", "Where the model spent computation: operations per pixel of the "
+                         "tree decisions (bright = many decisions; pixels decided on coarse "
+                         "blocks cost little)"),
+    "hints": ("Where to label next", "Outlines the 5 regions of this frame where the model "
+                                     "is least sure: scribble the right class there"),
+}
+_EXPLAIN = {
+    "probability": "<b>Probability</b>: bright = the model is sure the pixel is that class.",
+    "uncertainty": "<b>Uncertainty</b>: bright = the model hesitates between classes.",
+    "cost": "<b>Cost map</b>: computation per pixel (colour bar in operations/pixel); "
+            "dark where coarse blocks decide.",
+    "hints": "<b>Where to label next</b>: yellow outlines mark where the model is least sure; "
+             "a scribble there helps most.",
+}
+_HINT_COLORS = np.array([[0, 0, 0, 0], [1.0, 0.9, 0.0, 1.0]])
 
 
 def notify_error(exc, status_label=None):
@@ -56,8 +93,78 @@ def notify_error(exc, status_label=None):
         notification_manager.receive_error(type(exc), exc, exc.__traceback__)
 
 
+class ExportDialog(QDialog):
+    """What to export: class values, a 0/255 mask, objects or a probability; which frames; how.
+
+    ``request()`` returns ``(FrameExport, frame_indices, file_format)``.
+    """
+
+    _KIND_TEXT = {"labels": "Class values (1, 2, …)",
+                  "mask": "Mask of one class (0 / 255)",
+                  "instances": "Objects of one class (numbered 1, 2, …)",
+                  "probability": "Probability of one class (0–1, float32)"}
+
+    def __init__(self, classes, names, n_frames, frame_range, parent=None):
+        super().__init__(parent)
+        self.setWindowTitle("Export")
+        form = QFormLayout(self)
+        self.kind_combo = QComboBox()
+        for kind, text in self._KIND_TEXT.items():
+            self.kind_combo.addItem(text, kind)
+            self.kind_combo.setItemData(self.kind_combo.count() - 1, EXPORT_KINDS[kind],
+                                        Qt.ToolTipRole)
+        self.kind_combo.setCurrentIndex(1)
+        form.addRow("Export", self.kind_combo)
+        self.class_combo = QComboBox()
+        for value, name in zip(classes, names):
+            self.class_combo.addItem(f"{name} ({value})", int(value))
+        self.class_combo.setCurrentIndex(len(classes) - 1)
+        form.addRow("Class", self.class_combo)
+        self.min_size_spin = QSpinBox()
+        self.min_size_spin.setRange(0, 10**7)
+        self.min_size_spin.setValue(20)
+        self.min_size_spin.setSuffix(" px")
+        self.min_size_spin.setToolTip("Objects with fewer pixels are dropped (0 keeps all)")
+        form.addRow("Smallest object", self.min_size_spin)
+        row = QHBoxLayout()
+        self.first_spin, self.last_spin = QSpinBox(), QSpinBox()
+        for spin, value in zip((self.first_spin, self.last_spin), frame_range):
+            spin.setRange(0, max(n_frames - 1, 0))
+            spin.setValue(value)
+            row.addWidget(spin)
+        row.insertWidget(1, QLabel("to"))
+        form.addRow("Frames", row)
+        self.folder_radio = QRadioButton("Folder of TIFFs (one per frame)")
+        self.stack_radio = QRadioButton("One TIFF stack")
+        self.folder_radio.setChecked(True)
+        group = QButtonGroup(self)
+        group.addButton(self.folder_radio)
+        group.addButton(self.stack_radio)
+        form.addRow("Save as", self.folder_radio)
+        form.addRow("", self.stack_radio)
+        buttons = QDialogButtonBox(QDialogButtonBox.Ok | QDialogButtonBox.Cancel)
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        form.addRow(buttons)
+        self.kind_combo.currentIndexChanged.connect(self._update_enabled)
+        self._update_enabled()
+
+    def _update_enabled(self, *_):
+        kind = self.kind_combo.currentData()
+        self.class_combo.setEnabled(kind != "labels")
+        self.min_size_spin.setEnabled(kind == "instances")
+
+    def request(self):
+        kind = self.kind_combo.currentData()
+        export = FrameExport(kind, None if kind == "labels" else self.class_combo.currentData(),
+                             self.min_size_spin.value() if kind == "instances" else 0)
+        first, last = sorted((self.first_spin.value(), self.last_spin.value()))
+        return export, list(range(first, last + 1)), \
+            "tiff-stack" if self.stack_radio.isChecked() else "tiff"
+
+
 class PixelClassifierWidget(QWidget):
-    """Scribble, train, see the result live, apply to all frames, save the model.
+    """Scribble, train, see the result live, apply to frames, save the model, export.
 
     Signals
     -------
@@ -68,7 +175,7 @@ class PixelClassifierWidget(QWidget):
     job_done()
         That job ended (finished, failed or cancelled).
     batch_done()
-        "Apply to all frames" or "Export masks" ended (finished, failed or cancelled).
+        "Apply to frames" or "Export" ended (finished, failed or cancelled).
     """
 
     job_started = Signal(int)
@@ -83,14 +190,18 @@ class PixelClassifierWidget(QWidget):
         self.classifier = None
         self.last_model = None            # TrainedModel of the last training
         self.last_prediction = None       # FramePrediction shown last
-        self.predicted_frames = set()     # frames of the segmentation layer holding a prediction
+        self.last_cost = None             # CostSummary of the last prediction
+        self.last_hints = None            # LabelHints of the last prediction
+        self.model_origin = None          # where a loaded model came from
+        self.predicted_frames = set()     # frames segmented by the current model
+        self.scribbled = ScribbledFrames()
         self._scribble_layer = None       # the Labels layer whose events we follow
         self._worker = None
         self._cancel = threading.Event()
         self._batch_worker = None
+        self._batch_progress = None
         self._last_frame = None
-        self._costs = {}                  # "model" / "baseline" -> CostSummary
-        self._job_started = 0.0
+        self._progress_drawn = 0.0
 
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
@@ -106,10 +217,26 @@ class PixelClassifierWidget(QWidget):
 
     # -- construction ----------------------------------------------------------------------------
     def _build_ui(self):
-        layout = QVBoxLayout(self)
+        content = QWidget()
+        layout = QVBoxLayout(content)
+        layout.setContentsMargins(4, 4, 4, 4)
+        layout.addWidget(self._data_box())
+        layout.addWidget(self._model_box())
+        layout.addWidget(self._result_box())
+        layout.addWidget(self._frames_box())
+        layout.addStretch(1)
+        scroll = _VerticalScrollArea()
+        scroll.setWidget(content)
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(0, 0, 0, 0)
+        outer.addWidget(scroll)
+        self.segment_shortcut = QShortcut(QKeySequence(SEGMENT_SHORTCUT), self)
+        self.segment_shortcut.setContext(Qt.WindowShortcut)
+        self.segment_shortcut.activated.connect(self.segment_current_frame)
 
-        data = QGroupBox("Data")
-        form = QFormLayout(data)
+    def _data_box(self):
+        box = QGroupBox("Data")
+        form = QFormLayout(box)
         self.image_combo = QComboBox()
         self.image_combo.setToolTip("Image to segment: a 2-D frame, an RGB frame or a time stack")
         form.addRow("Image", self.image_combo)
@@ -125,134 +252,184 @@ class PixelClassifierWidget(QWidget):
         self.class_table.setHorizontalHeaderLabels(["label", "class name"])
         self.class_table.verticalHeader().setVisible(False)
         self.class_table.horizontalHeader().setSectionResizeMode(1, QHeaderView.Stretch)
-        self.class_table.setMaximumHeight(110)
-        self.class_table.setToolTip("Double-click a name to edit it; select a row to paint "
-                                    "with that label")
+        self.class_table.verticalHeader().setDefaultSectionSize(22)
+        self.class_table.setFixedHeight(self.class_table.horizontalHeader().sizeHint().height()
+                                        + 3 * 22 + 4)
+        self.class_table.setToolTip("Select a row to paint with that label; double-click a name "
+                                    "to edit it")
         self.add_class_button = QPushButton("Add class")
         form.addRow(self.class_table)
         form.addRow(self.add_class_button)
-        layout.addWidget(data)
-
-        model = QGroupBox("Model")
-        form = QFormLayout(model)
-        tips = ClassifierSettings.TOOLTIPS
-        defaults = ClassifierSettings()
-        self.features_combo = QComboBox()
-        self.features_combo.addItems(list(PRESETS))
-        self.features_combo.setCurrentText(defaults.features)
-        self.features_combo.setToolTip(tips["features"])
-        form.addRow("Features", self.features_combo)
-        self.mu_edit = QLineEdit(f"{defaults.cost_tradeoff:g}")
-        validator = QDoubleValidator(0.0, 1e9, 12)
-        validator.setNotation(QDoubleValidator.ScientificNotation)
-        self.mu_edit.setValidator(validator)
-        self.mu_edit.setToolTip(tips["cost_tradeoff"])
-        form.addRow("Cost tradeoff μ", self.mu_edit)
-        self.alpha_spin = QDoubleSpinBox()
-        self.alpha_spin.setRange(0.0, 1e4)
-        self.alpha_spin.setDecimals(2)
-        self.alpha_spin.setValue(defaults.split_cost)
-        self.alpha_spin.setToolTip(tips["split_cost"])
-        form.addRow("Split cost α", self.alpha_spin)
-        self.trees_spin = QSpinBox()
-        self.trees_spin.setRange(1, 5000)
-        self.trees_spin.setValue(defaults.n_estimators)
-        self.trees_spin.setToolTip(tips["n_estimators"])
-        form.addRow("Trees", self.trees_spin)
-        self.leaves_spin = QSpinBox()
-        self.leaves_spin.setRange(2, 1024)
-        self.leaves_spin.setValue(defaults.max_leaves)
-        self.leaves_spin.setToolTip(tips["max_leaves"])
-        form.addRow("Leaves per tree", self.leaves_spin)
-        self.semi_check = QCheckBox("Semi-supervised (few scribbles)")
-        self.semi_check.setChecked(defaults.semi_supervised)
-        self.semi_check.setToolTip(tips["semi_supervised"])
-        form.addRow(self.semi_check)
-        row = QHBoxLayout()
-        self.train_button = QPushButton("Train")
-        self.train_button.setToolTip("Train on the scribbles, segment the current frame and "
-                                     "compare the cost with the μ = 0 model")
-        self.cancel_button = QPushButton("Cancel")
-        self.cancel_button.setEnabled(False)
-        self.live_check = QCheckBox("Live update")
-        self.live_check.setToolTip("Retrain after each paint stroke (debounced) and segment the "
-                                   "frame under the time slider")
-        row.addWidget(self.train_button)
-        row.addWidget(self.cancel_button)
-        row.addWidget(self.live_check)
-        form.addRow(row)
-        self.train_progress = QProgressBar()
-        self.train_progress.setTextVisible(False)
-        self.train_progress.setMaximumHeight(8)
-        form.addRow(self.train_progress)
-        layout.addWidget(model)
-
-        results = QGroupBox("Result")
-        form = QFormLayout(results)
-        self.status_label = QLabel("Scribble at least two classes, then Train.")
-        self.status_label.setWordWrap(True)
-        form.addRow(self.status_label)
-        self.time_label = QLabel("–")
-        form.addRow("Training time", self.time_label)
-        self.evaluation_label = QLabel("–")
-        self.evaluation_label.setToolTip("Mean tree-evaluation cost per pixel (split cost x "
-                                         "node evaluations / pixels sharing each)")
-        form.addRow("Evaluation cost / px", self.evaluation_label)
-        self.feature_cost_label = QLabel("–")
-        self.feature_cost_label.setToolTip("Modelled operations per pixel to compute the "
-                                           "features the model uses")
-        form.addRow("Feature cost / px", self.feature_cost_label)
-        self.features_text = QPlainTextEdit()
-        self.features_text.setReadOnly(True)
-        self.features_text.setMaximumHeight(80)
-        form.addRow("Features used", self.features_text)
-        layout.addWidget(results)
-
-        frames = QGroupBox("Frames and files")
-        form = QFormLayout(frames)
-        row = QHBoxLayout()
-        self.apply_button = QPushButton("Apply to all frames")
-        self.apply_cancel_button = QPushButton("Cancel")
-        self.apply_cancel_button.setEnabled(False)
-        row.addWidget(self.apply_button)
-        row.addWidget(self.apply_cancel_button)
-        form.addRow(row)
-        self.apply_progress = QProgressBar()
-        form.addRow(self.apply_progress)
-        row = QHBoxLayout()
-        self.save_button = QPushButton("Save model…")
-        self.load_button = QPushButton("Load model…")
-        self.export_button = QPushButton("Export masks…")
-        for button in (self.save_button, self.load_button, self.export_button):
-            row.addWidget(button)
-        form.addRow(row)
-        layout.addWidget(frames)
-        layout.addStretch(1)
-
         self.new_scribbles_button.clicked.connect(self.new_scribble_layer)
         self.scribble_combo.currentIndexChanged.connect(self._on_scribble_layer_changed)
         self.image_combo.currentIndexChanged.connect(self._on_image_changed)
         self.class_table.itemChanged.connect(self._on_class_name_edited)
         self.class_table.currentCellChanged.connect(self._on_class_selected)
         self.add_class_button.clicked.connect(self._add_class)
+        return box
+
+    def _model_box(self):
+        box = QGroupBox("Model")
+        form = QFormLayout(box)
+        tips = ClassifierSettings.TOOLTIPS
+        defaults = ClassifierSettings()
+        self.features_combo = QComboBox()
+        self.features_combo.addItems(list(PRESETS))
+        self.features_combo.setCurrentText(defaults.features)
+        self.features_combo.setToolTip(tips["features"])
+        form.addRow("Image features", self.features_combo)
+        self.mu_edit = QLineEdit(f"{defaults.cost_tradeoff:g}")
+        validator = QDoubleValidator(0.0, 1e9, 12)
+        validator.setNotation(QDoubleValidator.ScientificNotation)
+        self.mu_edit.setValidator(validator)
+        self.mu_edit.setToolTip(tips["cost_tradeoff"])
+        form.addRow("Speed over accuracy (μ)", self.mu_edit)
+        self.trees_spin = QSpinBox()
+        self.trees_spin.setRange(1, 5000)
+        self.trees_spin.setValue(defaults.n_estimators)
+        self.trees_spin.setToolTip(tips["n_estimators"])
+        form.addRow("Trees", self.trees_spin)
+        self.more_button = QToolButton()
+        self.more_button.setText("More settings")
+        self.more_button.setCheckable(True)
+        self.more_button.setArrowType(Qt.RightArrow)
+        self.more_button.setToolButtonStyle(Qt.ToolButtonTextBesideIcon)
+        form.addRow(self.more_button)
+        self.advanced = QWidget()
+        advanced = QFormLayout(self.advanced)
+        advanced.setContentsMargins(0, 0, 0, 0)
+        self.alpha_spin = QDoubleSpinBox()
+        self.alpha_spin.setRange(0.0, 1e4)
+        self.alpha_spin.setDecimals(2)
+        self.alpha_spin.setValue(defaults.split_cost)
+        self.alpha_spin.setToolTip(tips["split_cost"])
+        advanced.addRow("Cost per decision (α)", self.alpha_spin)
+        self.leaves_spin = QSpinBox()
+        self.leaves_spin.setRange(2, 1024)
+        self.leaves_spin.setValue(defaults.max_leaves)
+        self.leaves_spin.setToolTip(tips["max_leaves"])
+        advanced.addRow("Leaves per tree", self.leaves_spin)
+        self.semi_check = QCheckBox("Semi-supervised (few scribbles)")
+        self.semi_check.setChecked(defaults.semi_supervised)
+        self.semi_check.setToolTip(tips["semi_supervised"])
+        advanced.addRow(self.semi_check)
+        self.advanced.setVisible(False)
+        form.addRow(self.advanced)
+        row = QHBoxLayout()
+        self.train_button = QPushButton("Train")
+        self.train_button.setToolTip("Train the full model on all scribbles and segment the "
+                                     "frame shown")
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.setEnabled(False)
+        self.live_check = QCheckBox("Live update")
+        self.live_check.setToolTip("After each paint stroke, train a quick model and segment "
+                                   "the frame shown; moving the time slider segments the new "
+                                   "frame")
+        row.addWidget(self.train_button)
+        row.addWidget(self.cancel_button)
+        row.addWidget(self.live_check)
+        form.addRow(row)
+        self.segment_button = QPushButton(f"Segment this frame ({SEGMENT_SHORTCUT})")
+        self.segment_button.setToolTip("Segment the frame under the time slider with the current "
+                                       f"model (keyboard: {SEGMENT_SHORTCUT})")
+        form.addRow(self.segment_button)
+        self.train_progress = QProgressBar()
+        self.train_progress.setTextVisible(False)
+        self.train_progress.setMaximumHeight(6)
+        form.addRow(self.train_progress)
+
+        self.more_button.toggled.connect(self._show_advanced)
         self.train_button.clicked.connect(self.train)
         self.cancel_button.clicked.connect(self.cancel)
         self.live_check.toggled.connect(self.set_live_update)
-        self.apply_button.clicked.connect(self.apply_to_all_frames)
-        self.apply_cancel_button.clicked.connect(self.cancel_batch)
-        self.save_button.clicked.connect(self._ask_save_model)
-        self.load_button.clicked.connect(self._ask_load_model)
-        self.export_button.clicked.connect(self._ask_export_masks)
+        self.segment_button.clicked.connect(self.segment_current_frame)
         for signal in (self.features_combo.currentIndexChanged, self.mu_edit.editingFinished,
                        self.alpha_spin.valueChanged, self.trees_spin.valueChanged,
                        self.leaves_spin.valueChanged, self.semi_check.toggled):
             signal.connect(self._on_settings_changed)
+        return box
+
+    def _result_box(self):
+        box = QGroupBox("Result")
+        form = QFormLayout(box)
+        self.status_label = QLabel("Scribble at least two classes (select a row above to paint "
+                                   "it), then Train or tick Live update.")
+        self.status_label.setWordWrap(True)
+        form.addRow(self.status_label)
+        self.result_labels = {}
+        for name in ("Model", "Speed", "Work", "Features"):
+            label = QLabel("–")
+            label.setWordWrap(True)
+            form.addRow(name, label)
+            self.result_labels[name] = label
+        row = QHBoxLayout()
+        self.show_checks = {}
+        for key, (text, tip) in SHOW.items():
+            check = QCheckBox(text)
+            check.setToolTip(tip)
+            check.toggled.connect(lambda on, key=key: self._on_show_toggled(key, on))
+            self.show_checks[key] = check
+        grid = QVBoxLayout()
+        for pair in (("probability", "uncertainty"), ("cost", "hints")):
+            line = QHBoxLayout()
+            for key in pair:
+                line.addWidget(self.show_checks[key])
+            grid.addLayout(line)
+        row.addLayout(grid)
+        form.addRow("Show", row)
+        self.explain_label = QLabel("")
+        self.explain_label.setWordWrap(True)
+        self.explain_label.setVisible(False)
+        form.addRow(self.explain_label)
+        return box
+
+    def _frames_box(self):
+        box = QGroupBox("Frames and files")
+        form = QFormLayout(box)
+        row = QHBoxLayout()
+        self.first_spin, self.last_spin = QSpinBox(), QSpinBox()
+        for spin in (self.first_spin, self.last_spin):
+            spin.setToolTip("Frame numbers as on the time slider")
+        row.addWidget(self.first_spin)
+        row.addWidget(QLabel("to"))
+        row.addWidget(self.last_spin)
+        form.addRow("Frames", row)
+        row = QHBoxLayout()
+        self.apply_button = QPushButton("Apply to frames")
+        self.apply_button.setToolTip("Segment every frame of the range with the current model")
+        self.apply_cancel_button = QPushButton("Cancel")
+        self.apply_cancel_button.setEnabled(False)
+        row.addWidget(self.apply_button)
+        row.addWidget(self.apply_cancel_button)
+        form.addRow(row)
+        self.apply_progress = QProgressBar()
+        self.apply_progress.setFormat("")
+        form.addRow(self.apply_progress)
+        row = QHBoxLayout()
+        self.save_button = QPushButton("Save model…")
+        self.load_button = QPushButton("Load model…")
+        self.export_button = QPushButton("Export…")
+        self.export_button.setToolTip("Write masks, objects or probabilities as TIFFs (Fiji)")
+        for button in (self.save_button, self.load_button, self.export_button):
+            row.addWidget(button)
+        form.addRow(row)
+        self.apply_button.clicked.connect(self.apply_to_all_frames)
+        self.apply_cancel_button.clicked.connect(self.cancel_batch)
+        self.save_button.clicked.connect(self._ask_save_model)
+        self.load_button.clicked.connect(self._ask_load_model)
+        self.export_button.clicked.connect(self._ask_export)
+        return box
+
+    def _show_advanced(self, shown):
+        self.advanced.setVisible(shown)
+        self.more_button.setArrowType(Qt.DownArrow if shown else Qt.RightArrow)
 
     def _connect_viewer(self):
         # napari drops these connections itself once the widget is deleted
         layers = self.viewer.layers
         layers.events.inserted.connect(self._refresh_layer_choices)
         layers.events.removed.connect(self._refresh_layer_choices)
+        layers.events.removed.connect(self._on_layer_removed)
         layers.events.reordered.connect(self._refresh_layer_choices)
         self.viewer.dims.events.current_step.connect(self._on_frame_changed)
 
@@ -270,11 +447,14 @@ class PixelClassifierWidget(QWidget):
         return layer if isinstance(layer, kind) else None
 
     def _refresh_layer_choices(self, *_):
+        image_before = self.image_combo.currentText()
         for combo, kind in ((self.image_combo, Image), (self.scribble_combo, Labels)):
             current = combo.currentText()
             # the widget's own output layers are not inputs
             names = [layer.name for layer in self.viewer.layers
                      if isinstance(layer, kind) and not layer.metadata.get(OUTPUT_KEY)]
+            if names == [combo.itemText(i) for i in range(combo.count())]:
+                continue
             combo.blockSignals(True)
             combo.clear()
             combo.addItems(names)
@@ -285,7 +465,10 @@ class PixelClassifierWidget(QWidget):
                 if preferred:
                     combo.setCurrentText(preferred[0])
             combo.blockSignals(False)
-        self._on_scribble_layer_changed()
+        if self.image_combo.currentText() != image_before:
+            self._on_image_changed()
+        elif self.scribble_layer is not self._scribble_layer:
+            self._on_scribble_layer_changed()
 
     def _stack(self):
         image = self.image_layer
@@ -314,21 +497,120 @@ class PixelClassifierWidget(QWidget):
     def _on_image_changed(self, *_):
         self.predicted_frames.clear()
         self._last_frame = None
+        self._update_frame_range()
+        self._on_scribble_layer_changed()
+
+    def _update_frame_range(self):
+        stack = self._stack_or_none() if self.image_layer is not None else None
+        n_frames = 1 if stack is None else stack.n_frames
+        for spin in (self.first_spin, self.last_spin):
+            spin.setRange(0, max(n_frames - 1, 0))
+        self.first_spin.setValue(0)
+        self.last_spin.setValue(n_frames - 1)
 
     def _on_scribble_layer_changed(self, *_):
-        self._follow_scribbles(self.scribble_layer)
+        layer = self.scribble_layer
+        if layer is not None and layer is not self._scribble_layer:
+            self._keep_selected(layer)            # ready to paint
+            if layer.mode == "pan_zoom":
+                layer.mode = "paint"
+        self._follow_scribbles(layer)
         self._fill_class_table()
+        if layer is not None and self.image_layer is not None:
+            try:
+                self._ensure_segmentation_layer(self._stack())
+            except ValueError:
+                pass                     # an image the classifier cannot take: said on Train
 
     def _follow_scribbles(self, layer):
         if layer is self._scribble_layer:
             return
         if self._scribble_layer is not None:
-            self._scribble_layer.events.paint.disconnect(self._on_scribbles_edited)
-            self._scribble_layer.events.data.disconnect(self._on_scribbles_edited)
+            self._scribble_layer.events.paint.disconnect(self._on_scribbles_painted)
+            self._scribble_layer.events.data.disconnect(self._on_scribble_data_replaced)
         self._scribble_layer = layer
         if layer is not None:
-            layer.events.paint.connect(self._on_scribbles_edited)
-            layer.events.data.connect(self._on_scribbles_edited)
+            layer.events.paint.connect(self._on_scribbles_painted)
+            layer.events.data.connect(self._on_scribble_data_replaced)
+            self._rescan_scribbles(layer)
+
+    def _rescan_scribbles(self, layer):
+        """Find the scribbled frames of a stack in a worker thread (a movie is large)."""
+        self.scribbled.reset()
+        if layer.data.ndim == 3:
+            create_worker(self.scribbled.rescan, layer.data, _start_thread=True)
+
+    def _add_layer(self, spec):
+        """Update the layer called ``spec.name`` in place, or add it (keeping the selection)."""
+        layers = self.viewer.layers
+        if spec.name in layers:
+            layer = layers[spec.name]
+            kind = {"image": Image, "labels": Labels}[spec.layer_type]
+            if isinstance(layer, kind) and layer.data.shape == spec.data.shape \
+                    and layer.data.dtype == spec.data.dtype:
+                for key in ("scale", "translate", "contrast_limits"):
+                    if key in spec.kwargs and tuple(getattr(layer, key)) != tuple(spec.kwargs[key]):
+                        setattr(layer, key, spec.kwargs[key])
+                layer.data = spec.data
+                return layer
+            layers.remove(layer)
+        active = layers.selection.active
+        layer = getattr(self.viewer, f"add_{spec.layer_type}")(
+            spec.data, name=spec.name, metadata={OUTPUT_KEY: True}, **spec.kwargs)
+        for key, value in spec.attributes.items():
+            setattr(layer, key, value)
+        scribbles = self.scribble_layer
+        if scribbles is not None:     # below the scribbles, which stay visible on top
+            layers.move(layers.index(layer), layers.index(scribbles))
+        self._keep_selected(active)
+        return layer
+
+    def _keep_selected(self, layer):
+        """Give the selection back to ``layer`` (napari selects every new layer), so the brush
+        keeps painting on the scribbles."""
+        if layer is not None and layer in self.viewer.layers:
+            self.viewer.layers.selection.active = layer
+
+    def _ensure_segmentation_layer(self, stack, classes=(1, 2)):
+        """The segmentation layer of the image, created (below the scribbles) if missing or of
+        the wrong shape."""
+        segmentation = self._segmentation_layer()
+        if segmentation is not None and segmentation.data.shape == stack.labels_shape \
+                and np.iinfo(segmentation.data.dtype).max >= int(np.max(classes)):
+            return segmentation
+        image = self.image_layer
+        segmentation = self._add_layer(segmentation_spec(image.name, stack, classes, image.scale,
+                                                         image.translate))
+        self.predicted_frames.clear()
+        if self.scribble_layer is not None:
+            self._publish_class_names(self.scribble_layer)
+        return segmentation
+
+    def _segmentation_layer(self):
+        image = self.image_layer
+        return None if image is None else self._layer_named(f"{image.name} segmentation", Labels)
+
+    def _output_name(self, key):
+        """Name prefix of the optional layer ``key`` (probability layers add the class)."""
+        image = self.image_layer
+        name = None if image is None else image.name
+        return {"probability": f"{name} P(", "uncertainty": f"{name} uncertainty",
+                "cost": f"{name} cost map", "hints": f"{name} where to label next"}[key]
+
+    def _output_layers(self, key):
+        prefix = self._output_name(key)
+        return [layer for layer in self.viewer.layers
+                if layer.metadata.get(OUTPUT_KEY) and layer.name.startswith(prefix)]
+
+    def _on_layer_removed(self, event):
+        layer = event.value
+        for key, check in self.show_checks.items():
+            if check.isChecked() and not self._output_layers(key) \
+                    and layer.metadata.get(OUTPUT_KEY):
+                check.blockSignals(True)
+                check.setChecked(False)
+                check.blockSignals(False)
+        self._update_explanation()
 
     # -- classes ---------------------------------------------------------------------------------
     def _class_values(self, layer):
@@ -355,7 +637,7 @@ class PixelClassifierWidget(QWidget):
     def _publish_class_names(self, layer):
         """Name the classes in napari's status bar; colour the segmentation like the scribbles.
 
-        In the segmentation, classes named "background" are transparent so the
+        In the segmentation, the class named "background" is transparent so the
         objects stand out over the image.
         """
         values = self._class_values(layer)
@@ -365,12 +647,18 @@ class PixelClassifierWidget(QWidget):
         segmentation = self._segmentation_layer()
         if segmentation is not None:
             segmentation.features = table
-            transparent = np.zeros(4)
+            # a direct colormap: napari draws a cyclic one's label 1 even when it is the
+            # colormap's background_value (measured: the whole frame covered)
+            transparent = np.zeros(4, np.float32)
             colors = {None: transparent, 0: transparent}
             for value, name in zip(values, names):
                 colors[value] = transparent if "background" in name.lower() \
-                    else np.array(layer.get_color(value), dtype=np.float32)
-            segmentation.colormap = DirectLabelColormap(color_dict=colors)
+                    else np.asarray(layer.get_color(value), np.float32)
+            colormap = DirectLabelColormap(color_dict=colors)
+            shown = np.array([0, *values])
+            if not isinstance(segmentation.colormap, DirectLabelColormap) or not np.array_equal(
+                    segmentation.colormap.map(shown), colormap.map(shown)):
+                segmentation.colormap = colormap
 
     def _on_class_name_edited(self, item):
         layer = self.scribble_layer
@@ -397,17 +685,22 @@ class PixelClassifierWidget(QWidget):
         layer.metadata[CLASS_NAMES_KEY] = names
         self._fill_class_table()
 
+    def _class_names_of_model(self):
+        layer = self.scribble_layer
+        return class_names(layer.metadata if layer is not None else {}, self.classifier.classes_)
+
     # -- settings --------------------------------------------------------------------------------
     def settings(self):
-        """The `ClassifierSettings` shown in the widget."""
+        """The `ClassifierSettings` shown in the widget (Train's; live updates derive theirs)."""
         text = self.mu_edit.text().strip().replace(",", ".")
         try:
             mu = float(text)
         except ValueError:
-            raise ValueError(f"cost tradeoff μ must be a number >= 0 (e.g. 2e-4), got "
+            raise ValueError(f"'Speed over accuracy' μ must be a number >= 0 (e.g. 2e-4), got "
                              f"{text!r}") from None
         if not np.isfinite(mu) or mu < 0:
-            raise ValueError(f"cost tradeoff μ must be a finite number >= 0, got {text!r}")
+            raise ValueError(f"'Speed over accuracy' μ must be a finite number >= 0, got "
+                             f"{text!r}")
         return ClassifierSettings(features=self.features_combo.currentText(), cost_tradeoff=mu,
                                   split_cost=self.alpha_spin.value(),
                                   n_estimators=self.trees_spin.value(),
@@ -417,17 +710,24 @@ class PixelClassifierWidget(QWidget):
     def _on_settings_changed(self, *_):
         self.scheduler.request(RETRAIN)
 
-    # -- train / live update ---------------------------------------------------------------------
+    # -- train / live update / segment -----------------------------------------------------------
     def train(self):
-        """Train on the scribbles now, segment the current frame, compare with μ = 0."""
+        """Train the full model on all scribbles now and segment the frame shown."""
         self.scheduler.run_now(TRAIN)
+
+    def segment_current_frame(self):
+        """Segment the frame under the time slider with the current model."""
+        if self.classifier is None:
+            self._report_error(ValueError("train or load a model first"))
+            return
+        self.scheduler.run_now(PREDICT)
 
     def set_live_update(self, enabled):
         """Switch live update on (retrain right away and after every stroke) or off."""
         if self.live_check.isChecked() != bool(enabled):
             self.live_check.setChecked(bool(enabled))   # re-enters through `toggled`
             return
-        self.scheduler.enabled = bool(enabled)
+        self.scheduler.enabled = bool(enabled) and self._batch_worker is None
         if enabled:
             self.scheduler.request(RETRAIN)
         else:
@@ -440,8 +740,21 @@ class PixelClassifierWidget(QWidget):
         if self._worker is not None:
             self._worker.quit()
 
-    def _on_scribbles_edited(self, *_):
+    def _on_scribbles_painted(self, *_):
+        stack = self._stack_or_none()
+        if stack is not None and stack.is_stack:
+            self.scribbled.mark(self.current_frame())
         self.scheduler.request(RETRAIN)
+
+    def _on_scribble_data_replaced(self, *_):
+        self._rescan_scribbles(self._scribble_layer)
+        self.scheduler.request(RETRAIN)
+
+    def _stack_or_none(self):
+        try:
+            return self._stack()
+        except ValueError:
+            return None
 
     def current_frame(self):
         """Index of the image frame under the viewer's time slider (0 for a single frame)."""
@@ -461,11 +774,17 @@ class PixelClassifierWidget(QWidget):
             frame = self.current_frame()
         except ValueError:
             return
-        if frame != self._last_frame:
+        if frame == self._last_frame:
+            return
+        if self.scheduler.enabled:
             self.scheduler.request(PREDICT, FRAME_CHANGE_DELAY_MS)
+        elif self._batch_worker is None and frame not in self.predicted_frames:
+            self.status_label.setText(f"Frame {frame} is not segmented yet: press 'Segment this "
+                                      f"frame' ({SEGMENT_SHORTCUT}), tick Live update, or Apply "
+                                      "to frames.")
 
     def _start_job(self, kind):
-        """Called by the scheduler: snapshot the inputs here, compute in a worker thread."""
+        """Called by the scheduler: take the inputs here, compute in a worker thread."""
         self.job_started.emit(kind)
         try:
             stack = self._stack()
@@ -477,28 +796,33 @@ class PixelClassifierWidget(QWidget):
                 if layer is None:
                     raise ValueError("choose or create a scribble layer (button 'New') and paint "
                                      "at least two classes")
-                scribbles = snapshot_scribbles(layer.data, stack)
+                stack.check_labels(layer.data.shape)
+                if kind == TRAIN:   # every scribble, scanned in the worker thread
+                    data = layer.data
+                    scribbles = lambda: self.scribbled.snapshot(data, stack)  # noqa: E731
+                else:               # the frames known to hold scribbles, copied here
+                    scribbles = self.scribbled.snapshot(layer.data, stack)
             elif self.classifier is None:
                 raise ValueError("nothing to predict with: train or load a model first")
         except (ValueError, TypeError) as exc:
-            self._report_error(exc, popup=kind == TRAIN)
+            self._report_error(exc, popup=kind != RETRAIN)
             self.scheduler.job_finished()
             self.job_done.emit()
             return
         self._cancel = threading.Event()
-        self._job_started = time.perf_counter()
         self._last_frame = frame_index
         self.status_label.setText({PREDICT: f"Segmenting frame {frame_index}…",
-                                   RETRAIN: "Training…",
-                                   TRAIN: "Training (then the μ = 0 model to compare)…"}[kind])
+                                   RETRAIN: "Training a quick model…",
+                                   TRAIN: "Training the full model…"}[kind])
         self.train_progress.setValue(0)
         self.cancel_button.setEnabled(True)
         worker = create_worker(update_job, kind, settings, stack, frame_index,
                                scribbles=scribbles, classifier=self.classifier,
                                cancel=self._cancel, on_progress=self._training_progress.emit,
-                               feature_cache=self.feature_cache, _ignore_errors=True)
+                               feature_cache=self.feature_cache,
+                               hints=self.show_checks["hints"].isChecked(), _ignore_errors=True)
         worker.yielded.connect(self._on_job_result)
-        worker.errored.connect(self._report_error)
+        worker.errored.connect(lambda exc: self._report_error(exc, popup=kind != RETRAIN))
         worker.finished.connect(self._on_job_finished)
         self._worker = worker
         worker.start()
@@ -512,6 +836,10 @@ class PixelClassifierWidget(QWidget):
         self.job_done.emit()
 
     def _show_training_progress(self, iteration, n_iterations):
+        now = time.perf_counter()
+        if iteration < n_iterations and now - self._progress_drawn < PROGRESS_INTERVAL_S:
+            return
+        self._progress_drawn = now
         self.train_progress.setMaximum(n_iterations)
         self.train_progress.setValue(iteration)
 
@@ -520,23 +848,40 @@ class PixelClassifierWidget(QWidget):
             self._show_model(result)
         elif isinstance(result, FramePrediction):
             self._show_prediction(result)
+        elif isinstance(result, LabelHints):
+            self.last_hints = result
+            self._update_output("hints")
+            if not result.regions.any():
+                self.status_label.setText(f"Frame {result.frame_index}: the model is sure "
+                                          "everywhere, no region to label next.")
         elif isinstance(result, CostSummary):
-            self._show_cost(result)
+            self.last_cost = result
+            self._update_output("cost")
+            self._describe()
 
     def _show_model(self, model):
         self.classifier = model.classifier
         self.last_model = model
-        self._costs.pop("model", None)
-        frames = len(model.frame_indices)
-        self.time_label.setText(f"{model.seconds:.2f} s ({model.n_labelled} labelled pixels, "
-                                f"{frames} frame{'s' if frames != 1 else ''})")
-        used = model.features_used
-        self.features_text.setPlainText(f"{len(used)} of {len(model.classifier.bank_)}:\n"
-                                        + "\n".join(used))
+        self.model_origin = None
+        self.last_cost = None
+        self.predicted_frames.clear()
+        self._describe()
+
+    def _describe(self):
+        rows = describe_model(self.classifier, self.last_model, self.last_prediction,
+                              self.last_cost, self.model_origin)
+        shown = {row.label for row in rows}
+        for row in rows:
+            self.result_labels[row.label].setText(row.text)
+            self.result_labels[row.label].setToolTip(row.tooltip)
+        for name, label in self.result_labels.items():
+            if name not in shown:
+                label.setText("–")
+                label.setToolTip("")
 
     def _show_prediction(self, prediction):
-        image, stack = self.image_layer, self._stack()
-        segmentation = self._ensure_segmentation_layer(stack)
+        stack = self._stack()
+        segmentation = self._ensure_segmentation_layer(stack, self.classifier.classes_)
         if stack.is_stack:
             segmentation.data[prediction.frame_index] = prediction.labels
         else:
@@ -545,85 +890,68 @@ class PixelClassifierWidget(QWidget):
         self.predicted_frames.add(prediction.frame_index)
         self.last_prediction = prediction
         self.segmentation_updated.emit(prediction.frame_index)
-        names = class_names(self.scribble_layer.metadata if self.scribble_layer else {},
-                            self.classifier.classes_)
-        for spec in prediction_layers(image.name, stack, prediction, names, image.scale,
-                                      image.translate):
-            self._add_layer(spec)
-        latency = time.perf_counter() - self._job_started
-        self.status_label.setText(f"Frame {prediction.frame_index} segmented in "
-                                  f"{prediction.seconds:.2f} s ({latency:.2f} s since the job "
-                                  "started).")
+        for key in ("probability", "uncertainty"):
+            self._update_output(key)
+        self._describe()
+        self.status_label.setText(f"Frame {prediction.frame_index} segmented.")
 
-    def _show_cost(self, summary):
-        self._costs["baseline" if summary.baseline else "model"] = summary
-        if not summary.baseline:
-            image = self.image_layer
-            self._add_layer(cost_map_layer(image.name, self._stack(), summary, image.scale,
-                                           image.translate))
-        model, baseline = self._costs.get("model"), self._costs.get("baseline")
-        if model is None:
+    # -- optional output layers ------------------------------------------------------------------
+    def _output_specs(self, key):
+        """The layer specs of output ``key`` from the latest results (empty if none yet)."""
+        image, stack = self.image_layer, self._stack_or_none()
+        if image is None or stack is None:
+            return []
+        place = (image.scale, image.translate)
+        prediction = self.last_prediction
+        if key == "cost":
+            return [] if self.last_cost is None else \
+                [cost_map_spec(image.name, stack, self.last_cost, *place)]
+        if key == "hints":
+            return [] if self.last_hints is None else \
+                [label_hints_spec(image.name, stack, self.last_hints, *place)]
+        if prediction is None or self.classifier is None:
+            return []
+        if key == "uncertainty":
+            return [uncertainty_spec(image.name, stack, prediction, *place)]
+        names = self._class_names_of_model()
+        columns = {k: name for k, name in enumerate(names) if "background" not in name.lower()}
+        return probability_specs(image.name, stack, prediction,
+                                 columns or dict(enumerate(names)), *place)
+
+    def _update_output(self, key):
+        """Bring output ``key``'s layers up to date, if its "Show" box is ticked."""
+        if not self.show_checks[key].isChecked():
             return
-        suffix = ""
-        if baseline is not None and baseline.frame_index == model.frame_index:
-            suffix = " (μ = 0: {:.3g}, {:.0%})"
-            self.evaluation_label.setText(
-                f"{model.evaluation:.3g}" + suffix.format(
-                    baseline.evaluation, _ratio(model.evaluation, baseline.evaluation)))
-            self.feature_cost_label.setText(
-                f"{model.features:.3g}" + suffix.format(
-                    baseline.features, _ratio(model.features, baseline.features)))
-            self.features_text.appendPlainText(f"(μ = 0 model: {len(baseline.features_used)} "
-                                               "features)")
+        for spec in self._output_specs(key):
+            layer = self._add_layer(spec)
+            if key == "hints":
+                layer.colormap = _hint_colormap(layer)
+            elif not layer.colorbar.visible:
+                layer.colorbar.visible = True
+
+    def _on_show_toggled(self, key, shown):
+        if shown:
+            self._update_output(key)
+            if key == "hints" and self.last_hints is None and self.classifier is not None:
+                self.segment_current_frame()     # hints are computed with a prediction
         else:
-            self.evaluation_label.setText(f"{model.evaluation:.3g} (μ = 0: press Train)")
-            self.feature_cost_label.setText(f"{model.features:.3g}")
+            for layer in self._output_layers(key):
+                self.viewer.layers.remove(layer)
+        self._update_explanation()
 
-    def _ensure_segmentation_layer(self, stack):
-        """The segmentation layer of the image, (re)created if missing or of the wrong shape."""
-        segmentation = self._segmentation_layer()
-        classes = self.classifier.classes_
-        if segmentation is not None and segmentation.data.shape == stack.labels_shape \
-                and np.iinfo(segmentation.data.dtype).max >= int(classes.max()):
-            return segmentation
-        if segmentation is not None:
-            self.viewer.layers.remove(segmentation)
-        image = self.image_layer
-        segmentation = self._add_layer(segmentation_spec(image.name, stack, classes, image.scale,
-                                                         image.translate))
-        segmentation.opacity = 0.6
-        self.predicted_frames.clear()
-        if self.scribble_layer is not None:
-            self._publish_class_names(self.scribble_layer)
-        return segmentation
-
-    def _segmentation_layer(self):
-        image = self.image_layer
-        return None if image is None else self._layer_named(f"{image.name} segmentation", Labels)
-
-    def _add_layer(self, spec):
-        """Update the layer called ``spec.name`` in place, or add it."""
-        layers = self.viewer.layers
-        kwargs = dict(spec.kwargs)
-        if spec.name in layers:
-            layer = layers[spec.name]
-            kind = {"image": Image, "labels": Labels}[spec.layer_type]
-            if isinstance(layer, kind) and layer.data.shape == spec.data.shape:
-                visible = layer.visible
-                layer.data = spec.data
-                for key in ("scale", "translate", "contrast_limits"):
-                    if key in kwargs:
-                        setattr(layer, key, kwargs[key])
-                layer.visible = visible
-                return layer
-            layers.remove(layer)
-        kwargs["metadata"] = {OUTPUT_KEY: True}
-        return getattr(self.viewer, f"add_{spec.layer_type}")(spec.data, name=spec.name,
-                                                               **kwargs)
+    def _update_explanation(self):
+        shown = [_EXPLAIN[key] for key, check in self.show_checks.items() if check.isChecked()]
+        self.explain_label.setText("<br>".join(shown))
+        self.explain_label.setVisible(bool(shown))
 
     # -- all frames, files -----------------------------------------------------------------------
+    def frame_range(self):
+        """Frames of the "Frames" range (first to last, inclusive)."""
+        first, last = sorted((self.first_spin.value(), self.last_spin.value()))
+        return list(range(first, last + 1))
+
     def apply_to_all_frames(self):
-        """Segment every frame in a worker thread, with progress bar and cancel."""
+        """Segment the frames of the range in a worker thread, with progress, ETA and cancel."""
         if self.classifier is None:
             self._report_error(ValueError("train or load a model first"), popup=True)
             return None
@@ -632,10 +960,13 @@ class PixelClassifierWidget(QWidget):
         except ValueError as exc:
             self._report_error(exc, popup=True)
             return None
-        self._ensure_segmentation_layer(stack)
-        worker = create_worker(apply_to_frames, self.classifier, stack, _ignore_errors=True)
+        frames = [index for index in self.frame_range() if index < stack.n_frames]
+        self._ensure_segmentation_layer(stack, self.classifier.classes_)
+        worker = create_worker(apply_to_frames, self.classifier, stack, frames,
+                               _ignore_errors=True)
         worker.yielded.connect(self._on_frame_segmented)
-        return self._run_batch(worker, stack.n_frames, "Segmenting frames")
+        return self._run_batch(worker, len(frames),
+                               f"Segmenting frames {frames[0]}–{frames[-1]}")
 
     def _on_frame_segmented(self, item):
         index, labels = item
@@ -649,14 +980,19 @@ class PixelClassifierWidget(QWidget):
         self.predicted_frames.add(index)
         if index == self.current_frame():
             segmentation.refresh()
-        self.apply_progress.setValue(self.apply_progress.value() + 1)
+        self._batch_step()
         self.segmentation_updated.emit(index)
 
     def _run_batch(self, worker, n_steps, what):
+        self._batch_what = what
+        self._batch_started = time.perf_counter()
         self.apply_progress.setMaximum(n_steps)
         self.apply_progress.setValue(0)
-        self.apply_progress.setFormat(f"{what}: %v / %m")
+        self.apply_progress.setFormat(f"{what}: %v / %m, {eta_text(0, n_steps, 0)}")
+        self._batch_progress = cancelable_progress(total=n_steps, desc=what,
+                                                   cancel_callback=self.cancel_batch)
         self._set_batch_running(True)
+        self.status_label.setText(f"{what}…")
         worker.errored.connect(self._report_error)
         worker.aborted.connect(lambda: self.status_label.setText(f"{what}: cancelled."))
         worker.finished.connect(self._on_batch_finished)
@@ -664,17 +1000,32 @@ class PixelClassifierWidget(QWidget):
         worker.start()
         return worker
 
+    def _batch_step(self):
+        done = self.apply_progress.value() + 1
+        total = self.apply_progress.maximum()
+        eta = eta_text(done, total, time.perf_counter() - self._batch_started)
+        self.apply_progress.setFormat(f"{self._batch_what}: %v / %m, {eta}")
+        self.apply_progress.setValue(done)
+        if self._batch_progress is not None:
+            self._batch_progress.update(1)
+
     def _on_batch_finished(self):
         self._batch_worker = None
+        if self._batch_progress is not None:
+            self._batch_progress.close()
+            self._batch_progress = None
         self._set_batch_running(False)
         segmentation = self._segmentation_layer()
         if segmentation is not None:
             segmentation.refresh()
+        seconds = time.perf_counter() - self._batch_started
+        if self.apply_progress.value() == self.apply_progress.maximum():
+            self.apply_progress.setFormat(f"{self._batch_what}: %v / %m, done in {seconds:.0f} s")
         self.batch_done.emit()
 
     def _set_batch_running(self, running):
         for button in (self.apply_button, self.export_button, self.train_button,
-                       self.load_button):
+                       self.load_button, self.segment_button):
             button.setEnabled(not running)
         self.apply_cancel_button.setEnabled(running)
         self.scheduler.enabled = self.live_check.isChecked() and not running
@@ -695,32 +1046,41 @@ class PixelClassifierWidget(QWidget):
         """Load a pixel classifier and segment the current frame with it."""
         stack = self._stack() if self.image_layer is not None else None
         self.classifier = load_classifier(path, stack)
-        self.last_model = None
-        self._costs.clear()
-        used = self.classifier.features_used_
-        self.features_text.setPlainText(f"{len(used)} of {len(self.classifier.bank_)}:\n"
-                                        + "\n".join(used))
-        self.time_label.setText(f"(loaded from {Path(path).name})")
+        self.last_model = self.last_prediction = self.last_cost = None
+        self.model_origin = f"loaded from {Path(path).name}"
+        self.predicted_frames.clear()
+        self._describe()
         self.status_label.setText(f"Model loaded from {path}")
         if stack is not None:
             self.scheduler.run_now(PREDICT)
 
-    def export(self, folder, file_format="tiff"):
-        """Write the predicted frames of the segmentation layer to ``folder`` (worker thread)."""
+    def export(self, path, export=None, frames=None, file_format="tiff"):
+        """Write ``export`` (a `msclassify.pixel.FrameExport`; default: class values) of
+        ``frames`` (default: the "Frames" range) to ``path`` in a worker thread.
+
+        Frames the current model already segmented are written from the
+        segmentation layer; the others (and every probability) are predicted.
+        """
+        if self.classifier is None:
+            raise ValueError("nothing to export yet: train or load a model first")
+        stack = self._stack()
+        export = FrameExport() if export is None else export
+        frames = self.frame_range() if frames is None else list(frames)
         segmentation = self._segmentation_layer()
-        if segmentation is None or not self.predicted_frames:
-            raise ValueError("nothing to export yet: train and segment (or Apply to all frames) "
-                             "first")
-        frames = sorted(self.predicted_frames)
-        worker = create_worker(export_masks, segmentation.data, frames, folder,
-                               file_format=file_format, _ignore_errors=True)
-        worker.yielded.connect(lambda _: self.apply_progress.setValue(
-            self.apply_progress.value() + 1))
-        missing = (segmentation.data.shape[0] if segmentation.data.ndim == 3 else 1) - len(frames)
-        note = f" ({missing} frames not predicted yet: Apply to all frames)" if missing else ""
+        predicted = set(self.predicted_frames)
+
+        def segmented(index):
+            if segmentation is None or index not in predicted:
+                return None
+            return np.array(segmentation.data[index] if segmentation.data.ndim == 3
+                            else segmentation.data)
+
+        worker = create_worker(export_frames, self.classifier, stack, frames, path, export,
+                               file_format, segmented, _ignore_errors=True)
+        worker.yielded.connect(lambda _: self._batch_step())
         worker.returned.connect(lambda _: self.status_label.setText(
-            f"Exported {len(frames)} masks to {folder}{note}"))
-        return self._run_batch(worker, len(frames), "Exporting")
+            f"Exported {len(frames)} frames to {path}"))
+        return self._run_batch(worker, len(frames), f"Exporting frames {frames[0]}–{frames[-1]}")
 
     def _ask_save_model(self):
         path, _ = QFileDialog.getSaveFileName(self, "Save model", "pixel_classifier.msc",
@@ -733,10 +1093,29 @@ class PixelClassifierWidget(QWidget):
         if path:
             self._guarded(self.load_model, path)
 
-    def _ask_export_masks(self):
-        parent = QFileDialog.getExistingDirectory(self, "Export masks into a new folder in…")
-        if parent and self.image_layer is not None:
-            self._guarded(self.export, Path(parent) / f"{self.image_layer.name}_masks")
+    def export_dialog(self):
+        """The Export dialog for the current model and image (None without a model)."""
+        if self.classifier is None or self.image_layer is None:
+            self._report_error(ValueError("nothing to export yet: train or load a model first"))
+            return None
+        frames = self.frame_range()
+        return ExportDialog(self.classifier.classes_, self._class_names_of_model(),
+                            self._stack().n_frames, (frames[0], frames[-1]), self)
+
+    def _ask_export(self):
+        dialog = self.export_dialog()
+        if dialog is None or dialog.exec_() != QDialog.Accepted:
+            return
+        export, frames, file_format = dialog.request()
+        name = f"{self.image_layer.name}_{export.kind}"
+        if file_format == "tiff-stack":
+            path, _ = QFileDialog.getSaveFileName(self, "Export to a TIFF stack", f"{name}.tif",
+                                                  "TIFF (*.tif *.tiff)")
+        else:
+            parent = QFileDialog.getExistingDirectory(self, "Export into a new folder in…")
+            path = str(Path(parent) / name) if parent else ""
+        if path:
+            self._guarded(self.export, path, export, frames, file_format)
 
     def _guarded(self, action, *args):
         try:
@@ -752,11 +1131,35 @@ class PixelClassifierWidget(QWidget):
             self.status_label.setText(f"⚠ {exc}")
 
 
-def _ratio(value, reference):
-    return value / reference if reference > 0 else float("nan")
+class _VerticalScrollArea(QScrollArea):
+    """Scrolls its widget vertically only, and is as wide as the widget needs."""
+
+    def __init__(self):
+        super().__init__()
+        self.setWidgetResizable(True)
+        self.setFrameShape(QFrame.NoFrame)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+
+    def _width(self, widget_width):
+        return widget_width + self.verticalScrollBar().sizeHint().width()
+
+    def minimumSizeHint(self):
+        hint = super().minimumSizeHint()
+        return QSize(self._width(self.widget().minimumSizeHint().width()), hint.height())
+
+    def sizeHint(self):
+        hint = self.widget().sizeHint()
+        return QSize(self._width(hint.width()), hint.height())
+
+
+def _hint_colormap(layer):
+    """Every hint region in one bright colour, 0 transparent (a direct colormap: napari drew the
+    regions of a two-colour cyclic one in its default colours)."""
+    if isinstance(layer.colormap, DirectLabelColormap):
+        return layer.colormap                 # set here before
+    return DirectLabelColormap(color_dict={None: _HINT_COLORS[1], 0: _HINT_COLORS[0]})
 
 
 def _qcolor(rgba):
     r, g, b, a = (int(round(255 * float(c))) for c in np.asarray(rgba).ravel()[:4])
     return QColor(r, g, b, a)
-

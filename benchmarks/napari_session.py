@@ -1,0 +1,139 @@
+"""Driving and timing the napari window as a user meets it: real mouse strokes on the canvas,
+repaints of the canvas, and the event loop's longest stall.
+
+Shared by ``benchmarks/bench_napari.py`` (numbers) and ``tests/test_napari_plugin.py``
+(bounds); needs a running QApplication with a napari viewer shown (Xvfb is enough).
+
+* `EventLoopMonitor` ticks a 10 ms QTimer and reports the longest gap between
+  ticks: how long the GUI thread was busy with something else (a stall).
+* `stroke` sends Qt mouse press / move / release events along data points to the
+  canvas, the way a brush stroke arrives from a real mouse.
+* `CanvasPaints` records when the canvas widget is painted.
+* `cpu_slowdown` measures how much slower CPU work runs now than alone on a core.
+"""
+
+import time
+
+import numpy as np
+from qtpy.QtCore import QEvent, QObject, QPoint, QPointF, Qt, QTimer
+from qtpy.QtGui import QMouseEvent
+from qtpy.QtWidgets import QApplication
+
+__all__ = ["CanvasPaints", "EventLoopMonitor", "canvas_position", "canvas_widget",
+           "cpu_slowdown", "stroke", "wait_until"]
+
+TICK_MS = 10
+
+
+class EventLoopMonitor:
+    """A 10 ms timer on the GUI thread; `longest_gap` is the longest wait between its ticks.
+
+    With nothing else to do the gaps are ~10 ms; anything the GUI thread does
+    in between (layer updates, imports, slicing) lengthens one gap.
+    """
+
+    def __init__(self):
+        self.ticks = []
+        self._timer = QTimer()
+        self._timer.setTimerType(Qt.PreciseTimer)
+        self._timer.setInterval(TICK_MS)
+        self._timer.timeout.connect(lambda: self.ticks.append(time.perf_counter()))
+        self._start = 0
+        self._timer.start()
+
+    def mark(self):
+        """Start a new measuring window."""
+        self._start = len(self.ticks)
+
+    def longest_gap(self):
+        """Longest interval between ticks since `mark` (seconds), and when it ended."""
+        ticks = np.array(self.ticks[max(self._start - 1, 0):])
+        if ticks.size < 2:
+            return float("nan"), float("nan")
+        gaps = np.diff(ticks)
+        worst = int(np.argmax(gaps))
+        return float(gaps[worst]), float(ticks[worst + 1])
+
+    def stop(self):
+        self._timer.stop()
+
+
+def wait_until(condition, timeout=900.0):
+    """Process events until ``condition()`` is true (the test/benchmark's own waiting loop)."""
+    app = QApplication.instance()
+    start = time.perf_counter()
+    while not condition():
+        app.processEvents()
+        time.sleep(0.001)
+        if time.perf_counter() - start > timeout:
+            raise TimeoutError("the widget did not finish in time")
+
+
+def canvas_widget(viewer):
+    """The Qt widget of the viewer's canvas (where mouse events go)."""
+    return viewer.window._qt_viewer.canvas.native
+
+
+def canvas_position(viewer, point):
+    """Canvas pixel (x, y) of data point ``(..., y, x)`` of a 2-D view at scale 1."""
+    widget = canvas_widget(viewer)
+    center = np.asarray(viewer.scene.camera.center)[-2:]
+    zoom = viewer.scene.camera.zoom
+    y, x = (np.asarray(point[-2:], float) - center) * zoom \
+        + np.array([widget.height(), widget.width()]) / 2
+    return QPoint(int(round(x)), int(round(y)))
+
+
+def _send(widget, kind, position, buttons):
+    button = Qt.LeftButton if kind != QEvent.MouseMove else Qt.NoButton
+    event = QMouseEvent(kind, QPointF(position), button, buttons, Qt.NoModifier)
+    QApplication.sendEvent(widget, event)
+
+
+def stroke(viewer, points):
+    """A left-button drag through data points ``[(y, x), ...]``: press, moves, release.
+
+    Returns the time (perf_counter) right after the release event was handled.
+    """
+    app = QApplication.instance()
+    widget = canvas_widget(viewer)
+    positions = [canvas_position(viewer, point) for point in points]
+    _send(widget, QEvent.MouseButtonPress, positions[0], Qt.LeftButton)
+    for position in positions[1:]:
+        app.processEvents()                      # a hand moves between events
+        _send(widget, QEvent.MouseMove, position, Qt.LeftButton)
+    app.processEvents()
+    _send(widget, QEvent.MouseButtonRelease, positions[-1], Qt.NoButton)
+    return time.perf_counter()
+
+
+class CanvasPaints(QObject):
+    """Records the time of every paint of the canvas widget (``times``)."""
+
+    def __init__(self, viewer):
+        super().__init__()
+        self.times = []
+        self._widget = canvas_widget(viewer)
+        self._widget.installEventFilter(self)
+
+    def eventFilter(self, watched, event):
+        if event.type() == QEvent.Paint:
+            self.times.append(time.perf_counter())
+        return False
+
+    def first_after(self, moment):
+        """Time of the first paint after ``moment``, or None."""
+        return next((t for t in self.times if t > moment), None)
+
+    def remove(self):
+        self._widget.removeEventFilter(self)
+
+
+def cpu_slowdown(seconds=0.05):
+    """Wall time / CPU time of a CPU-bound loop on this thread: ~1 alone, more when the
+    machine's cores are shared with other work."""
+    wall, cpu = time.perf_counter(), time.thread_time()
+    total = 0
+    while time.thread_time() - cpu < seconds:
+        total += sum(range(1000))
+    return (time.perf_counter() - wall) / (time.thread_time() - cpu)
