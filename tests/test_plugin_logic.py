@@ -409,7 +409,9 @@ def test_describe_model_in_plain_words_with_exact_terms_in_tooltips(trained):
     # a model whose cost tradeoff was chosen while fitting (cost_tradeoff="auto") says so
     auto = clone(model.classifier).set_params(cost_tradeoff="auto")
     auto.__dict__.update({k: v for k, v in vars(model.classifier).items() if k.endswith("_")})
-    assert "cost_tradeoff='auto' (μ)" in describe_model(auto)[0].tooltip
+    tooltip = describe_model(auto)[0].tooltip
+    assert "cost_tradeoff='auto' (μ)" in tooltip
+    assert f"cost_tradeoff_={model.classifier.cost_tradeoff_:g} ({auto.tradeoff_reason_})" in tooltip
 
 
 # -- live updates --------------------------------------------------------------------------------

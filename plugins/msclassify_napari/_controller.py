@@ -587,14 +587,15 @@ def describe_model(classifier, training=None, prediction=None, cost=None, origin
     params = classifier.get_params()
     tradeoff = params["cost_tradeoff"]     # a number, or "auto" (chosen while fitting)
     tradeoff = f"{tradeoff:g}" if isinstance(tradeoff, (int, float)) else repr(tradeoff)
-    chosen = getattr(classifier, "cost_tradeoff_", None)
-    if chosen is not None and tradeoff == "'auto'":
-        tradeoff += f" -> {chosen:g}; {getattr(classifier, 'tradeoff_reason_', '')}"
     exact = (f"PixelClassifier(features={params['features']!r}, "
              f"cost_tradeoff={tradeoff} (μ), "
              f"split_cost={params['split_cost']:g} (α), n_estimators={params['n_estimators']}, "
              f"max_leaves={params['max_leaves']}, semi_supervised={params['semi_supervised']}, "
              f"n_cost_samples={params['n_cost_samples']})")
+    chosen = getattr(classifier, "cost_tradeoff_", None)
+    if chosen is not None and tradeoff == "'auto'":
+        exact += (f"; chosen while fitting: cost_tradeoff_={chosen:g} "
+                  f"({getattr(classifier, 'tradeoff_reason_', '')})")
     rows = []
     if training is not None:
         frames = len(training.frame_indices)
