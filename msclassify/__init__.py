@@ -2,15 +2,40 @@
 
 Cost-Efficient Gradient Boosting (Peter et al., NIPS 2017) in Numba, with an
 image-pyramid feature bank, a napari plugin and a batch CLI.
+
+The names below are imported when first used (PEP 562), so that ``import
+msclassify.cli`` is quick and a Ctrl-C while the command starts is handled by it.
 """
 
-from . import datasets, metrics
-from .cegb import CEGBClassifier, CEGBRegressor, GreedyMiserClassifier, GreedyMiserRegressor
-from .modelfile import ModelFileError, load_model
-from .pixel import PixelClassifier
+import importlib
 
 __version__ = "0.1.0"
+
+# name -> module that defines it
+_EXPORTS = {
+    "CEGBClassifier": ".cegb", "CEGBRegressor": ".cegb", "GreedyMiserClassifier": ".cegb",
+    "GreedyMiserRegressor": ".cegb", "ModelFileError": ".modelfile", "load_model": ".modelfile",
+    "PixelClassifier": ".pixel", "datasets": ".datasets", "metrics": ".metrics",
+}
 
 __all__ = ["CEGBClassifier", "CEGBRegressor", "GreedyMiserClassifier", "GreedyMiserRegressor",
            "ModelFileError", "PixelClassifier", "datasets", "load_model", "metrics",
            "__version__"]
+
+
+def __getattr__(name):
+    if name in _EXPORTS:
+        module = importlib.import_module(_EXPORTS[name], __name__)
+        value = module if name in ("datasets", "metrics") else getattr(module, name)
+        globals()[name] = value
+        return value
+    try:  # a submodule, e.g. msclassify.io
+        return importlib.import_module(f".{name}", __name__)
+    except ModuleNotFoundError as exc:
+        if exc.name != f"{__name__}.{name}":
+            raise
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

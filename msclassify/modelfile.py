@@ -340,7 +340,7 @@ def model_array(arrays, name, kind="float", ndim=1, shape=None, finite=True, low
         raise ModelFileError(f"array {name!r} is missing")
     array = np.asarray(arrays[name])
     allowed = {"float": "fiub", "int": "iu", "bool": "biu"}[kind]
-    if array.dtype.kind not in allowed:
+    if array.dtype.kind not in allowed and array.size:  # (an empty array of any type is fine)
         raise ModelFileError(f"array {name!r} must hold {kind}s, not {array.dtype}")
     if array.ndim != ndim or (shape is not None and any(
             want is not None and have != want for have, want in zip(array.shape, shape))):

@@ -18,7 +18,10 @@ def add_predict_command(commands, quiet):
         "predict", parents=[quiet], help="predict every frame of a video, stack or folder",
         description="Predict label images for every frame. Frames are streamed and each output "
                     "frame is written atomically; re-running the same command resumes after "
-                    "the frames already written (they are verified, not redone).")
+                    "the frames already written (they are verified, not redone). The output "
+                    "records what made it (the model file's digest, the input's size, frame "
+                    "count and fingerprint, --frames, --probabilities): a run with anything "
+                    "else is refused; start over with --overwrite or choose another -o.")
     predict.add_argument("model", help="model file from msclassify train")
     predict.add_argument("input", help="video (mp4, avi, ...), multi-page TIFF, image folder or "
                                        "quoted glob such as 'frames/*.png'")
@@ -38,6 +41,10 @@ def add_predict_command(commands, quiet):
                          help="predict on an existing Dask cluster, e.g. tcp://host:8786")
     predict.add_argument("--chunk-size", type=positive_int, default=4, metavar="N",
                          help="frames per Dask task (default: %(default)s)")
+    predict.add_argument("--overwrite", action="store_true",
+                         help="delete an existing output of msclassify at -o first and start "
+                              "over (by default a matching output is resumed and any other "
+                              "refused)")
     predict.set_defaults(run=_cmd_predict)
 
 
@@ -74,11 +81,14 @@ def _cmd_predict(args):
             raise CommandError(str(exc)) from None
         selection = _parse_frames(args.frames, len(source), args.input)
         classes = np.asarray(model.classes_)
+        provenance = batch.prediction_provenance(args.model, source, selection,
+                                                 args.probabilities)
         writer = open_writer(args.output, len(selection), source.shape[:2],
                              dtype=label_dtype(classes),
                              names=[source.name(i) for i in selection],
                              n_classes=classes.size if args.probabilities else None,
-                             format=args.format)
+                             format=args.format, provenance=provenance,
+                             overwrite=args.overwrite)
         with writer:
             done = set(writer.completed())
             todo = [position for position in range(len(selection)) if position not in done]
