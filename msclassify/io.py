@@ -260,9 +260,9 @@ class FrameSource:
         dict
             ``path`` (absolute; for messages), ``n_frames``, ``frame_shape``,
             ``dtype``, ``size`` (bytes of the files read) and ``fingerprint``: the
-            SHA-256 of every file's name and size and of the first and last MiB of
-            the first and last file, which is cheap for an hour of video and tells
-            any two recordings apart.
+            SHA-256 of every file's size (and name, for a folder of images) and of
+            the first and last MiB of the first and last file, which is cheap for
+            an hour of video and tells any two recordings apart.
         """
         files = self._source_files or [Path(self.path)]
         digest = hashlib.sha256()
@@ -270,7 +270,8 @@ class FrameSource:
         for file in files:
             file_size = os.path.getsize(file)
             size += file_size
-            digest.update(f"{file.name}\0{file_size}\0".encode())
+            # the names of a folder's files are the frames' names; a single file's is not
+            digest.update(f"{file.name if len(files) > 1 else ''}\0{file_size}\0".encode())
         for file in dict.fromkeys((files[0], files[-1])):
             with open(file, "rb") as fh:
                 digest.update(fh.read(_FINGERPRINT_BYTES))
@@ -599,6 +600,18 @@ def _next_directory(tiff):
         return 0
 
 
+def _directory_after(tiff, offset):
+    """Offset of the first page directory after ``offset`` (None if none can be read)."""
+    for index in range(len(tiff.pages)):
+        try:
+            page = tiff.pages[index]
+        except Exception:  # a damaged directory: the ones before it still count
+            return None
+        if page is not None and page.offset > offset:
+            return page.offset
+    return None
+
+
 def _tiff_layout(tiff, path, log):
     """Work out which frames ``tiff`` holds; FrameReadError if none can be read."""
     n_pages = len(tiff.pages)  # reads the whole chain of image file directories
@@ -636,10 +649,16 @@ def _tiff_layout(tiff, path, log):
     file_size = os.path.getsize(path)
     broken = [message for message in log if any(problem in message
                                                  for problem in _CHAIN_PROBLEMS)]
+    if any("invalid shaped series metadata" in message for message in log) and not broken:
+        raise FrameReadError(f"TIFF {path} is inconsistent: its tifffile metadata does not "
+                             f"describe its {n_pages} pages; re-export it")
     declared, declared_by = _declared_frames(tiff, frame_bytes // dtype.itemsize)
-    if declared is not None and (declared < 1 or declared < n_series):
+    if declared is not None and (declared < 1 or declared < n_series or (
+            n_pages > declared and not broken and len(series.pages) == n_series)):
+        # (one page per frame: more pages than declared frames means lost frames)
         raise FrameReadError(f"TIFF {path} is inconsistent: {declared_by} declares "
-                             f"{declared} frame(s) but it holds {n_series}; re-export it")
+                             f"{declared} frame(s) but it holds {max(n_series, n_pages)}; "
+                             "re-export it")
     dataoffset, pages = series.dataoffset, None
     if dataoffset is not None:
         data_end = file_size
@@ -648,6 +667,8 @@ def _tiff_layout(tiff, path, log):
             # a cut file holds the frames up to the cut or up to those directories
             n_series = declared
             data_end = min(file_size, _next_directory(tiff) or file_size)
+        # pixel data end where the next page directory starts (metadata may claim more)
+        data_end = min(data_end, _directory_after(tiff, dataoffset) or data_end)
         available = max(0, (data_end - int(dataoffset)) // frame_bytes)
     else:
         pages = list(series.pages)
@@ -1226,16 +1247,19 @@ class FrameWriter:
             raise FrameWriteError(f"output {self.path} was written by a newer msclassify; upgrade "
                                   "or choose another output")
         expected = self._manifest()
-        keys = ("n_frames", "frame_shape", "dtype", "n_classes")
-        if any(found.get(key) != expected[key] for key in keys) or (
-                "names" in found and found["names"] != expected["names"]):
-            raise FrameWriteError(f"output {self.path} holds a different prediction "
-                                  f"({_describe(found)}; this run writes {_describe(expected)}); "
-                                  f"{start_over}")
         difference = _provenance_difference(found.get("provenance"), self.provenance)
         if difference:
             raise FrameWriteError(f"output {self.path} was made by something else: "
                                   f"{difference}; resuming would mix the two; {start_over}")
+        keys = ("n_frames", "frame_shape", "dtype", "n_classes")
+        if any(found.get(key) != expected[key] for key in keys):
+            raise FrameWriteError(f"output {self.path} holds a different prediction "
+                                  f"({_describe(found)}; this run writes {_describe(expected)}); "
+                                  f"{start_over}")
+        if "names" in found and found["names"] != expected["names"]:
+            names = found["names"] if isinstance(found["names"], list) else []
+            raise FrameWriteError(f"output {self.path} holds other frames ({_first(names)} ... "
+                                  f"there, {_first(expected['names'])} ... now); {start_over}")
 
     def name(self, index):
         """Name of frame ``index`` in the output."""
@@ -1323,6 +1347,10 @@ def _describe(manifest):
     classes = manifest.get("n_classes")
     return (f"{manifest.get('n_frames')} frames of {shape} {dtype}"
             + (f" with {classes} class probabilities" if classes else ""))
+
+
+def _first(names):
+    return repr(str(names[0])) if names else "none"
 
 
 def _without_paths(value):
