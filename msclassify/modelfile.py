@@ -34,6 +34,7 @@ import io
 import json
 import re
 import zipfile
+import zlib
 from numbers import Integral, Real
 from pathlib import Path
 
@@ -100,7 +101,7 @@ def is_model_file(path):
                 return False
             header = json.loads(zf.read(info))
         return isinstance(header, dict) and header.get("format") == FORMAT_NAME
-    except (zipfile.BadZipFile, KeyError, OSError, ValueError, EOFError):
+    except (zipfile.BadZipFile, zlib.error, KeyError, OSError, ValueError, EOFError):
         return False
 
 
@@ -288,7 +289,7 @@ def read_model(path):
             arrays = {name: _read_array(zf, zf.getinfo(f"{name}.npy"), path) for name in names}
     except ModelFileError:
         raise
-    except (zipfile.BadZipFile, KeyError, EOFError, ValueError, OSError, TypeError,
+    except (zipfile.BadZipFile, zlib.error, KeyError, EOFError, ValueError, OSError, TypeError,
             RuntimeError, NotImplementedError, OverflowError, MemoryError) as exc:
         # zipfile and the .npy header parser raise these for damaged files
         raise ModelFileError(
