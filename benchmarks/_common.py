@@ -25,13 +25,31 @@ def median_time(function, repeats=3):
     return statistics.median(times), result
 
 
+def cpu_model():
+    """The CPU's model name (Linux: /proc/cpuinfo), recorded with every timing."""
+    if platform.system() == "Linux":
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or "unknown"
+
+
 def machine():
-    return {"python": platform.python_version(), "cpus": os.cpu_count(),
+    return {"python": platform.python_version(), "cpus": os.cpu_count(), "cpu": cpu_model(),
             "platform": platform.platform()}
 
 
-def write_results(name, results, command):
-    """Write ``benchmarks/results/<name>.json`` with the command that produced it."""
+def command_line(runner="python"):
+    """The command that runs this benchmark as it was started, e.g. ``python benchmarks/x.py -q``."""
+    return " ".join([runner, f"benchmarks/{Path(sys.argv[0]).name}", *sys.argv[1:]])
+
+
+def write_results(name, results, command=None):
+    """Write ``benchmarks/results/<name>.json`` with the command that produced it.
+
+    ``command`` defaults to `command_line`.
+    """
+    command = command_line() if command is None else command
     RESULTS.mkdir(parents=True, exist_ok=True)
     path = RESULTS / f"{name}.json"
     payload = {"command": command, "machine": machine(), "results": results}

@@ -211,8 +211,7 @@ def main():
         print(f"{name}: done in {results[name]['seconds']:.0f} s", flush=True)
     table1 = table1_feature_usage(datasets_loaded["MiniBooNE"])
     results["table1_miniboone"] = table1
-    command = "python benchmarks/bench_budgeted.py" + (" --quick" if args.quick else "")
-    path = write_results("budgeted" + ("_quick" if args.quick else ""), results, command)
+    path = write_results("budgeted" + ("_quick" if args.quick else ""), results)
     print("\nNormalised area under the cost-accuracy frontier over the common cost range:")
     print_table(rows, ["data", "cost range", "CEGB (best-first)", "CEGB (breadth-first)",
                        "GreedyMiser", "plain GB (mu=0)", "LightGBM CEGB", "BudgetRF", "CSTC"])

@@ -41,9 +41,10 @@ from pathlib import Path
 import psutil
 
 from _common import REPO, SHARED_DATA, machine, print_table, write_results
+from msclassify.datasets import sample_data_path
 
 VIDEO = SHARED_DATA / "fly_sleap" / "20190128_113421.120s.mp4"
-SAMPLE = REPO / "sample_data" / "flies"
+SAMPLE = sample_data_path("flies")
 CONFIGS = {"local": [], "1": ["--workers", "1"], "2": ["--workers", "2"]}
 
 
@@ -150,10 +151,9 @@ def main():
     print_table(rows, columns)
     if scaling is not None:
         print(f"scaling 2 vs 1 worker (steady frames/s): {scaling:.2f}x")
-    command = "python benchmarks/bench_cli.py " + " ".join(sys.argv[1:])
     path = write_results("cli", {"video": str(VIDEO.relative_to(SHARED_DATA)),
                                  "frames": args.frames, "rows": rows,
-                                 "scaling_2_vs_1_workers": scaling}, command.strip())
+                                 "scaling_2_vs_1_workers": scaling})
     print(f"wrote {path}")
 
 

@@ -5,7 +5,7 @@ Everything compared is measured in the same run (the machine is shared and noisy
 ratios matter, absolute seconds less so. OMP_WAIT_POLICY=PASSIVE is set for both
 libraries (they share the process and would otherwise spin against each other).
 
-LightGBM's split gain has no 1/2 factor, ours does (DESIGN.md), so the same
+LightGBM's split gain has no 1/2 factor, ours does (docs/design.md), so the same
 penalties need LightGBM's ``cegb_tradeoff = 2 * mu``; its ``cegb_penalty_split``
 is multiplied by the rows in the leaf like our ``split_cost``.
 """
@@ -161,8 +161,7 @@ def main():
     n_rows, repeats = (50_000, 1) if args.quick else (200_000, 3)
     results = {"speed": speed(n_rows, repeats), "accuracy": accuracy(),
                "memory": peak_memory(200_000 if args.quick else 2_000_000)}
-    command = "python benchmarks/bench_core.py" + (" --quick" if args.quick else "")
-    path = write_results("core" + ("_quick" if args.quick else ""), results, command)
+    path = write_results("core" + ("_quick" if args.quick else ""), results)
     s = results["speed"]
     print(f"\nTraining {s['rows']}x{s['features']}, 100 trees x 31 leaves (median of {repeats}):")
     print_table([

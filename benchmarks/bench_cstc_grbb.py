@@ -27,7 +27,6 @@ points with one random labelled point per class, 2000 test points, noise 0.05)
 """
 
 import argparse
-import sys
 import time
 
 import numpy as np
@@ -208,8 +207,7 @@ def main():
                 ["model"] + [f"{t} trees" for t in TREES] + ["fit s"])
     print("\nGRBB's prediction-variance lower bound (lambda 1, 20 trees) as labels are added:")
     print_table(results["grbb_variance_bound"], ["labels", "variance bound", "test accuracy"])
-    command = "python benchmarks/bench_cstc_grbb.py " + " ".join(sys.argv[1:])
-    path = write_results("cstc_grbb", results, command.strip())
+    path = write_results("cstc_grbb", results)
     print(f"\nwrote {path}")
 
 

@@ -33,6 +33,12 @@ from msclassify.features import _kernels
 TYPICAL_10 = ["L0:intensity:c0", "L0:gauss:s0.7:c0", "L1:gauss:s1.6:c0", "L1:gradmag:s0.7:c0",
               "L2:intensity:c0", "L2:log:s1.6:c0", "L2:hessian_max:s1.6:c0", "L3:gauss:s0.7:c0",
               "L3:dog:s3.5:c0", "L3:structure_max:s1.6:c0"]
+# Large-scale context at every pixel: smoothed/Hessian maps of 4x4 and 8x8 block means
+# interpolated to full resolution, vs the same scales (sigma x 2**level) computed there.
+UPSAMPLED_6 = ["L2up:gauss:s1.6:c0", "L2up:hessian_max:s1.6:c0", "L2up:hessian_min:s1.6:c0",
+               "L3up:gauss:s1.6:c0", "L3up:hessian_max:s1.6:c0", "L3up:hessian_min:s1.6:c0"]
+FULL_RES_6 = ["L0:gauss:s6.4:c0", "L0:hessian_max:s6.4:c0", "L0:hessian_min:s6.4:c0",
+              "L0:gauss:s12.8:c0", "L0:hessian_max:s12.8:c0", "L0:hessian_min:s12.8:c0"]
 COARSE_10 = ["L1:intensity:c0", "L1:gauss:s1.6:c0", "L1:gradmag:s0.7:c0", "L2:intensity:c0",
              "L2:log:s1.6:c0", "L2:hessian_max:s1.6:c0", "L2:hessian_min:s1.6:c0",
              "L3:gauss:s0.7:c0", "L3:dog:s3.5:c0", "L3:structure_max:s1.6:c0"]
@@ -74,6 +80,7 @@ def main():
     args = parser.parse_args()
     frame, source = load_frame()
     default = FeatureBank("default")
+    pyramid = FeatureBank("pyramid")
     rng = np.random.default_rng(0)
     ys = rng.integers(0, frame.shape[0], 10_000)
     xs = rng.integers(0, frame.shape[1], 10_000)
@@ -82,12 +89,17 @@ def main():
     cases = [
         ("default bank (all)", default, None, None),
         ("default bank (all), 1 thread", default, None, 1),
+        ("pyramid bank (all; the former default)", pyramid, None, None),
         ("fast bank (all)", FeatureBank("fast"), None, None),
         ("rich bank (all)", FeatureBank("rich"), None, None),
-        ("typical 10 (2 at L0)", default, TYPICAL_10, None),
-        ("typical 10 (2 at L0), 1 thread", default, TYPICAL_10, 1),
-        ("coarse 10 (L1-L3 only)", default, COARSE_10, None),
-        ("one L3 feature", default, ["L3:gauss:s1.6:c0"], None),
+        ("typical 10 (2 at L0)", pyramid, TYPICAL_10, None),
+        ("typical 10 (2 at L0), 1 thread", pyramid, TYPICAL_10, 1),
+        ("coarse 10 (L1-L3 only)", pyramid, COARSE_10, None),
+        ("one L3 feature", pyramid, ["L3:gauss:s1.6:c0"], None),
+        ("6 upsampled L2/L3 context features", FeatureBank(specs=UPSAMPLED_6), None, None),
+        ("the same 6 scales at full resolution", FeatureBank(specs=FULL_RES_6), None, None),
+        ("one upsampled feature (L3up:gauss:s1.6)", FeatureBank(specs=UPSAMPLED_6),
+         ["L3up:gauss:s1.6:c0"], None),
     ]
     load = os.getloadavg()[0]
     rows = []
@@ -117,10 +129,9 @@ def main():
     print(f"frame: {source}, shape {frame.shape}, dtype {frame.dtype}; threads "
           f"{threads}; median of {args.repeats}; load average at start {load:.2f}")
     print_table(rows, columns)
-    command = "python benchmarks/bench_features.py " + " ".join(sys.argv[1:])
     path = write_results("features", {"frame": source, "shape": list(frame.shape),
                                       "threads": threads, "load_average": load,
-                                      "repeats": args.repeats, "rows": rows}, command.strip())
+                                      "repeats": args.repeats, "rows": rows})
     print(f"wrote {path}")
 
 

@@ -328,8 +328,7 @@ def main():
                 f"{name} {data['test_frames'][0]}", FIGURE)
     results["figure"] = {"path": str(FIGURE.relative_to(REPO)), "dataset": name,
                          "frame": data["test_frames"][0]}
-    command = "python benchmarks/bench_flies.py " + " ".join(sys.argv[1:])
-    path = write_results("flies", results, command.strip())
+    path = write_results("flies", results)
     print(f"\nload average {load_start:.1f} at start, {results['load_average_end']:.1f} at end; "
           f"wrote {path} and {FIGURE}")
 

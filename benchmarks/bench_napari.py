@@ -30,7 +30,7 @@ import time
 
 import numpy as np
 
-from _common import REPO, print_table, write_results
+from _common import REPO, command_line, print_table, write_results
 
 sys.path.insert(0, str(REPO / "plugins"))
 
@@ -170,10 +170,10 @@ def main():
           f"target <= {TARGET_SECONDS} s")
     print_table(rows, ["config", "path", "debounce_ms", "latency_s", "latency_min_s", "train_s",
                        "predict_s", "features_used"])
-    command = ("xvfb-run -a python benchmarks/bench_napari.py " + " ".join(sys.argv[1:])).strip()
     path = write_results("napari", {"frame_shape": [1024, 1024], "repeats": repeats,
                                     "load_average_at_start": load,
-                                    "target_seconds": TARGET_SECONDS, "rows": rows}, command)
+                                    "target_seconds": TARGET_SECONDS, "rows": rows},
+                         command_line("xvfb-run -a python"))
     print(f"wrote {path}")
 
 

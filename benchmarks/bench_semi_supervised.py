@@ -37,7 +37,6 @@ chosen from this table; the real clip is held out).
 
 import argparse
 import os
-import sys
 import time
 
 import numpy as np
@@ -170,8 +169,7 @@ def main():
         print("\nTuning (synthetic flies, 1% scribbles, semi-supervised, one change at a time):")
         print_table(results["tuning_synthetic_1pct"],
                     ["change", "SEG", "SEG std", "SEG per seed", "fly IoU", "train s"])
-    command = "python benchmarks/bench_semi_supervised.py " + " ".join(sys.argv[1:])
-    path = write_results("semi_supervised", results, command.strip())
+    path = write_results("semi_supervised", results)
     print(f"\nload average {results['load_average_start']:.1f} at start, "
           f"{results['load_average_end']:.1f} at end; wrote {path}")
 

@@ -34,7 +34,8 @@ def warm_up(verbose=True):
     image = rng.random((40, 56))
     labels = np.zeros(image.shape, dtype=np.uint8)
     labels[:8], labels[-8:] = 1, 2
-    for features in ("fast", "default"):
+    for features in ("fast", "default", ["L0:intensity:c0", "L2up:gauss:s1.0:c0",
+                                         "L3:hessian_max:s1.0:c0"]):
         pixel = PixelClassifier(features=features, n_estimators=3, random_state=0).fit(image, labels)
         pixel.predict(image)
         pixel.predict_proba(image)

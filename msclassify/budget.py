@@ -37,7 +37,7 @@ __all__ = ["PredictionCost", "PrefixBudgetMixin", "check_budget", "check_validat
 
 @dataclass
 class PredictionCost:
-    """Prediction cost of a model on some samples (DESIGN.md "Prediction cost").
+    """Prediction cost of a model on some samples (docs/design.md, *The cost model*).
 
     Attributes
     ----------

@@ -1,8 +1,9 @@
 """A deliberately naive pure-Python CEGB (squared error) to check the Numba core against.
 
-It follows DESIGN.md literally: best-first over all open leaves, exact thresholds
-halfway between distinct values, penalty mu * (alpha * W_p / min(s_p, s_m)
-+ gamma_m * (1 - D_m) + beta_m * #unpaid), recomputed at every step.
+It follows docs/design.md (*CEGB, exactly*) literally: best-first over all open
+leaves, exact thresholds halfway between distinct values, penalty
+mu * (alpha * W_p / min(s_p, s_m) + gamma_m * (1 - D_m) + beta_m * #unpaid),
+recomputed at every step.
 """
 
 import numpy as np

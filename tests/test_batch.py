@@ -3,6 +3,7 @@
 The cluster runs two worker processes on 127.0.0.1, as ``msclassify predict --workers 2`` does.
 """
 
+import sys
 import time
 
 import numpy as np
@@ -240,6 +241,15 @@ def test_connecting_to_a_missing_scheduler_is_a_batch_error():
     address = "tcp://127.0.0.1:9"  # the discard port: nothing listens there
     with pytest.raises(BatchError, match=f"cannot connect to the Dask scheduler at {address}"):
         with connect(address, timeout=1):
+            pass
+
+
+@pytest.mark.parametrize("open_cluster", [lambda: batch.local_cluster(1),
+                                          lambda: batch.connect("tcp://127.0.0.1:9")])
+def test_without_dask_the_error_names_the_extra_to_install(open_cluster, monkeypatch):
+    monkeypatch.setitem(sys.modules, "distributed", None)  # makes `import distributed` fail
+    with pytest.raises(ImportError, match=r"^Dask clusters need .*pip install 'msclassify\[dask\]'$"):
+        with open_cluster():
             pass
 
 

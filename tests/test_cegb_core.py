@@ -266,3 +266,72 @@ def test_binning_lookup_gives_the_plain_binary_search_bins():
             expected[m] = np.searchsorted(binner.edges[m, :last], data[:, m], side="left")
             expected[m, np.isnan(data[:, m])] = 255
         np.testing.assert_array_equal(binner.transform(data), expected)
+
+
+def test_threshold_falls_halfway_between_two_tied_groups():
+    """300 zeros (class 0), 300 ones and 400 distinct values in [2, 3] (class 1): more
+    distinct values than bins, so this column is cut at quantiles. The only useful split
+    is between the tied groups 0 and 1; it must sit halfway (0.5), so an unseen 0.4 goes
+    with the zeros and 0.6 with the ones (a threshold at the tied value 0 itself would
+    send 0.4 to class 1)."""
+    x = np.r_[np.zeros(300), np.ones(300), np.linspace(2, 3, 400)]
+    y = np.r_[np.zeros(300), np.ones(700)]
+    model = train(x[:, None], y, "binary", dict(n_estimators=1, max_leaves=2, min_samples_leaf=1))
+    assert model.trees[0]["threshold"][0] == 0.5
+    raw = model.predict_raw(np.array([[0.0], [0.4], [0.6], [1.0]]))
+    assert raw[0] == raw[1] < raw[2] == raw[3]
+
+
+def test_quantile_bins_end_halfway_to_the_next_value():
+    """Eight zeros and the values 1..8 once each, at most 5 bins: the row quantiles
+    (method "lower", 16 rows) at 1/5 .. 4/5 are the values 0, 0, 2, 5, so the bins are
+    {0} | {1, 2} | {3, 4, 5} | {6, 7, 8} with edges halfway to the next value."""
+    from msclassify.cegb._binning import BinMapper
+    X = np.r_[np.zeros(8), np.arange(1.0, 9.0)][:, None]
+    binner = BinMapper(max_bins=5).fit(X)
+    assert binner.n_bins[0] == 4
+    assert binner.edges[0, :3].tolist() == [0.5, 2.5, 5.5]
+    assert binner.transform(X)[0].tolist() == [0] * 8 + [1, 1, 2, 2, 2, 3, 3, 3]
+
+
+def test_adjacent_float32_values_are_split_apart():
+    """Two tied groups at adjacent float32 values: their float32 midpoint rounds (half to
+    even) up to the larger one, which would put both groups in one bin; the edge must lie
+    in [a, b), so a tree separates the classes exactly."""
+    a = np.float32(1 + 2.0**-23)
+    b = np.nextafter(a, np.float32(2))
+    assert np.float32((a + b) / np.float32(2)) == b          # the rounding this guards against
+    X = np.r_[np.full(20, a), np.full(20, b)].astype(np.float32)[:, None]
+    y = np.r_[np.zeros(20), np.ones(20)]
+    model = train(X, y, "binary", dict(n_estimators=1, max_leaves=2, min_samples_leaf=1))
+    assert a <= model.trees[0]["threshold"][0] < b
+    raw = model.predict_raw(X)
+    assert raw[0] < raw[-1] and len(np.unique(raw)) == 2
+
+
+def test_bin_edges_are_midpoints_of_adjacent_distinct_values():
+    """Random columns with heavy ties, few and many distinct values: every edge is the
+    midpoint of two adjacent distinct training values, no tied group is split (all its
+    rows share a bin), one bin per value when they fit, never more than max_bins."""
+    from msclassify.cegb._binning import BinMapper
+    rng = np.random.default_rng(1)
+    n = 3000
+    columns = [rng.integers(0, 40, n) / 4.0,                                # 40 values
+               np.where(rng.random(n) < 0.6, 0.0, rng.normal(size=n)),      # 60% ties at 0
+               np.round(rng.exponential(size=n), 2),                        # many small ties
+               rng.normal(size=n)]                                          # all distinct
+    X = np.column_stack(columns)
+    for max_bins in (255, 16):
+        binner = BinMapper(max_bins=max_bins).fit(X)
+        bins = binner.transform(X)
+        for m in range(X.shape[1]):
+            values = np.unique(X[:, m])
+            edges = binner.edges[m, :binner.n_bins[m] - 1]
+            assert binner.n_bins[m] <= max_bins
+            if values.size <= max_bins:
+                assert binner.n_bins[m] == values.size
+            below = values[np.searchsorted(values, edges) - 1]
+            above = values[np.searchsorted(values, edges)]
+            np.testing.assert_array_equal(edges, (below + above) / 2)
+            for value in values:
+                assert np.unique(bins[m][X[:, m] == value]).size == 1

@@ -22,7 +22,7 @@ def random_image(shape, seed=0):
 def feature_plane(image, feature_id, n_channels=1):
     """Level-grid plane of one feature, computed through the bank."""
     bank = FeatureBank(specs=[feature_id], n_channels=n_channels)
-    return bank.compute_levels(image).arrays[parse_id(feature_id)[0]][:, :, 0]
+    return bank.compute_levels(image).arrays[FeatureSpec.from_id(feature_id).level][:, :, 0]
 
 
 # ---------------------------------------------------------------- pyramid
@@ -83,7 +83,7 @@ def test_level_arrays_are_what_compute_full_upsamples():
 
 def test_gather_equals_compute_full_at_same_pixels():
     image = random_image((37, 53), seed=3)
-    bank = FeatureBank("default")
+    bank = FeatureBank("pyramid")
     rng = np.random.default_rng(0)
     ys = np.r_[rng.integers(0, 37, 40), 0, 36, 36]
     xs = np.r_[rng.integers(0, 53, 40), 0, 52, 0]
@@ -97,7 +97,7 @@ def test_gather_equals_compute_full_at_same_pixels():
 
 def test_threads_do_not_change_results():
     image = random_image((45, 70, 2), seed=9)
-    bank = FeatureBank("default", n_channels=2)
+    bank = FeatureBank("pyramid", n_channels=2)
     serial = bank.compute_levels(image, n_threads=1)
     threaded = bank.compute_levels(image, n_threads=3)
     for a, b in zip(serial.arrays, threaded.arrays):
@@ -195,8 +195,8 @@ def test_uint8_uint16_bool_normalisation():
 
 def test_rgb_features_are_per_channel():
     image = (np.random.default_rng(8).random((21, 18, 3)) * 255).astype(np.uint8)
-    rgb_bank = FeatureBank("default", n_channels=3)
-    gray_bank = FeatureBank("default")
+    rgb_bank = FeatureBank("pyramid", n_channels=3)
+    gray_bank = FeatureBank("pyramid")
     full = rgb_bank.compute_full(image)
     for channel in range(3):
         gray = gray_bank.compute_full(image[:, :, channel])
@@ -241,7 +241,7 @@ def kernel_calls(monkeypatch):
 
 
 def test_single_coarse_feature_computes_no_full_resolution_filter(kernel_calls):
-    bank = FeatureBank("default")
+    bank = FeatureBank("pyramid")
     levels = bank.compute_levels(random_image((64, 64)), ["L3:gauss:s1.6:c0"])
     assert [a.shape for a in levels.arrays] == [(64, 64, 0), (32, 32, 0), (16, 16, 0), (8, 8, 1)]
     names = [name for name, _, _ in kernel_calls]
@@ -260,7 +260,7 @@ def test_only_requested_channels_are_read(kernel_calls):
 
 
 def test_smoothed_image_is_shared_between_features(kernel_calls):
-    bank = FeatureBank("default")
+    bank = FeatureBank("pyramid")
     wanted = [make_id(0, f, 1.6) for f in ("gauss", "gradmag", "log", "hessian_max", "hessian_min")]
     bank.compute_levels(random_image((16, 16)), wanted)
     names = [name for name, _, _ in kernel_calls]
@@ -277,7 +277,8 @@ def test_ids_shares_and_costs():
     spec = FeatureSpec.from_id("L2:gauss:s1.6:c0")
     assert (spec.level, spec.share, spec.filter, spec.sigma) == (2, 16, "gauss", 1.6)
     assert spec.channel == 0 and spec.sample_cost == 0.0
-    assert set(bank.shares()) == {1.0, 4.0, 16.0, 64.0}
+    assert set(bank.shares()) == {1.0, 4.0}
+    assert set(FeatureBank("pyramid").shares()) == {1.0, 4.0, 16.0, 64.0}
     assert np.array_equal(bank.shares(), [4.0 ** s.level for s in bank.specs])
     assert not bank.sample_costs().any()
     # radius int(3 * 1.0 + 0.5) = 3: 2 passes x 7 taps + 1 store, a quarter of the pixels,
@@ -288,7 +289,12 @@ def test_ids_shares_and_costs():
     assert modelled_batch_cost(0, "gauss", 3.5) > modelled_batch_cost(0, "gauss", 0.7)
     assert modelled_batch_cost(3, "gauss", 3.5) < modelled_batch_cost(0, "gauss", 3.5)
     assert np.array_equal(FeatureBank("default").batch_costs(), bank.batch_costs())
-    assert [len(FeatureBank(p)) for p in ("fast", "default", "rich")] == [21, 92, 160]
+    assert [len(FeatureBank(p)) for p in ("fast", "default", "pyramid", "rich")] == \
+        [21, 50, 92, 160]
+    # the default: intensity and 8 filters x 3 sigmas on full resolution and 2x2 blocks
+    default = FeatureBank("default")
+    assert [s.level for s in default.specs] == [0] * 25 + [1] * 25
+    assert {s.sigma for s in default.specs} == {None, 0.7, 1.6, 3.5}
 
 
 def test_to_dict_round_trip_keeps_ids_and_costs():
@@ -299,7 +305,7 @@ def test_to_dict_round_trip_keeps_ids_and_costs():
     assert restored.n_channels == 2
     custom = FeatureBank(specs=[FeatureSpec.from_id("L0:gauss:s1.0:c0", batch_cost=7.0)])
     assert FeatureBank.from_dict(custom.to_dict()).batch_costs()[0] == 7.0
-    for preset in ("fast", "default", "rich"):
+    for preset in ("fast", "default", "pyramid", "rich"):
         original = FeatureBank(preset, n_channels=3)
         assert FeatureBank.from_ids(original.ids) == original
 

@@ -3,7 +3,6 @@ specs, the lazy reader, sample data; and the library's tabular cost sweep that i
 widget (and the CLI) run."""
 
 import threading
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,6 +10,7 @@ import tifffile
 from scipy import ndimage
 
 from msclassify import CEGBClassifier
+from msclassify.datasets import sample_data_path
 from msclassify.io import FrameReadError, read_label_stack
 from msclassify.pixel import PixelClassifier
 from msclassify.tabular import (DEFAULT_COST_TRADEOFFS, TabularData, cost_sweep, load_csv,
@@ -24,8 +24,7 @@ from msclassify_napari._controller import (CLASS_NAMES_KEY, PREDICT, RETRAIN, TR
 from msclassify_napari._reader import get_reader, lazy_frames, read_frames
 from msclassify_napari._sample_data import sample_flies
 
-REPO = Path(__file__).resolve().parents[1]
-TABULAR = REPO / "sample_data" / "tabular"
+TABULAR = sample_data_path("tabular")
 
 SMALL = ClassifierSettings(n_estimators=8, max_leaves=7, features="fast")
 

@@ -1,27 +1,17 @@
-"""The committed synthetic fly video (sample_data/flies), its generator and its loader."""
+"""The synthetic fly video shipped in the package (datasets/data/flies), its generator and loader."""
 
-import importlib.util
 import shutil
-from pathlib import Path
 
 import numpy as np
 import pytest
 from scipy import ndimage as ndi
 from skimage.measure import regionprops
 
-from msclassify.datasets import load_sample_flies
+from msclassify.datasets import load_sample_flies, make_sample_flies, sample_data_path
 from msclassify.metrics import label_instances, seg_score
 
-REPO = Path(__file__).resolve().parents[1]
-GENERATOR = REPO / "sample_data" / "generate.py"
+SHIPPED = sample_data_path("flies")
 BACKGROUND, FLY = 1, 2
-
-
-def _import_generator():
-    spec = importlib.util.spec_from_file_location("sample_data_generate", GENERATOR)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")
@@ -33,16 +23,16 @@ def test_shapes_dtypes_and_size_on_disk(flies):
     assert flies.frames.shape == flies.masks.shape == flies.scribbles.shape == (8, 1024, 1024)
     assert (flies.frames.dtype, flies.masks.dtype, flies.scribbles.dtype) == (
         np.uint8, np.uint16, np.uint8)
-    total = sum((REPO / "sample_data" / "flies" / name).stat().st_size
+    total = sum((SHIPPED / name).stat().st_size
                 for name in ("frames.tif", "masks.tif", "scribbles.tif"))
     assert total < 6e6
 
 
 def test_frame_zero_regenerates_bit_identically(flies):
-    again = _import_generator().generate(frame_indices=[0])
-    np.testing.assert_array_equal(again["frames"][0], flies.frames[0])
-    np.testing.assert_array_equal(again["masks"][0], flies.masks[0])
-    np.testing.assert_array_equal(again["scribbles"][0], flies.scribbles[0])
+    again = make_sample_flies(frame_indices=[0])
+    np.testing.assert_array_equal(again.frames[0], flies.frames[0])
+    np.testing.assert_array_equal(again.masks[0], flies.masks[0])
+    np.testing.assert_array_equal(again.scribbles[0], flies.scribbles[0])
 
 
 def test_four_flies_with_stable_ids_each_one_connected_object(flies):
@@ -117,10 +107,9 @@ def test_scribbles_are_correct_user_like_and_only_on_two_frames(flies):
 
 
 def test_loader_regenerates_into_the_cache_when_files_are_missing(flies, tmp_path, monkeypatch):
-    bare_repo = tmp_path / "repo" / "sample_data"
-    bare_repo.mkdir(parents=True)
-    shutil.copy(GENERATOR, bare_repo / "generate.py")
-    monkeypatch.setenv("MSCLASSIFY_SAMPLE_DATA", str(bare_repo))
+    empty = tmp_path / "sample_data"
+    empty.mkdir()
+    monkeypatch.setenv("MSCLASSIFY_SAMPLE_DATA", str(empty))
     monkeypatch.setenv("MSCLASSIFY_CACHE", str(tmp_path / "cache"))
     regenerated = load_sample_flies()
     # the whole set, regenerated, equals the committed one
@@ -128,19 +117,24 @@ def test_loader_regenerates_into_the_cache_when_files_are_missing(flies, tmp_pat
         np.testing.assert_array_equal(getattr(regenerated, name), getattr(flies, name))
     cached = tmp_path / "cache" / "sample_data" / "flies"
     assert sorted(p.name for p in cached.iterdir()) == ["frames.tif", "masks.tif", "scribbles.tif"]
-    assert not (bare_repo / "flies").exists()
+    assert not (empty / "flies").exists()
+    # a second load reads the cached copy instead of rendering again
+    written = {path: path.stat().st_mtime_ns for path in cached.iterdir()}
+    np.testing.assert_array_equal(load_sample_flies().masks, flies.masks)
+    assert {path: path.stat().st_mtime_ns for path in cached.iterdir()} == written
 
 
-def test_loader_says_clearly_when_data_is_unavailable(tmp_path, monkeypatch):
+def test_a_wrong_sample_data_folder_is_reported(tmp_path, monkeypatch):
     monkeypatch.setenv("MSCLASSIFY_SAMPLE_DATA", str(tmp_path / "nowhere"))
     monkeypatch.setenv("MSCLASSIFY_CACHE", str(tmp_path / "cache"))
-    with pytest.raises(FileNotFoundError, match="sample fly data is not available"):
+    with pytest.raises(FileNotFoundError, match="MSCLASSIFY_SAMPLE_DATA=.*nowhere is not a folder"):
         load_sample_flies()
+    assert not (tmp_path / "cache").exists()
 
 
 def test_loader_reports_a_damaged_file(tmp_path, monkeypatch):
     folder = tmp_path / "sample_data" / "flies"
-    shutil.copytree(REPO / "sample_data" / "flies", folder)
+    shutil.copytree(SHIPPED, folder)
     (folder / "masks.tif").write_bytes(b"not a tiff")
     monkeypatch.setenv("MSCLASSIFY_SAMPLE_DATA", str(tmp_path / "sample_data"))
     with pytest.raises(ValueError, match="masks.tif"):

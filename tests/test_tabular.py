@@ -1,8 +1,6 @@
 """Tabular loaders, ranking/classification metrics, cost-accuracy curves and the tabular samples."""
 
-import importlib.util
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,6 +9,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.metrics import ndcg_score
 from sklearn.preprocessing import StandardScaler
 
+from msclassify.datasets import sample_data_path
 from msclassify.metrics import (accuracy, cost_accuracy_auc, cost_accuracy_curve, ndcg_at_k,
                                 precision_at_k, roc_auc)
 from benchmarks.shared_sets import (load_covtype_20k, load_higgs_sample, load_miniboone_tiny,
@@ -18,8 +17,7 @@ from benchmarks.shared_sets import (load_covtype_20k, load_higgs_sample, load_mi
 from msclassify.tabular import (TabularData, load_csv, load_feature_costs, load_miniboone,
                                 load_svmlight, read_query_file)
 
-REPO = Path(__file__).resolve().parents[1]
-SAMPLES = REPO / "sample_data" / "tabular"
+SAMPLES = sample_data_path("tabular")
 
 
 def _write(tmp_path, name, text):
@@ -256,10 +254,9 @@ def test_cost_accuracy_frontier_and_area():
 
 # -- the shipped samples ---------------------------------------------------------------------------
 def _generator():
-    spec = importlib.util.spec_from_file_location("tabular_generate", SAMPLES / "generate.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    from msclassify.datasets import _generate_tables  # white-box: the samples' generator
+
+    return _generate_tables
 
 
 def test_samples_are_reproduced_byte_for_byte_and_small(tmp_path):

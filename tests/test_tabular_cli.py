@@ -16,11 +16,12 @@ import pytest
 
 from msclassify import CEGBClassifier, CEGBRegressor, load_model
 from msclassify.cli import main
+from msclassify.datasets import sample_data_path
 from msclassify.pixel import PixelClassifier
 from msclassify.tabular import cost_sweep, load_train_test, score_model, training_targets
 
 REPO = Path(__file__).resolve().parents[1]
-SAMPLES = REPO / "sample_data" / "tabular"
+SAMPLES = sample_data_path("tabular")
 CSV, CSV_COSTS = SAMPLES / "csv_style.csv", SAMPLES / "csv_style.cost"
 YAHOO_TRAIN, YAHOO_TEST = SAMPLES / "yahoo_style.train", SAMPLES / "yahoo_style.test"
 YAHOO_COSTS = SAMPLES / "yahoo_style.cost"

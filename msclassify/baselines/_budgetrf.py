@@ -1,7 +1,7 @@
 """BudgetRF: the feature-budgeted random forest of Nan, Wang & Saligrama (ICML 2015).
 
-The paper is ``shared/papers/budgetrf-nan-2015.txt``; equation and line
-references below are to it.
+The paper is "Feature-budgeted random forest" (ICML 2015, PMLR 37); equation,
+section and algorithm-line references below are to it.
 
 * GREEDYTREE (Algorithm 1, lines 8-18) grows a tree on a bootstrap sample. At
   node S with impurity F(S) > 0 it scores every feature t by its risk

@@ -1,7 +1,7 @@
 """CSTC: the cost-sensitive tree of classifiers of Xu, Kusner, Weinberger & Chen (ICML 2013).
 
-The paper is ``shared/papers/cstc-xu-2013.txt``; equation and section numbers
-below are to it.
+The paper is "Cost-sensitive tree of classifiers" (ICML 2013); equation and
+section numbers below are to it.
 
 * Feature map (Sec. 3, "boosting trick"): gradient-boosted regression trees of
   limited depth are fitted with the squared loss by the CEGB core (cost-blind,

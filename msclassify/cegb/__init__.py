@@ -1,7 +1,8 @@
 """Cost-Efficient Gradient Boosting (Peter et al., NIPS 2017) in Numba.
 
 The core knows nothing of images: it trains on a matrix ``X`` with per-feature
-costs. See ``DESIGN.md`` ("CEGB, precisely") for the exact penalties.
+costs. See docs/design.md (*CEGB, exactly* and *Path-aware shares*) for the
+exact penalties.
 """
 
 from ._booster import Booster, PredictionCost

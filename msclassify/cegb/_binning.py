@@ -1,19 +1,66 @@
-"""Quantile binning of raw features into at most 255 value bins (+ a missing bin)."""
+"""Binning of raw features into at most 255 value bins (+ a missing bin).
+
+A feature with at most ``max_bins`` distinct values gets one bin per value;
+otherwise the bins end at row quantiles of the column. Either way every edge
+sits halfway between two adjacent distinct training values, so a group of tied
+values is never split and an unseen value goes to the side of the training value
+it is nearer to.
+
+A quantile that falls inside a heavily tied value (the 0 of a dark background,
+a coarse pyramid level's block means) adds no edge, so such a feature keeps
+fewer than ``max_bins`` bins. Giving heavy ties bins of their own and their
+unused bins to the other values (as LightGBM does) was tried and made pixel
+models worse: on fly_masks_dev with levels 0-1 of the filter bank (50 features,
+100 trees x 31 leaves, 12 runs each leaving out a different 1% of the scribbled
+pixels) SEG fell by 0.004 +- 0.0014 and test log-loss rose by 6%; with the
+92-feature bank nothing changed.
+"""
 
 import numpy as np
 
 from ._kernels import bin_data, bin_lookup_tables
 
-_QUANTILE_SAMPLE = 200_000
+_BINNING_SAMPLE = 200_000
+
+
+def midpoints(low, high):
+    """Edges halfway between ``low`` and ``high`` (float64), always in ``[low, high)``.
+
+    Computed in float64 even for float32 data: the float32 midpoint of two
+    adjacent float32 values can round up to ``high``, which would put both values
+    in one bin.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> a = np.float32(1 + 2.0**-23); b = np.nextafter(a, np.float32(2))
+    >>> bool(np.float32((a + b) / np.float32(2)) == b), bool(a <= midpoints(a, b) < b)
+    (True, True)
+    """
+    low = np.asarray(low, dtype=np.float64)
+    high = np.asarray(high, dtype=np.float64)
+    mid = 0.5 * low + 0.5 * high   # no overflow for values near the float64 limits
+    return np.where(mid < high, mid, low)
 
 
 class BinMapper:
     """Per-feature upper bin edges learned from the training data.
 
-    A feature with few distinct values gets one bin per value (edges halfway
-    between neighbours); otherwise edges are quantiles of (a sample of) the
-    column. The last edge is ``+inf`` so every finite value has a bin; NaN goes
-    to the missing bin.
+    One bin per distinct value when there are at most ``max_bins`` of them,
+    otherwise bins ending at row quantiles (``np.quantile(..., method="lower")``)
+    of (a sample of) the column; every edge is the midpoint between the last
+    value of its bin and the next distinct value. The last edge is ``+inf`` so
+    every finite value has a bin; NaN goes to the missing bin.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[0.0], [0.0], [0.0], [1.0], [1.0], [3.0]])
+    >>> binner = BinMapper(max_bins=255).fit(X)
+    >>> binner.edges[0, :binner.n_bins[0] - 1].tolist()
+    [0.5, 2.0]
+    >>> binner.transform(X)[0].tolist()
+    [0, 0, 0, 1, 1, 2]
     """
 
     def __init__(self, max_bins=255, random_state=None):
@@ -23,10 +70,10 @@ class BinMapper:
     def fit(self, X):
         n_rows, n_features = X.shape
         rng = np.random.default_rng(self.random_state)
-        if n_rows > _QUANTILE_SAMPLE:
+        if n_rows > _BINNING_SAMPLE:
             # Quantiles from a sample: the same edges up to sampling noise, at a fraction of
             # the sorting and without copying X.
-            sample = X[np.sort(rng.choice(n_rows, _QUANTILE_SAMPLE, replace=False))]
+            sample = X[np.sort(rng.choice(n_rows, _BINNING_SAMPLE, replace=False))]
         else:
             sample = X
         self.edges = np.full((n_features, self.max_bins), np.inf)
@@ -40,12 +87,13 @@ class BinMapper:
             if values.size <= 1:
                 continue
             if values.size <= self.max_bins:
-                cuts = (values[:-1] + values[1:]) / 2.0
+                last_in_bin = np.arange(values.size - 1)
             else:
-                # np.quantile(..., method="lower") without sorting again
+                # np.quantile(..., method="lower") without sorting again, as value indices
                 lower = np.floor((ordered.size - 1) * quantiles).astype(np.intp)
-                cuts = np.unique(ordered[lower])
-                cuts = cuts[cuts < values[-1]]
+                last_in_bin = np.unique(np.searchsorted(values, ordered[lower]))
+                last_in_bin = last_in_bin[last_in_bin < values.size - 1]
+            cuts = midpoints(values[last_in_bin], values[last_in_bin + 1])
             self.edges[m, :cuts.size] = cuts
             self.n_bins[m] = cuts.size + 1
         self.lookup = bin_lookup_tables(self.edges, self.n_bins)

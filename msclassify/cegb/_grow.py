@@ -14,7 +14,7 @@ from ._kernels import (MISSING_BIN, N_SLOTS, build_histograms, find_best_splits,
 
 
 class CostState:
-    """Cost bookkeeping shared by all trees of a model (DESIGN.md ``D`` and ``C``).
+    """Cost bookkeeping shared by all trees of a model (docs/design.md, *CEGB, exactly*).
 
     ``used[m]``: feature m's whole-image cost is paid. ``paid_bits[m]``: bitset
     over training rows that already have feature m (its per-sample cost is paid).
@@ -31,7 +31,7 @@ class _Leaf:
 
 
 class TreeGrower:
-    """Grows trees on binned data with the cost penalty of DESIGN.md.
+    """Grows trees on binned data with the cost penalty of docs/design.md.
 
     Parameters
     ----------

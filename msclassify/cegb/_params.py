@@ -19,8 +19,8 @@ _CHOICES = {
 class CEGBParams:
     """Hyper-parameters of cost-efficient gradient boosting.
 
-    The cost parameters follow ``DESIGN.md``: splitting leaf ``p`` on feature ``m``
-    is penalised by ``cost_tradeoff * dPsi(p, m)`` with
+    The cost parameters follow docs/design.md (*CEGB, exactly*): splitting leaf
+    ``p`` on feature ``m`` is penalised by ``cost_tradeoff * dPsi(p, m)`` with
 
     ``dPsi = split_cost * W_p / share + feature_batch_costs[m] * (m unused)
     + feature_costs[m] * (cost weight of samples in p that have not paid m)``.

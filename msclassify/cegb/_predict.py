@@ -11,15 +11,17 @@ from numba import njit, prange
 
 
 @njit(inline="always")
+def _child(v, node, threshold, default_left, left, right):
+    """The child of split ``node`` that feature value ``v`` goes to."""
+    if np.isnan(v):
+        return left[node] if default_left[node] else right[node]
+    return left[node] if v <= threshold[node] else right[node]
+
+
+@njit(inline="always")
 def _leaf(x, node, feature, threshold, default_left, left, right):
     while feature[node] >= 0:
-        v = x[feature[node]]
-        if np.isnan(v):
-            node = left[node] if default_left[node] else right[node]
-        elif v <= threshold[node]:
-            node = left[node]
-        else:
-            node = right[node]
+        node = _child(x[feature[node]], node, threshold, default_left, left, right)
     return node
 
 
@@ -75,13 +77,7 @@ def prediction_cost(X, feature, threshold, default_left, left, right, node_cost,
                         seen[f] = i
                         f_total += beta[f]
                         feat_parts[c, it] += beta[f]
-                    v = x[f]
-                    if np.isnan(v):
-                        node = left[node] if default_left[node] else right[node]
-                    elif v <= threshold[node]:
-                        node = left[node]
-                    else:
-                        node = right[node]
+                    node = _child(x[f], node, threshold, default_left, left, right)
             evaluation[i] = e_total
             feature_cost[i] = f_total
     for c in range(n_chunks):

@@ -67,9 +67,11 @@ def main(argv=None):
 
     Examples
     --------
-    >>> main(["info", "missing.msc"])  # doctest: +SKIP
-    msclassify info: error: model file missing.msc does not exist; check the path
-    1
+    >>> import contextlib, io
+    >>> with contextlib.redirect_stderr(io.StringIO()) as stderr:
+    ...     status = main(["info", "missing.msc"])
+    >>> status, stderr.getvalue().strip()
+    (1, 'msclassify info: error: model file missing.msc does not exist; check the path')
     """
     parser = build_parser()
     args = parser.parse_args(argv)

@@ -1,27 +1,23 @@
-"""The synthetic fly-arena video shipped with the repository.
+"""The synthetic fly-arena video that ships inside msclassify.
 
-`load_sample_flies` returns the synthetic fly-arena video of ``sample_data/flies/``
-(frames, exact instance masks and user-style scribbles), made by
-``sample_data/generate.py``; see that script's docstring for what the images
-contain.
+`load_sample_flies` returns the synthetic fly-arena video (frames, exact
+instance masks and user-style scribbles); `make_sample_flies` renders it again
+from its deterministic generator (module ``_generate_flies``, whose docstring
+says what the images contain).
 
-Where the data comes from, in this order:
+Where `load_sample_flies` finds the data, in this order:
 
-1. ``<repo>/sample_data/flies/*.tif``, committed next to the package
-   (``$MSCLASSIFY_SAMPLE_DATA`` names another ``sample_data`` folder).
+1. ``flies/*.tif`` in the sample data folder (`sample_data_path`): package
+   data, present in a wheel install as in a git checkout
+   (``$MSCLASSIFY_SAMPLE_DATA`` names another folder).
 2. A copy regenerated earlier into the user cache folder
    (``$MSCLASSIFY_CACHE``, else ``$XDG_CACHE_HOME/msclassify``, else
    ``~/.cache/msclassify``; then ``sample_data/flies``).
-3. If the TIFF files are missing but ``<repo>/sample_data/generate.py`` is
-   there, it is run (deterministic, a few seconds) and its output is written
-   into the cache folder, never into the source tree, which may be read-only.
-   The cached copy is then reused as is: delete it after changing the generator.
-
-Without the ``sample_data`` folder (e.g. a wheel install) a `FileNotFoundError`
-says so and how to get it.
+3. Otherwise the generator renders the set (deterministic, some seconds) into
+   the cache folder, never into the package, which may be read-only. The
+   cached copy is then reused as is: delete it after changing the generator.
 """
 
-import importlib.util
 import os
 import shutil
 import tempfile
@@ -31,10 +27,12 @@ from typing import NamedTuple
 import numpy as np
 import tifffile
 
-__all__ = ["SampleFlies", "load_sample_flies"]
+from . import _generate_flies
+from ._sample_data import sample_data_path
 
-_REPO_SAMPLE_DATA = Path(__file__).resolve().parents[2] / "sample_data"
-_FILES = {"frames": "frames.tif", "masks": "masks.tif", "scribbles": "scribbles.tif"}
+__all__ = ["SampleFlies", "load_sample_flies", "make_sample_flies"]
+
+_FILES = _generate_flies.FILES
 
 
 class SampleFlies(NamedTuple):
@@ -69,7 +67,9 @@ def load_sample_flies():
     Raises
     ------
     FileNotFoundError
-        If neither the data nor its generator can be found.
+        If ``$MSCLASSIFY_SAMPLE_DATA`` is set but is not a folder.
+    ValueError
+        If a sample file is damaged.
 
     Examples
     --------
@@ -78,24 +78,35 @@ def load_sample_flies():
     >>> frames.shape, frames.dtype.name, int(masks[0].max())
     ((8, 1024, 1024), 'uint8', 4)
     """
-    sample_data = _sample_data_dir()
-    for folder in (sample_data / "flies", _cache_dir() / "flies"):
+    for folder in (sample_data_path("flies"), _cache_dir() / "flies"):
         if all((folder / name).is_file() for name in _FILES.values()):
             return _read(folder)
-    generator = sample_data / "generate.py"
-    if not generator.is_file():
-        raise FileNotFoundError(
-            f"the sample fly data is not available: neither {sample_data / 'flies'} nor "
-            f"its generator {generator} exists (a pip-installed msclassify does not ship them). "
-            "Use a git checkout of msclassify, or run sample_data/generate.py from one with "
-            f"--out {_cache_dir() / 'flies'}")
-    return _read(_regenerate(generator, _cache_dir() / "flies"))
+    return _read(_regenerate(_cache_dir() / "flies"))
 
 
-def _sample_data_dir():
-    if os.environ.get("MSCLASSIFY_SAMPLE_DATA"):
-        return Path(os.environ["MSCLASSIFY_SAMPLE_DATA"])
-    return _REPO_SAMPLE_DATA
+def make_sample_flies(frame_indices=None):
+    """Render the sample fly video again, bit for bit as `load_sample_flies` returns it.
+
+    Parameters
+    ----------
+    frame_indices : sequence of int, optional
+        Frames to render (default: all 8). Frame ``t`` is the same whichever
+        other frames are rendered with it; only frames 0 and 1 carry scribbles.
+
+    Returns
+    -------
+    SampleFlies
+        ``frames``, ``masks`` and ``scribbles`` of shape (len(frame_indices), 1024, 1024).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from msclassify.datasets import load_sample_flies, make_sample_flies
+    >>> again = make_sample_flies(frame_indices=[1])
+    >>> bool(np.array_equal(again.frames[0], load_sample_flies().frames[1]))
+    True
+    """
+    return SampleFlies(**_generate_flies.generate(frame_indices=frame_indices))
 
 
 def _cache_dir():
@@ -105,16 +116,13 @@ def _cache_dir():
     return Path(base) / "msclassify" / "sample_data"
 
 
-def _regenerate(generator, target):
-    spec = importlib.util.spec_from_file_location("_msclassify_sample_generator", generator)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+def _regenerate(target):
     target.parent.mkdir(parents=True, exist_ok=True)
     # write beside the target and rename, so a crash or a concurrent run never
     # leaves a half-written set behind
     staging = Path(tempfile.mkdtemp(prefix=".flies-", dir=target.parent))
     try:
-        module.write(module.generate(), staging)
+        _generate_flies.write(_generate_flies.generate(), staging)
         try:
             staging.rename(target)
         except OSError:  # another process finished first; its files are identical
@@ -132,9 +140,9 @@ def _read(folder):
             arrays[field] = tifffile.imread(folder / name)
         except Exception as exc:  # tifffile raises many types for a damaged file
             raise ValueError(f"cannot read sample data file {folder / name} ({exc}); delete it "
-                             "to have it regenerated, or restore it from git") from None
+                             "to have it regenerated, or reinstall msclassify") from None
     shapes = {field: a.shape for field, a in arrays.items()}
     if len(set(shapes.values())) != 1 or arrays["frames"].ndim != 3:
         raise ValueError(f"sample data in {folder} is inconsistent (shapes {shapes}); delete the "
-                         "files to have them regenerated, or restore them from git")
+                         "files to have them regenerated, or reinstall msclassify")
     return SampleFlies(**arrays)

@@ -24,10 +24,10 @@ Examples
 >>> image = np.random.default_rng(0).integers(0, 256, (64, 64), dtype=np.uint8)
 >>> X = bank.gather(image, ys=[3, 40], xs=[5, 63])       # training: labelled pixels
 >>> X.shape
-(2, 92)
->>> levels = bank.compute_levels(image, ["L3:gauss:s1.6:c0", "L0:intensity:c0"])
->>> levels.arrays[3].shape                              # prediction: per level
-(8, 8, 1)
+(2, 50)
+>>> levels = bank.compute_levels(image, ["L1:gauss:s1.6:c0", "L0:intensity:c0"])
+>>> levels.arrays[1].shape                              # prediction: per level
+(32, 32, 1)
 """
 
 from ._bank import FeatureBank, FeatureLevels

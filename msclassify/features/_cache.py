@@ -7,6 +7,8 @@ from collections import OrderedDict
 
 import numpy as np
 
+from ..checks import check_int
+
 __all__ = ["FeatureCache"]
 
 
@@ -28,7 +30,7 @@ class FeatureCache:
     ----------
     max_bytes : int
         Memory the cached features may take (default 1 GiB; one 1024² frame with
-        the "default" preset takes about 106 MB). Frames larger than this are
+        the "default" preset takes about 126 MB). Frames larger than this are
         computed but not kept.
 
     Examples
@@ -42,10 +44,7 @@ class FeatureCache:
     """
 
     def __init__(self, max_bytes=1 << 30):
-        if isinstance(max_bytes, bool) or not isinstance(max_bytes, (int, np.integer)) \
-                or max_bytes < 0:
-            raise ValueError(f"max_bytes must be an int >= 0, got {max_bytes!r}")
-        self.max_bytes = int(max_bytes)
+        self.max_bytes = check_int(max_bytes, "max_bytes", minimum=0)
         self._entries = OrderedDict()
         self._nbytes = 0
         self._lock = threading.Lock()

@@ -123,6 +123,61 @@ def gaussian_smooth(plane, sigma, truncate):
     return _smooth_separable(plane, weights)
 
 
+@njit(cache=True, nogil=True)
+def _linear_taps(n_out, n_in, scale):
+    """Lower source index and weight of every output position of a linear upsampling.
+
+    Output position ``i`` sits at source coordinate ``u = (i + 0.5) / scale - 0.5``
+    (block centres); it reads ``lower = floor(u)`` and ``lower + 1`` with weight
+    ``u - floor(u)`` on the upper one, both clamped to ``0..n_in-1``, which is the
+    half-sample symmetric border: the reflected neighbour equals the edge value.
+    """
+    lower = np.empty(n_out, dtype=np.int64)
+    upper = np.empty(n_out, dtype=np.int64)
+    weight = np.empty(n_out, dtype=np.float32)
+    for i in range(n_out):
+        u = (i + 0.5) / scale - 0.5
+        low = int(np.floor(u))
+        weight[i] = np.float32(u - low)
+        lower[i] = min(max(low, 0), n_in - 1)
+        upper[i] = min(max(low + 1, 0), n_in - 1)
+    return lower, upper, weight
+
+
+@njit(cache=True, nogil=True)
+def upsample_linear(plane, level):
+    """Bilinear interpolation of a level-``level`` plane to ``2**level`` times its size.
+
+    A level pixel is the mean of a ``2**level`` square block, so its value sits at
+    the block centre; output pixel (y, x) interpolates the four nearest centres.
+    Separable: every source row is interpolated horizontally once, then each
+    output row blends two of those rows. The weights are multiples of
+    ``2**-level``, exact in float32.
+    """
+    h, w = plane.shape
+    scale = 1 << level
+    out_h, out_w = h * scale, w * scale
+    left, right, across = _linear_taps(out_w, w, scale)
+    top, bottom, down = _linear_taps(out_h, h, scale)
+    rows = np.empty((h, out_w), dtype=np.float32)
+    for y in range(h):
+        source = plane[y]
+        target = rows[y]
+        for x in range(out_w):
+            a = source[left[x]]
+            target[x] = a + across[x] * (source[right[x]] - a)
+    out = np.empty((out_h, out_w), dtype=np.float32)
+    for y in range(out_h):
+        upper_row = rows[top[y]]
+        lower_row = rows[bottom[y]]
+        t = down[y]
+        target = out[y]
+        for x in range(out_w):
+            a = upper_row[x]
+            target[x] = a + t * (lower_row[x] - a)
+    return out
+
+
 # The stencil kernels below take one output row at a time from the rows above,
 # at and below it (clamped at the border, which for a 1-pixel reach is the
 # symmetric reflection). Columns 1..w-2 run without clamping so the loop

@@ -281,7 +281,8 @@ class PyramidImage:
     def feature(self, spec):
         """One feature on its level's grid: float32 ``(h_L, w_L)``.
 
-        The array may be the pyramid's cached intermediate (e.g. for
+        An upsampled feature (``L<n>up``) is returned at full (padded)
+        resolution. The array may be the pyramid's cached intermediate (e.g. for
         ``intensity`` and ``gauss``): read it, do not modify it in place.
 
         Parameters
@@ -291,8 +292,14 @@ class PyramidImage:
         """
         if isinstance(spec, str):
             spec = FeatureSpec.from_id(spec)
-        level, channel, sigma, filter = spec.level, spec.channel, spec.sigma, spec.filter
-        self._check_channel(channel)
+        self._check_channel(spec.channel)
+        plane = self._filtered(spec.source_level, spec.channel, spec.filter, spec.sigma)
+        if spec.upsampled:
+            return _kernels.upsample_linear(plane, spec.source_level)
+        return plane
+
+    def _filtered(self, level, channel, filter, sigma):
+        """One filter on one level's grid (what `feature` returns before any upsampling)."""
         if filter == "intensity":
             return self.level(level, channel)
         if filter == "gauss":

@@ -6,11 +6,23 @@ A feature is identified by a string whose meaning never changes once released::
 
     L{level}:{filter}:s{sigma}:c{channel}      e.g. "L2:gauss:s1.6:c0"
     L{level}:intensity:c{channel}              e.g. "L0:intensity:c2"
+    L{level}up:{filter}:s{sigma}:c{channel}    e.g. "L2up:gauss:s1.6:c0"
 
 ``level`` 0..3 is the pyramid level (full resolution, 2x2, 4x4, 8x8 block means
 of the padded image), ``sigma`` is ``repr(float(sigma))`` in pixels *of that
 level* (so the scale in original pixels is about ``sigma * 2**level``) and
-``channel`` is the input channel. The filters (ilastik's bank, computed on the
+``channel`` is the input channel.
+
+A plain level-L feature is stored on the level's grid: constant on each
+``2**L x 2**L`` block, so near an edge every pixel of a block gets the block's
+mixed value. An **upsampled** feature (``L{level}up``, level 1..3) is the same
+filter computed on level L and then interpolated bilinearly back to full
+resolution, each level pixel's value sitting at its block's centre (output
+pixel (y, x) is at level coordinate ``((y + 0.5) / 2**L - 0.5, ...)``; the
+clamped border is the half-sample symmetric one). It is a smooth
+full-resolution feature (level 0, share 1) that costs about what the coarse
+filter costs: large-scale context at every pixel without a large Gaussian at
+full resolution. The filters (ilastik's bank, computed on the
 Gaussian-smoothed level image ``G = G_sigma * I`` with finite differences, as
 ``skimage.feature.hessian_matrix(..., use_gaussian_derivatives=False)`` does):
 
@@ -43,8 +55,14 @@ unit is one multiply-add per *original-resolution* pixel:
   from level l-1 reads every pixel of level l-1 once, so
   ``pyramid(L) = sum(4**-l for l in range(L))`` (0, 1, 1.25, 1.3125).
 
-So ``batch_cost = 4**-L * (filter_taps + 1) + pyramid(L)``; the whole-image
-operation count is ``batch_cost * H * W``. Intermediate results shared between
+* upsampling a level-L plane: every level row is interpolated across once
+  (2 operations per output pixel of those rows, ``2 * 2**-L`` per original
+  pixel), then every output row blends two of them (2) and is stored (1):
+  ``upsample(L) = 2 * 2**-L + 3``.
+
+So ``batch_cost = 4**-L * (filter_taps + 1) + pyramid(L)`` (``+ upsample(L)``
+for an upsampled feature); the whole-image operation count is
+``batch_cost * H * W``. Intermediate results shared between
 features (a smoothed image, the pyramid) are charged to each feature in full,
 because the booster pays gamma_m per feature. Reading and normalising the input,
 which every model does, is not charged. ``sample_cost`` (beta_m) is 0: in image
@@ -52,9 +70,13 @@ mode nothing is paid per pixel.
 """
 
 import math
-import numbers
 import re
 from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+
+from ..checks import check_int, is_int
 
 N_LEVELS = 4
 GAUSSIAN_TRUNCATE = 3.0
@@ -76,7 +98,7 @@ FILTER_TITLES = {
 FILTERS = tuple(FILTER_TITLES)
 SIGMA_FILTERS = FILTERS[1:]
 
-_ID_PATTERN = re.compile(r"^L(\d+):([a-z_]+)(?::s([^:]+))?:c(\d+)$")
+_ID_PATTERN = re.compile(r"^L(\d+)(up)?:([a-z_]+)(?::s([^:]+))?:c(\d+)$")
 
 
 def gaussian_radius(sigma):
@@ -91,6 +113,11 @@ def _gaussian_taps(sigma):
 def pyramid_cost(level):
     """Block-mean operations per original pixel needed to build ``level``."""
     return sum(4.0 ** -l for l in range(level))
+
+
+def upsample_cost(level):
+    """Operations per original pixel to interpolate a level-``level`` plane to full resolution."""
+    return 2.0 * 2.0 ** -level + 3.0
 
 
 def _filter_taps(filter, sigma):
@@ -111,14 +138,16 @@ def _filter_taps(filter, sigma):
     return smooth + 4 + 3 + 3 * _gaussian_taps(STRUCTURE_OUTER_RATIO * sigma)
 
 
-def modelled_batch_cost(level, filter, sigma=None):
+def modelled_batch_cost(level, filter, sigma=None, upsampled=False):
     """Modelled operations per original pixel to compute one feature on a whole image.
 
     ``4**-level * (filter_taps + 1) + sum(4**-l for l in range(level))``: the
     filter's multiply-adds (a Gaussian of radius r: ``2 (2r + 1)``; stencils:
     gradient 4, Laplacian 5, Hessian 10, gradient products 3) plus one store per
     level pixel, scaled to original pixels, plus the 2x2-mean passes that build
-    the level. Deterministic (never timed), so retraining gives the same costs.
+    the level; an upsampled feature adds ``upsample_cost(level) = 2 * 2**-level + 3``
+    for the interpolation to full resolution. Deterministic (never timed), so
+    retraining gives the same costs.
 
     Examples
     --------
@@ -126,14 +155,16 @@ def modelled_batch_cost(level, filter, sigma=None):
     1.0
     >>> modelled_batch_cost(1, "gauss", 1.0)   # (2 * 7 + 1) / 4 + 1
     4.75
+    >>> modelled_batch_cost(1, "gauss", 1.0, upsampled=True)   # 4.75 + 2 / 2 + 3
+    8.75
     """
-    level, filter, sigma, _ = _check_parts(level, filter, sigma, 0)
-    return 4.0 ** -level * (_filter_taps(filter, sigma) + 1) + pyramid_cost(level)
+    level, filter, sigma, _, upsampled = _check_parts(level, filter, sigma, 0, upsampled)
+    cost = 4.0 ** -level * (_filter_taps(filter, sigma) + 1) + pyramid_cost(level)
+    return cost + upsample_cost(level) if upsampled else cost
 
 
-def _check_parts(level, filter, sigma, channel):
-    if isinstance(level, bool) or not isinstance(level, numbers.Integral) \
-            or not 0 <= level < N_LEVELS:
+def _check_parts(level, filter, sigma, channel, upsampled=False):
+    if not is_int(level, 0) or level >= N_LEVELS:
         raise ValueError(f"level must be an int in 0..{N_LEVELS - 1}, got {level!r}")
     if filter not in FILTER_TITLES:
         raise ValueError(f"unknown filter {filter!r}; choose one of {', '.join(FILTERS)}")
@@ -146,43 +177,80 @@ def _check_parts(level, filter, sigma, channel):
         sigma = float(sigma)
         if not (math.isfinite(sigma) and 0 < sigma <= MAX_SIGMA):
             raise ValueError(f"sigma must be in (0, {MAX_SIGMA}], got {sigma!r}")
-    if isinstance(channel, bool) or not isinstance(channel, numbers.Integral) or channel < 0:
-        raise ValueError(f"channel must be an int >= 0, got {channel!r}")
-    return int(level), filter, None if sigma is None else float(sigma), int(channel)
+    check_int(channel, "channel", minimum=0)
+    if not isinstance(upsampled, (bool, np.bool_)):
+        raise TypeError(f"upsampled must be True or False, got {upsampled!r}")
+    if upsampled and level == 0:
+        raise ValueError("only a coarse level (1..3) can be upsampled to full resolution; "
+                         "a level-0 feature already is")
+    return (int(level), filter, None if sigma is None else float(sigma), int(channel),
+            bool(upsampled))
 
 
-def make_id(level, filter, sigma=None, channel=0):
-    """The canonical id of a feature, e.g. ``make_id(2, "gauss", 1.6) == "L2:gauss:s1.6:c0"``."""
-    level, filter, sigma, channel = _check_parts(level, filter, sigma, channel)
+def make_id(level, filter, sigma=None, channel=0, upsampled=False):
+    """The canonical id of a feature.
+
+    Examples
+    --------
+    >>> make_id(2, "gauss", 1.6)
+    'L2:gauss:s1.6:c0'
+    >>> make_id(2, "gauss", 1.6, upsampled=True)
+    'L2up:gauss:s1.6:c0'
+    """
+    level, filter, sigma, channel, upsampled = _check_parts(level, filter, sigma, channel,
+                                                            upsampled)
+    head = f"L{level}up" if upsampled else f"L{level}"
     if sigma is None:
-        return f"L{level}:{filter}:c{channel}"
-    return f"L{level}:{filter}:s{float(sigma)!r}:c{channel}"
+        return f"{head}:{filter}:c{channel}"
+    return f"{head}:{filter}:s{float(sigma)!r}:c{channel}"
+
+
+class ParsedId(NamedTuple):
+    """The parts of a feature id (see `parse_id`)."""
+
+    level: int
+    filter: str
+    sigma: float | None
+    channel: int
+    upsampled: bool = False
 
 
 def parse_id(feature_id):
-    """Split an id into ``(level, filter, sigma or None, channel)``; raise on malformed ids."""
+    """Split an id into ``ParsedId(level, filter, sigma or None, channel, upsampled)``.
+
+    ``level`` is the pyramid level the filter runs on; an upsampled feature is
+    then interpolated to full resolution. Raises on malformed ids.
+
+    Examples
+    --------
+    >>> parse_id("L2up:gauss:s1.6:c0")
+    ParsedId(level=2, filter='gauss', sigma=1.6, channel=0, upsampled=True)
+    """
     if not isinstance(feature_id, str):
         raise TypeError(f"a feature id is a string like 'L2:gauss:s1.6:c0', got {feature_id!r}")
     match = _ID_PATTERN.match(feature_id)
     if match is None:
         raise ValueError(f"malformed feature id {feature_id!r}; expected "
-                         "'L<level>:<filter>:s<sigma>:c<channel>' (e.g. 'L2:gauss:s1.6:c0') "
-                         "or 'L<level>:intensity:c<channel>'")
-    level, filter, sigma_text, channel = match.groups()
+                         "'L<level>:<filter>:s<sigma>:c<channel>' (e.g. 'L2:gauss:s1.6:c0'), "
+                         "'L<level>:intensity:c<channel>' or 'L<level>up:...' (e.g. "
+                         "'L2up:gauss:s1.6:c0')")
+    level, upsampled, filter, sigma_text, channel = match.groups()
     try:
         sigma = None if sigma_text is None else float(sigma_text)
     except ValueError:
         raise ValueError(f"feature id {feature_id!r}: sigma {sigma_text!r} is not a "
                          "number") from None
-    parts = (int(level), filter, sigma, int(channel))
+    parts = ParsedId(int(level), filter, sigma, int(channel), upsampled is not None)
     canonical = make_id(*parts)
     if canonical != feature_id:
         raise ValueError(f"feature id {feature_id!r} is not in canonical form; use {canonical!r}")
     return parts
 
 
-def _describe(level, filter, sigma, channel):
+def _describe(level, filter, sigma, channel, upsampled):
     block = "full resolution" if level == 0 else f"{2 ** level}x{2 ** level} block means"
+    if upsampled:
+        block += ", interpolated to full resolution"
     title = FILTER_TITLES[filter]
     if sigma is not None:
         title = f"{title}, sigma {float(sigma)!r}"
@@ -203,7 +271,8 @@ class FeatureSpec:
     name : str
         Human-readable description.
     level : int
-        Pyramid level 0..3; the feature is constant on ``2**level`` square blocks.
+        Pyramid level 0..3 of the stored feature; it is constant on ``2**level``
+        square blocks (0 for an upsampled feature).
     share : int
         ``4**level``: original pixels sharing one value (s_m of CEGB).
     batch_cost : float
@@ -216,12 +285,19 @@ class FeatureSpec:
         Filter name (one of `FILTERS`).
     sigma : float or None
         Scale in pixels of the level; None for ``intensity``.
+    source_level : int
+        Pyramid level the filter runs on (``level`` unless upsampled).
+    upsampled : bool
+        True if the filtered level is interpolated to full resolution (``L<n>up`` ids).
 
     Examples
     --------
     >>> spec = FeatureSpec.from_id("L2:gauss:s1.6:c0")
     >>> spec.level, spec.share, spec.sigma
     (2, 16, 1.6)
+    >>> spec = FeatureSpec.from_id("L2up:gauss:s1.6:c0")
+    >>> spec.level, spec.share, spec.source_level
+    (0, 1, 2)
     """
 
     id: str
@@ -233,13 +309,20 @@ class FeatureSpec:
     channel: int
     filter: str
     sigma: float | None
+    source_level: int | None = None
+    upsampled: bool = False
 
     def __post_init__(self):
-        level, filter, sigma, channel = parse_id(self.id)
-        if (self.level, self.filter, self.sigma, self.channel) != (level, filter, sigma, channel):
+        source_level, filter, sigma, channel, upsampled = parse_id(self.id)
+        if self.source_level is None:
+            object.__setattr__(self, "source_level", self.level)
+        level = 0 if upsampled else source_level
+        if (self.level, self.filter, self.sigma, self.channel, self.source_level,
+                self.upsampled) != (level, filter, sigma, channel, source_level, upsampled):
             raise ValueError(f"FeatureSpec fields (level={self.level}, filter={self.filter!r}, "
-                             f"sigma={self.sigma!r}, channel={self.channel}) disagree with its id "
-                             f"{self.id!r}; build specs with FeatureSpec.from_id or "
+                             f"sigma={self.sigma!r}, channel={self.channel}, source_level="
+                             f"{self.source_level}, upsampled={self.upsampled}) disagree with "
+                             f"its id {self.id!r}; build specs with FeatureSpec.from_id or "
                              "FeatureSpec.make")
         if self.share != 4 ** level:
             raise ValueError(f"share of a level-{level} feature is {4 ** level}, got {self.share}")
@@ -250,28 +333,37 @@ class FeatureSpec:
                 raise ValueError(f"{field} must be a finite number >= 0, got {value!r}")
 
     @classmethod
-    def make(cls, level, filter, sigma=None, channel=0, *, batch_cost=None, sample_cost=0.0):
+    def make(cls, level, filter, sigma=None, channel=0, *, upsampled=False, batch_cost=None,
+             sample_cost=0.0):
         """Spec of one feature; ``batch_cost`` defaults to `modelled_batch_cost`.
+
+        ``level`` is the level the filter runs on; ``upsampled=True`` interpolates
+        the result to full resolution (a level-0 feature, id ``L<level>up:...``).
 
         Examples
         --------
         >>> FeatureSpec.make(1, "dog", 1.6, channel=2).id
         'L1:dog:s1.6:c2'
+        >>> FeatureSpec.make(3, "gauss", 1.0, upsampled=True).level
+        0
         """
-        level, filter, sigma, channel = _check_parts(level, filter, sigma, channel)
-        feature_id = make_id(level, filter, sigma, channel)
+        source, filter, sigma, channel, upsampled = _check_parts(level, filter, sigma, channel,
+                                                                 upsampled)
+        feature_id = make_id(source, filter, sigma, channel, upsampled)
         if batch_cost is None:
-            batch_cost = modelled_batch_cost(level, filter, sigma)
-        return cls(id=feature_id, name=_describe(level, filter, sigma, channel), level=level,
-                   share=4 ** level, batch_cost=float(batch_cost), sample_cost=float(sample_cost),
-                   channel=channel, filter=filter, sigma=sigma)
+            batch_cost = modelled_batch_cost(source, filter, sigma, upsampled)
+        level = 0 if upsampled else source
+        return cls(id=feature_id, name=_describe(source, filter, sigma, channel, upsampled),
+                   level=level, share=4 ** level, batch_cost=float(batch_cost),
+                   sample_cost=float(sample_cost), channel=channel, filter=filter, sigma=sigma,
+                   source_level=source, upsampled=upsampled)
 
     @classmethod
     def from_id(cls, feature_id, *, batch_cost=None, sample_cost=0.0):
         """Spec for a stable id; ``batch_cost`` defaults to `modelled_batch_cost`."""
-        level, filter, sigma, channel = parse_id(feature_id)
-        return cls.make(level, filter, sigma, channel, batch_cost=batch_cost,
-                        sample_cost=sample_cost)
+        level, filter, sigma, channel, upsampled = parse_id(feature_id)
+        return cls.make(level, filter, sigma, channel, upsampled=upsampled,
+                        batch_cost=batch_cost, sample_cost=sample_cost)
 
 
 def _per_level(sigmas_by_level, extra_gauss_sigmas=()):
@@ -296,10 +388,15 @@ def _fast_preset():
 
 # Sigmas are in pixels of each level: coarse levels get the small sigmas, since one
 # coarse pixel already spans 2**level original pixels. "rich" follows ilastik's
-# sigma set (0.3 only for smoothing, as ilastik's dialog allows).
+# sigma set (0.3 only for smoothing, as ilastik's dialog allows). "default" is full
+# resolution and 2x2 blocks at sigmas 0.7-3.5: on the real sets (fly_masks_dev,
+# isbi2012_em; benchmarks/study_features.py) the 4x4 and 8x8 block features of
+# "pyramid" (the default before) made every learner draw blocky outlines, and
+# full resolution lacked sigma 3.5.
 PRESETS = {
     "fast": _fast_preset(),
-    "default": _per_level([(0.7, 1.6), (0.7, 1.6, 3.5), (0.7, 1.6, 3.5), (0.7, 1.6, 3.5)]),
+    "default": _per_level([(0.7, 1.6, 3.5), (0.7, 1.6, 3.5)]),
+    "pyramid": _per_level([(0.7, 1.6), (0.7, 1.6, 3.5), (0.7, 1.6, 3.5), (0.7, 1.6, 3.5)]),
     "rich": _per_level([(0.7, 1.0, 1.6, 3.5, 5.0, 10.0), (0.7, 1.0, 1.6, 3.5, 5.0),
                         (0.7, 1.0, 1.6, 3.5), (0.7, 1.0, 1.6, 3.5)], extra_gauss_sigmas=(0.3,)),
 }

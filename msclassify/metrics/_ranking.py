@@ -77,7 +77,8 @@ def _ranked(relevance, scores):
 def precision_at_k(y_true, scores, qid, k=5, relevance_threshold=1):
     """Average Precision@k of Nan et al. (2015), as used for Yahoo! LTR in BudgetRF and CEGB.
 
-    Definition (budgetrf-nan-2015.txt, line 217): "sort the documents in
+    Definition (Nan, Wang & Saligrama, "Feature-budgeted random forest", ICML
+    2015, Sec. 3, Yahoo! Learning to Rank): "sort the documents in
     decreasing order of the predicted ranks [...] Take the top 5 documents in
     this order and reveal their true labels. If all of the documents are indeed
     relevant (y = 1), then the precision score is increased by 1; otherwise, if
@@ -87,9 +88,10 @@ def precision_at_k(y_true, scores, qid, k=5, relevance_threshold=1):
     the first irrelevant one) / k, or 1 if all of its top k are relevant.
 
     The labels are binarised, "y = 0 means the document is unrelated [...] y = 1
-    means the document is relevant" (line 210). The BudgetRF paper does not give
+    means the document is relevant" (same section). The BudgetRF paper does not give
     the grade threshold; CEGB, on the same data and protocol, sets "all targets
-    y > 0 to y = 1" (cegb-peter-2017.txt, line 739), hence
+    y > 0 to y = 1" (Peter et al., "Cost efficient gradient boosting", NIPS 2017,
+    Sec. 5, Yahoo! LTR), hence
     ``relevance_threshold=1``: grade >= 1 is relevant.
 
     Choices the paper leaves open: a query with fewer than k documents takes all

@@ -1,7 +1,7 @@
 """Multi-scale prediction: evaluate trees on pyramid blocks, coarse to fine.
 
 A level-L feature is constant on each ``2**L x 2**L`` block of the padded image
-(DESIGN.md "Multi-scale prediction"). Each tree is walked once per block of the
+(docs/design.md, *Multi-scale prediction*). Each tree is walked once per block of the
 coarsest level its root may use; while the path only needs features constant on
 the current block, one node evaluation serves every pixel of the block. A node
 whose feature lives on a finer level splits the block into four and continues on

@@ -1,8 +1,8 @@
 """Semi-supervised pixel training: GRBB on pixels drawn from the scribbled frames.
 
 `msclassify.PixelClassifier` with ``semi_supervised=True`` trains like
-`msclassify.baselines.GRBBClassifier` (Xu et al., "Gradient regularized
-budgeted boosting"; ``shared/papers/grbb-xu-semisupervised-budgeted-boosting.txt``):
+`msclassify.baselines.GRBBClassifier` (Xu, Kusner, Weinberger & Zheng, "Gradient
+regularized budgeted boosting", arXiv:1901.04065; docs/design.md, *The pixel classifier*):
 
 * Unlabelled pixels: ``n_unlabelled`` pixels drawn from the labelled frames on a
   jittered grid (one pixel in each cell of a regular grid, so every part of the

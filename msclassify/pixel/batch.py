@@ -302,18 +302,32 @@ def local_cluster(n_workers):
     `numba.set_num_threads`), so the workers together use every core once. The
     cluster listens on 127.0.0.1 only, on free ports (its HTTP server too, which
     would otherwise take port 8787 and collide with other clusters).
+
+    Raises
+    ------
+    ImportError
+        Without Dask (``pip install 'msclassify[dask]'``).
     """
-    from distributed import Client, LocalCluster
+    distributed = _import_distributed()
 
     # NUMBA_NUM_THREADS cannot be used here: the spawned worker re-imports the
     # driver's __main__ module, which may import Numba before the Nanny sets the
     # variable, and Numba then refuses the change once its threads run.
     with _sigint_ignored_by_children():
-        cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
-                               host="127.0.0.1", dashboard_address="127.0.0.1:0",
-                               silence_logs=logging.ERROR)
-    with cluster, Client(cluster) as client:
+        cluster = distributed.LocalCluster(
+            n_workers=n_workers, threads_per_worker=1, processes=True, host="127.0.0.1",
+            dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR)
+    with cluster, distributed.Client(cluster) as client:
         yield client
+
+
+def _import_distributed():
+    try:
+        import distributed
+    except ImportError:
+        raise ImportError("Dask clusters need the optional dependency dask.distributed: "
+                          "pip install 'msclassify[dask]'") from None
+    return distributed
 
 
 @contextlib.contextmanager
@@ -343,11 +357,12 @@ def connect(address, timeout=30):
     ------
     BatchError
         When no scheduler answers at ``address`` within ``timeout`` seconds.
+    ImportError
+        Without Dask (``pip install 'msclassify[dask]'``).
     """
-    from distributed import Client
-
+    distributed = _import_distributed()
     try:
-        client = Client(address, timeout=timeout)
+        client = distributed.Client(address, timeout=timeout)
     except (OSError, ValueError) as exc:
         raise BatchError(f"cannot connect to the Dask scheduler at {address} ({exc}); check the "
                          "address (tcp://HOST:8786) or start one with: dask scheduler") from None

@@ -71,8 +71,10 @@ class ClassifierSettings:
     random_state: int = 0
 
     TOOLTIPS = {
-        "features": "Candidate features: 'fast' (few, cheap), 'default', 'rich' (more scales). "
-                    "Each is computed on the full image or a 2x2 / 4x4 / 8x8 block-mean level.",
+        "features": "Candidate features: 'fast' (few, cheap), 'default' (full resolution and "
+                    "2x2 blocks), 'pyramid' (also 4x4 / 8x8 blocks: cheapest models, blockier "
+                    "outlines), 'rich' (more scales). Each is computed on the full image or a "
+                    "2x2 / 4x4 / 8x8 block-mean level.",
         "cost_tradeoff": "Cost tradeoff mu: how much accuracy the model gives up per operation "
                          "per pixel it saves. 0 = plain gradient boosting (most accurate, most "
                          "expensive); larger = fewer, coarser features and shallower paths.",

@@ -1,11 +1,11 @@
-"""Write the synthetic tabular samples in this folder (deterministic; numpy only).
+"""Write the synthetic tabular samples that ship in the package (deterministic; numpy only).
 
-    python sample_data/tabular/generate.py            # rewrite the files next to this script
-    python sample_data/tabular/generate.py --out DIR  # write them elsewhere
+    python -m msclassify.datasets._generate_tables            # rewrite data/tabular/ here
+    python -m msclassify.datasets._generate_tables --out DIR  # write them elsewhere
 
 Every set has cheap features that are weakly informative and expensive ones
 that are strongly informative, so a cost-aware learner has a real trade-off to
-make. See README.md here for the files and formats.
+make. See ``data/tabular/README.md`` beside this module for the files and formats.
 """
 
 import argparse
@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+OUT_DIR = Path(__file__).resolve().parent / "data" / "tabular"
 SEED = 20150706  # fixed: the committed files must be reproducible byte for byte
 
 # Histogram of Yahoo! LTR feature costs in Feng Nan's yahoo_cs_cost (519 lines; see
@@ -111,6 +112,6 @@ def generate(out):
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default=Path(__file__).resolve().parent, type=Path,
-                        help="output folder (default: this script's folder)")
+    parser.add_argument("--out", default=OUT_DIR, type=Path,
+                        help=f"output folder (default: {OUT_DIR})")
     generate(parser.parse_args().out)

@@ -1,12 +1,14 @@
 """Deterministic generator of the synthetic fly-arena sample video.
 
-Run ``python sample_data/generate.py`` to (re)write ``sample_data/flies/``:
+``python -m msclassify.datasets._generate_flies`` (re)writes the files that ship
+in the package, ``msclassify/datasets/data/flies/`` (``--out DIR`` writes them
+elsewhere); `msclassify.datasets.make_sample_flies` returns them as arrays:
 
 ``frames.tif``
     (T, 1024, 1024) uint8 greyscale frames: bright flies walking on a dark,
     textured arena floor with 3 x 3 blocks of wells (rounded square holes with
     bright rims), vignetting, dust specks, hairs and sensor noise. It imitates
-    the SLEAP courtship clip (``shared/data/fly_sleap/clip.mp4``): floor ~13,
+    the real SLEAP courtship clip the benchmarks use: floor ~13,
     fly bodies ~200-240, semi-transparent wings ~90-130, flies 83-98 px from
     head to wing tip.
 ``masks.tif``
@@ -45,7 +47,7 @@ SIZE = 1024
 N_FRAMES = 8
 N_FLIES = 4
 SCRIBBLE_FRAMES = (0, 1)
-OUT_DIR = Path(__file__).resolve().parent / "flies"
+OUT_DIR = Path(__file__).resolve().parent / "data" / "flies"
 FILES = {"frames": "frames.tif", "masks": "masks.tif", "scribbles": "scribbles.tif"}
 
 UNLABELLED, BACKGROUND, FLY = 0, 1, 2
@@ -98,8 +100,8 @@ def generate(frame_indices=None, n_frames=N_FRAMES, n_flies=N_FLIES,
 
     Examples
     --------
-    >>> data = generate(frame_indices=[0])  # doctest: +SKIP
-    >>> data["frames"].shape, int(data["masks"].max())  # doctest: +SKIP
+    >>> data = generate(frame_indices=[0])
+    >>> data["frames"].shape, int(data["masks"].max())
     ((1, 1024, 1024), 4)
     """
     indices = list(range(n_frames)) if frame_indices is None else [int(t) for t in frame_indices]
