@@ -601,6 +601,16 @@ def test_a_folder_given_as_a_model(fx, tmp_path, capsys):
     assert "does not exist" not in line
 
 
+def test_predict_workers_without_dask_names_the_extra_to_install(fx, tmp_path, capsys,
+                                                                 monkeypatch):
+    paths, _ = fx
+    monkeypatch.setitem(sys.modules, "distributed", None)  # `import distributed` fails
+    status, _, err = cli(capsys, "predict", paths["model_a"], paths["frames"], "-o",
+                         tmp_path / "out", "--workers", "2")
+    line = one_error(err)
+    assert status == 1 and "pip install 'msclassify[dask]'" in line
+
+
 def test_train_into_a_folder_is_refused_before_training(fx, tmp_path, capsys):
     paths, _ = fx
     status, text, err = cli(capsys, "train", paths["frames"], "--labels", paths["scribbles"],

@@ -109,7 +109,7 @@ def _run_prediction(args, model, source, writer, selection, todo):
             import distributed  # noqa: F401
         except ImportError:
             raise CommandError("--workers and --scheduler need Dask: pip install "
-                               "'dask[distributed]'") from None
+                               "'msclassify[dask]'") from None
         model_bytes = Path(args.model).read_bytes()
         cluster = (batch.local_cluster(args.workers) if args.workers is not None
                    else batch.connect(args.scheduler))
