@@ -3,20 +3,21 @@
 Cost-Efficient Gradient Boosting (Peter et al., NIPS 2017) in Numba, with an
 image-pyramid feature bank, a napari plugin and a batch CLI.
 
-The names below are imported on first use, so that ``import msclassify.io``
-(the napari reader, the command line) does not pay for Numba, scikit-learn
-and SciPy's statistics before it needs them.
+The names below are imported when first used (PEP 562), so that ``import
+msclassify.io`` (the napari reader, the command line) does not pay for Numba,
+scikit-learn and SciPy's statistics before it needs them, and a Ctrl-C while a
+command starts is handled by it.
 """
 
 import importlib
 
 __version__ = "0.1.0"
 
-# public name -> module that defines it
-_LAZY = {
+# name -> module that defines it
+_EXPORTS = {
     "CEGBClassifier": ".cegb", "CEGBRegressor": ".cegb", "GreedyMiserClassifier": ".cegb",
     "GreedyMiserRegressor": ".cegb", "ModelFileError": ".modelfile", "load_model": ".modelfile",
-    "PixelClassifier": ".pixel", "datasets": None, "metrics": None,
+    "PixelClassifier": ".pixel", "datasets": ".datasets", "metrics": ".metrics",
 }
 
 __all__ = ["CEGBClassifier", "CEGBRegressor", "GreedyMiserClassifier", "GreedyMiserRegressor",
@@ -25,15 +26,18 @@ __all__ = ["CEGBClassifier", "CEGBRegressor", "GreedyMiserClassifier", "GreedyMi
 
 
 def __getattr__(name):
-    if name not in _LAZY:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    module = _LAZY[name]
-    value = importlib.import_module(f".{name}" if module is None else module, __name__)
-    if module is not None:
-        value = getattr(value, name)
-    globals()[name] = value
-    return value
+    if name in _EXPORTS:
+        module = importlib.import_module(_EXPORTS[name], __name__)
+        value = module if name in ("datasets", "metrics") else getattr(module, name)
+        globals()[name] = value
+        return value
+    try:  # a submodule, e.g. msclassify.io
+        return importlib.import_module(f".{name}", __name__)
+    except ModuleNotFoundError as exc:
+        if exc.name != f"{__name__}.{name}":
+            raise
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_LAZY))
+    return sorted(set(globals()) | set(__all__))

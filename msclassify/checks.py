@@ -8,6 +8,8 @@
     one finite value >= 0 per feature (costs, shares)
 `as_seed`
     an int seed (or None) from any scikit-learn ``random_state``
+`file_problem`
+    what keeps a path from being read as a regular file (missing, a folder, a FIFO, ...)
 
 Examples
 --------
@@ -19,11 +21,13 @@ Traceback (most recent call last):
 ValueError: n_estimators must be an integer >= 1, got True
 """
 
+import os
+import stat
 from numbers import Integral, Real
 
 import numpy as np
 
-__all__ = ["as_seed", "check_int", "check_number", "check_per_feature", "is_int"]
+__all__ = ["as_seed", "check_int", "check_number", "check_per_feature", "file_problem", "is_int"]
 
 
 def is_int(value, minimum=None):
@@ -114,3 +118,35 @@ def as_seed(random_state):
         return random_state
     raise TypeError(f"random_state must be None, an int or a numpy RandomState, got "
                     f"{random_state!r}")
+
+
+_SPECIAL_FILES = ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
+                  (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def file_problem(path):
+    """What keeps ``path`` from being read as a regular file, or None when it is one.
+
+    Readers seek in their files and read them more than once, so a named pipe or a
+    device (which would block or never end) is refused like a missing file.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> file_problem(tempfile.gettempdir())
+    'is a folder, not a file'
+    >>> file_problem("/no/such/file.tif")
+    'does not exist'
+    """
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return "does not exist"
+    except OSError as exc:
+        return f"cannot be opened ({exc.strerror or exc})"
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISDIR(mode):
+        return "is a folder, not a file"
+    kind = next((name for test, name in _SPECIAL_FILES if test(mode)), "a special file")
+    return f"is {kind}, not a regular file; save its content to a file first"

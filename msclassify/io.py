@@ -3,12 +3,23 @@
 Readers stream: `open_frames` returns a `FrameSource` that decodes one frame at
 a time from a video, a multi-page TIFF, a folder of images, a glob pattern or a
 zarr label stack written by `open_writer`; the whole movie is never held in
-memory. `read_training_frames` pairs frames with label images (by position or
-by name, `match_frames`) for training. Writers store one label image per frame, either as one TIFF per frame
-in a folder or as one chunk per frame in a zarr array. Every frame is written
+memory. What a file says it holds (a video's frame count or duration, a TIFF's
+chain of pages and its tifffile or ImageJ metadata) is checked against what is
+there: a file that ends early gives the frames that are complete and a
+`FrameReadWarning` naming them, and a layout that could be read two ways (a
+(3, H, W) array saved with tifffile's defaults) is read one way with a warning
+saying which. `read_training_frames` pairs frames with label images (by
+position or by name, `match_frames`) for training.
+
+Writers store one label image per frame, either as one TIFF per frame in a
+folder or as one chunk per frame in a zarr array. Every frame is written
 atomically (temporary file, then rename), so a killed or failed run never
 leaves a half-written frame behind, and `FrameWriter.completed` lists the frames
-that are already complete so a re-run resumes where the last one stopped.
+that are already complete so a re-run resumes where the last one stopped. An
+output records what it holds and, given a provenance, what made it (for
+``msclassify predict``: the model file's digest, the input's identity, the
+options that change pixels); a run that would mix in other frames is refused,
+and ``overwrite=True`` deletes an output msclassify wrote to start over.
 
 Bad input raises `FrameReadError` (a ValueError) and a failed write raises
 `FrameWriteError` (an OSError); both carry a one-line message naming the file
@@ -16,22 +27,30 @@ and the fix. `write_atomically` is the atomic write itself, shared by the frame
 writers, model files (`msclassify.modelfile`) and the command line's outputs.
 """
 
+import contextlib
 import errno
 import glob
+import hashlib
 import json
+import logging
 import os
 import re
+import shutil
+import struct
 import tempfile
+import threading
+import warnings
 from pathlib import Path
+from typing import NamedTuple
 
 import imageio.v3 as iio
 import numpy as np
 import tifffile
 
-from .checks import check_int, is_int
+from .checks import check_int, file_problem, is_int
 
-__all__ = ["FrameReadError", "FrameSource", "FrameWriteError", "FrameWriter", "match_frames",
-           "natural_sort_key", "open_frames", "open_writer", "read_label_stack",
+__all__ = ["FrameReadError", "FrameReadWarning", "FrameSource", "FrameWriteError", "FrameWriter",
+           "match_frames", "natural_sort_key", "open_frames", "open_writer", "read_label_stack",
            "read_training_frames", "write_atomically"]
 
 VIDEO_EXTENSIONS = (".mp4", ".avi", ".mov", ".mkv", ".m4v", ".webm")
@@ -45,16 +64,25 @@ _SUPPORTED = "videos (" + ", ".join(VIDEO_EXTENSIONS) + "), images (" + ", ".joi
 _LUMA_WEIGHTS = np.array([0.299, 0.587, 0.114])
 
 _MANIFEST_NAME = "msclassify_frames.json"
+# Bytes read from the start and the end of an input for its fingerprint (FrameSource.identity)
+_FINGERPRINT_BYTES = 2**20
 _MANIFEST_FORMAT = "msclassify-frames"
-_MANIFEST_VERSION = 1
+# 2: frame names and the provenance of the prediction (version 1 outputs have neither)
+_MANIFEST_VERSION = 2
 
 
 class FrameReadError(ValueError):
     """Frames cannot be read: missing, corrupt, truncated, empty or unsupported input."""
 
 
+class FrameReadWarning(UserWarning):
+    """Frames were read, but not all the file says it holds (it ends early), or an
+    ambiguous layout was read one way; the message names the file and the frames read."""
+
+
 class FrameWriteError(OSError):
-    """A frame or an output folder cannot be written (disk full, not writable, foreign files).
+    """An output cannot be written: a frame, an output folder, a model or another file
+    (disk full, not writable, foreign files, a different prediction).
 
     ``errno`` and ``filename`` are set when an operating-system error caused it.
     """
@@ -73,12 +101,19 @@ def write_atomically(final_path, write):
     A crash or an exception at any point leaves either the old file or the new
     one, never a half-written ``final_path``; the temporary file is removed on
     error (a hard kill can leave a hidden ``.NAME.*.tmp``, which readers ignore).
+
+    Raises
+    ------
+    FrameWriteError
+        When the operating system refuses the write (a full disk, a read-only or
+        missing folder): one line naming ``final_path``, the cause and the fix.
     """
     final_path = Path(final_path)
-    fd, temporary = tempfile.mkstemp(prefix=f".{final_path.name}.", suffix=".tmp",
-                                     dir=final_path.parent)
-    os.close(fd)  # reopened by name: tifffile needs a file object with a real .name
+    temporary = None
     try:
+        fd, temporary = tempfile.mkstemp(prefix=f".{final_path.name}.", suffix=".tmp",
+                                         dir=final_path.parent)
+        os.close(fd)  # reopened by name: tifffile needs a file object with a real .name
         # mkstemp creates owner-only files; outputs get the permissions of an ordinary file.
         umask = os.umask(0)
         os.umask(umask)
@@ -88,8 +123,11 @@ def write_atomically(final_path, write):
             file.flush()
             os.fsync(file.fileno())
         os.replace(temporary, final_path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
+    except BaseException as exc:
+        if temporary is not None:
+            Path(temporary).unlink(missing_ok=True)
+        if isinstance(exc, OSError) and not isinstance(exc, FrameWriteError):
+            raise _write_error(final_path, exc, writing_frame=False) from None
         raise
 
 
@@ -154,6 +192,7 @@ class FrameSource:
         self.dtype = np.dtype(dtype).newbyteorder("=")
         self._n_frames = int(n_frames)
         self._names = list(names) if names is not None else None
+        self._source_files = None  # the files read, when not just ``path``
 
     def __len__(self):
         return self._n_frames
@@ -213,6 +252,35 @@ class FrameSource:
         """List of all frame names, in frame order (see `name`)."""
         return [self.name(index) for index in range(self._n_frames)]
 
+    def identity(self):
+        """What identifies these frames, for the record an output keeps of what made it.
+
+        Returns
+        -------
+        dict
+            ``path`` (absolute; for messages), ``n_frames``, ``frame_shape``,
+            ``dtype``, ``size`` (bytes of the files read) and ``fingerprint``: the
+            SHA-256 of every file's size (and name, for a folder of images) and of
+            the first and last MiB of the first and last file, which is cheap for
+            an hour of video and tells any two recordings apart.
+        """
+        files = self._source_files or [Path(self.path)]
+        digest = hashlib.sha256()
+        size = 0
+        for file in files:
+            file_size = os.path.getsize(file)
+            size += file_size
+            # the names of a folder's files are the frames' names; a single file's is not
+            digest.update(f"{file.name if len(files) > 1 else ''}\0{file_size}\0".encode())
+        for file in dict.fromkeys((files[0], files[-1])):
+            with open(file, "rb") as fh:
+                digest.update(fh.read(_FINGERPRINT_BYTES))
+                fh.seek(max(0, os.path.getsize(file) - _FINGERPRINT_BYTES))
+                digest.update(fh.read(_FINGERPRINT_BYTES))
+        return {"path": str(Path(self.path).absolute()), "n_frames": self._n_frames,
+                "frame_shape": list(self.shape), "dtype": self.dtype.str, "size": size,
+                "fingerprint": digest.hexdigest()}
+
     def close(self):
         """Release open files (reading after closing is an error)."""
 
@@ -246,7 +314,13 @@ class _VideoSource(FrameSource):
         except ImportError:
             raise FrameReadError(f"reading the video {path} needs PyAV: pip install av") from None
         self._av = av
+        problem = file_problem(path)
+        if problem:
+            raise FrameReadError(f"video {path} {problem}")
+        self._note, self._data_limit = None, None
         n_frames, self._pts, self._keyframes = self._index_packets(path)
+        if self._note:
+            warnings.warn(self._note, FrameReadWarning, stacklevel=3)
         container = self._open_container(path)
         stream = container.streams.video[0]
         stream.thread_type = "AUTO"
@@ -278,7 +352,7 @@ class _VideoSource(FrameSource):
     def _index_packets(self, path):
         container = self._open_container(path)
         stream = container.streams.video[0]
-        pts, keyframes = [], []
+        packets = []  # (timestamp, keyframe, end of its data in the file or None)
         try:
             for packet in container.demux(stream):
                 # size 0: end-of-stream flush packet; discard: dropped by an edit list
@@ -289,32 +363,90 @@ class _VideoSource(FrameSource):
                     raise FrameReadError(f"video {path} has no frame timestamps, so frames cannot "
                                          "be addressed; re-encode it: ffmpeg -i IN -c:v libx264 "
                                          "OUT.mp4")
-                pts.append(timestamp)
-                if packet.is_keyframe:
-                    keyframes.append(timestamp)
+                start = packet.pos if packet.pos is not None and packet.pos >= 0 else None
+                packets.append((timestamp, packet.is_keyframe, start, packet.size))
         except self._av.error.FFmpegError as exc:
             raise FrameReadError(f"video {path} is corrupt or truncated ({exc}); re-copy or "
                                  "re-encode it") from None
         finally:
-            declared = stream.frames
+            declared, rate = stream.frames, stream.average_rate
+            duration = container.duration  # microseconds, or None
             container.close()
-        if not pts:
+        if not packets:
             raise FrameReadError(f"video {path} holds no frames; check the file")
-        if declared and declared != len(pts):
+        file_size = os.path.getsize(path)
+        expected = declared or None
+        if not expected and duration and rate:  # no frame count in the header: its duration
+            estimate = int(round(duration / 1e6 * float(rate)))
+            expected = estimate if estimate > len(packets) + 1 else None
+        ends_early = bool(expected and expected > len(packets))
+        # Packets are stored in decoding order: a packet whose data runs past the end of the
+        # file (or up to it, in a file that ends early: the demuxer cuts it there), and every
+        # packet after it (it may refer to that one), cannot be decoded.
+        cut = next((i for i, (_, _, start, size) in enumerate(packets) if start is not None
+                    and (start + size > file_size or (ends_early and start + size == file_size))),
+                   len(packets))
+        complete = sorted(timestamp for timestamp, _, _, _ in packets[:cut])
+        n_frames = len(complete)
+        if cut < len(packets) or ends_early:
+            self._data_limit = packets[cut][2] if cut < len(packets) else file_size
+            n_frames = self._leading_frames(complete)
+            listed = f"{expected} frames" if expected else f"{len(packets)} frames"
+            if n_frames == 0:
+                raise FrameReadError(f"video {path} is truncated or corrupt: its header lists "
+                                     f"{listed} but not even the first is complete; re-copy "
+                                     "or re-encode it")
+            self._note = (f"video {path} ends early or is damaged ({file_size} bytes): its "
+                          f"header lists {listed} but only {_frames_text(n_frames)} "
+                          f"{_are(n_frames)} complete; read those; re-copy or re-encode it for "
+                          "the rest")
+        elif declared and declared != n_frames:
             raise FrameReadError(f"video {path} is truncated or corrupt: its header lists "
-                                 f"{declared} frames but only {len(pts)} are present; re-copy "
+                                 f"{declared} frames but {n_frames} are present; re-copy "
                                  "or re-encode it")
-        pts.sort()
-        keyframe_pts = set(keyframes)
+        pts = complete[:n_frames]
+        keyframe_pts = {timestamp for timestamp, keyframe, _, _ in packets[:cut] if keyframe}
         # display index of each keyframe, ascending; frame 0 always starts decoding
         keyframe_indices = sorted({0} | {i for i, p in enumerate(pts) if p in keyframe_pts})
-        return len(pts), pts, np.asarray(keyframe_indices)
+        return n_frames, pts, np.asarray(keyframe_indices)
+
+    @staticmethod
+    def _leading_frames(timestamps):
+        """How many frames at the start of a cut-off video are all there (no gap).
+
+        Frames after a missing one cannot be numbered, so only the run before the
+        first gap counts: the timestamps must step by the video's frame duration.
+        """
+        if len(timestamps) < 2:
+            return len(timestamps)
+        steps = np.diff(np.asarray(timestamps, dtype=np.int64))
+        step = int(np.min(steps[steps > 0])) if np.any(steps > 0) else 0
+        if step <= 0:
+            return 1
+        gaps = np.flatnonzero(steps != step)
+        return int(gaps[0]) + 1 if gaps.size else len(timestamps)
 
     def _restart_at(self, index):
         self._container.seek(self._pts[index], stream=self._stream, backward=True,
                              any_frame=False)
-        self._decoded = self._container.decode(self._stream)
+        self._decoded = (self._container.decode(self._stream) if self._data_limit is None
+                         else self._decode_complete_packets())
         self._next_index = index
+
+    def _decode_complete_packets(self):
+        """Decode the packets before ``_data_limit`` only, then flush the decoder.
+
+        FFmpeg hands a packet cut by the end of the file to the decoder, which then fails
+        and takes the frames still buffered in it (B-frames) along.
+        """
+        for packet in self._container.demux(self._stream):
+            if packet.size == 0:
+                break
+            if packet.pos is not None and packet.pos >= 0 and \
+                    packet.pos + packet.size > self._data_limit:
+                break
+            yield from self._stream.codec_context.decode(packet)
+        yield from self._stream.codec_context.decode(None)
 
     def _decode_to(self, index):
         """Decode forward until frame ``index``; None if it never appears."""
@@ -362,18 +494,145 @@ class _VideoSource(FrameSource):
             self._container = self._decoded = None
 
 
-def _tiff_frame_layout(series, path):
-    """(n_frames, frame_shape, planar) of a TIFF series: frames along the leading axes.
+class _TiffLayout(NamedTuple):
+    """Which frames a TIFF really holds and where (see `_open_tiff`)."""
 
-    A frame is ``YX``, or ``YX`` with RGB(A) samples stored contiguously (``YXS``)
-    or as separate planes (``SYX``, ``planar`` True); frames are reported as
-    ``(H, W, S)`` either way.
-    """
-    shape, axes = tuple(series.shape), series.axes
-    planar = axes.endswith("SYX") and shape[-3] in (3, 4)
+    n_frames: int            # frames that can be read (a prefix of what the file says it holds)
+    frame_shape: tuple       # (H, W) or (H, W, S)
+    planar: bool             # samples stored as planes: frames are (S, H, W) on disk
+    dtype: np.dtype          # as read (native byte order)
+    stored_dtype: np.dtype   # as stored in the file (its byte order)
+    dataoffset: int | None   # uncompressed frames lie contiguously from here: memory-map them
+    pages: list | None       # else the page of every frame, decoded one by one
+    planes: bool             # frames are the planes of one page (tifffile's (3, H, W) default)
+    notes: list              # what was assumed or found, for a FrameReadWarning
+    complete: bool           # all frames the file says it holds are there
+
+
+# tifffile reports a broken chain of image file directories (IFDs) only in its log.
+_CHAIN_PROBLEMS = ("invalid page offset", "corrupted tag list", "invalid offset to page",
+                   "circular", "corrupted IFD", "failed to reshape", "series metadata invalid")
+# A frame larger than this is refused before anything is allocated (a damaged header).
+_MAX_FRAME_BYTES = 2**32
+# Most a TIFF codec shrinks a frame by (deflate: about 1000x); a page whose frame would be
+# larger than this times its compressed bytes has a damaged header.
+_MAX_COMPRESSION_RATIO = 20000
+
+
+class _TifffileLog(logging.Filter):
+    """Takes tifffile's log records off the terminal while this module reads a TIFF in that
+    thread and keeps their messages: tifffile logs, not raises, much of what it finds wrong."""
+
+    def __init__(self):
+        super().__init__()
+        self.captured = {}  # thread id -> list of messages
+
+    def filter(self, record):
+        messages = self.captured.get(record.thread)
+        if messages is None:
+            return True
+        messages.append(record.getMessage())
+        return False
+
+
+_TIFFFILE_LOG = _TifffileLog()
+logging.getLogger("tifffile").addFilter(_TIFFFILE_LOG)
+
+
+@contextlib.contextmanager
+def _tifffile_log():
+    """The list of tifffile's log messages in this thread while the block runs (not printed)."""
+    thread = threading.get_ident()
+    outer = _TIFFFILE_LOG.captured.get(thread)
+    messages = _TIFFFILE_LOG.captured[thread] = []
+    try:
+        yield messages
+    finally:
+        if outer is None:
+            _TIFFFILE_LOG.captured.pop(thread, None)
+        else:
+            _TIFFFILE_LOG.captured[thread] = outer
+
+
+def _tifffile_message(message):
+    """A tifffile log message without the object it came from (``<tifffile.TiffPages @8>``)."""
+    return re.sub(r"<tifffile[^>]*>\s*", "", message)
+
+
+def _are(n_frames):
+    return "is" if n_frames == 1 else "are"
+
+
+def _frames_text(n_frames):
+    return "frame 0" if n_frames == 1 else f"frames 0-{n_frames - 1}"
+
+
+def _page_extent(page):
+    """(end of the page's data in the file, its stored bytes)."""
+    pairs = [(offset, count) for offset, count in zip(page.dataoffsets, page.databytecounts)
+             if count]
+    if not pairs:
+        return 0, 0
+    return max(offset + count for offset, count in pairs), sum(count for _, count in pairs)
+
+
+def _declared_frames(tiff, frame_size):
+    """Frames the file's own metadata says it holds: (count or None, which metadata)."""
+    try:
+        if tiff.is_shaped and tiff.shaped_metadata and "shape" in tiff.shaped_metadata[0]:
+            total = int(np.prod(tiff.shaped_metadata[0]["shape"], dtype=np.int64))
+            return total // frame_size, "its tifffile metadata"
+        if tiff.is_imagej and tiff.imagej_metadata and "images" in tiff.imagej_metadata:
+            return int(tiff.imagej_metadata["images"]), "its ImageJ header ('images=')"
+    except (TypeError, ValueError, OverflowError):
+        return -1, "its metadata"
+    return None, None
+
+
+def _next_directory(tiff):
+    """Offset of the page directory the last page that could be read points to (0: none)."""
+    fh = tiff.filehandle
+    try:
+        fh.seek(tiff.pages.next_page_offset)
+        data = fh.read(tiff.tiff.offsetsize)
+        return int(struct.unpack(tiff.tiff.offsetformat, data)[0])
+    except (struct.error, OSError, TypeError, ValueError):
+        return 0
+
+
+def _directory_after(tiff, offset):
+    """Offset of the first page directory after ``offset`` (None if none can be read)."""
+    for index in range(len(tiff.pages)):
+        try:
+            page = tiff.pages[index]
+        except Exception:  # a damaged directory: the ones before it still count
+            return None
+        if page is not None and page.offset > offset:
+            return page.offset
+    return None
+
+
+def _tiff_layout(tiff, path, log):
+    """Work out which frames ``tiff`` holds; FrameReadError if none can be read."""
+    n_pages = len(tiff.pages)  # reads the whole chain of image file directories
+    if not tiff.series:
+        raise FrameReadError(f"TIFF {path} holds no images; re-export it")
+    series = tiff.series[0]
+    shape, axes, dtype = tuple(series.shape), series.axes, np.dtype(series.dtype)
+    notes = []
+    planar = axes.endswith("SYX") and len(shape) >= 3 and shape[-3] in (3, 4)
     samples = (axes.endswith("YXS") and shape[-1] in (3, 4)) or planar
+    planes = False
+    if (planar and len(shape) == 3 and tiff.is_shaped and tiff.shaped_metadata
+            and list(tiff.shaped_metadata[0].get("shape", ())) == list(shape)):
+        # tifffile stores a (3, H, W) or (4, H, W) array as one planar RGB image unless told
+        # otherwise; as a numpy array it is a stack of grey frames (msclassify's convention).
+        planar, samples, planes = False, False, True
+        notes.append(f"read its {shape[0]} planes of {shape[2]}x{shape[1]} as {shape[0]} grey "
+                     "frames (tifffile's default stores a (3|4, H, W) array as one planar RGB "
+                     "image); if it is one colour image, save it as (H, W, 3)")
     frame_ndim = 3 if samples else 2
-    if len(shape) < frame_ndim:
+    if len(shape) < frame_ndim or min(shape, default=0) < 1:
         raise FrameReadError(f"TIFF {path} holds data of shape {shape}, not images")
     leading = shape[:-frame_ndim]
     if sum(size > 1 for size in leading) > 1:
@@ -381,101 +640,186 @@ def _tiff_frame_layout(series, path):
                              "(frames, height, width[, RGB]) stacks: save one 2-D stack per "
                              "channel/z-plane")
     frame_shape = (shape[-2], shape[-1], shape[-3]) if planar else shape[-frame_ndim:]
-    return int(np.prod(leading, dtype=np.int64)), frame_shape, planar
-
-
-def _check_tiff_complete(tiff, series, path):
-    """Raise FrameReadError when a TIFF's pixel data or declared size runs past its end."""
-    file_size = os.path.getsize(path)
-    if series.dataoffset is not None:
-        end = series.dataoffset + series.size * series.dtype.itemsize
-    else:
-        last = series.pages[len(series.pages) - 1]
-        end = max(offset + count for offset, count in zip(last.dataoffsets, last.databytecounts))
-    plane_size = int(np.prod(series.shape[-2:])) * (
-        series.shape[-1] if series.axes.endswith("YXS") else 1)
-    declared = None
-    if tiff.is_shaped and tiff.shaped_metadata and "shape" in tiff.shaped_metadata[0]:
-        declared = int(np.prod(tiff.shaped_metadata[0]["shape"], dtype=np.int64))
-    elif tiff.is_imagej and tiff.imagej_metadata and "images" in tiff.imagej_metadata:
-        declared = int(tiff.imagej_metadata["images"]) * plane_size
-    if end > file_size or (declared is not None and declared != series.size):
-        raise FrameReadError(f"TIFF {path} is truncated or corrupt (its pixel data run past the "
-                             "end of the file or it holds fewer images than its header declares); "
+    frame_bytes = int(np.prod(frame_shape, dtype=np.int64)) * dtype.itemsize
+    if frame_bytes > _MAX_FRAME_BYTES:
+        raise FrameReadError(f"TIFF {path} says its frames are {frame_shape} {dtype} "
+                             f"({frame_bytes / 2**30:.0f} GiB each); its header is damaged: "
                              "re-copy or re-export it")
+    n_series = int(np.prod(leading, dtype=np.int64))
+    file_size = os.path.getsize(path)
+    broken = [message for message in log if any(problem in message
+                                                 for problem in _CHAIN_PROBLEMS)]
+    if any("invalid shaped series metadata" in message for message in log) and not broken:
+        raise FrameReadError(f"TIFF {path} is inconsistent: its tifffile metadata does not "
+                             f"describe its {n_pages} pages; re-export it")
+    declared, declared_by = _declared_frames(tiff, frame_bytes // dtype.itemsize)
+    if declared is not None and (declared < 1 or declared < n_series or (
+            n_pages > declared and not broken and len(series.pages) == n_series)):
+        # (one page per frame: more pages than declared frames means lost frames)
+        raise FrameReadError(f"TIFF {path} is inconsistent: {declared_by} declares "
+                             f"{declared} frame(s) but it holds {max(n_series, n_pages)}; "
+                             "re-export it")
+    dataoffset, pages = series.dataoffset, None
+    if dataoffset is not None:
+        data_end = file_size
+        if declared is not None and n_series < declared and broken and tiff.is_imagej:
+            # ImageJ stores all frames contiguously, then the directories of pages 2, 3, ...:
+            # a cut file holds the frames up to the cut or up to those directories
+            n_series = declared
+            data_end = min(file_size, _next_directory(tiff) or file_size)
+        # pixel data end where the next page directory starts (metadata may claim more)
+        data_end = min(data_end, _directory_after(tiff, dataoffset) or data_end)
+        available = max(0, (data_end - int(dataoffset)) // frame_bytes)
+    else:
+        pages = list(series.pages)
+        if declared is not None and len(pages) < declared and not planes:
+            # tifffile fell back to fewer frames than declared (a damaged chain): take the
+            # leading pages shaped like the first
+            first = pages[0] if pages else None
+            pages = []
+            for page in tiff.pages:
+                if (first is None or page is None or page.shape != first.shape
+                        or page.dtype != first.dtype):
+                    break
+                pages.append(page)
+            n_series = len(pages)
+        available = 0
+        for page in pages[:1] if planes else pages:
+            end, stored = _page_extent(page) if page is not None else (file_size + 1, 0)
+            page_frame_bytes = frame_bytes * (shape[0] if planes else 1)
+            compressed = getattr(page, "compression", 1) not in (1, None)
+            if end > file_size or not stored or (
+                    not compressed and stored < page_frame_bytes) or (
+                    compressed and page_frame_bytes > _MAX_COMPRESSION_RATIO * stored):
+                break
+            available += shape[0] if planes else 1
+    expected = declared if declared is not None else n_series
+    n_frames = int(min(available, n_series))
+    if n_frames == 0:
+        raise FrameReadError(f"TIFF {path} is truncated or corrupt: not even its first frame "
+                             f"is complete ({file_size} bytes); re-copy or re-export it")
+    complete = n_frames >= expected and not (broken and declared is None)
+    if n_frames < expected:
+        said = (f"{declared_by} declares {declared} frames" if declared is not None
+                else f"its pages list {expected} frames")
+        notes.append(f"the file ends early or is damaged ({file_size} bytes): {said} but only "
+                     f"{_frames_text(n_frames)} {_are(n_frames)} complete; read those; re-copy "
+                     "or re-export it for the rest")
+    elif broken and declared is None:
+        notes.append(f"its list of pages breaks off after page {n_pages - 1} "
+                     f"(tifffile: {_tifffile_message(broken[0])}): the file ends early or is "
+                     f"damaged; read {_frames_text(n_frames)}; re-copy or re-export it for the "
+                     "rest")
+    return _TiffLayout(n_frames, tuple(int(size) for size in frame_shape), planar,
+                       dtype.newbyteorder("="), dtype.newbyteorder(tiff.byteorder),
+                       None if dataoffset is None else int(dataoffset), pages, planes, notes,
+                       complete)
 
 
 def _open_tiff(path):
-    try:
-        tiff = tifffile.TiffFile(path)
-    except (tifffile.TiffFileError, ValueError, OSError, EOFError) as exc:
-        raise FrameReadError(f"cannot read TIFF {path}: it is corrupt, truncated or not a TIFF "
-                             f"({exc}); re-copy or re-export it") from None
-    try:
-        if not tiff.series:
-            raise FrameReadError(f"TIFF {path} holds no images")
-        series = tiff.series[0]
-        _check_tiff_complete(tiff, series, path)
-    except BaseException:
-        tiff.close()
-        raise
-    return tiff, series
+    """Open a TIFF and work out which frames it holds: ``(TiffFile, _TiffLayout)``.
+
+    Every problem, also those tifffile only logs, becomes a FrameReadError naming ``path``.
+    """
+    problem = file_problem(path)
+    if problem:
+        raise FrameReadError(f"TIFF {path} {problem}")
+    with _tifffile_log() as log:
+        try:
+            tiff = tifffile.TiffFile(path)
+        except Exception as exc:  # tifffile raises many types for damaged files
+            raise FrameReadError(f"cannot read TIFF {path}: it is corrupt, truncated or not a "
+                                 f"TIFF ({_reason(exc)}); re-copy or re-export it") from None
+        try:
+            layout = _tiff_layout(tiff, path, log)
+        except FrameReadError:
+            tiff.close()
+            raise
+        except Exception as exc:
+            tiff.close()
+            raise FrameReadError(f"cannot read TIFF {path}: it is corrupt or truncated "
+                                 f"({_reason(exc)}); re-copy or re-export it") from None
+    return tiff, layout
+
+
+def _reason(exc):
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text[:200]}" if text else type(exc).__name__
 
 
 class _TiffStackSource(FrameSource):
-    """Multi-page TIFF read page by page, memory-mapped when uncompressed."""
+    """Multi-page TIFF read page by page, memory-mapped when uncompressed.
+
+    What the file says it holds (its pages, its tifffile or ImageJ metadata) is
+    checked against what is there; a file that ends early gives the frames that
+    are complete and a `FrameReadWarning` naming them.
+    """
 
     def __init__(self, path, as_gray):
-        self._tiff, series = _open_tiff(path)
-        n_frames, frame_shape, self._planar = _tiff_frame_layout(series, path)
-        self._as_gray = as_gray and len(frame_shape) == 3
-        shape = frame_shape[:2] if self._as_gray else frame_shape
-        names = [Path(path).stem] if n_frames == 1 else None
-        super().__init__(path, n_frames, shape, series.dtype, names)
-        stored_shape = (frame_shape[2],) + frame_shape[:2] if self._planar else frame_shape
-        try:
-            self._memmap = tifffile.memmap(path, series=0, mode="r").reshape(
-                (n_frames,) + tuple(stored_shape))
-        except ValueError:  # compressed or scattered pages: decode page by page
-            self._memmap = None
+        self._tiff, layout = _open_tiff(path)
+        self._layout = layout
+        self._planar = layout.planar
+        self._as_gray = as_gray and len(layout.frame_shape) == 3
+        shape = layout.frame_shape[:2] if self._as_gray else layout.frame_shape
+        names = [Path(path).stem] if layout.n_frames == 1 and layout.complete else None
+        super().__init__(path, layout.n_frames, shape, layout.dtype, names)
+        for note in layout.notes:
+            warnings.warn(f"TIFF {path}: {note}", FrameReadWarning, stacklevel=3)
+        self._memmap = None
+        if layout.dataoffset is not None:
+            frame_shape = layout.frame_shape
+            stored_shape = (frame_shape[2],) + frame_shape[:2] if self._planar else frame_shape
+            try:
+                self._memmap = np.memmap(path, dtype=layout.stored_dtype, mode="r",
+                                         offset=layout.dataoffset,
+                                         shape=(layout.n_frames,) + tuple(stored_shape))
+            except (ValueError, OSError) as exc:
+                self.close()
+                raise FrameReadError(f"cannot read TIFF {path} ({_reason(exc)}); re-copy or "
+                                     "re-export it") from None
 
     def _read(self, index):
         if self._tiff is None:
             raise ValueError(f"{self.path} is closed; open it again with open_frames")
         try:
-            if self._memmap is not None:
-                frame = np.array(self._memmap[index], dtype=self.dtype)
-            else:
-                frame = np.asarray(self._tiff.asarray(key=index, series=0), dtype=self.dtype)
+            with _tifffile_log():
+                if self._memmap is not None:
+                    frame = np.array(self._memmap[index], dtype=self.dtype)
+                elif self._layout.planes:
+                    frame = np.asarray(self._layout.pages[0].asarray()[index], dtype=self.dtype)
+                else:
+                    frame = np.asarray(self._layout.pages[index].asarray(), dtype=self.dtype)
             if self._planar:
                 frame = np.moveaxis(frame, 0, -1)
         except Exception as exc:  # decoders raise many types for damaged data
             raise FrameReadError(f"frame {index} of TIFF {self.path} cannot be decoded "
-                                 f"({type(exc).__name__}: {exc}); re-copy or re-export "
-                                 "it") from None
+                                 f"({_reason(exc)}); re-copy or re-export it") from None
         return _rgb_to_gray(frame) if self._as_gray else frame
 
     def close(self):
         if self._tiff is not None:
             self._tiff.close()
-            self._tiff = self._memmap = None
+        self._tiff = self._memmap = None
 
 
 def _image_header(path):
     """(shape, dtype, planar) of one image file without decoding its pixels."""
     if path.suffix.lower() in TIFF_EXTENSIONS:
-        tiff, series = _open_tiff(path)
+        tiff, layout = _open_tiff(path)
         with tiff:
-            n_frames, frame_shape, planar = _tiff_frame_layout(series, path)
-            if n_frames != 1:
-                raise FrameReadError(f"{path} holds {n_frames} frames; a folder or glob must "
-                                     "hold one image per file (open a multi-page TIFF by itself)")
-            return tuple(frame_shape), series.dtype, planar
+            if layout.n_frames != 1 or not layout.complete or layout.planes:
+                raise FrameReadError(f"{path} holds {'at least ' if not layout.complete else ''}"
+                                     f"{layout.n_frames} frames; a folder or glob must hold one "
+                                     "image per file (open a multi-page TIFF by itself)")
+            return layout.frame_shape, layout.dtype, layout.planar
+    problem = file_problem(path)
+    if problem:
+        raise FrameReadError(f"image {path} {problem}")
     try:
         properties = iio.improps(path)
     except Exception as exc:  # imageio plugins raise many types for damaged files
         raise FrameReadError(f"cannot read image {path}: it is corrupt or truncated "
-                             f"({type(exc).__name__}: {exc}); re-copy or re-export it") from None
+                             f"({_reason(exc)}); re-copy or re-export it") from None
     return tuple(properties.shape), np.dtype(properties.dtype), False
 
 
@@ -496,21 +840,22 @@ class _ImageFilesSource(FrameSource):
         self._as_gray = as_gray and len(shape) == 3
         super().__init__(description, len(paths), shape[:2] if self._as_gray else shape, dtype,
                          names)
-        self._paths = paths
+        self._paths = self._source_files = paths
         self._planar = [planar for _, _, planar in headers]
 
     def _read(self, index):
         path = self._paths[index]
         try:
             if path.suffix.lower() in TIFF_EXTENSIONS:
-                frame = tifffile.imread(path)
+                with _tifffile_log():
+                    frame = tifffile.imread(path)
                 if self._planar[index]:
                     frame = np.moveaxis(frame, 0, -1)
             else:
                 frame = iio.imread(path)
         except Exception as exc:  # decoders raise many types for damaged data
-            raise FrameReadError(f"cannot read image {path} ({type(exc).__name__}: {exc}); it is "
-                                 "corrupt or truncated: re-copy or re-export it") from None
+            raise FrameReadError(f"cannot read image {path} ({_reason(exc)}); it is corrupt or "
+                                 "truncated: re-copy or re-export it") from None
         frame = np.asarray(frame, dtype=self.dtype)
         return _rgb_to_gray(frame) if self._as_gray and frame.ndim == 3 else frame
 
@@ -528,33 +873,50 @@ def _import_zarr():
     return zarr
 
 
+def _partial_output_note(path, n_found, manifest):
+    """A warning for an output folder holding fewer frames than its run was to write."""
+    expected = manifest.get("n_frames") if isinstance(manifest, dict) else None
+    if not is_int(expected) or n_found >= expected:
+        return
+    warnings.warn(f"{path} holds {n_found} of the {expected} frames msclassify was to write "
+                  "there (an unfinished run or a partial export): reading those only; re-run "
+                  "the same prediction to finish it", FrameReadWarning, stacklevel=4)
+
+
 class _ZarrLabelSource(FrameSource):
-    """Label frames from a zarr stack written by `open_writer(..., format="zarr")`."""
+    """Label frames from a zarr stack written by `open_writer(..., format="zarr")`.
+
+    Only the frames marked done are read; a stack with fewer warns (`FrameReadWarning`).
+    """
 
     def __init__(self, path):
         zarr = _import_zarr()
         try:
             root = zarr.open_group(str(path), mode="r")
-            labels, done = root["labels"], root["done"][:]
+            labels, done = root["labels"], np.asarray(root["done"][:])
             manifest = dict(root.attrs.get("msclassify", {}))
-        except (KeyError, ValueError, OSError) as exc:
+        except Exception as exc:  # zarr raises many types for damaged stores
             raise FrameReadError(f"{path} is not a zarr label stack written by msclassify "
-                                 f"({type(exc).__name__}: {exc})") from None
-        missing = np.flatnonzero(done == 0)
-        if missing.size:
-            raise FrameReadError(f"label stack {path} is incomplete: {missing.size} of {done.size} "
-                                 f"frames were never written (first: frame {missing[0]}); re-run "
-                                 "the prediction to finish it")
-        super().__init__(path, labels.shape[0], labels.shape[1:], labels.dtype,
-                         manifest.get("names"))
+                                 f"({_reason(exc)})") from None
+        self._indices = np.flatnonzero(done != 0)
+        if self._indices.size == 0:
+            raise FrameReadError(f"label stack {path} holds no finished frame; re-run the "
+                                 "prediction to finish it")
+        names = manifest.get("names")
+        if not isinstance(names, list) or len(names) != done.size:
+            names = _default_names(done.size)
+        _partial_output_note(path, self._indices.size, {"n_frames": int(done.size)})
+        super().__init__(path, self._indices.size, labels.shape[1:], labels.dtype,
+                         [str(names[index]) for index in self._indices])
         self._labels = labels
+        self._source_files = sorted(file for file in Path(path).rglob("*") if file.is_file())
 
     def _read(self, index):
         try:
-            return np.asarray(self._labels[index], dtype=self.dtype)
+            return np.asarray(self._labels[int(self._indices[index])], dtype=self.dtype)
         except Exception as exc:  # codec errors for damaged chunks
             raise FrameReadError(f"frame {index} of {self.path} cannot be decoded "
-                                 f"({type(exc).__name__}: {exc}); re-run the prediction") from None
+                                 f"({_reason(exc)}); re-run the prediction") from None
 
 
 def _image_files_in(folder):
@@ -639,7 +1001,14 @@ def open_frames(source, *, as_gray=False):
             raise FrameReadError(f"folder {path} holds no image files "
                                  f"({', '.join(IMAGE_EXTENSIONS)}); point to a folder of frames, "
                                  "a video or a TIFF stack")
-        return _ImageFilesSource(str(path), paths, as_gray)
+        source = _ImageFilesSource(str(path), paths, as_gray)
+        if (path / _MANIFEST_NAME).is_file():
+            try:
+                manifest = json.loads((path / _MANIFEST_NAME).read_text())
+            except (OSError, ValueError):
+                manifest = None
+            _partial_output_note(path, len(paths), manifest)
+        return source
     suffix = path.suffix.lower()
     if suffix in VIDEO_EXTENSIONS:
         return _VideoSource(path, as_gray)
@@ -653,8 +1022,10 @@ def _check_image_path(path):
     if path.suffix.lower() not in IMAGE_EXTENSIONS:
         raise FrameReadError(f"{path}: unsupported extension {path.suffix!r}; msclassify reads "
                              f"{_SUPPORTED} (convert the file to TIFF or PNG)")
-    if not path.is_file():
-        raise FrameReadError(f"{path} does not exist; check the path")
+    problem = file_problem(path)
+    if problem:
+        raise FrameReadError(f"image {path} {problem}" + ("; check the path" if problem ==
+                                                          "does not exist" else ""))
 
 
 def read_label_stack(path):
@@ -773,6 +1144,10 @@ def read_training_frames(image_paths, label_paths, *, as_gray=False):
 
 def _write_error(path, exc, writing_frame=True):
     """A FrameWriteError naming ``path``, the cause and the fix."""
+    resume = "; frames already written stay valid and a re-run resumes after them"
+    if isinstance(exc, FrameWriteError):  # from write_atomically: already says what and why
+        return FrameWriteError(f"{exc}{resume if writing_frame else ''}", errno=exc.errno,
+                               filename=exc.filename)
     if exc.errno in (errno.ENOSPC, errno.EDQUOT):
         fix = "the disk is full: free space or write to another disk"
     elif exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
@@ -781,9 +1156,10 @@ def _write_error(path, exc, writing_frame=True):
         fix = "part of the output path is not a folder: choose another output path"
     elif exc.errno == errno.ENOENT:
         fix = "the output folder no longer exists: re-create it or choose another"
+    elif exc.errno == errno.EISDIR:
+        fix = "a folder of that name is in the way: choose another output path"
     else:
         fix = "check the output folder"
-    resume = "; frames already written stay valid and a re-run resumes after them"
     return FrameWriteError(f"cannot write {path} ({exc.strerror or exc}): {fix}"
                            f"{resume if writing_frame else ''}", errno=exc.errno,
                            filename=str(path))
@@ -793,9 +1169,10 @@ class FrameWriter:
     """Writes one label image (and optionally class probabilities) per frame, resumably.
 
     Create one with `open_writer`. Each `write` is atomic; `completed` lists the
-    frames already written and verified, so a re-run skips them. Output folders
-    record what they hold (frame count, shape, dtype, classes); reopening one
-    for a different prediction is refused rather than mixing results.
+    frames already written and verified, so a re-run skips them. Outputs record
+    what they hold (frame count, shape, dtype, classes, frame names) and, given
+    ``provenance``, what made them; reopening one for a different prediction is
+    refused rather than mixing results.
 
     Attributes
     ----------
@@ -808,9 +1185,12 @@ class FrameWriter:
     n_classes : int or None
         Number of probability channels stored per frame, None when only labels
         are stored.
+    provenance : dict or None
+        What made the frames (see `open_writer`), as recorded in the output.
     """
 
-    def __init__(self, path, n_frames, frame_shape, dtype, names, n_classes):
+    def __init__(self, path, n_frames, frame_shape, dtype, names, n_classes, provenance=None,
+                 overwrite=False):
         check_int(n_frames, "n_frames")
         frame_shape = tuple(int(size) for size in frame_shape)
         if len(frame_shape) != 2 or min(frame_shape) < 1:
@@ -829,28 +1209,58 @@ class FrameWriter:
                or os.sep in name]
         if bad:
             raise ValueError(f"frame names must be plain file names, got {bad[0]!r}")
+        if provenance is not None:
+            if not isinstance(provenance, dict):
+                raise TypeError(f"provenance must be a dict or None, got "
+                                f"{type(provenance).__name__}")
+            try:  # as it reads back from the manifest (tuples become lists)
+                provenance = json.loads(json.dumps(provenance, allow_nan=False))
+            except (TypeError, ValueError) as exc:
+                raise TypeError(f"provenance must hold JSON values only ({exc})") from None
         self.path = Path(path)
         self.n_frames = int(n_frames)
         self.frame_shape = frame_shape
         self.dtype = dtype
         self.n_classes = None if n_classes is None else int(n_classes)
+        self.provenance = provenance
         self._names = names
+        if overwrite:
+            _remove_output(self.path)
 
     def _manifest(self):
         return {"format": _MANIFEST_FORMAT, "format_version": _MANIFEST_VERSION,
                 "n_frames": self.n_frames, "frame_shape": list(self.frame_shape),
-                "dtype": self.dtype.str, "n_classes": self.n_classes}
+                "dtype": self.dtype.str, "n_classes": self.n_classes, "names": self._names,
+                "provenance": self.provenance}
 
     def _check_manifest(self, found):
-        expected = self._manifest()
-        keys = ("format", "n_frames", "frame_shape", "dtype", "n_classes")
-        if found.get("format_version", 0) > _MANIFEST_VERSION:
+        """FrameWriteError unless the output at ``path`` holds this very prediction."""
+        start_over = (f"to start over, delete it with overwrite=True (msclassify predict "
+                      f"--overwrite), or write to another output")
+        if not isinstance(found, dict) or found.get("format") != _MANIFEST_FORMAT:
+            raise FrameWriteError(f"output {self.path} has an unreadable record of what it "
+                                  f"holds; {start_over}")
+        version = found.get("format_version", 0)
+        if not is_int(version):
+            raise FrameWriteError(f"output {self.path} has a damaged record of what it holds "
+                                  f"(format_version {version!r}); {start_over}")
+        if version > _MANIFEST_VERSION:
             raise FrameWriteError(f"output {self.path} was written by a newer msclassify; upgrade "
                                   "or choose another output")
+        expected = self._manifest()
+        difference = _provenance_difference(found.get("provenance"), self.provenance)
+        if difference:
+            raise FrameWriteError(f"output {self.path} was made by something else: "
+                                  f"{difference}; resuming would mix the two; {start_over}")
+        keys = ("n_frames", "frame_shape", "dtype", "n_classes")
         if any(found.get(key) != expected[key] for key in keys):
             raise FrameWriteError(f"output {self.path} holds a different prediction "
                                   f"({_describe(found)}; this run writes {_describe(expected)}); "
-                                  "delete it or choose another output")
+                                  f"{start_over}")
+        if "names" in found and found["names"] != expected["names"]:
+            names = found["names"] if isinstance(found["names"], list) else []
+            raise FrameWriteError(f"output {self.path} holds other frames ({_first(names)} ... "
+                                  f"there, {_first(expected['names'])} ... now); {start_over}")
 
     def name(self, index):
         """Name of frame ``index`` in the output."""
@@ -940,15 +1350,105 @@ def _describe(manifest):
             + (f" with {classes} class probabilities" if classes else ""))
 
 
+def _first(names):
+    return repr(str(names[0])) if names else "none"
+
+
+def _without_paths(value):
+    """``value`` without its ``path`` entries: where a file lies is not what it holds."""
+    if isinstance(value, dict):
+        return {key: _without_paths(item) for key, item in value.items() if key != "path"}
+    return value
+
+
+def _summary(value):
+    if isinstance(value, dict):
+        digest = value.get("sha256") or value.get("fingerprint")
+        if digest:
+            name = Path(str(value.get("path", ""))).name
+            return f"{name + ' ' if name else ''}(content {str(digest)[:12]})".strip()
+    text = json.dumps(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _provenance_difference(found, expected):
+    """What differs between two provenance records (paths ignored), or None."""
+    if _without_paths(found) == _without_paths(expected):
+        return None
+    if found is None:
+        return "it holds no record of what made it (an earlier msclassify or a napari export)"
+    if expected is None or not isinstance(found, dict):
+        return "it was made by a recorded prediction run"
+    differences = [f"{key}: {_summary(found.get(key))} there, {_summary(expected.get(key))} now"
+                   for key in sorted(set(found) | set(expected), key=str)
+                   if _without_paths(found.get(key)) != _without_paths(expected.get(key))]
+    return "; ".join(differences)
+
+
+def _output_kind(path):
+    """"tiff" or "zarr" for an output msclassify wrote, "empty" for an empty folder, else None."""
+    path = Path(path)
+    if not path.is_dir() or path.is_symlink():
+        return None
+    if _is_zarr(path):
+        try:
+            metadata = json.loads((path / "zarr.json").read_text())
+            return "zarr" if "msclassify" in metadata.get("attributes", {}) else None
+        except (OSError, ValueError, AttributeError):
+            return None
+    entries = list(path.iterdir())
+    if not entries:
+        return "empty"
+    if not (path / _MANIFEST_NAME).is_file():
+        return None
+
+    def ours(entry, inside_probabilities=False):
+        if entry.name.startswith("."):
+            return entry.name.endswith(".tmp") and entry.is_file()
+        if entry.is_file():
+            return entry.suffix == ".tif" or (entry.name == _MANIFEST_NAME
+                                              and not inside_probabilities)
+        return (entry.is_dir() and entry.name == "probabilities" and not inside_probabilities
+                and all(ours(child, True) for child in entry.iterdir()))
+
+    return "tiff" if all(ours(entry) for entry in entries) else None
+
+
+def _remove_output(path):
+    """Delete an output msclassify wrote at ``path`` (for ``overwrite=True``); refuse anything else.
+
+    The output is first renamed to a hidden sibling, so a crash while deleting leaves
+    either the whole old output, or none at ``path`` and a hidden ``.NAME.overwritten-*``.
+    """
+    path = Path(path)
+    if not os.path.lexists(path):
+        return
+    kind = _output_kind(path)
+    if kind is None:
+        what = "a file" if not path.is_dir() else "files msclassify did not write"
+        raise FrameWriteError(f"output {path} holds {what}; overwrite only replaces outputs "
+                              "msclassify wrote: move them away or choose another output")
+    if kind == "empty":
+        return
+    try:
+        trash = Path(tempfile.mkdtemp(prefix=f".{path.name}.overwritten-", dir=path.parent))
+        os.replace(path, trash / path.name)
+        shutil.rmtree(trash)
+    except OSError as exc:
+        raise _write_error(path, exc, writing_frame=False) from None
+
+
 def _tiff_is_complete(path, shape, dtype, decode):
     """Whether ``path`` is a readable TIFF of ``shape``/``dtype`` with all its data present."""
     try:
-        tiff, series = _open_tiff(path)
+        tiff, layout = _open_tiff(path)
         with tiff:
-            if tuple(series.shape) != shape or series.dtype != dtype:
+            if (not layout.complete or tuple(tiff.series[0].shape) != shape
+                    or layout.dtype != dtype):
                 return False
             if decode:
-                series.asarray()
+                with _tifffile_log():
+                    tiff.series[0].asarray()
         return True
     except Exception:  # any parse or codec failure means "redo this frame"
         return False
@@ -963,8 +1463,10 @@ class TiffFolderWriter(FrameWriter):
     files; readers and `completed` ignore them and they are safe to delete.
     """
 
-    def __init__(self, path, n_frames, frame_shape, dtype=np.uint8, names=None, n_classes=None):
-        super().__init__(path, n_frames, frame_shape, dtype, names, n_classes)
+    def __init__(self, path, n_frames, frame_shape, dtype=np.uint8, names=None, n_classes=None,
+                 provenance=None, overwrite=False):
+        super().__init__(path, n_frames, frame_shape, dtype, names, n_classes, provenance,
+                         overwrite)
         self._probability_dir = self.path / "probabilities"
         manifest_path = self.path / _MANIFEST_NAME
         try:
@@ -1050,8 +1552,10 @@ class ZarrWriter(FrameWriter):
     its own chunks, so workers writing different frames never conflict.
     """
 
-    def __init__(self, path, n_frames, frame_shape, dtype=np.uint8, names=None, n_classes=None):
-        super().__init__(path, n_frames, frame_shape, dtype, names, n_classes)
+    def __init__(self, path, n_frames, frame_shape, dtype=np.uint8, names=None, n_classes=None,
+                 provenance=None, overwrite=False):
+        super().__init__(path, n_frames, frame_shape, dtype, names, n_classes, provenance,
+                         overwrite)
         try:
             zarr = _import_zarr()
         except FrameReadError as exc:
@@ -1069,7 +1573,7 @@ class ZarrWriter(FrameWriter):
                                           "written by msclassify; choose a new path")
                 # Manifest first, arrays after: a crash in between leaves a store this
                 # writer recognises and completes.
-                self._root.attrs["msclassify"] = dict(self._manifest(), names=self._names)
+                self._root.attrs["msclassify"] = self._manifest()
             else:
                 self._check_manifest(found)
             self._labels = self._array("labels", (n_frames,) + self.frame_shape, self.dtype)
@@ -1119,7 +1623,7 @@ class ZarrWriter(FrameWriter):
 
 
 def open_writer(path, n_frames, frame_shape, *, dtype=np.uint8, names=None, n_classes=None,
-                format="tiff"):
+                format="tiff", provenance=None, overwrite=False):
     """Open (or resume) an output for per-frame label images.
 
     Parameters
@@ -1140,6 +1644,14 @@ def open_writer(path, n_frames, frame_shape, *, dtype=np.uint8, names=None, n_cl
     format : {"tiff", "zarr"}
         ``"tiff"``: ``path/NAME.tif`` per frame (and ``path/probabilities/NAME.tif``), readable
         by any TIFF reader. ``"zarr"``: one zarr group, one chunk per frame, compressed.
+    provenance : dict, optional
+        What makes the frames (JSON values), recorded in the output's manifest: an
+        existing output is resumed only if it records the same (entries named
+        ``path`` are kept for messages but not compared, so a moved input still
+        resumes). `msclassify.pixel.batch.prediction_provenance` makes one.
+    overwrite : bool, default False
+        Delete an existing output msclassify wrote at ``path`` first (an empty
+        folder too); anything else at ``path`` is still refused.
 
     Returns
     -------
@@ -1150,21 +1662,27 @@ def open_writer(path, n_frames, frame_shape, *, dtype=np.uint8, names=None, n_cl
     ------
     FrameWriteError
         The output cannot be created or written, holds foreign files, or holds a
-        different prediction.
+        different prediction (other frames, or another provenance).
 
     Examples
     --------
     >>> import numpy as np, tempfile, os
     >>> out = os.path.join(tempfile.mkdtemp(), "labels")
-    >>> writer = open_writer(out, n_frames=3, frame_shape=(2, 2))
+    >>> writer = open_writer(out, n_frames=3, frame_shape=(2, 2), provenance={"model": "a"})
     >>> writer.write(1, np.ones((2, 2), np.uint8))
     >>> writer.completed(), sorted(os.listdir(out))
     ([1], ['frame_000001.tif', 'msclassify_frames.json'])
-    >>> open_writer(out, n_frames=3, frame_shape=(2, 2)).completed()  # a re-run resumes
+    >>> open_writer(out, 3, (2, 2), provenance={"model": "a"}).completed()  # a re-run resumes
     [1]
+    >>> open_writer(out, 3, (2, 2), provenance={"model": "b"})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    msclassify.io.FrameWriteError: output ... was made by something else: model: "a" there, ...
+    >>> open_writer(out, 3, (2, 2), provenance={"model": "b"}, overwrite=True).completed()
+    []
     """
     writers = {"tiff": TiffFolderWriter, "zarr": ZarrWriter}
     if format not in writers:
         raise ValueError(f"format must be 'tiff' or 'zarr', got {format!r}")
     return writers[format](path, n_frames, frame_shape, dtype=dtype, names=names,
-                           n_classes=n_classes)
+                           n_classes=n_classes, provenance=provenance, overwrite=overwrite)

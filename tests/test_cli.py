@@ -24,7 +24,7 @@ import msclassify.io as msio
 from msclassify import CEGBClassifier, load_model
 from msclassify.cli import main
 from msclassify.io import open_writer, read_label_stack, read_training_frames
-from msclassify.pixel import PixelClassifier
+from msclassify.pixel import PixelClassifier, batch
 
 REPO = Path(__file__).resolve().parents[1]
 SIZE = 64
@@ -420,13 +420,19 @@ def test_missing_and_corrupt_inputs(tmp_path, data, model, capsys):
     truncated = tmp_path / "truncated.tif"
     truncated.write_bytes((folder / "frames.tif").read_bytes()[:9000])
     cases = [(tmp_path / "missing.mp4", "does not exist"),
-             (garbage, "corrupt"),
-             (truncated, "truncated")]
+             (garbage, "corrupt")]
     for source, reason in cases:
         assert main(["predict", str(model), str(source), "-o", str(tmp_path / "out")]) == 1
         message = error_line(capsys)
         assert str(source) in message and reason in message
     assert not (tmp_path / "out").exists()
+    # a stack that ends early: its complete frames, and a warning naming them
+    assert main(["predict", str(model), str(truncated), "-o", str(tmp_path / "out")]) == 0
+    err = capsys.readouterr().err
+    warning = [line for line in err.splitlines() if "warning:" in line]
+    assert len(warning) == 1 and str(truncated) in warning[0]
+    assert "declares 6 frames but only frames 0-1 are complete" in warning[0]
+    assert label_files(tmp_path / "out") == ["frame_000000.tif", "frame_000001.tif"]
 
 
 def test_a_model_for_other_channels_is_refused_before_anything_is_written(tmp_path, data, capsys):
@@ -594,7 +600,7 @@ def test_a_run_killed_with_sigkill_resumes_to_a_complete_output(tmp_path, model,
     process.kill()
     process.communicate()
     assert process.returncode == -signal.SIGKILL
-    writer = open_writer(out, len(frames), frames.shape[1:], format=msio_format(output_format))
+    writer = prediction_writer(out, model, source, frames, msio_format(output_format))
     done = writer.completed()
     assert 2 <= len(done) < len(frames), "the run finished before it was killed"
     if output_format == "tif":  # every file there is complete: none is half-written
@@ -609,6 +615,14 @@ def test_a_run_killed_with_sigkill_resumes_to_a_complete_output(tmp_path, model,
     assert len(labels) == len(frames)
     for t in range(len(frames)):
         np.testing.assert_array_equal(labels.read(t), clf.predict(frames[t]))
+
+
+def prediction_writer(out, model, source, frames, format="tiff"):
+    """The writer `msclassify predict MODEL SOURCE -o OUT` opens: the output's record of
+    what made it is the one the library computes."""
+    with msio.open_frames(source, as_gray=True) as input_frames:
+        provenance = batch.prediction_provenance(model, input_frames, range(len(frames)), False)
+    return open_writer(out, len(frames), frames.shape[1:], format=format, provenance=provenance)
 
 
 def msio_format(output_format):
@@ -635,7 +649,7 @@ def test_ctrl_c_stops_cleanly_and_says_how_to_resume(tmp_path, model, long_input
     n_done = int(re.search(r"interrupted; (\d+) of 100 frames are complete", last).group(1))
     assert "Run the same command again to resume" in last
     assert n_done == len(label_files(out)) < len(frames)
-    assert open_writer(out, len(frames), frames.shape[1:]).completed() == list(range(n_done))
+    assert prediction_writer(out, model, source, frames).completed() == list(range(n_done))
 
 
 def test_predict_on_a_local_dask_cluster_equals_the_local_run(tmp_path, data, model):

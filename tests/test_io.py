@@ -11,8 +11,8 @@ import pytest
 import tifffile
 
 import msclassify.io as msio
-from msclassify.io import (FrameReadError, FrameWriteError, natural_sort_key, open_frames,
-                           open_writer, read_label_stack)
+from msclassify.io import (FrameReadError, FrameReadWarning, FrameWriteError, natural_sort_key,
+                           open_frames, open_writer, read_label_stack)
 
 
 N_FRAMES, HEIGHT, WIDTH = 40, 64, 96
@@ -97,19 +97,40 @@ def test_video_as_gray_is_the_luma_of_rgb_frames(videos):
     assert np.abs(colour[..., 1].astype(int) - grey).max() <= 1
 
 
-def test_truncated_videos_raise_clear_errors(videos, tmp_path):
+def test_truncated_videos_give_their_complete_frames_and_say_so(videos, tmp_path):
     folder, _ = videos
+    # the index (moov) at the end: nothing says where the frames are
     moov_at_end = truncated_copy(folder / "movie.mp4", tmp_path / "cut.mp4")
     with pytest.raises(FrameReadError, match="cut.mp4.*(corrupt|truncated)"):
         open_frames(moov_at_end)
-    # with the index at the start, the header still lists all frames: count them against it
+    # with the index at the start, the header still lists all frames: count them against it;
+    # the frames before the cut are read (exactly as from the whole file), with a warning
     faststart = truncated_copy(folder / "faststart.mp4", tmp_path / "cut_fast.mp4")
-    with pytest.raises(FrameReadError, match=f"cut_fast.mp4 is truncated.*{N_FRAMES} frames"):
-        open_frames(faststart)
+    with pytest.warns(FrameReadWarning, match=f"cut_fast.mp4 ends early.*lists {N_FRAMES} "
+                                              r"frames but only frames 0-(\d+) are complete"):
+        cut = open_frames(faststart)
+    with cut, open_frames(folder / "faststart.mp4") as whole:
+        assert 0 < len(cut) < N_FRAMES
+        for index in range(len(cut)):
+            np.testing.assert_array_equal(cut.read(index), whole.read(index))
     garbage = tmp_path / "noise.avi"
     garbage.write_bytes(os.urandom(5000))
     with pytest.raises(FrameReadError, match="noise.avi"):
         open_frames(garbage)
+
+
+def test_a_cut_matroska_video_says_it_ends_early(videos, tmp_path):
+    """Matroska lists no frame count, only a duration: frames stopping short of it were
+    read as a shorter video without a word."""
+    folder, frames = videos
+    write_video(tmp_path / "movie.mkv", frames)
+    cut = truncated_copy(tmp_path / "movie.mkv", tmp_path / "cut.mkv", fraction=0.5)
+    with pytest.warns(FrameReadWarning, match=f"cut.mkv ends early.*{N_FRAMES} frames but only "
+                                              "frames 0-"):
+        source = open_frames(cut)
+    with source, open_frames(tmp_path / "movie.mkv") as whole:
+        assert len(whole) == N_FRAMES and 0 < len(source) < N_FRAMES
+        np.testing.assert_array_equal(source.read(len(source) - 1), whole.read(len(source) - 1))
 
 
 @pytest.mark.slow
@@ -169,13 +190,60 @@ def test_single_image_tiff_is_one_frame_named_after_the_file(tmp_path):
         assert len(source) == 1 and source.name(0) == "cells"
 
 
-@pytest.mark.parametrize("options", [{}, {"compression": "zlib"}, {"imagej": True}])
-def test_truncated_tiff_raises(tmp_path, options):
+@pytest.mark.parametrize("options", [{}, {"compression": "zlib"}, {"imagej": True},
+                                     {"metadata": None}, {"metadata": None, "compression": "zlib"}])
+@pytest.mark.parametrize("fraction", [0.6, 0.1])
+def test_truncated_tiff_gives_its_complete_frames_and_says_so(tmp_path, options, fraction):
+    stack = label_stack(n=6, shape=(32, 32))
     path = tmp_path / "stack.tif"
-    tifffile.imwrite(path, label_stack(n=6, shape=(32, 32)), **options)
-    truncated_copy(path, tmp_path / "cut.tif")
-    with pytest.raises(FrameReadError, match="cut.tif is truncated"):
-        open_frames(tmp_path / "cut.tif")
+    tifffile.imwrite(path, stack, **options)
+    truncated_copy(path, tmp_path / "cut.tif", fraction)
+    if fraction == 0.1:  # not even the first frame
+        with pytest.raises(FrameReadError, match="cut.tif is truncated"):
+            open_frames(tmp_path / "cut.tif")
+        return
+    with pytest.warns(FrameReadWarning, match=r"cut.tif: .*(ends early|breaks off).*read "
+                                              r"(those|frames? 0)"):
+        source = open_frames(tmp_path / "cut.tif")
+    with source:
+        assert 1 <= len(source) < 6
+        for index in range(len(source)):
+            np.testing.assert_array_equal(source.read(index), stack[index])
+
+
+@pytest.mark.parametrize("options", [{"metadata": None}, {"metadata": None,
+                                                          "compression": "zlib"}])
+def test_a_tiff_cut_at_a_page_boundary_is_not_a_shorter_stack(tmp_path, options):
+    """Without metadata only the chain of pages says how many frames there are: a cut
+    after a whole page was read as a shorter stack without a word."""
+    stack = label_stack(n=5, shape=(32, 32))
+    path = tmp_path / "stack.tif"
+    with tifffile.TiffWriter(path) as tif:
+        for frame in stack:
+            tif.write(frame, contiguous=False, **options)
+    with tifffile.TiffFile(path) as tiff:
+        boundary = tiff.pages[3].offset  # the directory of page 3 starts here
+    Path(tmp_path / "cut.tif").write_bytes(path.read_bytes()[:boundary])
+    with pytest.warns(FrameReadWarning, match="cut.tif: .*frames 0-2"):
+        source = open_frames(tmp_path / "cut.tif")
+    with source:
+        assert len(source) == 3
+        np.testing.assert_array_equal(source.read(2), stack[2])
+
+
+def test_a_stack_of_three_frames_saved_with_tifffile_defaults_is_three_frames(tmp_path):
+    """tifffile stores a (3, H, W) array as one planar RGB image unless told otherwise."""
+    stack = label_stack(n=3, shape=(16, 24)).astype(np.uint8)
+    tifffile.imwrite(tmp_path / "three.tif", stack)
+    with pytest.warns(FrameReadWarning, match="three.tif: read its 3 planes .* as 3 grey frames"):
+        source = open_frames(tmp_path / "three.tif")
+    with source:
+        assert len(source) == 3 and source.shape == (16, 24)
+        np.testing.assert_array_equal(np.stack(list(source)), stack)
+    # an explicit RGB image stays one colour frame, without a warning
+    tifffile.imwrite(tmp_path / "rgb.tif", np.moveaxis(stack, 0, -1), photometric="rgb")
+    with open_frames(tmp_path / "rgb.tif") as colour:
+        assert len(colour) == 1 and colour.shape == (16, 24, 3)
 
 
 def test_hyperstack_tiff_raises(tmp_path):
@@ -456,8 +524,15 @@ def test_read_label_stack_from_tiff_stack_and_rejects_non_labels(tmp_path):
         read_label_stack(tmp_path / "float.tif")
 
 
-def test_read_label_stack_refuses_incomplete_zarr(tmp_path):
-    writer = open_writer(tmp_path / "p.zarr", 3, FRAME_SHAPE, format="zarr")
-    writer.write(0, np.ones(FRAME_SHAPE, np.uint8))
-    with pytest.raises(FrameReadError, match="incomplete: 2 of 3 frames"):
-        read_label_stack(tmp_path / "p.zarr")
+@pytest.mark.parametrize("format", ["tiff", "zarr"])
+def test_an_unfinished_output_reads_its_finished_frames_and_says_so(tmp_path, format):
+    """An output holding 100 of 300 frames was evaluated without a word (TIFF folders) or
+    refused (zarr); both now read the finished frames and warn."""
+    out = tmp_path / ("p.zarr" if format == "zarr" else "p")
+    writer = open_writer(out, 3, FRAME_SHAPE, format=format)
+    writer.write(1, np.ones(FRAME_SHAPE, np.uint8))
+    with pytest.warns(FrameReadWarning, match="holds 1 of the 3 frames msclassify was to write"):
+        source = read_label_stack(out)
+    with source:
+        assert len(source) == 1 and source.name(0) == "frame_000001"
+        assert source.read(0).sum() == FRAME_SHAPE[0] * FRAME_SHAPE[1]

@@ -556,4 +556,5 @@ def test_tabular_widget_plots_cost_against_precision(make_napari_viewer, plugin,
     widget.set_files(TABULAR / "miniboone_style.txt", costs=TABULAR / "yahoo_style.cost")
     with qtbot.waitSignal(widget.sweep_done, timeout=JOB_TIMEOUT):
         widget.run()
-    assert "30 costs but the data has 12" in widget.status_label.text()
+    assert "holds 30 costs but" in widget.status_label.text()
+    assert "has 12 features" in widget.status_label.text()

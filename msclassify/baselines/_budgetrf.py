@@ -47,7 +47,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..budget import PredictionCost, PrefixBudgetMixin, check_budget, check_validation_labels
 from ..checks import check_int, check_number, check_per_feature, is_int
-from ..modelfile import estimator_params, write_model
+from ..modelfile import (ModelFileError, estimator_params, model_array, model_classes,
+                         model_number, write_model)
 
 # Section 3: stumps drawn per feature for nodes of > 2000, > 500 and <= 500 examples.
 PAPER_STUMP_SCHEDULE = (80, 40, 20)
@@ -562,14 +563,41 @@ class BudgetRFClassifier(PrefixBudgetMixin, ClassifierMixin, BaseEstimator):
 
     @classmethod
     def _from_model_file(cls, meta, arrays):
-        forest = cls(**meta["estimator_params"])
-        forest.classes_ = np.asarray(meta["classes"], dtype=np.dtype(meta["classes_dtype"]))
-        forest.n_features_in_ = int(meta["n_features"])
-        forest.feature_costs_ = arrays["feature_costs"]
-        forest.class_prior_ = arrays["class_prior"]
-        bounds = np.r_[0, np.cumsum(arrays["tree_sizes"])]
-        forest.trees_ = [{name: np.ascontiguousarray(arrays[name][lo:hi]) for name in _TREE_FIELDS}
-                         for lo, hi in zip(bounds[:-1], bounds[1:])]
+        params = meta.get("estimator_params")
+        if not isinstance(params, dict):
+            raise ModelFileError("estimator_params must be a JSON object")
+        forest = cls(**params)
+        forest.classes_ = classes = model_classes(meta)
+        forest.n_features_in_ = n_features = model_number(meta, "n_features", integer=True,
+                                                          low=1)
+        forest.feature_costs_ = model_array(arrays, "feature_costs", shape=(n_features,), low=0)
+        forest.class_prior_ = model_array(arrays, "class_prior", shape=(classes.size,), low=0)
+        sizes = model_array(arrays, "tree_sizes", "int", low=1)
+        total = int(sizes.sum())
+        feature = model_array(arrays, "feature", "int", shape=(total,), low=-1,
+                              high=n_features - 1)
+        split = feature >= 0
+        threshold = model_array(arrays, "threshold", shape=(total,), finite=False)
+        if not np.all(np.isfinite(threshold[split])):
+            raise ModelFileError("a split threshold is NaN or infinite")
+        left = model_array(arrays, "left", "int", shape=(total,))
+        right = model_array(arrays, "right", "int", shape=(total,))
+        counts = model_array(arrays, "class_counts", ndim=2, shape=(total, classes.size), low=0)
+        if np.any(counts[~split].sum(axis=1) <= 0):
+            raise ModelFileError("a leaf holds no training examples (its class counts are 0)")
+        node_arrays = {"feature": feature.astype(np.int32), "threshold": threshold,
+                       "left": left.astype(np.int32), "right": right.astype(np.int32),
+                       "class_counts": counts}
+        bounds = np.r_[0, np.cumsum(sizes)]
+        forest.trees_ = []
+        for t, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:])):
+            tree = {name: np.ascontiguousarray(node_arrays[name][lo:hi]) for name in _TREE_FIELDS}
+            at = np.flatnonzero(tree["feature"] >= 0)
+            # children come after their parent: the walk in the prediction kernels ends
+            for child in (tree["left"][at], tree["right"][at]):
+                if np.any((child <= at) | (child >= hi - lo)):
+                    raise ModelFileError(f"tree {t} has invalid node links")
+            forest.trees_.append(tree)
         forest.validation_cost_curve_ = forest.validation_accuracy_curve_ = None
         return forest
 

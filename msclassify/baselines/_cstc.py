@@ -91,7 +91,8 @@ from threadpoolctl import threadpool_limits
 from ..budget import PredictionCost
 from ..cegb import Booster, train
 from ..checks import as_seed, check_int, check_number, check_per_feature
-from ..modelfile import ModelFileError, estimator_params, write_model
+from ..modelfile import (ModelFileError, estimator_params, model_array, model_classes,
+                         model_number, write_model)
 
 _ZERO = 1e-6        # weights below this magnitude are exactly zero from then on
 _AUX_FLOOR = 1e-12  # floor of the auxiliary variables of Lemma 1 (never divide by 0)
@@ -668,15 +669,21 @@ class _CSTCBase(BaseEstimator):
 
     @classmethod
     def _from_model_file(cls, meta, arrays):
-        model = cls(**meta["estimator_params"])
-        model.n_features_in_ = int(meta["n_features"])
+        params = meta.get("estimator_params")
+        if not isinstance(params, dict):
+            raise ModelFileError("estimator_params must be a JSON object")
+        model = cls(**params)
+        model.n_features_in_ = model_number(meta, "n_features", integer=True, low=1)
         for name in _FITTED_ARRAYS:
-            setattr(model, name + "_", arrays[name])
+            kind, ndim = _FITTED_ARRAY_KINDS.get(name, ("float", 1))
+            setattr(model, name + "_", model_array(arrays, name, kind, ndim,
+                                                   low=0 if name.endswith("costs") else None))
+        model.weak_learner_features_ = model.weak_learner_features_.astype(bool)
         model.booster_ = None
         if "feature_map" in meta:
             model.booster_ = Booster.from_model_file(
                 meta["feature_map"], {name[4:]: array for name, array in arrays.items()
-                                      if name.startswith("phi_")})
+                                      if name.startswith("phi_")}, ("regression",))
         _check_tree(model)
         model._restore_extra(meta)
         return model
@@ -689,6 +696,9 @@ class _CSTCBase(BaseEstimator):
 _FITTED_ARRAYS = ("coef", "intercept", "threshold", "children", "prediction_coef",
                   "prediction_intercept", "weak_learner_features", "weak_learner_costs",
                   "feature_costs")
+# (kind, ndim) of the fitted arrays that are not 1-D floats (msclassify.modelfile.model_array)
+_FITTED_ARRAY_KINDS = {"coef": ("float", 2), "prediction_coef": ("float", 2),
+                       "children": ("int", 2), "weak_learner_features": ("bool", 2)}
 
 
 def _check_tree(model):
@@ -698,7 +708,8 @@ def _check_tree(model):
     nodes = np.arange(n_nodes)[:, None]
     children = model.children_
     consistent = (
-        n_learners == n_phi
+        n_nodes >= 1 and n_learners == n_phi
+        and (model.booster_ is None or model.booster_.n_features == model.n_features_in_)
         and model.children_.shape == (n_nodes, 2)
         and all(getattr(model, name + "_").shape == (n_nodes,)
                 for name in ("intercept", "threshold", "prediction_intercept"))
@@ -709,8 +720,7 @@ def _check_tree(model):
         # children come after their parent: traversal always ends
         and np.all((children == -1) | ((children > nodes) & (children < n_nodes))))
     if not consistent:
-        raise ModelFileError("model file is inconsistent: the CSTC tree arrays do not fit "
-                             "together")
+        raise ModelFileError("the CSTC tree arrays do not fit together")
 
 
 _SHARED_DOC = """
@@ -806,7 +816,7 @@ class CSTCClassifier(ClassifierMixin, _CSTCBase):
         return {"classes": self.classes_.tolist(), "classes_dtype": self.classes_.dtype.str}
 
     def _restore_extra(self, meta):
-        self.classes_ = np.asarray(meta["classes"], dtype=np.dtype(meta["classes_dtype"]))
+        self.classes_ = model_classes(meta, 2)
 
     def fit(self, X, y, X_val=None, y_val=None):
         """Fit on ``X`` (n, d) and binary labels ``y``; ``X_val, y_val`` enable tree pruning."""

@@ -83,6 +83,7 @@ class GRBBClassifier(CEGBClassifier):
     """
 
     _model_kind = "grbb_classifier"
+    _objectives = ("custom",)  # trained on the graph-regularised gradients
 
     def __init__(self, n_neighbors=9, laplacian_regularization=1.0, n_estimators=100,
                  learning_rate=0.1, max_leaves=31, max_depth=None, min_samples_leaf=20,

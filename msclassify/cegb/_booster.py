@@ -6,6 +6,8 @@ from ..budget import PredictionCost
 from . import _predict
 from ._validation import check_features
 
+# What a model file may hold as a Booster's objective ("custom": a callable, e.g. GRBB's).
+OBJECTIVES = ("regression", "binary", "multiclass", "custom")
 _NODE_FIELDS = ("feature", "threshold", "default_left", "left", "right", "value", "count", "share")
 
 
@@ -269,28 +271,79 @@ class Booster:
         return meta, arrays
 
     @classmethod
-    def from_model_file(cls, meta, arrays):
-        """Inverse of `to_model_file`, validating array consistency."""
-        from ..modelfile import ModelFileError
-        sizes = arrays["tree_sizes"].astype(np.int64)
+    def from_model_file(cls, meta, arrays, objectives=OBJECTIVES):
+        """Inverse of `to_model_file`, validating every field that changes a prediction.
+
+        Parameters
+        ----------
+        meta, arrays
+            As `to_model_file` gives them (read back by `msclassify.modelfile.read_model`).
+        objectives : sequence of str
+            The objectives the model's class can hold.
+
+        Raises
+        ------
+        msclassify.modelfile.ModelFileError
+            Naming the field: an unknown objective, a scores/outputs mismatch, NaN or
+            infinite leaf values, thresholds or costs, feature ids out of range, node
+            links that do not point forward (they could loop), arrays of the wrong
+            type or size.
+        """
+        from ..modelfile import ModelFileError, model_array, model_number, model_numbers
+
+        if not isinstance(meta, dict):
+            raise ModelFileError("the trees' description is not a JSON object")
+        objective = meta.get("objective")
+        if objective not in objectives:
+            raise ModelFileError(f"objective {objective!r} is not one of "
+                                 f"{', '.join(map(repr, objectives))}")
+        n_features = model_number(meta, "n_features", integer=True, low=1)
+        n_trees = model_number(meta, "n_trees", integer=True, low=0)
+        init_score = model_numbers(meta, "init_score")
+        n_outputs = init_score.size
+        if n_outputs < 1 or (objective == "multiclass") != (n_outputs > 1) or \
+                n_trees % n_outputs:
+            raise ModelFileError(f"{n_outputs} initial score(s) and {n_trees} trees do not fit "
+                                 f"the objective {objective!r}")
+        split_cost = model_number(meta, "split_cost", low=0)
+        costs = [model_numbers(meta, key, n_features, low=0)
+                 for key in ("feature_costs", "feature_batch_costs", "feature_share")]
+        if np.any(costs[2] <= 0):
+            raise ModelFileError("feature_share must be > 0 for every feature")
+        params = meta.get("params")
+        if not isinstance(params, dict):
+            raise ModelFileError("params must be a JSON object")
+        sizes = model_array(arrays, "tree_sizes", "int", shape=(n_trees,), low=1)
         total = int(sizes.sum())
-        if len(sizes) != meta["n_trees"] or any(
-                arrays[f"node_{k}"].shape != (total,) for k in _NODE_FIELDS + ("gain",)):
-            raise ModelFileError("model file is inconsistent: node arrays do not match tree sizes")
+        node = {key: model_array(arrays, f"node_{key}", kind, shape=(total,), finite=finite)
+                for key, kind, finite in (("feature", "int", True), ("threshold", "float", False),
+                                          ("default_left", "bool", True), ("left", "int", True),
+                                          ("right", "int", True), ("value", "float", True),
+                                          ("count", "float", True), ("share", "float", False),
+                                          ("gain", "float", False))}
+        split = node["feature"] >= 0
+        if node["feature"].size and (node["feature"].min() < -1
+                                     or node["feature"].max() >= n_features):
+            raise ModelFileError(f"the trees split on feature ids outside 0..{n_features - 1}")
+        if not np.all(np.isfinite(node["threshold"][split])):
+            raise ModelFileError("a split threshold is NaN or infinite")
+        if not np.all(np.isfinite(node["share"][split]) & (node["share"][split] > 0)):
+            raise ModelFileError("a split's share is not a finite number > 0")
         bounds = np.concatenate([[0], np.cumsum(sizes)])
+        dtypes = {"feature": np.int32, "threshold": np.float64, "default_left": np.bool_,
+                  "left": np.int32, "right": np.int32, "value": np.float64,
+                  "count": np.float64, "share": np.float64, "gain": np.float64}
         trees = []
-        for t in range(len(sizes)):
-            tree = {k: arrays[f"node_{k}"][bounds[t]:bounds[t + 1]].copy()
+        for t in range(n_trees):
+            tree = {k: node[k][bounds[t]:bounds[t + 1]].astype(dtypes[k])
                     for k in _NODE_FIELDS + ("gain",)}
-            split = np.flatnonzero(tree["feature"] >= 0)
+            at = np.flatnonzero(tree["feature"] >= 0)
             n = sizes[t]
             # Children are always created after their parent, so links only point forward:
             # this also rules out cycles that would hang prediction.
-            if (np.any(tree["feature"] >= meta["n_features"])
-                    or np.any((tree["left"][split] <= split) | (tree["left"][split] >= n))
-                    or np.any((tree["right"][split] <= split) | (tree["right"][split] >= n))):
-                raise ModelFileError(f"model file is inconsistent: tree {t} has invalid node links")
+            if (np.any((node["left"][bounds[t] + at] <= at) | (node["left"][bounds[t] + at] >= n))
+                    or np.any((node["right"][bounds[t] + at] <= at)
+                              | (node["right"][bounds[t] + at] >= n))):
+                raise ModelFileError(f"tree {t} has invalid node links")
             trees.append(tree)
-        return cls(trees, meta["init_score"], meta["n_features"], meta["objective"],
-                   meta["split_cost"], meta["feature_costs"], meta["feature_batch_costs"],
-                   meta["feature_share"], meta["params"])
+        return cls(trees, init_score, n_features, objective, split_cost, *costs, params)

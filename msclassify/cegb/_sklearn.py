@@ -10,7 +10,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..budget import PrefixBudgetMixin, check_validation_labels
 from ..checks import as_seed
-from ..modelfile import estimator_params, write_model
+from ..modelfile import (ModelFileError, estimator_params, model_classes, model_number,
+                         write_model)
 from ._booster import Booster
 from ._losses import class_probabilities
 from ._params import CEGBParams
@@ -24,6 +25,7 @@ class _CEGBBase(PrefixBudgetMixin, BaseEstimator):
     """Shared constructor, fit plumbing, cost reporting, budgets and saving."""
 
     _model_kind = None
+    _objectives = ("regression",)  # what a model file of this class may hold
 
     def __init__(self, n_estimators=100, learning_rate=0.1, max_leaves=31, max_depth=None,
                  min_samples_leaf=20, min_hessian_leaf=1e-3, l2_regularization=1.0,
@@ -120,16 +122,22 @@ class _CEGBBase(PrefixBudgetMixin, BaseEstimator):
 
     @classmethod
     def _from_model_file(cls, meta, arrays):
-        estimator = cls(**meta["estimator_params"])
-        estimator.booster_ = Booster.from_model_file(meta, arrays)
+        params = meta.get("estimator_params")
+        if not isinstance(params, dict):
+            raise ModelFileError("estimator_params must be a JSON object")
+        estimator = cls(**params)
+        estimator.booster_ = Booster.from_model_file(meta, arrays, cls._objectives)
         estimator.n_features_in_ = estimator.booster_.n_features
         estimator._restore_extra(meta)
         return estimator
 
     def _restore_extra(self, meta):
-        for name, value in meta.get("budget", {}).items():
-            if name in _BUDGET_ATTRIBUTES:
-                setattr(self, name, float(value))
+        budget = meta.get("budget", {})
+        if not isinstance(budget, dict):
+            raise ModelFileError("budget must be a JSON object")
+        for name in _BUDGET_ATTRIBUTES:
+            if name in budget:
+                setattr(self, name, model_number(budget, name))
 
     # -- budgets (with_budget: msclassify.budget.PrefixBudgetMixin) ----------------------------
     def _prefix_costs_and_scores(self, X_val, y_val, scoring):
@@ -165,6 +173,7 @@ class CEGBClassifier(ClassifierMixin, _CEGBBase):
     """
 
     _model_kind = "cegb_classifier"
+    _objectives = ("binary", "multiclass")
 
     def fit(self, X, y, sample_weight=None, cost_weight=None, callback=None):
         """Fit on ``X`` (N, M) and labels ``y``; see `msclassify.cegb.train` for the weights."""
@@ -218,7 +227,7 @@ class CEGBClassifier(ClassifierMixin, _CEGBBase):
 
     def _restore_extra(self, meta):
         super()._restore_extra(meta)
-        self.classes_ = np.asarray(meta["classes"], dtype=np.dtype(meta["classes_dtype"]))
+        self.classes_ = model_classes(meta, max(2, self.booster_.n_outputs))
 
 
 class CEGBRegressor(RegressorMixin, _CEGBBase):

@@ -1,5 +1,5 @@
 """``python -m msclassify.cli`` runs the command-line interface (as ``python -m msclassify``)."""
 
-from ._main import main
+from . import main
 
 raise SystemExit(main())

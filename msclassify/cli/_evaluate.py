@@ -62,13 +62,24 @@ def _cmd_evaluate(args):
                        f"{background}, the most frequent, is background; choose with "
                        "--foreground or pass --instances for instance labels)")
 
+        seen = set()
+
         def predicted_instances(t):
             labels = prediction.read(t)
-            return labels if args.instances else label_instances(labels, foreground=foreground)
+            if args.instances:
+                return labels
+            seen.update(np.unique(labels).tolist())
+            return label_instances(labels, foreground=foreground)
 
         result = seg_score(_LazyFrames(len(reference_index),
                                        lambda t: reference.read(reference_index[t])),
                            _LazyFrames(len(prediction), predicted_instances), per_frame=True)
+        absent = [value for value in (foreground or []) if value not in seen]
+        if not args.instances and absent:
+            raise CommandError(
+                f"--foreground {' '.join(map(str, absent))}: no pixel of {args.prediction} has "
+                f"that class (its frames hold {', '.join(map(str, sorted(seen))) or 'nothing'}); "
+                "give the class value(s) of the objects")
         if not args.quiet:
             width = max(len(name) for name in prediction.names())
             print(f"{'frame':<{width}}  objects  SEG")

@@ -17,30 +17,50 @@ def add_info_command(commands, quiet):
     info.set_defaults(run=_cmd_info, quiet=False)
 
 
+def _structure(model):
+    """One line on the model's trees: boosted trees, a BudgetRF forest or a CSTC tree."""
+    booster = getattr(model, "booster_", None)
+    if hasattr(model, "trees_"):  # BudgetRF
+        nodes = sum(tree["feature"].size for tree in model.trees_)
+        splits = sum(int(np.count_nonzero(tree["feature"] >= 0)) for tree in model.trees_)
+        return (f"{len(model.trees_)} trees (BudgetRF forest), {splits} splits, "
+                f"{nodes - splits} leaves")
+    if hasattr(model, "children_"):  # CSTC
+        feature_map = ("the raw features (identity map)" if booster is None else
+                       f"{booster.n_trees} regression trees")
+        return f"{model.n_nodes_} classifier nodes (CSTC tree) on {feature_map}"
+    trees = booster.tree_statistics()
+    return (f"{booster.n_trees} ({booster.n_iterations} iterations x {booster.n_outputs} "
+            f"output(s)), {trees['n_splits']} splits, {trees['n_leaves']} leaves, depth <= "
+            f"{trees['max_depth']}")
+
+
 def _cmd_info(args):
     model = load_model(args.model)
-    booster = model.booster_
-    trees = booster.tree_statistics()
     params = model.get_params()
     print(f"model:      {args.model} ({type(model).__name__})")
     if hasattr(model, "classes_"):
         print(f"classes:    {', '.join(str(c) for c in np.asarray(model.classes_).tolist())}")
-    print(f"trees:      {booster.n_trees} ({booster.n_iterations} iterations x "
-          f"{booster.n_outputs} output(s)), {trees['n_splits']} splits, {trees['n_leaves']} leaves, "
-          f"depth <= {trees['max_depth']}")
+    print(f"trees:      {_structure(model)}")
     print("parameters: " + ", ".join(f"{name}={params[name]}" for name in
                                      ("cost_tradeoff", "split_cost", "n_estimators", "max_leaves",
-                                      "learning_rate") if name in params))
-    used = booster.features_used()
+                                      "learning_rate", "budget", "max_depth") if name in params))
     if not isinstance(model, PixelClassifier):
-        print(f"features:   {used.size} of {booster.n_features} used: "
+        used = np.asarray(model.features_used())
+        print(f"features:   {used.size} of {model.n_features_in_} used: "
               f"{', '.join(str(i) for i in used)}")
         return 0
+    used = model.booster_.features_used()
     bank = model.bank_
     for line in tradeoff_lines(model):
         print(line)
     print(f"images:     {model.n_channels_} channel(s); features preset/list: "
           f"{params['features'] if isinstance(params['features'], str) else 'custom'}")
+    units = model.intensity_
+    print("intensity:  " + ("normalised by each frame's dtype (saved before intensities were "
+                            "recorded)" if units is None else
+                            f"trained on {units.dtype.name} frames with values "
+                            f"{units.low:g}..{units.high:g}"))
     print(f"features:   {used.size} of {len(bank)} candidates used; modelled whole-image cost "
           f"{model.feature_cost_per_pixel_:.2f} operations per pixel")
     for index in used:

@@ -1,7 +1,9 @@
 """The ``msclassify`` parser and entry point: one line per error, exit status 1 (130 on Ctrl-C)."""
 
 import argparse
+import os
 import sys
+import warnings
 
 from ..io import FrameReadError, FrameWriteError
 from ..modelfile import ModelFileError
@@ -37,8 +39,31 @@ def _one_line(exc):
     return " ".join(str(exc).split()) or type(exc).__name__
 
 
+def _warning_printer(command):
+    """``warnings.showwarning`` that prints one line: ``msclassify CMD: warning: ...``."""
+    def show(message, category, filename, lineno, file=None, line=None):
+        print(f"{PROG} {command}: warning: {_one_line(message)}", file=file or sys.stderr,
+              flush=True)
+    return show
+
+
+def _quiet_stdout():
+    """Point stdout at /dev/null: its reader is gone (``| head``), and Python would
+    complain once more when it flushes stdout at exit."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
 def main(argv=None):
     """Run ``msclassify`` with ``argv`` (default ``sys.argv[1:]``); return the exit status.
+
+    Errors print one line (``msclassify CMD: error: ...``) and give status 1,
+    warnings one line each (``msclassify CMD: warning: ...``); Ctrl-C gives
+    status 130 and a closed output pipe (``| head``) status 0, both without a
+    traceback.
 
     Examples
     --------
@@ -46,7 +71,7 @@ def main(argv=None):
     >>> with contextlib.redirect_stderr(io.StringIO()) as stderr:
     ...     status = main(["info", "missing.msc"])
     >>> status, stderr.getvalue().strip()
-    (1, 'msclassify info: error: model file missing.msc does not exist')
+    (1, 'msclassify info: error: model file missing.msc does not exist; check the path')
     """
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -55,22 +80,28 @@ def main(argv=None):
         return 2
     if getattr(args, "format", None) == "tif":
         args.format = "tiff"
-    try:
-        return args.run(args)
-    except KeyboardInterrupt:
-        print(f"{PROG} {args.command}: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    except (CommandError, FrameReadError, FrameWriteError, ModelFileError) as exc:
-        if args.traceback:
-            raise
-        print(f"{PROG} {args.command}: error: {_one_line(exc)}", file=sys.stderr)
-        return EXIT_ERROR
-    except (ValueError, TypeError, OSError) as exc:
-        # Raised by the library for bad input (e.g. labels of one class only); the
-        # message says what was wrong, --traceback says where.
-        if args.traceback:
-            raise
-        print(f"{PROG} {args.command}: error: {_one_line(exc)} (run with --traceback for "
-              "details)", file=sys.stderr)
-        return EXIT_ERROR
-
+    with warnings.catch_warnings():
+        warnings.showwarning = _warning_printer(args.command)
+        try:
+            status = args.run(args)
+            sys.stdout.flush()  # a closed pipe shows here, not at exit
+            return status
+        except KeyboardInterrupt:
+            print(f"{PROG} {args.command}: interrupted", file=sys.stderr)
+            return EXIT_INTERRUPTED
+        except BrokenPipeError:
+            _quiet_stdout()
+            return 0
+        except (CommandError, FrameReadError, FrameWriteError, ModelFileError) as exc:
+            if args.traceback:
+                raise
+            print(f"{PROG} {args.command}: error: {_one_line(exc)}", file=sys.stderr)
+            return EXIT_ERROR
+        except (ValueError, TypeError, OSError) as exc:
+            # Raised by the library for bad input (e.g. labels of one class only); the
+            # message says what was wrong, --traceback says where.
+            if args.traceback:
+                raise
+            print(f"{PROG} {args.command}: error: {_one_line(exc)} (run with --traceback for "
+                  "details)", file=sys.stderr)
+            return EXIT_ERROR

@@ -1,6 +1,7 @@
 """``msclassify predict``: every frame of a video, stack or folder, resumable, here or on Dask."""
 
 import contextlib
+import dataclasses
 import sys
 import time
 from pathlib import Path
@@ -18,7 +19,10 @@ def add_predict_command(commands, quiet):
         "predict", parents=[quiet], help="predict every frame of a video, stack or folder",
         description="Predict label images for every frame. Frames are streamed and each output "
                     "frame is written atomically; re-running the same command resumes after "
-                    "the frames already written (they are verified, not redone).")
+                    "the frames already written (they are verified, not redone). The output "
+                    "records what made it (the model file's digest, the input's size, frame "
+                    "count and fingerprint, --frames, --probabilities): a run with anything "
+                    "else is refused; start over with --overwrite or choose another -o.")
     predict.add_argument("model", help="model file from msclassify train")
     predict.add_argument("input", help="video (mp4, avi, ...), multi-page TIFF, image folder or "
                                        "quoted glob such as 'frames/*.png'")
@@ -50,6 +54,10 @@ def add_predict_command(commands, quiet):
                          help="predict on an existing Dask cluster, e.g. tcp://host:8786")
     predict.add_argument("--chunk-size", type=positive_int, default=4, metavar="N",
                          help="frames per Dask task (default: %(default)s)")
+    predict.add_argument("--overwrite", action="store_true",
+                         help="delete an existing output of msclassify at -o first and start "
+                              "over (by default a matching output is resumed and any other "
+                              "refused)")
     predict.set_defaults(run=_cmd_predict)
 
 
@@ -87,11 +95,15 @@ def _cmd_predict(args):
         selection = _parse_frames(args.frames, len(source), args.input)
         classes = np.asarray(model.classes_)
         export = _frame_export(args, classes)
+        provenance = batch.prediction_provenance(args.model, source, selection,
+                                                 args.probabilities)
+        provenance["export"] = dataclasses.asdict(export)
         try:
             writer = open_export(args.output, len(selection), source.shape[:2], export, classes,
                                  names=[source.name(i) for i in selection],
                                  n_classes=classes.size if args.probabilities else None,
-                                 format="tiff" if args.format == "tif" else args.format)
+                                 format="tiff" if args.format == "tif" else args.format,
+                                 provenance=provenance, overwrite=args.overwrite)
         except ValueError as exc:
             raise CommandError(str(exc)) from None
         with writer:
@@ -130,7 +142,7 @@ def _run_prediction(args, model, source, writer, selection, todo):
             import distributed  # noqa: F401
         except ImportError:
             raise CommandError("--workers and --scheduler need Dask: pip install "
-                               "'dask[distributed]'") from None
+                               "'msclassify[dask]'") from None
         model_bytes = Path(args.model).read_bytes()
         cluster = (batch.local_cluster(args.workers) if args.workers is not None
                    else batch.connect(args.scheduler))

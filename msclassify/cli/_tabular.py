@@ -33,12 +33,13 @@ from ..budget import check_budget, with_feature_costs
 from ..cegb import CEGBClassifier
 from ..io import write_atomically
 from ..metrics import precision_at_k
-from ..modelfile import load_model
+from ..modelfile import check_model_path, load_model
 from ..plotting import cost_sweep_figure
 from ..tabular import (DEFAULT_COST_TRADEOFFS, FILE_FORMATS, check_trainable, cost_sweep,
-                      load_feature_costs, load_table, load_train_test, parse_cost_tradeoffs,
-                      score_model, training_targets)
-from ._common import CommandError, positive_int, progress, say, training_callback, write_png
+                      load_feature_costs, load_table_for_model, load_train_test,
+                      parse_cost_tradeoffs, score_model, training_targets)
+from ._common import (CommandError, make_output_folder, positive_int, progress, say,
+                      training_callback, write_png)
 
 __all__ = ["add_tabular_commands"]
 
@@ -113,7 +114,8 @@ _TRAIN_OPTIONS = ("split_cost", "trees", "leaves", "learning_rate", "min_samples
 
 
 def _cmd_train(args):
-    output = _check_output_file(args.output, "model")
+    output = Path(args.output)
+    check_model_path(output)  # before training, not after it
     if args.validation is None and not 0 <= args.validation_fraction < 1:
         raise CommandError(f"--validation-fraction must be in [0, 1), got "
                            f"{args.validation_fraction}")
@@ -184,11 +186,8 @@ def _cmd_evaluate(args):
     model = _load_tabular_model(args.model)
     json_path = None if args.json is None else _check_output_file(args.json, "scores")
     n_features = model.n_features_in_
-    data = load_table(args.data, args.format, label_column=args.label_column,
-                      n_features=n_features)
-    if data.n_features != n_features:
-        raise CommandError(f"{args.data} has {data.n_features} features but {args.model} was "
-                           f"trained on {n_features}; evaluate data of the same columns")
+    data = load_table_for_model(args.data, n_features, model.features_used(), args.format,
+                                label_column=args.label_column)
     if args.costs is not None:
         model = with_feature_costs(model, load_feature_costs(args.costs, n_features))
     cost = model.prediction_cost(data.X)
@@ -248,6 +247,9 @@ def _print_table(sweep):
 
 def _cmd_sweep(args):
     output = _check_output_folder(args.output)
+    if args.test is None and not 0 < args.test_fraction < 1:
+        raise CommandError(f"--test-fraction must be in (0, 1), got {args.test_fraction}: the "
+                           "sweep scores every model on held-out rows (or give --test FILE)")
     try:
         tradeoffs = parse_cost_tradeoffs(args.cost_tradeoffs)
     except ValueError as exc:
@@ -272,7 +274,7 @@ def _cmd_sweep(args):
                 "cost_tradeoffs": tradeoffs, **params,
                 "n_train": train.n_samples, "n_test": test.n_samples,
                 "n_features": train.n_features}
-    output.mkdir(parents=True, exist_ok=True)
+    make_output_folder(output)
     _write_json(output / "sweep.json", {"settings": settings, **sweep.to_dict()})
     write_png(output / "sweep.png", cost_sweep_figure(
         sweep, f"{Path(args.data).name}: {sweep.task}, {test.n_samples} test rows"))

@@ -7,8 +7,10 @@ from pathlib import Path
 import numpy as np
 
 from ..io import read_training_frames
+from ..modelfile import check_model_path
 from ..pixel import PixelClassifier
-from ._common import CommandError, progress, say, tradeoff_lines, training_callback
+from ._common import progress, say, tradeoff_lines, training_callback
+
 
 def cost_tradeoff_value(text):
     """``--cost-tradeoff``: ``auto`` or a number."""
@@ -101,9 +103,7 @@ def _add_model_options(parser):
 
 def _cmd_train(args):
     output = Path(args.output)
-    if not output.parent.is_dir():
-        raise CommandError(f"cannot save the model to {output}: folder {output.parent} does not "
-                           "exist; create it or choose another path with -o")
+    check_model_path(output)  # before training, not after it
     frames, labels = read_training_frames(args.images, args.labels, as_gray=args.gray)
     params = {name: getattr(args, name) for name in (*_MODEL_OPTIONS, *_MODEL_FLAGS)
               if hasattr(args, name)}

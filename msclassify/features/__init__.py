@@ -32,9 +32,9 @@ Examples
 
 from ._bank import FeatureBank, FeatureLevels
 from ._cache import FeatureCache
-from ._pyramid import PyramidImage, as_frame_stack
+from ._pyramid import PyramidImage, as_frame_stack, intensity_scale
 from ._specs import FILTERS, N_LEVELS, PRESETS, FeatureSpec, make_id, modelled_batch_cost, parse_id
 
 __all__ = ["FILTERS", "N_LEVELS", "PRESETS", "FeatureBank", "FeatureCache", "FeatureLevels",
            "FeatureSpec",
-           "PyramidImage", "as_frame_stack", "make_id", "modelled_batch_cost", "parse_id"]
+           "PyramidImage", "as_frame_stack", "intensity_scale", "make_id", "modelled_batch_cost", "parse_id"]

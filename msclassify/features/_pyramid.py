@@ -12,7 +12,9 @@ Conventions
 * Intensities are normalised by dtype, so a model trained on uint8 frames works
   on the same frames in any later session: unsigned and signed integers are
   divided by their dtype's maximum (uint8 by 255, uint16 by 65535), bool maps to
-  0/1, floats are used as they are.
+  0/1, floats are used as they are (`intensity_scale`). ``PyramidImage`` takes
+  another factor when asked (a pixel model reads frames of another dtype in the
+  units of its training frames: `msclassify.pixel.IntensityRange`).
 * The frame is padded at the bottom and right to a multiple of 8 by half-sample
   symmetric reflection (numpy ``mode="symmetric"``: ``... b a | a b ...``, the
   same rule as scipy.ndimage's ``mode="reflect"`` that every filter uses at its
@@ -108,14 +110,23 @@ def as_frame_stack(data, channel_axis="auto"):
     return frames
 
 
-def _intensity_scale(dtype):
+def intensity_scale(dtype):
+    """The factor that normalises intensities of ``dtype`` (module docstring): 1/max for
+    integers (uint8: 1/255), 1 for bool and floats.
+
+    Examples
+    --------
+    >>> intensity_scale(np.uint8) == 1 / 255, intensity_scale(np.float32)
+    (True, 1.0)
+    """
     if np.issubdtype(dtype, np.integer):
         return 1.0 / np.iinfo(dtype).max
     return 1.0
 
 
-def _as_frame(image, channel_axis):
-    """Validated ``(H, W, C)`` array numba can read, and its intensity scale."""
+def _as_frame(image, channel_axis, scale=None):
+    """Validated ``(H, W, C)`` array numba can read, and its intensity scale (given, or
+    by its dtype)."""
     if isinstance(image, PyramidImage):
         raise TypeError("image is already a PyramidImage; pass it where a pyramid is accepted")
     image = _check_array(image, "image")
@@ -132,7 +143,7 @@ def _as_frame(image, channel_axis):
                          "time stacks into frames with as_frame_stack")
     if 0 in image.shape:
         raise ValueError(f"image is empty (shape {image.shape[:2]} with {image.shape[2]} channels)")
-    scale = _intensity_scale(image.dtype)
+    scale = intensity_scale(image.dtype) if scale is None else float(scale)
     if image.dtype == bool:
         image = image.view(np.uint8)
     elif image.dtype == np.float16:
@@ -176,6 +187,9 @@ class PyramidImage:
         Normalisation and padding are described in the module docstring.
     channel_axis : int, optional
         Axis of a 3-D image that holds channels (default last).
+    intensity_scale : float, optional
+        Multiply intensities by this instead of normalising them by dtype, e.g.
+        to read float frames in the units of a model's uint8 training frames.
 
     Attributes
     ----------
@@ -194,8 +208,8 @@ class PyramidImage:
     2.5
     """
 
-    def __init__(self, image, channel_axis=-1):
-        self._image, self._scale = _as_frame(image, channel_axis)
+    def __init__(self, image, channel_axis=-1, intensity_scale=None):
+        self._image, self._scale = _as_frame(image, channel_axis, intensity_scale)
         height, width, self.n_channels = self._image.shape
         self.shape = (height, width)
         self.padded_shape = (-(-height // BLOCK) * BLOCK, -(-width // BLOCK) * BLOCK)

@@ -10,6 +10,8 @@ blocks and computes only the features the model uses. The pieces:
     tree evaluation on pyramid blocks, coarse to fine
 `UnlabelledPixels`, `jittered_grid`
     semi-supervised training (GRBB on unlabelled pixels of the scribbled frames)
+`IntensityRange`
+    the units of the training frames' intensities, in which every frame is read
 `load_pixel_model`, `check_channels`
     a saved classifier, checked to be one and to fit the frames at hand
 `predict_frame`, `FramePrediction`, `most_probable`, `label_dtype`
@@ -35,10 +37,12 @@ from ._apply import FramePrediction, label_dtype, most_probable, predict_frame
 from ._classifier import (ImageCost, PixelClassifier, check_channels, load_pixel_model,
                           training_set)
 from ._export import EXPORT_FORMATS, EXPORT_KINDS, FrameExport, TiffStackWriter, open_export
+from ._intensity import IntensityRange
 from ._multiscale import MultiscaleResult, predict_multiscale
 from ._semi_supervised import UnlabelledPixels, jittered_grid
 
 __all__ = ["EXPORT_FORMATS", "EXPORT_KINDS", "FrameExport", "FramePrediction", "ImageCost",
-           "MultiscaleResult", "PixelClassifier", "TiffStackWriter", "UnlabelledPixels",
-           "check_channels", "jittered_grid", "label_dtype", "load_pixel_model", "most_probable",
-           "open_export", "predict_frame", "predict_multiscale", "training_set"]
+           "IntensityRange", "MultiscaleResult", "PixelClassifier", "TiffStackWriter",
+           "UnlabelledPixels", "check_channels", "jittered_grid", "label_dtype",
+           "load_pixel_model", "most_probable", "open_export", "predict_frame",
+           "predict_multiscale", "training_set"]

@@ -15,10 +15,12 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..cegb import Booster, class_probabilities, train
 from ..checks import as_seed, check_int, check_number
-from ..features import FeatureBank, FeatureCache, FeatureSpec
+from ..features import FeatureBank, FeatureCache, FeatureSpec, PyramidImage
 from ..graph import check_graph_params
-from ..modelfile import ModelFileError, estimator_params, load_model, write_model
+from ..modelfile import (ModelFileError, estimator_params, load_model, model_classes,
+                         model_number, write_model)
 from ._apply import most_probable
+from ._intensity import IntensityRange
 from ._multiscale import predict_multiscale
 from ._semi_supervised import UnlabelledPixels
 from ._tradeoff import auto_tradeoff, read_tradeoff_record, tradeoff_record
@@ -145,6 +147,11 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         modelled operations) and ``features_used``; None for a given value.
     tradeoff_reason_ : str
         One sentence saying why ``cost_tradeoff_`` was chosen (or that it was given).
+    intensity_ : IntensityRange or None
+        The dtype and value range of the training frames: every frame is read in
+        their units, and a frame that cannot be in them is refused (ValueError)
+        instead of labelled wrongly (see `msclassify.pixel.IntensityRange`). None
+        for models saved before it was recorded: frames are normalised by dtype.
 
     Notes
     -----
@@ -289,6 +296,7 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         n_channels = _frame_channels(pairs[0][0])
         if any(_frame_channels(frame) != n_channels for frame, _ in pairs):
             raise ValueError("all training frames must have the same number of channels")
+        intensity = IntensityRange.of_frames([frame for frame, _ in pairs])
         bank = _make_bank(self.features, n_channels)
         seed = as_seed(self.random_state)
         rng = np.random.default_rng(seed)
@@ -309,6 +317,7 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         self.bank_ = bank
         self.classes_ = classes
         self.n_channels_ = n_channels
+        self.intensity_ = intensity
         params = {name: getattr(self, name) for name in _CEGB_PARAMS}
         params["random_state"] = seed
         params["feature_batch_costs"] = bank.batch_costs() * pixels_per_image
@@ -375,9 +384,16 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
                              f"got shape {shape}; predict the frames of a stack one at a time")
         return image
 
+    def _pyramid(self, image):
+        """``image`` as a `PyramidImage` in the units of the training frames (`intensity_`)."""
+        image = self._check_frame(image)
+        if self.intensity_ is None:  # a model saved before intensities were recorded
+            return PyramidImage(image)
+        return PyramidImage(image, intensity_scale=self.intensity_.scale_for(image))
+
     def _predict(self, image, strategy="multiscale", output="raw", cost_map=False):
         """Raw scores, probabilities or classes of one frame (see `predict_multiscale`)."""
-        image = self._check_frame(image)
+        image = self._pyramid(image)
         if strategy not in _STRATEGIES:
             raise ValueError(f"strategy must be one of {_STRATEGIES}, got {strategy!r}")
         if strategy == "per_pixel":
@@ -486,31 +502,50 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
                 "n_channels": self.n_channels_,
                 "tradeoff": tradeoff_record(self.cost_tradeoff_, self.tradeoff_path_,
                                             self.tradeoff_reason_)}
+        if self.intensity_ is not None:
+            meta["intensity"] = self.intensity_.to_dict()
         write_model(path, _MODEL_KIND, meta, arrays)
 
     @classmethod
     def _from_model_file(cls, meta, arrays):
-        clf = cls(**meta["params"])
+        params = meta.get("params")
+        if not isinstance(params, dict):
+            raise ModelFileError("params must be a JSON object")
+        clf = cls(**params)
         try:
-            clf.bank_ = FeatureBank.from_dict(meta["bank"])
-        except ValueError as exc:
-            raise ModelFileError(f"model file holds an unusable feature bank: {exc}") from None
-        clf.booster_ = Booster.from_model_file(meta["booster"], arrays)
+            clf.bank_ = FeatureBank.from_dict(meta.get("bank"))
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            raise ModelFileError(f"it holds an unusable feature bank: {exc}") from None
+        clf.booster_ = Booster.from_model_file(meta.get("booster"), arrays,
+                                               ("binary", "multiclass"))
         if clf.booster_.n_features != len(clf.bank_):
-            raise ModelFileError(f"model file is inconsistent: the trees use "
-                                 f"{clf.booster_.n_features} features, the bank has "
-                                 f"{len(clf.bank_)}")
-        clf.classes_ = np.asarray(meta["classes"], dtype=np.dtype(meta["classes_dtype"]))
-        if clf.classes_.shape != (max(clf.booster_.n_outputs, 2),):
-            raise ModelFileError(f"model file is inconsistent: {clf.classes_.size} classes for "
-                                 f"{clf.booster_.n_outputs} model output(s)")
-        clf.n_channels_ = int(meta["n_channels"])
+            raise ModelFileError(f"the trees use {clf.booster_.n_features} features, the bank "
+                                 f"has {len(clf.bank_)}")
+        n_outputs = clf.booster_.n_outputs
+        try:
+            clf.classes_ = model_classes(meta, max(n_outputs, 2), positive_integers=True)
+        except ModelFileError as exc:
+            if isinstance(meta.get("classes"), list) and \
+                    len(meta["classes"]) != max(n_outputs, 2):
+                raise ModelFileError(f"{len(meta['classes'])} classes for {n_outputs} model "
+                                     "output(s)") from None
+            raise exc from None
+        clf.n_channels_ = model_number(meta, "n_channels", integer=True, low=1)
+        if clf.n_channels_ != clf.bank_.n_channels:
+            raise ModelFileError(f"n_channels is {clf.n_channels_} but the feature bank is for "
+                                 f"{clf.bank_.n_channels}-channel images")
+        clf.intensity_ = None  # saved before intensities were recorded: normalised by dtype
+        if "intensity" in meta:
+            try:
+                clf.intensity_ = IntensityRange.from_dict(meta["intensity"])
+            except ValueError as exc:
+                raise ModelFileError(str(exc)) from None
         try:
             requested, _ = clf._check_tradeoff_params()
             clf.cost_tradeoff_, clf.tradeoff_path_, clf.tradeoff_reason_ = read_tradeoff_record(
                 meta.get("tradeoff"), requested)
         except (TypeError, ValueError) as exc:
-            raise ModelFileError(f"model file holds an invalid cost tradeoff: {exc}") from None
+            raise ModelFileError(f"it holds an invalid cost tradeoff: {exc}") from None
         clf._prepare()
         return clf
 

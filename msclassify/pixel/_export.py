@@ -172,15 +172,16 @@ class TiffStackWriter:
     (2, 2, 3)
     """
 
-    def __init__(self, path, n_frames, frame_shape, dtype):
+    def __init__(self, path, n_frames, frame_shape, dtype, *, overwrite=False):
         self.path = Path(path)
         self.n_frames = int(n_frames)
         self.frame_shape = tuple(int(size) for size in frame_shape)
         self.dtype = np.dtype(dtype)
         self._next = 0
-        if self.path.exists():
+        if self.path.is_dir() or (self.path.exists() and not overwrite):
             raise FrameWriteError(f"{self.path} already exists; choose another file name or "
-                                  "delete it (a TIFF stack is written in one go, not resumed)")
+                                  "replace it (overwrite=True; msclassify predict --overwrite) (a TIFF stack is written in one "
+                                  "go, not resumed)")
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             fd, temporary = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp",
@@ -277,7 +278,7 @@ class _ExportWriter:
 
 
 def open_export(path, n_frames, frame_shape, export, classes, *, names=None, format="tiff",
-                n_classes=None):
+                n_classes=None, provenance=None, overwrite=False):
     """Open an output that writes `FrameExport` ``export`` of each predicted frame.
 
     Parameters
@@ -297,6 +298,11 @@ def open_export(path, n_frames, frame_shape, export, classes, *, names=None, for
     n_classes : int, optional
         Also store all class probabilities per frame (``labels`` export to a
         folder or zarr store only).
+    provenance : dict, optional
+        What makes the frames, recorded by a folder or zarr store so that only
+        the same prediction resumes (see `msclassify.io.open_writer`).
+    overwrite : bool, default False
+        Replace an existing output msclassify wrote at ``path``.
 
     Returns
     -------
@@ -324,8 +330,9 @@ def open_export(path, n_frames, frame_shape, export, classes, *, names=None, for
                          "folder or zarr store; export one class's probability instead")
     dtype = export.dtype(classes)
     if format == "tiff-stack":
-        writer = TiffStackWriter(path, n_frames, frame_shape, dtype)
+        writer = TiffStackWriter(path, n_frames, frame_shape, dtype, overwrite=overwrite)
     else:
         writer = open_writer(path, n_frames, frame_shape, dtype=dtype, names=names,
-                             n_classes=n_classes, format=format)
+                             n_classes=n_classes, format=format, provenance=provenance,
+                             overwrite=overwrite)
     return _ExportWriter(writer, export, classes, keep_probabilities=n_classes is not None)

@@ -28,9 +28,11 @@ from pathlib import Path
 import numpy as np
 
 from ..checks import check_int
+from ..modelfile import model_digest
 from ._apply import predict_frame
 
-__all__ = ["BatchError", "available_cores", "connect", "local_cluster", "predict_to_writer"]
+__all__ = ["BatchError", "available_cores", "connect", "local_cluster", "predict_to_writer",
+           "prediction_provenance"]
 
 # Frames per Dask task: large enough that scheduling overhead (~ms) is small
 # next to a prediction (~0.1 s for 1024x1024), small enough to balance load.
@@ -128,6 +130,38 @@ def predict_to_writer(model, source, writer, todo, *, frame_index=None, probabil
                          "content), which are shipped to the workers")
     return _predict_on_cluster(client, model_bytes, source, writer, todo, frame_index,
                                probabilities, chunk_size, on_frame)
+
+
+def prediction_provenance(model_path, source, frame_index, probabilities):
+    """What makes the frames of a batch prediction, for its output's record (`open_writer`).
+
+    Parameters
+    ----------
+    model_path : str or Path
+        The model file; recorded by its SHA-256, so a re-saved identical model matches.
+    source : msclassify.io.FrameSource
+        The input; recorded by `FrameSource.identity` (size, frame count, frame shape
+        and dtype, a fingerprint of its content).
+    frame_index : range
+        The input frames predicted (``--frames``).
+    probabilities : bool
+        Whether probabilities are written too.
+
+    Returns
+    -------
+    dict
+        ``model``, ``input``, ``frames`` ([start, stop, step]) and ``probabilities``.
+        Paths are recorded for messages only: a moved model or input of the same
+        content resumes.
+    """
+    frames = range(len(source))[frame_index] if isinstance(frame_index, slice) else frame_index
+    if not isinstance(frames, range):
+        raise TypeError(f"frame_index must be a range or a slice, got {type(frame_index).__name__}")
+    return {"model": {"path": str(Path(model_path).absolute()),
+                      "sha256": model_digest(model_path)},
+            "input": source.identity(),
+            "frames": [frames.start, frames.stop, frames.step],
+            "probabilities": bool(probabilities)}
 
 
 class _Identity:

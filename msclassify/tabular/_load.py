@@ -11,13 +11,15 @@ from pathlib import Path
 import numpy as np
 from sklearn.model_selection import GroupShuffleSplit, train_test_split
 
+from ..checks import file_problem
 from ._costs import load_feature_costs
 from ._csv import load_csv
 from ._data import TabularData
 from ._miniboone import load_miniboone
 from ._svmlight import load_svmlight
 
-__all__ = ["FILE_FORMATS", "load_table", "load_train_test", "split_train_test"]
+__all__ = ["FILE_FORMATS", "load_table", "load_table_for_model", "load_train_test",
+           "split_train_test"]
 
 FILE_FORMATS = ("auto", "svmlight", "miniboone", "csv")
 
@@ -67,8 +69,9 @@ def load_table(path, file_format="auto", *, label_column="label", n_features=Non
     """
     if file_format not in FILE_FORMATS:
         raise ValueError(f"file_format must be one of {FILE_FORMATS}, got {file_format!r}")
-    if not Path(path).is_file():
-        raise ValueError(f"data file {path} does not exist")
+    problem = file_problem(path)
+    if problem:
+        raise ValueError(f"data file {path} {problem}")
     if file_format == "auto":
         file_format = _sniff_format(path)
     if file_format == "csv":
@@ -180,18 +183,74 @@ def load_train_test(train_path, test_path=None, cost_path=None, file_format="aut
     (7, 3, [1.0, 9.0])
     """
     costs = load_feature_costs(cost_path) if cost_path else None
-    n_features = None if costs is None else costs.size
-    train = load_table(train_path, file_format, label_column=label_column, n_features=n_features)
-    if costs is not None and costs.size != train.n_features:
-        raise ValueError(f"the cost file {cost_path} holds {costs.size} costs but the data has "
-                         f"{train.n_features} features; give one cost per feature, in order")
+    train = load_table(train_path, file_format, label_column=label_column)
     test = None
     if test_path:
         test = load_table(test_path, file_format, label_column=label_column,
                           n_features=train.n_features)
-    if costs is not None and (file_format if file_format != "auto"
-                              else _sniff_format(train_path)) == "svmlight":
-        _check_costs_fit_features(costs, cost_path, train, test, train_path, test_path)
+    if costs is not None:
+        if _is_svmlight(train_path, file_format):
+            _check_costs_fit_features(costs, cost_path, train, test, train_path, test_path)
+        if costs.size != train.n_features:
+            raise ValueError(f"the cost file {cost_path} holds {costs.size} costs but "
+                             f"{train_path} has {train.n_features} features; give one cost per "
+                             "feature, in feature order")
     if not test_path and test_fraction != 0:
         train, test = split_train_test(train, test_fraction, random_state)
     return train, test, costs
+
+
+def _is_svmlight(path, file_format):
+    return (file_format if file_format != "auto" else _sniff_format(path)) == "svmlight"
+
+
+def _with_columns(data, n_features):
+    """``data`` with zero columns appended up to ``n_features`` (svmlight ids absent from
+    every line), named like the loader names them."""
+    extra = n_features - data.n_features
+    X = np.hstack([data.X, np.zeros((data.n_samples, extra))])
+    names = data.feature_names + tuple(f"f{column + 1}" for column in range(data.n_features,
+                                                                            n_features))
+    return TabularData(np.ascontiguousarray(X), data.y, data.qid, names)
+
+
+def load_table_for_model(path, n_features, used_features, file_format="auto", *,
+                         label_column="label"):
+    """Load data to score a model trained on ``n_features`` columns that splits on ``used_features``.
+
+    An svmlight file may leave out its last feature ids on every line (they read as
+    0), so it may have fewer columns than the model: that is fine as long as the model
+    never looks at the missing ones. Otherwise the model would score zeros in place
+    of real features, which is refused.
+
+    Raises
+    ------
+    ValueError
+        Naming the file: more columns than the model, fewer columns in a CSV or
+        MiniBooNE file, or an svmlight file without features the model uses.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "test.svm")
+    >>> _ = open(path, "w").write("1 1:0.5 2:1\\n0 1:0.25\\n")
+    >>> load_table_for_model(path, 4, [0, 1]).X.shape
+    (2, 4)
+    >>> load_table_for_model(path, 4, [0, 3])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    ValueError: ...holds feature ids up to 2 ... but the model splits on feature 4 ...
+    """
+    data = load_table(path, file_format, label_column=label_column)
+    if data.n_features == n_features:
+        return data
+    if data.n_features > n_features or not _is_svmlight(path, file_format):
+        raise ValueError(f"{path} has {data.n_features} features but the model was trained on "
+                         f"{n_features}; give data of the same columns")
+    missing = [int(f) for f in np.asarray(used_features) if f >= data.n_features]
+    if missing:
+        raise ValueError(f"{path} holds feature ids up to {data.n_features} (svmlight: an id a "
+                         f"line leaves out reads as 0) but the model splits on feature "
+                         f"{max(missing) + 1} of its {n_features}: it would score zeros in its "
+                         "place; give data with the same features as the training data")
+    return _with_columns(data, n_features)

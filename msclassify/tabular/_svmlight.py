@@ -1,5 +1,6 @@
 """svmlight / LETOR files (``label [qid:q] fid:value ... # comment``) and ``.query`` files."""
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -79,6 +80,33 @@ def _explain_svmlight_error(path, zero_based, n_features):
                 return f"{where}: feature id {fid} does not fit n_features={n_features}"
             previous = fid
     return None
+
+
+def _memory_bytes():
+    """Physical memory of this machine (a bound on any table loaded here)."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):  # not on Linux/macOS
+        return 2**36
+
+
+def _check_dense_size(path, sparse, zero_based):
+    """ValueError naming the line of the largest feature id if the dense table cannot fit.
+
+    The table is dense (N x largest id): one stray id of 2e9 would ask for hundreds of GiB.
+    """
+    n_rows, n_columns = sparse.shape
+    needed = n_rows * n_columns * 8
+    if needed <= _memory_bytes() // 2:
+        return
+    row = int(np.searchsorted(sparse.indptr, int(np.argmax(sparse.indices)), side="right") - 1) \
+        if sparse.nnz else 0
+    line = next((number for index, (number, _) in enumerate(data_lines(path)) if index == row),
+                "?")
+    largest = n_columns - 1 + (0 if zero_based else 1)
+    raise ValueError(f"svmlight file {path}, line {line}: feature id {largest} makes a dense "
+                     f"table of {n_rows} x {n_columns} values ({needed / 2**30:.0f} GiB), more "
+                     "than this machine's memory; check that line (a stray or corrupt id?)")
 
 
 def _first_line_without_qid(path):
@@ -167,6 +195,7 @@ def load_svmlight(path, n_features=None, query_file="auto", zero_based=False, ab
         else:
             qid = from_sizes
 
+    _check_dense_size(path, sparse, zero_based)
     if absent == 0:
         X = sparse.toarray()
     else:  # sklearn keeps explicit "fid:0" entries, so only truly absent ids get `absent`

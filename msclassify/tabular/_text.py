@@ -10,12 +10,15 @@ from pathlib import Path
 
 import numpy as np
 
+from ..checks import file_problem
 
 def check_file(path, what="data file"):
-    """``path`` as a Path, or FileNotFoundError saying which file is missing."""
+    """``path`` as a Path, or FileNotFoundError saying which file is missing or not a file
+    (a folder, a FIFO, a device: reading one would fail or block)."""
     path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"{what} {path} does not exist (or is not a file)")
+    problem = file_problem(path)
+    if problem:
+        raise FileNotFoundError(f"{what} {path} {problem}")
     return path
 
 
