@@ -202,6 +202,20 @@ def test_resume_refuses_an_output_of_another_video(fx, tmp_path, capsys):
     assert status == 1 and "made by something else: input: clip.mp4" in one_error(err)
 
 
+def test_resume_refuses_an_output_of_another_export(fx, tmp_path, capsys):
+    paths, _ = fx
+    out = tmp_path / "out"
+    assert cli(capsys, "predict", paths["model_a"], paths["video"], "-o", out, "-q",
+               "--export", "mask", "--class", "2")[0] == 0
+    for args in ((), ("--export", "mask", "--class", "1"),
+                 ("--export", "instances", "--class", "2")):
+        status, _, err = cli(capsys, "predict", paths["model_a"], paths["video"], "-o", out, *args)
+        assert status == 1 and "made by something else: export:" in one_error(err)
+    status, text, _ = cli(capsys, "predict", paths["model_a"], paths["video"], "-o", out,
+                          "--export", "mask", "--class", "2")
+    assert status == 0
+
+
 def test_a_half_finished_output_is_not_finished_by_another_model(fx, tmp_path, capsys):
     paths, _ = fx
     out = tmp_path / "out"

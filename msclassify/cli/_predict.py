@@ -1,7 +1,6 @@
 """``msclassify predict``: every frame of a video, stack or folder, resumable, here or on Dask."""
 
 import contextlib
-import dataclasses
 import sys
 import time
 from pathlib import Path
@@ -96,8 +95,7 @@ def _cmd_predict(args):
         classes = np.asarray(model.classes_)
         export = _frame_export(args, classes)
         provenance = batch.prediction_provenance(args.model, source, selection,
-                                                 args.probabilities)
-        provenance["export"] = dataclasses.asdict(export)
+                                                 args.probabilities, export)
         try:
             writer = open_export(args.output, len(selection), source.shape[:2], export, classes,
                                  names=[source.name(i) for i in selection],

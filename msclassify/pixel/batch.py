@@ -16,6 +16,7 @@ machine's cores as Numba threads: ``cores // workers on the host``.
 """
 
 import contextlib
+import dataclasses
 import logging
 import os
 import signal
@@ -30,6 +31,7 @@ import numpy as np
 from ..checks import check_int
 from ..modelfile import model_digest
 from ._apply import predict_frame
+from ._export import FrameExport
 
 __all__ = ["BatchError", "available_cores", "connect", "local_cluster", "predict_to_writer",
            "prediction_provenance"]
@@ -132,7 +134,7 @@ def predict_to_writer(model, source, writer, todo, *, frame_index=None, probabil
                                probabilities, chunk_size, on_frame)
 
 
-def prediction_provenance(model_path, source, frame_index, probabilities):
+def prediction_provenance(model_path, source, frame_index, probabilities, export=None):
     """What makes the frames of a batch prediction, for its output's record (`open_writer`).
 
     Parameters
@@ -146,11 +148,15 @@ def prediction_provenance(model_path, source, frame_index, probabilities):
         The input frames predicted (``--frames``).
     probabilities : bool
         Whether probabilities are written too.
+    export : msclassify.pixel.FrameExport, optional
+        What is written of each frame, recorded unless it is the class labels
+        themselves (the default export, as outputs recorded before exports).
 
     Returns
     -------
     dict
-        ``model``, ``input``, ``frames`` ([start, stop, step]) and ``probabilities``.
+        ``model``, ``input``, ``frames`` ([start, stop, step]), ``probabilities``
+        and ``export`` (kind, target class, minimum object size) if recorded.
         Paths are recorded for messages only: a moved model or input of the same
         content resumes.
     """
@@ -161,7 +167,9 @@ def prediction_provenance(model_path, source, frame_index, probabilities):
                       "sha256": model_digest(model_path)},
             "input": source.identity(),
             "frames": [frames.start, frames.stop, frames.step],
-            "probabilities": bool(probabilities)}
+            "probabilities": bool(probabilities),
+            **({} if export is None or export == FrameExport() else
+               {"export": dataclasses.asdict(export)})}
 
 
 class _Identity:
