@@ -14,11 +14,12 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from ..cegb import Booster, class_probabilities, train
-from ..checks import as_seed, check_int
+from ..checks import as_seed, check_int, check_number
 from ..features import FeatureBank, FeatureCache, FeatureSpec
 from ..graph import check_graph_params
 from ..modelfile import ModelFileError, estimator_params, load_model, write_model
 from ._apply import most_probable
+from ._distill import DISTILL_BAND, fit_teacher, teacher_pixels
 from ._multiscale import predict_multiscale
 from ._semi_supervised import UnlabelledPixels
 
@@ -66,9 +67,10 @@ class PixelClassifier(BaseEstimator):
     ----------
     features : str, FeatureBank or sequence of str / FeatureSpec, optional
         The candidate features: a preset name of `msclassify.features.FeatureBank`
-        (``"fast"``, ``"default"``, ``"rich"``; repeated for every channel of the
-        training images), a bank, or a list of feature ids/specs. Each feature's
-        share (``4**level``) and whole-image cost (``batch_cost``) come from the bank.
+        (``"fast"``, ``"default"``, ``"fine"``, ``"pyramid"``, ``"rich"``;
+        repeated for every channel of the training images), a bank, or a list
+        of feature ids/specs. Each feature's share (``4**level``) and
+        whole-image cost (``batch_cost``) come from the bank.
     cost_tradeoff : float, optional
         How much prediction cost the model trades for accuracy: the reduction of
         the training loss *per labelled pixel* that is worth one modelled
@@ -87,6 +89,15 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
     n_cost_samples : int, optional
         Pixels drawn uniformly from the labelled frames to represent the whole
         image in the cost terms (see Notes).
+    distill_weight : float, optional
+        Distillation (see Notes): the weight of the pixels labelled by a
+        full-resolution teacher, relative to the labelled pixels (their total
+        loss weight is ``distill_weight`` times the labelled pixels' count). 0
+        turns it off; it also stays off for a bank without both full-resolution
+        and coarser features.
+    n_distill_pixels : int, optional
+        Teacher-labelled pixels drawn per labelled frame, three quarters of them
+        within 3 px of the teacher's class changes (`msclassify.pixel._distill`).
     semi_supervised : bool, optional
         Also learn from unlabelled pixels (GRBB, `msclassify.baselines.GRBBClassifier`):
         the gradients of the scribbled pixels are propagated over a kNN graph on
@@ -118,6 +129,9 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
     feature_cost_per_pixel_ : float
         Modelled operations per image pixel to compute those features: the sum
         of their ``batch_cost`` (see `msclassify.features`).
+    teacher_features_ : list of str or None
+        Ids of the features the distillation teacher could use (the bank's
+        full-resolution ones), or None if the model was not distilled.
 
     Notes
     -----
@@ -176,12 +190,13 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
     (64, 64, 2)
     """
 
-    def __init__(self, features="default", *, cost_tradeoff=2e-4, split_cost=4.0,
+    def __init__(self, features="default", *, cost_tradeoff=1e-3, split_cost=4.0,
                  n_estimators=50, learning_rate=0.2, max_leaves=15, max_depth=None,
                  min_samples_leaf=20, min_hessian_leaf=1e-3, l2_regularization=1.0,
                  max_bins=255, subsample=1.0, colsample=1.0, random_state=None,
                  share_mode="path", growth="best_first", hessian="exact",
                  feature_cost_mode="lazy", evaluation_cost_mode="leaf", n_cost_samples=16384,
+                 distill_weight=3.0, n_distill_pixels=25000,
                  semi_supervised=False, n_unlabelled=4096, n_neighbors=9,
                  laplacian_regularization=0.0):
         self.features = features
@@ -204,6 +219,8 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         self.feature_cost_mode = feature_cost_mode
         self.evaluation_cost_mode = evaluation_cost_mode
         self.n_cost_samples = n_cost_samples
+        self.distill_weight = distill_weight
+        self.n_distill_pixels = n_distill_pixels
         self.semi_supervised = semi_supervised
         self.n_unlabelled = n_unlabelled
         self.n_neighbors = n_neighbors
@@ -252,8 +269,9 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         bank = _make_bank(self.features, n_channels)
         seed = as_seed(self.random_state)
         rng = np.random.default_rng(seed)
-        compute_levels = bank.compute_levels if feature_cache is None else \
+        frame_levels = bank.compute_levels if feature_cache is None else \
             functools.partial(feature_cache.levels, bank)
+        compute_levels = frame_levels
         unlabelled = None
         if self.semi_supervised:
             unlabelled = UnlabelledPixels(pairs, self.n_unlabelled, rng)
@@ -262,6 +280,21 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
             compute_levels, pairs, classes, n_cost_samples, rng)
         multi = classes.size > 2
         objective = "multiclass" if multi else "binary"
+        params = {name: getattr(self, name) for name in _CEGB_PARAMS}
+        params["random_state"] = seed
+        params["feature_batch_costs"] = bank.batch_costs() * pixels_per_image
+        params["feature_share"] = bank.shares()
+        params["feature_costs"] = None
+        teacher_features = self._teacher_features(bank)
+        if teacher_features is not None:
+            teacher = fit_teacher(X, y, sample_weight, params, teacher_features, objective,
+                                  classes.size if multi else None)
+            X_t, y_t, weight_t = teacher_pixels(frame_levels, pairs, teacher, teacher_features,
+                                                self.n_distill_pixels, DISTILL_BAND, rng)
+            weight_t *= float(self.distill_weight) * sample_weight.sum() / weight_t.sum()
+            X, y = np.concatenate([X, X_t]), np.concatenate([y, y_t])
+            sample_weight = np.concatenate([sample_weight, weight_t])
+            cost_weight = np.concatenate([cost_weight, np.zeros(y_t.size)])
         if unlabelled is not None:
             X, y, sample_weight, cost_weight, graph_objective = unlabelled.training_set(
                 X, y, sample_weight, cost_weight, classes.size, self.n_neighbors,
@@ -269,13 +302,10 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         self.bank_ = bank
         self.classes_ = classes
         self.n_channels_ = n_channels
+        self.teacher_features_ = None if teacher_features is None else \
+            [bank.ids[i] for i in teacher_features]
         n_labelled = float(sample_weight.sum())
-        params = {name: getattr(self, name) for name in _CEGB_PARAMS}
-        params["random_state"] = seed
         params["cost_tradeoff"] = float(self.cost_tradeoff) * n_labelled / pixels_per_image
-        params["feature_batch_costs"] = bank.batch_costs() * pixels_per_image
-        params["feature_share"] = bank.shares()
-        params["feature_costs"] = None
         self.booster_ = train(X, y, objective if unlabelled is None else graph_objective, params,
                               n_classes=classes.size if multi else None,
                               sample_weight=sample_weight, cost_weight=cost_weight,
@@ -284,6 +314,20 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         self.booster_.objective = objective
         self._prepare()
         return self
+
+    def _teacher_features(self, bank):
+        """Bank indices the distillation teacher uses (level 0), or None if there is none.
+
+        Distillation runs when ``distill_weight > 0`` and the bank has both
+        full-resolution and coarser features.
+        """
+        weight = check_number(self.distill_weight, "distill_weight",
+                              note="0 turns distillation off")
+        check_int(self.n_distill_pixels, "n_distill_pixels", minimum=1)
+        full_resolution = np.flatnonzero(bank.shares() == 1)
+        if weight == 0 or full_resolution.size in (0, len(bank)):
+            return None
+        return full_resolution
 
     def _check_semi_supervised_params(self):
         if not isinstance(self.semi_supervised, (bool, np.bool_)):
@@ -419,7 +463,7 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         params = estimator_params(self, features=features)
         meta = {"params": params, "bank": self.bank_.to_dict(), "booster": booster_meta,
                 "classes": self.classes_.tolist(), "classes_dtype": self.classes_.dtype.str,
-                "n_channels": self.n_channels_}
+                "n_channels": self.n_channels_, "teacher_features": self.teacher_features_}
         write_model(path, _MODEL_KIND, meta, arrays)
 
     @classmethod
@@ -439,6 +483,12 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
             raise ModelFileError(f"model file is inconsistent: {clf.classes_.size} classes for "
                                  f"{clf.booster_.n_outputs} model output(s)")
         clf.n_channels_ = int(meta["n_channels"])
+        teacher = meta.get("teacher_features")        # absent in files of earlier versions
+        if teacher is not None and not (isinstance(teacher, list)
+                                        and set(teacher) <= set(clf.bank_.ids)):
+            raise ModelFileError("model file is inconsistent: teacher_features must be null or "
+                                 "a list of ids of its feature bank")
+        clf.teacher_features_ = teacher
         clf._prepare()
         return clf
 
@@ -504,8 +554,9 @@ def _make_bank(features, n_channels):
                                                      for f in features):
         bank = FeatureBank(specs=list(features), n_channels=n_channels)
     else:
-        raise TypeError("features must be a preset name ('fast', 'default', 'rich'), a "
-                        f"FeatureBank or a list of feature ids, got {type(features).__name__}")
+        raise TypeError("features must be a preset name ('fast', 'default', 'fine', 'pyramid', "
+                        f"'rich'), a FeatureBank or a list of feature ids, got "
+                        f"{type(features).__name__}")
     if bank.n_channels != n_channels:
         raise ValueError(f"the feature bank is for {bank.n_channels}-channel images but the "
                          f"training images have {n_channels} channel(s)")
