@@ -159,22 +159,30 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
     operations per pixel it adds. This keeps the meaning of ``cost_tradeoff``
     independent of the image size and of how much the user scribbled.
 
-    **Defaults.** ``features="default"``, ``cost_tradeoff=2e-4``, ``split_cost=4``
-    and 50 trees of up to 15 leaves at learning rate 0.2 were chosen on the fly
-    videos (``benchmarks/bench_flies.py``; results in
-    ``benchmarks/results/flies.json``). On the real SLEAP clip the model computes
-    6 mostly coarse features and evaluates most trees on 8x8 blocks: 1/16 of the
-    evaluation cost of plain boosting (``cost_tradeoff=0``) at the same SEG
-    (0.692 vs 0.695), ~30 frames/s at 1024x1024 on 2 cores. On the synthetic
-    flies its SEG is 0.017 lower than plain boosting's: their scribbles stay 3+ px
-    away from the flies, so nothing in the training loss asks for the
-    full-resolution features that sharpen the outline and the cost penalty
-    prefers 4x4 blocks (lowering ``cost_tradeoff`` does not change that).
-    Scribbling along part of the outline does: then CEGB refines the outline
-    with one full-resolution feature and beats plain boosting's SEG. For small
-    objects (nuclei ~12 px across) lower ``cost_tradeoff``: on the 512x512 nuclei
-    image of the tests, 2e-4 loses 0.06 SEG against plain boosting, 1e-5 none
-    (at 40% of its evaluation and 20% of its feature cost).
+    **Distillation.** Scribbles sit away from object boundaries, so on them
+    alone a coarse 8x8-block decision looks as good as a full-resolution one
+    and the cost penalty picks it: staircase outlines. So `fit` first trains a
+    teacher, plain boosting on the bank's full-resolution features, and adds
+    ``n_distill_pixels`` pixels per frame labelled by it, most of them within
+    3 px of its outlines (weight ``distill_weight`` times the scribbles';
+    `msclassify.pixel._distill`). The model then pays for coarse decisions
+    only where the teacher agrees with them, and refines outlines at full
+    resolution. Training takes longer: on one 832x512 fly crop 10 s instead
+    of 2 s (loaded 2-core machine).
+
+    **Defaults.** ``features="default"`` (every filter at sigma 0.7, 1.6, 3.5
+    on all four levels), ``cost_tradeoff=1e-3``, ``split_cost=4``,
+    ``distill_weight=3`` and 50 trees of up to 15 leaves at learning rate 0.2,
+    chosen on the real sets of ``benchmarks/bench_accuracy.py`` (README,
+    "Accuracy on the real sets"). Measured there (10 test frames each,
+    scikit-image's ``multiscale_basic_features`` + RandomForest(50, depth 10)
+    timed in the same run): on fly_masks_dev SEG 0.946 vs its 0.935 at 10.6x
+    its speed (5 features, 7 node evaluations per pixel, most trees decided on
+    8x8 blocks); on isbi2012_em membrane F1 0.691 / pixel accuracy 0.824 vs
+    0.658 / 0.788 at 7.9x. Without distillation the same settings reach fly
+    SEG 0.87 (staircases). Plain boosting (``cost_tradeoff=0``) costs ~10x
+    more per pixel. For small objects (a few pixels across) lower
+    ``cost_tradeoff``: the block decisions then cannot pay for themselves.
 
     Examples
     --------
