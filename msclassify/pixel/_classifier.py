@@ -176,12 +176,13 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
     chosen on the real sets of ``benchmarks/bench_accuracy.py`` (README,
     "Accuracy on the real sets"). Measured there (10 test frames each,
     scikit-image's ``multiscale_basic_features`` + RandomForest(50, depth 10)
-    timed in the same run): on fly_masks_dev SEG 0.946 vs its 0.935 at 10.6x
-    its speed (5 features, 7 node evaluations per pixel, most trees decided on
-    8x8 blocks); on isbi2012_em membrane F1 0.691 / pixel accuracy 0.824 vs
-    0.658 / 0.788 at 7.9x. Without distillation the same settings reach fly
-    SEG 0.87 (staircases). Plain boosting (``cost_tradeoff=0``) costs ~10x
-    more per pixel. For small objects (a few pixels across) lower
+    timed in the same run, loaded machine): on fly_masks_dev SEG 0.946 vs its
+    0.935 at 8.9x its speed (5 features, 7 node evaluations per pixel, most
+    trees decided on 8x8 blocks; 10.6x in an earlier run); on isbi2012_em
+    membrane F1 0.691 / pixel accuracy 0.824 vs 0.658 / 0.788 at 6.6x. Without
+    distillation the same bank at ``cost_tradeoff=2e-4`` reached fly SEG 0.866
+    (staircases). Plain boosting (``cost_tradeoff=0``) is 0.009 fly SEG better
+    at 7.8x the time. For small objects (a few pixels across) lower
     ``cost_tradeoff``: the block decisions then cannot pay for themselves.
 
     Examples

@@ -25,8 +25,8 @@ skimage+RF in the same run; README): weighting the edge pixels only by the
 band's area (about 0.5% of a fly frame) gave fly SEG 0.943 at cost_tradeoff
 2e-4 (10.6x faster than skimage+RF) but EM slices only 2.5x faster; half the
 weight on the band gives fly SEG 0.946 at cost_tradeoff 1e-3 (10.6x) and EM
-membrane F1 0.691 (7.9x). Without distillation the same bank and cost_tradeoff
-draw staircase outlines (fly SEG 0.87).
+membrane F1 0.691 (7.9x). Without distillation the same bank at cost_tradeoff
+2e-4 drew staircase outlines (fly SEG 0.866).
 """
 
 import numpy as np
