@@ -93,8 +93,8 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         Distillation (see Notes): the weight of the pixels labelled by a
         full-resolution teacher, relative to the labelled pixels (their total
         loss weight is ``distill_weight`` times the labelled pixels' count). 0
-        turns it off; it also stays off for a bank without both full-resolution
-        and coarser features.
+        turns it off; it also stays off with ``semi_supervised`` and for a bank
+        without both full-resolution and coarser features.
     n_distill_pixels : int, optional
         Teacher-labelled pixels drawn per labelled frame, three quarters of them
         within 3 px of the teacher's class changes (`msclassify.pixel._distill`).
@@ -327,14 +327,16 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
     def _teacher_features(self, bank):
         """Bank indices the distillation teacher uses (level 0), or None if there is none.
 
-        Distillation runs when ``distill_weight > 0`` and the bank has both
-        full-resolution and coarser features.
+        Distillation runs when ``distill_weight > 0``, ``semi_supervised`` is off
+        (a teacher trained on the scribbles alone would overrule the propagation
+        to unlabelled pixels: with 2 scribbles per class it predicted the prior)
+        and the bank has both full-resolution and coarser features.
         """
         weight = check_number(self.distill_weight, "distill_weight",
                               note="0 turns distillation off")
         check_int(self.n_distill_pixels, "n_distill_pixels", minimum=1)
         full_resolution = np.flatnonzero(bank.shares() == 1)
-        if weight == 0 or full_resolution.size in (0, len(bank)):
+        if weight == 0 or self.semi_supervised or full_resolution.size in (0, len(bank)):
             return None
         return full_resolution
 
