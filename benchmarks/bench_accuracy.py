@@ -73,7 +73,7 @@ from msclassify.features import FeatureBank
 from msclassify.metrics import label_instances, seg_score
 from msclassify.pixel import PixelClassifier
 
-DEFAULT_MU_PATH = (0.0, 1e-5, 5e-5, 1e-3)
+DEFAULT_MU_PATH = (0.0, 1e-4, 3e-4, 3e-3)
 N_COST_PIXELS = 20000
 ILASTIK_SIGMAS = (0.7, 1.0, 1.6, 3.5, 5.0, 10.0)
 

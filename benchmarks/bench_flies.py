@@ -1,4 +1,7 @@
-"""Fly segmentation: SEG and per-frame time of msclassify, scikit-image's recipe and LightGBM.
+"""Fly segmentation speed (per-frame time) of msclassify, scikit-image's recipe and LightGBM.
+
+For speed only: the "clip" SEG rests on masks derived from SLEAP keypoints, too loose to rank
+methods; accuracy claims rest on ``bench_accuracy.py`` (fly_masks_dev, real masks).
 
 Run: ``python benchmarks/bench_flies.py [--repeats 3] [--quick]``. Writes
 benchmarks/results/flies.json, prints a table per data set and saves

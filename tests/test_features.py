@@ -277,7 +277,8 @@ def test_ids_shares_and_costs():
     spec = FeatureSpec.from_id("L2:gauss:s1.6:c0")
     assert (spec.level, spec.share, spec.filter, spec.sigma) == (2, 16, "gauss", 1.6)
     assert spec.channel == 0 and spec.sample_cost == 0.0
-    assert set(bank.shares()) == {1.0, 4.0}
+    assert set(bank.shares()) == {1.0, 4.0, 16.0, 64.0}
+    assert set(FeatureBank("fine").shares()) == {1.0, 4.0}
     assert set(FeatureBank("pyramid").shares()) == {1.0, 4.0, 16.0, 64.0}
     assert np.array_equal(bank.shares(), [4.0 ** s.level for s in bank.specs])
     assert not bank.sample_costs().any()
@@ -289,12 +290,13 @@ def test_ids_shares_and_costs():
     assert modelled_batch_cost(0, "gauss", 3.5) > modelled_batch_cost(0, "gauss", 0.7)
     assert modelled_batch_cost(3, "gauss", 3.5) < modelled_batch_cost(0, "gauss", 3.5)
     assert np.array_equal(FeatureBank("default").batch_costs(), bank.batch_costs())
-    assert [len(FeatureBank(p)) for p in ("fast", "default", "pyramid", "rich")] == \
-        [21, 50, 92, 160]
-    # the default: intensity and 8 filters x 3 sigmas on full resolution and 2x2 blocks
+    assert [len(FeatureBank(p)) for p in ("fast", "default", "fine", "pyramid", "rich")] == \
+        [21, 100, 50, 92, 160]
+    # the default: intensity and 8 filters x 3 sigmas on every level; "fine": levels 0-1
     default = FeatureBank("default")
-    assert [s.level for s in default.specs] == [0] * 25 + [1] * 25
+    assert [s.level for s in default.specs] == [0] * 25 + [1] * 25 + [2] * 25 + [3] * 25
     assert {s.sigma for s in default.specs} == {None, 0.7, 1.6, 3.5}
+    assert FeatureBank("fine").ids == default.ids[:50]
 
 
 def test_to_dict_round_trip_keeps_ids_and_costs():
@@ -305,7 +307,7 @@ def test_to_dict_round_trip_keeps_ids_and_costs():
     assert restored.n_channels == 2
     custom = FeatureBank(specs=[FeatureSpec.from_id("L0:gauss:s1.0:c0", batch_cost=7.0)])
     assert FeatureBank.from_dict(custom.to_dict()).batch_costs()[0] == 7.0
-    for preset in ("fast", "default", "pyramid", "rich"):
+    for preset in ("fast", "default", "fine", "pyramid", "rich"):
         original = FeatureBank(preset, n_channels=3)
         assert FeatureBank.from_ids(original.ids) == original
 

@@ -357,13 +357,14 @@ def test_painted_scribbles_live_update_and_frame_change(make_napari_viewer, plug
     # switching live update on retrains right away (after the quiet period)
     run_job(qtbot, widget, lambda: widget.live_check.setChecked(True))
     assert started == [RETRAIN]
-    # Scribbles far from the fly edges: the cheapest model that separates them works on
-    # 8x8 blocks, and the flies come out blocky (measured SEG 0.44).
+    # Scribbles far from the fly edges. Before distillation the cheapest model that separates
+    # them worked on 8x8 blocks and the flies came out blocky (SEG 0.44); the distilled
+    # default refines the outlines from these strokes already (measured SEG 0.93).
     first_seg = seg_of(viewer.layers["flies segmentation"].data[0], masks[0])
     first_model = widget.classifier
 
-    # three strokes along the fly edges within the quiet period: one retrain, which now
-    # has to resolve the edges (measured SEG 0.91)
+    # three strokes along the fly edges within the quiet period: one retrain, which keeps
+    # the edges resolved (measured SEG 0.92)
     edges = edge_points(masks[0], 40, seed=1)
     with qtbot.waitSignal(widget.job_done, timeout=JOB_TIMEOUT):
         paint_stroke(layer, [(0, y, x) for y, x in edges[:15]], BACKGROUND, brush=3)
@@ -376,7 +377,7 @@ def test_painted_scribbles_live_update_and_frame_change(make_napari_viewer, plug
     assert started == [RETRAIN, RETRAIN]
     assert widget.classifier is not first_model
     corrected_seg = seg_of(viewer.layers["flies segmentation"].data[0], masks[0])
-    assert corrected_seg > MIN_SEG and corrected_seg > first_seg + 0.1
+    assert first_seg > MIN_SEG and corrected_seg > max(MIN_SEG, first_seg - 0.02)
 
     # strokes while a job runs coalesce into exactly one follow-up job
     _, new_floor = fly_and_floor_points(masks[0], 1, 4, seed=2)

@@ -200,10 +200,14 @@ def test_feature_cache_evicts_the_least_recently_used_frame():
 
 def test_costs_reach_the_core_per_image():
     image, _, labels = _blobs(0)
-    clf = PixelClassifier(**SMALL, cost_tradeoff=1e-3).fit(image, labels)
+    clf = PixelClassifier(**SMALL, cost_tradeoff=1e-3, distill_weight=0).fit(image, labels)
     params = clf.booster_.params
     n_labelled = np.count_nonzero(labels)
     assert params["cost_tradeoff"] == pytest.approx(1e-3 * n_labelled / image.size)
+    # teacher-labelled pixels count as labelled ones, distill_weight times the scribbles
+    distilled = PixelClassifier(**SMALL, cost_tradeoff=1e-3, distill_weight=3).fit(image, labels)
+    assert distilled.booster_.params["cost_tradeoff"] == pytest.approx(
+        1e-3 * 4 * n_labelled / image.size)
     np.testing.assert_allclose(params["feature_batch_costs"], clf.bank_.batch_costs() * image.size)
     np.testing.assert_array_equal(params["feature_share"], clf.bank_.shares())
     assert params["share_mode"] == "path"
@@ -212,7 +216,7 @@ def test_costs_reach_the_core_per_image():
 def test_cost_tradeoff_buys_a_cheaper_model_of_similar_accuracy():
     image, _, labels = _blobs(9, shape=(96, 128), n_blobs=6)
     test, test_mask, _ = _blobs(10, shape=(96, 128), n_blobs=6)
-    params = dict(SMALL, n_estimators=30)
+    params = dict(SMALL, n_estimators=30, distill_weight=0)     # the cost tradeoff alone
     free = PixelClassifier(**params, cost_tradeoff=0.0).fit(image, labels)
     cheap = PixelClassifier(**params, cost_tradeoff=1e-3).fit(image, labels)
     free_cost, cheap_cost = free.prediction_cost(test), cheap.prediction_cost(test)
@@ -347,9 +351,10 @@ def test_default_classifier_on_sample_flies():
     predictions = np.stack([clf.predict(frame) for frame in frames[2:4]])
     assert seg_score(masks[2:4], label_instances(predictions, foreground=2)) > 0.8
     cost = clf.prediction_cost(frames[2])
-    # cheap: a few mostly coarse features, a few node evaluations per pixel
+    # cheap: a few mostly coarse features, a few node evaluations per pixel (the teacher makes
+    # the outlines full resolution: 89 operations per pixel, 65 of them node evaluations)
     assert len(clf.features_used_) <= 10
-    assert cost.total / frames[2].size < 50
+    assert cost.total / frames[2].size < 100
 
 
 @pytest.mark.parametrize("n_classes", [2, 3])

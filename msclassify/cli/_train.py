@@ -50,6 +50,11 @@ _MODEL_OPTIONS = {
     "evaluation_cost_mode": (str, ("leaf", "tree"), "evaluation cost accounting"),
     "n_cost_samples": (int, None, "pixels drawn from the frames to represent a whole image in "
                                   "the cost terms"),
+    "distill_weight": (float, None, "weight of the pixels labelled by the full-resolution "
+                                    "teacher, relative to the labelled pixels; 0 = no "
+                                    "distillation"),
+    "n_distill_pixels": (int, None, "teacher-labelled pixels drawn per frame, mostly near the "
+                                    "teacher's outlines"),
     "n_unlabelled": (int, None, "with --semi-supervised: unlabelled pixels drawn in total"),
     "n_neighbors": (int, None, "with --semi-supervised: neighbours per pixel in the graph"),
     "laplacian_regularization": (float, None, "with --semi-supervised: graph smoothness weight "
@@ -86,7 +91,7 @@ def _add_model_options(parser):
     defaults = PixelClassifier().get_params()
     group = parser.add_argument_group("model (the PixelClassifier parameters of the same names)")
     group.add_argument("--features", default=defaults["features"],
-                       help="candidate features: a preset (fast, default, rich) or a "
+                       help="candidate features: a preset (fast, default, fine, pyramid, rich) or a "
                             "comma-separated list of feature ids (default: %(default)s)")
     for name, (kind, choices, text) in _MODEL_OPTIONS.items():
         default = "none" if defaults[name] is None else defaults[name]

@@ -24,7 +24,7 @@ Examples
 >>> image = np.random.default_rng(0).integers(0, 256, (64, 64), dtype=np.uint8)
 >>> X = bank.gather(image, ys=[3, 40], xs=[5, 63])       # training: labelled pixels
 >>> X.shape
-(2, 50)
+(2, 100)
 >>> levels = bank.compute_levels(image, ["L1:gauss:s1.6:c0", "L0:intensity:c0"])
 >>> levels.arrays[1].shape                              # prediction: per level
 (32, 32, 1)

@@ -141,7 +141,7 @@ class FeatureBank:
 
     Parameters
     ----------
-    preset : {"fast", "default", "pyramid", "rich"}, optional
+    preset : {"fast", "default", "fine", "pyramid", "rich"}, optional
         Named bank, repeated for every channel (channel-major order). Used when
         ``specs`` is not given; default ``"default"``.
     n_channels : int, optional
@@ -157,10 +157,13 @@ class FeatureBank:
 
     * ``fast`` (21 per channel): intensity, Gaussian and gradient magnitude at
       sigma 1 on every level, plus LoG and Hessian eigenvalues on levels 1-3.
-    * ``default`` (50 per channel): intensity, and every filter at sigmas 0.7, 1.6,
-      3.5 on level 0 (full resolution) and level 1 (2x2 block means). Chosen on
-      the real sets with fixed learners (``benchmarks/study_features.py``): it
-      beats ``pyramid`` and scikit-image's multiscale features on flies and EM.
+    * ``default`` (100 per channel): intensity, and every filter at sigmas 0.7,
+      1.6, 3.5 on every level (full resolution, 2x2, 4x4 and 8x8 block means).
+      With `msclassify.pixel.PixelClassifier`'s distillation the coarse levels
+      decide flat regions and full resolution the outlines (README, accuracy).
+    * ``fine`` (50 per channel): the same on levels 0 and 1 only. Chosen on the
+      real sets with fixed learners (``benchmarks/study_features.py``): without
+      distillation it beats ``pyramid`` and scikit-image's multiscale features.
     * ``pyramid`` (92 per channel; the default before): intensity, and every
       filter at sigmas 0.7, 1.6 on level 0 and 0.7, 1.6, 3.5 on levels 1-3. Its
       4x4 and 8x8 block features allow the cheapest models but make outlines

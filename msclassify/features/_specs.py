@@ -388,14 +388,16 @@ def _fast_preset():
 
 # Sigmas are in pixels of each level: coarse levels get the small sigmas, since one
 # coarse pixel already spans 2**level original pixels. "rich" follows ilastik's
-# sigma set (0.3 only for smoothing, as ilastik's dialog allows). "default" is full
-# resolution and 2x2 blocks at sigmas 0.7-3.5: on the real sets (fly_masks_dev,
-# isbi2012_em; benchmarks/study_features.py) the 4x4 and 8x8 block features of
-# "pyramid" (the default before) made every learner draw blocky outlines, and
-# full resolution lacked sigma 3.5.
+# sigma set (0.3 only for smoothing, as ilastik's dialog allows). "default" has
+# every level at sigmas 0.7-3.5: its coarse levels make cheap models possible, and
+# PixelClassifier's distillation (msclassify.pixel._distill) keeps them off object
+# outlines. "fine" (levels 0 and 1 only; the default of phase 1 of issue 11) is
+# what learners without distillation segment most accurately with on the real
+# sets (benchmarks/study_features.py).
 PRESETS = {
     "fast": _fast_preset(),
-    "default": _per_level([(0.7, 1.6, 3.5), (0.7, 1.6, 3.5)]),
+    "default": _per_level([(0.7, 1.6, 3.5)] * 4),
+    "fine": _per_level([(0.7, 1.6, 3.5), (0.7, 1.6, 3.5)]),
     "pyramid": _per_level([(0.7, 1.6), (0.7, 1.6, 3.5), (0.7, 1.6, 3.5), (0.7, 1.6, 3.5)]),
     "rich": _per_level([(0.7, 1.0, 1.6, 3.5, 5.0, 10.0), (0.7, 1.0, 1.6, 3.5, 5.0),
                         (0.7, 1.0, 1.6, 3.5), (0.7, 1.0, 1.6, 3.5)], extra_gauss_sigmas=(0.3,)),

@@ -20,6 +20,7 @@ from ..graph import check_graph_params
 from ..modelfile import (ModelFileError, estimator_params, load_model, model_classes,
                          model_number, write_model)
 from ._apply import most_probable
+from ._distill import DISTILL_BAND, fit_teacher, teacher_pixels
 from ._intensity import IntensityRange
 from ._multiscale import predict_multiscale
 from ._semi_supervised import UnlabelledPixels
@@ -69,9 +70,10 @@ class PixelClassifier(BaseEstimator):
     ----------
     features : str, FeatureBank or sequence of str / FeatureSpec, optional
         The candidate features: a preset name of `msclassify.features.FeatureBank`
-        (``"fast"``, ``"default"``, ``"rich"``; repeated for every channel of the
-        training images), a bank, or a list of feature ids/specs. Each feature's
-        share (``4**level``) and whole-image cost (``batch_cost``) come from the bank.
+        (``"fast"``, ``"default"``, ``"fine"``, ``"pyramid"``, ``"rich"``;
+        repeated for every channel of the training images), a bank, or a list
+        of feature ids/specs. Each feature's share (``4**level``) and
+        whole-image cost (``batch_cost``) come from the bank.
     cost_tradeoff : float or "auto", optional
         How much prediction cost the model trades for accuracy: the reduction of
         the training loss *per labelled pixel* that is worth one modelled
@@ -107,6 +109,15 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
     n_cost_samples : int, optional
         Pixels drawn uniformly from the labelled frames to represent the whole
         image in the cost terms (see Notes).
+    distill_weight : float, optional
+        Distillation (see Notes): the weight of the pixels labelled by a
+        full-resolution teacher, relative to the labelled pixels (their total
+        loss weight is ``distill_weight`` times the labelled pixels' count). 0
+        turns it off; it also stays off with ``semi_supervised`` and for a bank
+        without both full-resolution and coarser features.
+    n_distill_pixels : int, optional
+        Teacher-labelled pixels drawn per labelled frame, three quarters of them
+        within 3 px of the teacher's class changes (`msclassify.pixel._distill`).
     semi_supervised : bool, optional
         Also learn from unlabelled pixels (GRBB, `msclassify.baselines.GRBBClassifier`):
         the gradients of the scribbled pixels are propagated over a kNN graph on
@@ -152,6 +163,9 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         their units, and a frame that cannot be in them is refused (ValueError)
         instead of labelled wrongly (see `msclassify.pixel.IntensityRange`). None
         for models saved before it was recorded: frames are normalised by dtype.
+    teacher_features_ : list of str or None
+        Ids of the features the distillation teacher could use (the bank's
+        full-resolution ones), or None if the model was not distilled.
 
     Notes
     -----
@@ -179,22 +193,31 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
     operations per pixel it adds. This keeps the meaning of ``cost_tradeoff``
     independent of the image size and of how much the user scribbled.
 
-    **Defaults.** ``features="default"``, ``cost_tradeoff=2e-4``, ``split_cost=4``
-    and 50 trees of up to 15 leaves at learning rate 0.2 were chosen on the fly
-    videos (``benchmarks/bench_flies.py``; results in
-    ``benchmarks/results/flies.json``). On the real SLEAP clip the model computes
-    6 mostly coarse features and evaluates most trees on 8x8 blocks: 1/16 of the
-    evaluation cost of plain boosting (``cost_tradeoff=0``) at the same SEG
-    (0.692 vs 0.695), ~30 frames/s at 1024x1024 on 2 cores. On the synthetic
-    flies its SEG is 0.017 lower than plain boosting's: their scribbles stay 3+ px
-    away from the flies, so nothing in the training loss asks for the
-    full-resolution features that sharpen the outline and the cost penalty
-    prefers 4x4 blocks (lowering ``cost_tradeoff`` does not change that).
-    Scribbling along part of the outline does: then CEGB refines the outline
-    with one full-resolution feature and beats plain boosting's SEG. For small
-    objects (nuclei ~12 px across) lower ``cost_tradeoff``: on the 512x512 nuclei
-    image of the tests, 2e-4 loses 0.06 SEG against plain boosting, 1e-5 none
-    (at 40% of its evaluation and 20% of its feature cost).
+    **Distillation.** Scribbles sit away from object boundaries, so on them
+    alone a coarse 8x8-block decision looks as good as a full-resolution one
+    and the cost penalty picks it: staircase outlines. So `fit` first trains a
+    teacher, plain boosting on the bank's full-resolution features, and adds
+    ``n_distill_pixels`` pixels per frame labelled by it, most of them within
+    3 px of its outlines (weight ``distill_weight`` times the scribbles';
+    `msclassify.pixel._distill`). The model then pays for coarse decisions
+    only where the teacher agrees with them, and refines outlines at full
+    resolution. Training takes longer: on one 832x512 fly crop 10 s instead
+    of 2 s (loaded 2-core machine).
+
+    **Defaults.** ``features="default"`` (every filter at sigma 0.7, 1.6, 3.5
+    on all four levels), ``cost_tradeoff=1e-3``, ``split_cost=4``,
+    ``distill_weight=3`` and 50 trees of up to 15 leaves at learning rate 0.2,
+    chosen on the real sets of ``benchmarks/bench_accuracy.py`` (README,
+    "Accuracy on the real sets"). Measured there (10 test frames each,
+    scikit-image's ``multiscale_basic_features`` + RandomForest(50, depth 10)
+    timed in the same run, loaded machine): on fly_masks_dev SEG 0.946 vs its
+    0.935 at 8.9x its speed (5 features, 7 node evaluations per pixel, most
+    trees decided on 8x8 blocks; 10.6x in an earlier run); on isbi2012_em
+    membrane F1 0.691 / pixel accuracy 0.824 vs 0.658 / 0.788 at 6.6x. Without
+    distillation the same bank at ``cost_tradeoff=2e-4`` reached fly SEG 0.866
+    (staircases). Plain boosting (``cost_tradeoff=0``) is 0.009 fly SEG better
+    at 7.8x the time. For small objects (a few pixels across) lower
+    ``cost_tradeoff``: the block decisions then cannot pay for themselves.
 
     Examples
     --------
@@ -221,12 +244,13 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
     (np.uint8(2), np.uint8(1))
     """
 
-    def __init__(self, features="default", *, cost_tradeoff=2e-4, tolerance=0.005, split_cost=4.0,
+    def __init__(self, features="default", *, cost_tradeoff=1e-3, tolerance=0.005, split_cost=4.0,
                  n_estimators=50, learning_rate=0.2, max_leaves=15, max_depth=None,
                  min_samples_leaf=20, min_hessian_leaf=1e-3, l2_regularization=1.0,
                  max_bins=255, subsample=1.0, colsample=1.0, random_state=None,
                  share_mode="path", growth="best_first", hessian="exact",
                  feature_cost_mode="lazy", evaluation_cost_mode="leaf", n_cost_samples=16384,
+                 distill_weight=3.0, n_distill_pixels=25000,
                  semi_supervised=False, n_unlabelled=4096, n_neighbors=9,
                  laplacian_regularization=0.0):
         self.features = features
@@ -250,6 +274,8 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         self.feature_cost_mode = feature_cost_mode
         self.evaluation_cost_mode = evaluation_cost_mode
         self.n_cost_samples = n_cost_samples
+        self.distill_weight = distill_weight
+        self.n_distill_pixels = n_distill_pixels
         self.semi_supervised = semi_supervised
         self.n_unlabelled = n_unlabelled
         self.n_neighbors = n_neighbors
@@ -300,8 +326,9 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         bank = _make_bank(self.features, n_channels)
         seed = as_seed(self.random_state)
         rng = np.random.default_rng(seed)
-        compute_levels = bank.compute_levels if feature_cache is None else \
+        frame_levels = bank.compute_levels if feature_cache is None else \
             functools.partial(feature_cache.levels, bank)
+        compute_levels = frame_levels
         unlabelled = None
         if self.semi_supervised:
             unlabelled = UnlabelledPixels(pairs, self.n_unlabelled, rng)
@@ -310,6 +337,22 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
             compute_levels, pairs, classes, n_cost_samples, rng)
         multi = classes.size > 2
         objective = "multiclass" if multi else "binary"
+        params = {name: getattr(self, name) for name in _CEGB_PARAMS}
+        params["random_state"] = seed
+        params["feature_batch_costs"] = bank.batch_costs() * pixels_per_image
+        params["feature_share"] = bank.shares()
+        params["feature_costs"] = None
+        scribbled_rows = np.flatnonzero(sample_weight > 0)   # before teacher-labelled rows
+        teacher_features = self._teacher_features(bank)
+        if teacher_features is not None:
+            teacher = fit_teacher(X, y, sample_weight, params, teacher_features, objective,
+                                  classes.size if multi else None)
+            X_t, y_t, weight_t = teacher_pixels(frame_levels, pairs, teacher, teacher_features,
+                                                self.n_distill_pixels, DISTILL_BAND, rng)
+            weight_t *= float(self.distill_weight) * sample_weight.sum() / weight_t.sum()
+            X, y = np.concatenate([X, X_t]), np.concatenate([y, y_t])
+            sample_weight = np.concatenate([sample_weight, weight_t])
+            cost_weight = np.concatenate([cost_weight, np.zeros(y_t.size)])
         if unlabelled is not None:
             X, y, sample_weight, cost_weight, graph_objective = unlabelled.training_set(
                 X, y, sample_weight, cost_weight, classes.size, self.n_neighbors,
@@ -318,11 +361,8 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         self.classes_ = classes
         self.n_channels_ = n_channels
         self.intensity_ = intensity
-        params = {name: getattr(self, name) for name in _CEGB_PARAMS}
-        params["random_state"] = seed
-        params["feature_batch_costs"] = bank.batch_costs() * pixels_per_image
-        params["feature_share"] = bank.shares()
-        params["feature_costs"] = None
+        self.teacher_features_ = None if teacher_features is None else \
+            [bank.ids[i] for i in teacher_features]
 
         def fit_core(cost_tradeoff, weights, callback):
             params["cost_tradeoff"] = float(cost_tradeoff) * float(weights.sum()) / pixels_per_image
@@ -335,14 +375,31 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
 
         if cost_tradeoff == "auto":
             self.booster_, self.cost_tradeoff_, self.tradeoff_path_, self.tradeoff_reason_ = \
-                auto_tradeoff(fit_core, [lab for _, lab in pairs], classes, X, y, sample_weight,
-                              cost_weight, tolerance, bank.batch_costs(), bank.ids, callback)
+                auto_tradeoff(fit_core, [lab for _, lab in pairs], scribbled_rows, classes, X, y,
+                              sample_weight, cost_weight, tolerance, bank.batch_costs(), bank.ids,
+                              callback)
         else:
             self.booster_ = fit_core(cost_tradeoff, sample_weight, callback)
             self.cost_tradeoff_, self.tradeoff_path_ = cost_tradeoff, None
             self.tradeoff_reason_ = f"cost_tradeoff={cost_tradeoff:g} was given"
         self._prepare()
         return self
+
+    def _teacher_features(self, bank):
+        """Bank indices the distillation teacher uses (level 0), or None if there is none.
+
+        Distillation runs when ``distill_weight > 0``, ``semi_supervised`` is off
+        (a teacher trained on the scribbles alone would overrule the propagation
+        to unlabelled pixels: with 2 scribbles per class it predicted the prior)
+        and the bank has both full-resolution and coarser features.
+        """
+        weight = check_number(self.distill_weight, "distill_weight",
+                              note="0 turns distillation off")
+        check_int(self.n_distill_pixels, "n_distill_pixels", minimum=1)
+        full_resolution = np.flatnonzero(bank.shares() == 1)
+        if weight == 0 or self.semi_supervised or full_resolution.size in (0, len(bank)):
+            return None
+        return full_resolution
 
     def _check_tradeoff_params(self):
         """``(cost_tradeoff, tolerance)``: "auto" or a float >= 0, and a float >= 0."""
@@ -499,7 +556,7 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         params = estimator_params(self, features=features)
         meta = {"params": params, "bank": self.bank_.to_dict(), "booster": booster_meta,
                 "classes": self.classes_.tolist(), "classes_dtype": self.classes_.dtype.str,
-                "n_channels": self.n_channels_,
+                "n_channels": self.n_channels_, "teacher_features": self.teacher_features_,
                 "tradeoff": tradeoff_record(self.cost_tradeoff_, self.tradeoff_path_,
                                             self.tradeoff_reason_)}
         if self.intensity_ is not None:
@@ -546,6 +603,12 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
                 meta.get("tradeoff"), requested)
         except (TypeError, ValueError) as exc:
             raise ModelFileError(f"it holds an invalid cost tradeoff: {exc}") from None
+        teacher = meta.get("teacher_features")        # absent in files of earlier versions
+        if teacher is not None and not (isinstance(teacher, list)
+                                        and set(teacher) <= set(clf.bank_.ids)):
+            raise ModelFileError("teacher_features must be null or a list of ids of its "
+                                 "feature bank")
+        clf.teacher_features_ = teacher
         clf._prepare()
         return clf
 
@@ -611,8 +674,9 @@ def _make_bank(features, n_channels):
                                                      for f in features):
         bank = FeatureBank(specs=list(features), n_channels=n_channels)
     else:
-        raise TypeError("features must be a preset name ('fast', 'default', 'rich'), a "
-                        f"FeatureBank or a list of feature ids, got {type(features).__name__}")
+        raise TypeError("features must be a preset name ('fast', 'default', 'fine', 'pyramid', "
+                        f"'rich'), a FeatureBank or a list of feature ids, got "
+                        f"{type(features).__name__}")
     if bank.n_channels != n_channels:
         raise ValueError(f"the feature bank is for {bank.n_channels}-channel images but the "
                          f"training images have {n_channels} channel(s)")

@@ -252,8 +252,8 @@ class _PathProgress:
         return stop
 
 
-def auto_tradeoff(fit_core, label_frames, classes, X, y, sample_weight, cost_weight, tolerance,
-                  batch_costs, feature_ids, callback=None):
+def auto_tradeoff(fit_core, label_frames, scribbled_rows, classes, X, y, sample_weight,
+                  cost_weight, tolerance, batch_costs, feature_ids, callback=None):
     """Fit the `AUTO_PATH`, choose a ``cost_tradeoff`` (`choose`) and refit it on all scribbles.
 
     Parameters
@@ -262,9 +262,11 @@ def auto_tradeoff(fit_core, label_frames, classes, X, y, sample_weight, cost_wei
         ``fit_core(cost_tradeoff, sample_weight, callback) -> Booster`` trains on
         the rows ``X`` with the given loss weights.
     label_frames : sequence of ndarray
-        The ``(H, W)`` labels of the frames the rows come from; the rows with
-        ``sample_weight > 0`` are their labelled pixels, frame by frame in
-        ``np.nonzero`` order (`msclassify.pixel.training_set`).
+        The ``(H, W)`` labels of the frames the rows come from.
+    scribbled_rows : ndarray of int
+        The rows of their labelled pixels, frame by frame in ``np.nonzero`` order
+        (`msclassify.pixel.training_set`); other rows with ``sample_weight > 0``
+        (pixels labelled by a distillation teacher) are always trained on.
     classes : ndarray
         The class values; ``y`` holds their indices.
     X, y, sample_weight, cost_weight : ndarray
@@ -288,7 +290,7 @@ def auto_tradeoff(fit_core, label_frames, classes, X, y, sample_weight, cost_wei
         could be held out or training was stopped.
     reason : str
     """
-    labelled = np.flatnonzero(sample_weight > 0)
+    labelled = np.asarray(scribbled_rows)
     held, how = holdout_split(label_frames, classes)
     flags = np.concatenate([h[lab > 0] for h, lab in zip(held, label_frames)])
     if flags.size != labelled.size:

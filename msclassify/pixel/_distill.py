@@ -1,0 +1,137 @@
+"""Distillation: pixels labelled by an accurate full-resolution teacher, drawn near its outlines.
+
+Scribbles sit away from object boundaries, so a loss on scribbles alone cannot
+tell a coarse 8x8-block decision from a full-resolution one at an edge, and the
+cost penalty then picks the coarse one: staircase outlines. `PixelClassifier`
+with ``distill_weight > 0`` (the default) gives the loss that information. It first fits a
+*teacher*, plain gradient boosting (cost_tradeoff 0) on the bank's level-0
+(full-resolution) features and the scribbles, then adds to the scribbles pixels
+of the labelled frames that carry the teacher's class:
+
+* ``edge`` pixels, drawn uniformly from the band of ``band`` pixels on each
+  side of the class changes of the teacher's class map (`teacher_band`), and
+* ``flat`` pixels, drawn uniformly from the whole frame,
+
+``n_pixels`` per frame (a quarter of them flat). In each frame the edge pixels
+weigh half and the flat ones the other half of one frame (``EDGE_WEIGHT``):
+the band, a few percent of a frame, counts far more than its area, and flat
+regions stay represented. Over all frames the teacher-labelled pixels weigh
+``distill_weight`` times as much as the scribbled ones (the caller scales
+them). They carry loss, not cost: the cost samples stay what represents an
+image.
+
+Measured (fly_masks_dev and isbi2012_em, 10 test frames each, speed against
+skimage+RF in the same run; README): weighting the edge pixels only by the
+band's area (about 0.5% of a fly frame) gave fly SEG 0.943 at cost_tradeoff
+2e-4 (10.6x faster than skimage+RF) but EM slices only 2.5x faster; half the
+weight on the band gives fly SEG 0.946 at cost_tradeoff 1e-3 (10.6x) and EM
+membrane F1 0.691 (7.9x). Without distillation the same bank at cost_tradeoff
+2e-4 drew staircase outlines (fly SEG 0.866).
+"""
+
+import numpy as np
+from scipy import ndimage as ndi
+
+from ..cegb import train
+from ._multiscale import predict_multiscale
+
+__all__ = ["DISTILL_BAND", "EDGE_SHARE", "EDGE_WEIGHT", "fit_teacher", "teacher_band",
+           "teacher_pixels"]
+
+# Half-width of the band around the teacher's class changes, in pixels.
+DISTILL_BAND = 3
+# Share of a frame's teacher-labelled pixels drawn from the band, and their share of its weight.
+EDGE_SHARE = 0.75
+EDGE_WEIGHT = 0.5
+
+
+def fit_teacher(X, y, sample_weight, params, feature_indices, objective, n_classes):
+    """Plain gradient boosting (cost_tradeoff 0) on columns ``feature_indices`` of the labelled rows.
+
+    ``params`` are the core parameters of the student (the tree settings are
+    shared); rows with zero ``sample_weight`` (cost samples) are left out.
+    Returns the teacher `msclassify.cegb.Booster` over those columns.
+    """
+    labelled = sample_weight > 0
+    teacher_params = dict(params, cost_tradeoff=0.0, feature_costs=None,
+                          feature_batch_costs=None,
+                          feature_share=np.asarray(params["feature_share"])[feature_indices])
+    return train(np.ascontiguousarray(X[labelled][:, feature_indices]), y[labelled], objective,
+                 teacher_params, n_classes=n_classes, sample_weight=sample_weight[labelled])
+
+
+def teacher_band(classes, band):
+    """The ``band`` pixels on each side of every change of class in ``classes`` (boolean).
+
+    A pixel next to a pixel of another class (4-neighbours) is in the band for
+    ``band=1``; each further unit adds one pixel (8-neighbours) on both sides.
+
+    Examples
+    --------
+    >>> c = np.zeros((1, 8), np.uint8); c[0, 4:] = 1
+    >>> teacher_band(c, 1).astype(int)
+    array([[0, 0, 0, 1, 1, 0, 0, 0]])
+    >>> teacher_band(c, 2).astype(int)
+    array([[0, 0, 1, 1, 1, 1, 0, 0]])
+    """
+    change = np.zeros(classes.shape, dtype=bool)
+    horizontal = classes[:, 1:] != classes[:, :-1]
+    vertical = classes[1:, :] != classes[:-1, :]
+    change[:, 1:] |= horizontal
+    change[:, :-1] |= horizontal
+    change[1:, :] |= vertical
+    change[:-1, :] |= vertical
+    if band > 1 and change.any():
+        change = ndi.binary_dilation(change, np.ones((3, 3), bool), iterations=band - 1)
+    return change
+
+
+def teacher_pixels(compute_levels, pairs, teacher, feature_indices, n_pixels, band, rng):
+    """Rows labelled by ``teacher``: ``n_pixels`` per frame, near its outlines and anywhere.
+
+    Parameters
+    ----------
+    compute_levels : callable
+        ``compute_levels(frame)``: every bank feature of a frame
+        (`msclassify.features.FeatureLevels`, all features in bank order).
+    pairs : list of (frame, labels)
+    teacher : msclassify.cegb.Booster
+        Trained on bank columns ``feature_indices``.
+    feature_indices : ndarray of int
+    n_pixels : int
+        Teacher-labelled pixels per frame (fewer if the frame is smaller).
+    band : int
+        Half-width in pixels of the band around the teacher's class changes.
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    X : ndarray of float32, shape (n, n_bank_features)
+    y : ndarray of float64
+        Teacher class index of every row.
+    weight : ndarray of float64
+        Loss weights: per frame, ``EDGE_WEIGHT`` for the edge rows together and
+        the rest of 1 for the flat rows (all of 1 when the teacher sees no
+        class change); the caller scales them.
+    """
+    rows, targets, weights = [], [], []
+    for frame, _ in pairs:
+        levels = compute_levels(frame)
+        height, width = levels.shape
+        classes = predict_multiscale(teacher, levels.arrays, levels.level[feature_indices],
+                                     levels.slot[feature_indices], levels.shape,
+                                     output="class").values
+        edge_ys, edge_xs = np.nonzero(teacher_band(classes, band))
+        n_total = min(int(n_pixels), height * width)
+        n_edge = min(int(round(EDGE_SHARE * n_total)), edge_ys.size)
+        n_flat = n_total - n_edge
+        pick = rng.choice(edge_ys.size, n_edge, replace=False)
+        flat_ys, flat_xs = np.divmod(rng.choice(height * width, n_flat, replace=False), width)
+        ys = np.concatenate([edge_ys[pick], flat_ys])
+        xs = np.concatenate([edge_xs[pick], flat_xs])
+        rows.append(levels.gather(ys, xs))
+        targets.append(classes[ys, xs].astype(np.float64))
+        edge_weight = EDGE_WEIGHT if n_edge else 0.0
+        weights.append(np.concatenate([np.full(n_edge, edge_weight / max(n_edge, 1)),
+                                       np.full(n_flat, (1 - edge_weight) / max(n_flat, 1))]))
+    return np.concatenate(rows), np.concatenate(targets), np.concatenate(weights)

@@ -1,0 +1,77 @@
+"""Distillation (msclassify.pixel._distill): the teacher's band, its pixels and their weights."""
+
+import numpy as np
+import pytest
+
+from msclassify.cegb import train
+from msclassify.features import FeatureBank
+from msclassify.modelfile import load_model
+from msclassify.pixel import PixelClassifier
+from msclassify.pixel._distill import EDGE_WEIGHT, teacher_band, teacher_pixels
+
+
+def test_teacher_band_is_band_pixels_on_each_side_of_a_class_change():
+    classes = np.zeros((9, 9), np.uint8)
+    classes[3:6, 3:6] = 1                                   # a 3x3 square
+    one = teacher_band(classes, 1)
+    # band 1: the square's outer ring of 8-neighbours minus corners (4-neighbours of the
+    # square) and every square pixel that touches the outside, i.e. all 9 but the centre
+    assert one[4, 4] == False and one[3:6, 3:6].sum() == 8  # noqa: E712
+    assert one[2, 4] and one[4, 2] and not one[2, 2] and one.sum() == 8 + 12
+    two = teacher_band(classes, 2)                          # band 1 grown by one 8-neighbour
+    assert two[4, 4] and two[1, 2] and not two[1, 1] and two.sum() == 7 * 7 - 4
+    assert not teacher_band(np.zeros((4, 4), np.uint8), 3).any()
+
+
+def _square_case():
+    image = np.zeros((32, 32))
+    image[8:21, 8:21] = 1.0                                 # edges off the 8x8 grid at 20/21
+    bank = FeatureBank(specs=["L0:intensity:c0", "L3:intensity:c0"])
+    levels = bank.compute_levels(image)
+    X = levels.gather(*np.nonzero(np.ones_like(image, bool)))
+    y = (image.ravel() > 0.5).astype(float)
+    teacher = train(X[:, :1], y, "binary", {"n_estimators": 3, "learning_rate": 1.0,
+                                            "min_samples_leaf": 1})
+    return image, bank, levels, teacher
+
+
+def test_teacher_pixels_carry_the_teachers_class_and_weigh_one_frame_each():
+    image, bank, levels, teacher = _square_case()
+    labels = np.zeros(image.shape, np.uint8)
+    pairs = [(image, labels), (image, labels)]
+    X, y, weight = teacher_pixels(lambda frame: levels, pairs, teacher, np.array([0]), 200, 1,
+                                  np.random.default_rng(0))
+    assert X.shape == (400, 2) and y.shape == weight.shape == (400,)
+    # the teacher is exact here: its class is the square's, read at each row's pixel
+    assert np.array_equal(y, (X[:, 0] > 0.5).astype(float))
+    # per frame: 150 rows from the band (the square's 48 border pixels and the 52 outside
+    # pixels next to them: 100 < 150, so all of them) weigh EDGE_WEIGHT, the other rows
+    # (anywhere) the rest of one frame
+    per_frame = np.split(weight, 2)
+    for w in per_frame:
+        assert w.sum() == pytest.approx(1.0)
+        assert w[:100].sum() == pytest.approx(EDGE_WEIGHT)
+        assert np.unique(w[100:]).size == 1
+    edge_rows = X[:100]
+    assert set(np.unique(edge_rows[:, 0])) == {0.0, 1.0}     # both sides of the outline
+
+
+def test_pixel_classifier_distils_only_with_full_resolution_and_coarse_features(tmp_path):
+    image, _, _, _ = _square_case()
+    labels = np.zeros(image.shape, np.uint8)
+    labels[0:2, :] = 1
+    labels[12:16, 12:16] = 2
+    clf = PixelClassifier(n_estimators=3, random_state=0).fit(image, labels)
+    assert clf.teacher_features_ == [i for i in clf.bank_.ids if i.startswith("L0:")]
+    path = tmp_path / "m.msc"
+    clf.save(path)
+    assert load_model(path).teacher_features_ == clf.teacher_features_
+    off = PixelClassifier(n_estimators=3, distill_weight=0, random_state=0).fit(image, labels)
+    assert off.teacher_features_ is None
+    fine_only = PixelClassifier(["L0:intensity:c0", "L0:gauss:s1.0:c0"], n_estimators=3,
+                                random_state=0).fit(image, labels)
+    assert fine_only.teacher_features_ is None
+    with pytest.raises(ValueError, match="distill_weight"):
+        PixelClassifier(distill_weight=-1).fit(image, labels)
+    with pytest.raises(ValueError, match="n_distill_pixels"):
+        PixelClassifier(n_distill_pixels=0).fit(image, labels)
