@@ -114,7 +114,8 @@ def test_auto_picks_a_cheaper_model_when_it_is_as_good():
         for c in range(4, 64, 16):
             labels[r:r + 8, c + 3] = TILES[r, c]
             labels[r + 3, c:c + 8] = TILES[r, c]
-    params = dict(n_estimators=10, random_state=0)
+    # the tradeoff alone (distillation, on by default, is tested in test_distill.py)
+    params = dict(n_estimators=10, random_state=0, distill_weight=0)
     auto = PixelClassifier(cost_tradeoff="auto", **params).fit(tiles_image(0), labels)
     plain = PixelClassifier(cost_tradeoff=0.0, **params).fit(tiles_image(0), labels)
     assert [p["cost_tradeoff"] for p in auto.tradeoff_path_] == list(AUTO_PATH)
@@ -147,7 +148,9 @@ def test_auto_keeps_a_costlier_model_when_the_cheap_ones_lose_a_rare_class():
     labels[1:63:4, 2:30] = 1
     labels[1:63:4, 34:62] = 2
     labels[truth == 3] = 3
-    params = dict(n_estimators=10, min_samples_leaf=5, split_cost=200.0, random_state=0)
+    # the "fine" bank (full resolution and 2x2 blocks): its only coarse features cannot see them
+    params = dict(features="fine", n_estimators=10, min_samples_leaf=5, split_cost=200.0,
+                  random_state=0, distill_weight=0)
     auto = PixelClassifier(cost_tradeoff="auto", **params).fit(image(0), labels)
     path = auto.tradeoff_path_
     cheapest = min(path, key=lambda p: p["cost_per_pixel"])
@@ -280,3 +283,19 @@ def test_cli_train_auto_on_the_sample_data_prints_and_saves_the_choice(tmp_path,
     info = capsys.readouterr().out
     assert "(chosen automatically)" in info and len(model.tradeoff_path_) == len(AUTO_PATH)
     assert info.count("\n") > len(AUTO_PATH) + 5           # the path table is printed
+
+
+def test_auto_with_distillation_holds_out_scribbles_only_and_trains_on_teacher_pixels():
+    labels = np.zeros((64, 64), np.uint8)
+    for r in range(4, 64, 16):
+        for c in range(4, 64, 16):
+            labels[r:r + 8, c + 3] = TILES[r, c]
+            labels[r + 3, c:c + 8] = TILES[r, c]
+    params = dict(n_estimators=10, random_state=0, n_distill_pixels=500)
+    auto = PixelClassifier(cost_tradeoff="auto", **params).fit(tiles_image(0), labels)
+    assert auto.teacher_features_                      # distilled ...
+    assert [p["cost_tradeoff"] for p in auto.tradeoff_path_] == list(AUTO_PATH)  # ... and chosen
+    # scored on the held-out scribbles only: the teacher's pixels are not counted among them
+    held = int(auto.tradeoff_reason_.split("scored on ")[1].split()[0])
+    assert 0 < held < np.count_nonzero(labels)
+    assert np.mean(auto.predict(tiles_image(1)) == TILES) > 0.9
