@@ -1,6 +1,6 @@
 """CEGB core vs LightGBM: training time, lazy-cost overhead, prediction throughput, accuracy.
 
-Run: ``python benchmarks/bench_core.py [--quick] [--no-callgrind]``. Writes
+Run: ``python benchmarks/bench_core.py [--quick] [--no-callgrind | --callgrind-only]``. Writes
 benchmarks/results/core.json.
 Everything compared is measured in the same run (the machine is shared and noisy):
 ratios matter, absolute seconds less so. OMP_WAIT_POLICY=PASSIVE is set for both
@@ -238,13 +238,30 @@ def peak_memory(n_rows):
             "training_overhead_mb": (peak_kb - base_kb) / 1024}
 
 
+def _print_instructions(ic):
+    if "skipped" in ic:
+        print(f"instruction counts skipped: {ic['skipped']}")
+    else:
+        print(f"instructions, {ic['rows']}x{ic['features']}, {ic['trees']} trees: ours "
+              f"{ic['instructions_ours']:.4g}, LightGBM {ic['instructions_lightgbm']:.4g} "
+              f"(ratio {ic['instructions_ratio_ours_over_lightgbm']:.2f})\n")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="smaller data, one repeat")
     parser.add_argument("--no-callgrind", action="store_true",
-                        help="skip the instruction counts (four processes under valgrind, "
-                             "about 40 CPU minutes)")
+                        help="skip the instruction counts (two processes under valgrind, about "
+                             "6 minutes on an AMD EPYC)")
+    parser.add_argument("--callgrind-only", action="store_true",
+                        help="only the instruction counts (the load-independent measure), into "
+                             "benchmarks/results/core_instructions.json")
     args = parser.parse_args()
+    if args.callgrind_only:
+        results = {"load_average_start": os.getloadavg()[0], "instructions": instruction_counts()}
+        _print_instructions(results["instructions"])
+        print(f"wrote {write_results('core_instructions', results)}")
+        return
     n_rows, repeats = (50_000, 1) if args.quick else (200_000, 3)
     results = {"threads": THREADS, "load_average_start": os.getloadavg()[0]}
     start = time.perf_counter()
@@ -273,13 +290,7 @@ def main():
           f"LightGBM {s['predict_rows_per_s_lightgbm']:.3g} rows/s "
           f"(ratio {s['predict_throughput_ratio_ours_over_lightgbm']:.2f})\n")
     if "instructions" in results:
-        ic = results["instructions"]
-        if "skipped" in ic:
-            print(f"instruction counts skipped: {ic['skipped']}")
-        else:
-            print(f"instructions, {ic['rows']}x{ic['features']}, {ic['trees']} trees: ours "
-                  f"{ic['instructions_ours']:.4g}, LightGBM {ic['instructions_lightgbm']:.4g} "
-                  f"(ratio {ic['instructions_ratio_ours_over_lightgbm']:.2f})\n")
+        _print_instructions(results["instructions"])
     print_table(results["accuracy"], ["data", "mu", "alpha", "auc_ours", "auc_lightgbm", "acc_ours",
                                       "acc_lightgbm", "features_ours", "features_lightgbm"])
     m = results["memory"]

@@ -184,12 +184,17 @@ def load_train_test(train_path, test_path=None, cost_path=None, file_format="aut
     """
     costs = load_feature_costs(cost_path) if cost_path else None
     train = load_table(train_path, file_format, label_column=label_column)
+    svmlight = _is_svmlight(train_path, file_format)
+    if costs is not None and svmlight and costs.size > train.n_features:
+        # the last feature ids may be absent (0) from every training line, and occur in the
+        # test file only; _check_costs_fit_features refuses ids that occur nowhere
+        train = _with_columns(train, costs.size)
     test = None
     if test_path:
         test = load_table(test_path, file_format, label_column=label_column,
                           n_features=train.n_features)
     if costs is not None:
-        if _is_svmlight(train_path, file_format):
+        if svmlight:
             _check_costs_fit_features(costs, cost_path, train, test, train_path, test_path)
         if costs.size != train.n_features:
             raise ValueError(f"the cost file {cost_path} holds {costs.size} costs but "

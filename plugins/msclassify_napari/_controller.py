@@ -86,10 +86,12 @@ class ClassifierSettings:
     random_state: int = 0
 
     TOOLTIPS = {
-        "features": "Candidate image features (features=...): 'fast' (few, cheap), 'default' "
-                    "(full resolution and 2x2 blocks), 'pyramid' (also 4x4 / 8x8 blocks: "
-                    "cheapest models, blockier outlines), 'rich' (more scales). The model picks "
-                    "the ones it needs.",
+        "features": "Candidate image features (features=...): 'default' (every filter at "
+                    "three scales on full resolution and 2x2, 4x4, 8x8 blocks; outlines are "
+                    "refined at full resolution by the teacher model trained first), 'fine' "
+                    "(full resolution and 2x2 blocks only), 'fast' (few, cheap), 'pyramid' "
+                    "(the former default), 'rich' (more scales). The model picks the ones it "
+                    "needs.",
         "cost_tradeoff": "Cost tradeoff μ (cost_tradeoff): how much accuracy the model gives "
                          "up per operation per pixel it saves. 0 = plain gradient boosting (most "
                          "accurate, slowest); larger = fewer, coarser features and shorter "
