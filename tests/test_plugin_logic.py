@@ -19,7 +19,8 @@ from msclassify.tabular import (DEFAULT_COST_TRADEOFFS, TabularData, cost_sweep,
 from msclassify.features import FeatureSpec
 from msclassify.pixel import FrameExport
 from msclassify_napari._controller import (CLASS_NAMES_KEY, LIVE_N_COST_SAMPLES,
-                                           LIVE_N_ESTIMATORS, PREDICT, RETRAIN, TRAIN,
+                                           LIVE_N_ESTIMATORS, LIVE_WITHOUT_TEACHER, PREDICT,
+                                           RETRAIN, TRAIN,
                                            ClassifierSettings, CostSummary, FramePrediction,
                                            FrameStack, LabelHints, LiveUpdateScheduler,
                                            ScribbledFrames, TrainedModel, apply_to_frames,
@@ -354,11 +355,18 @@ def test_settings_make_the_classifier_with_library_defaults():
     assert params["semi_supervised"] is True
     assert set(ClassifierSettings.TOOLTIPS) == {"features", "cost_tradeoff", "split_cost",
                                                 "n_estimators", "max_leaves", "semi_supervised"}
+    assert settings.make_classifier().get_params()["distill_weight"] == defaults["distill_weight"]
     live = settings.replace(semi_supervised=True).for_live_update()
-    assert (live.n_estimators, live.n_cost_samples, live.semi_supervised) == (
-        LIVE_N_ESTIMATORS, LIVE_N_COST_SAMPLES, False)
-    assert (live.features, live.cost_tradeoff, live.split_cost, live.max_leaves) == (
-        settings.features, settings.cost_tradeoff, settings.split_cost, settings.max_leaves)
+    assert (live.n_estimators, live.n_cost_samples, live.semi_supervised, live.distill_weight) == (
+        LIVE_N_ESTIMATORS, LIVE_N_COST_SAMPLES, False, 0.0)
+    assert live.make_classifier().get_params()["distill_weight"] == 0.0
+    # without the teacher, the default bank's coarse levels would draw staircases
+    assert settings.features == "default" and defaults["cost_tradeoff"] > 2e-4
+    assert (live.features, live.cost_tradeoff) == LIVE_WITHOUT_TEACHER["default"] == ("fine", 2e-4)
+    assert settings.replace(cost_tradeoff=0.0).for_live_update().cost_tradeoff == 0.0
+    other = settings.replace(features="fast", cost_tradeoff=0.01).for_live_update()
+    assert (other.features, other.cost_tradeoff) == ("fast", 0.01)
+    assert (live.split_cost, live.max_leaves) == (settings.split_cost, settings.max_leaves)
     assert settings.replace(n_estimators=5).for_live_update().n_estimators == 5
 
 

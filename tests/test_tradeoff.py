@@ -108,12 +108,18 @@ def tiles_image(seed):
     return np.random.default_rng(seed).normal(0.3, 0.12, (64, 64)) + 0.4 * (TILES == 2)
 
 
-def test_auto_picks_a_cheaper_model_when_it_is_as_good():
+def tile_scribbles():
+    """A small cross of the right class in every tile, away from the tile edges."""
     labels = np.zeros((64, 64), np.uint8)
     for r in range(4, 64, 16):
         for c in range(4, 64, 16):
             labels[r:r + 8, c + 3] = TILES[r, c]
             labels[r + 3, c:c + 8] = TILES[r, c]
+    return labels
+
+
+def test_auto_picks_a_cheaper_model_when_it_is_as_good():
+    labels = tile_scribbles()
     # the tradeoff alone (distillation, on by default, is tested in test_distill.py)
     params = dict(n_estimators=10, random_state=0, distill_weight=0)
     auto = PixelClassifier(cost_tradeoff="auto", **params).fit(tiles_image(0), labels)
@@ -286,11 +292,7 @@ def test_cli_train_auto_on_the_sample_data_prints_and_saves_the_choice(tmp_path,
 
 
 def test_auto_with_distillation_holds_out_scribbles_only_and_trains_on_teacher_pixels():
-    labels = np.zeros((64, 64), np.uint8)
-    for r in range(4, 64, 16):
-        for c in range(4, 64, 16):
-            labels[r:r + 8, c + 3] = TILES[r, c]
-            labels[r + 3, c:c + 8] = TILES[r, c]
+    labels = tile_scribbles()
     params = dict(n_estimators=10, random_state=0, n_distill_pixels=500)
     auto = PixelClassifier(cost_tradeoff="auto", **params).fit(tiles_image(0), labels)
     assert auto.teacher_features_                      # distilled ...
