@@ -289,6 +289,13 @@ def test_cli_train_auto_on_the_sample_data_prints_and_saves_the_choice(tmp_path,
     info = capsys.readouterr().out
     assert "(chosen automatically)" in info and len(model.tradeoff_path_) == len(AUTO_PATH)
     assert info.count("\n") > len(AUTO_PATH) + 5           # the path table is printed
+    # a given value is said in one line, without the table
+    fixed = tmp_path / "fixed.msc"
+    assert main(["train", str(tmp_path / "frames.tif"), "--labels", str(tmp_path / "scribbles.tif"),
+                 "-o", str(fixed), "--cost-tradeoff", "3e-4", "--n-estimators", "5", "-q"]) == 0
+    assert main(["info", str(fixed)]) == 0
+    info = capsys.readouterr().out
+    assert "cost tradeoff: 0.0003 (given)\n" in info and "chosen" not in info
 
 
 def test_auto_with_distillation_holds_out_scribbles_only_and_trains_on_teacher_pixels():

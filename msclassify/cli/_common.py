@@ -36,8 +36,10 @@ def training_callback(bar):
 
 def tradeoff_lines(model):
     """How a fitted `PixelClassifier`'s cost_tradeoff came about: a summary, then its path table."""
-    how = "given" if model.tradeoff_path_ is None else "chosen automatically"
-    lines = [f"cost tradeoff: {model.cost_tradeoff_:g} ({how}): {model.tradeoff_reason_}"]
+    if model.tradeoff_path_ is None:
+        return [f"cost tradeoff: {model.cost_tradeoff_:g} (given)"]
+    lines = [f"cost tradeoff: {model.cost_tradeoff_:g} (chosen automatically): "
+             f"{model.tradeoff_reason_}"]
     if model.tradeoff_path_:
         lines.append("  cost_tradeoff  score   scribbles  teacher  ops/pixel  features")
         for point in model.tradeoff_path_:
