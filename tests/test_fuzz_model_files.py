@@ -112,24 +112,15 @@ def damage(data, how):
     return bytes(data)
 
 
+@pytest.mark.parametrize("kind", ["cegb", "pixel"])
 @FUZZ
 @given(how=byte_damage)
-def test_damaged_bytes_are_refused_or_change_nothing(cegb, tmp_path, how):
-    data, X, expected = cegb
+def test_damaged_bytes_are_refused_or_change_nothing(request, kind, tmp_path, how):
+    data, inputs, expected = request.getfixturevalue(kind)
     model, error = load(damage(data, how), tmp_path)
     event("loaded" if error is None else "refused")
     if error is None:
-        np.testing.assert_array_equal(model.predict(X), expected)
-
-
-@FUZZ
-@given(how=byte_damage)
-def test_damaged_bytes_of_a_pixel_model_are_refused_or_change_nothing(pixel, tmp_path, how):
-    data, image, expected = pixel
-    model, error = load(damage(data, how), tmp_path)
-    event("loaded" if error is None else "refused")
-    if error is None:
-        np.testing.assert_array_equal(model.predict(image), expected)
+        np.testing.assert_array_equal(model.predict(inputs), expected)
 
 
 # -- content --------------------------------------------------------------------------------
