@@ -1,8 +1,10 @@
 """Accuracy and speed on the real sets: msclassify vs scikit-image's recipe, LightGBM and ilastik's filters.
 
 Run: ``python benchmarks/bench_accuracy.py [--repeats 3] [--sets fly_masks_dev isbi2012_em]
-[--methods NAME ...] [--quick]``; ``--seed-spread 5`` instead trains ours with 5
-random_state values and reports the spread of the scores (accuracy_seeds.json). Writes benchmarks/results/accuracy.json (or
+[--methods NAME ...] [--quick]``; ``--seed-spread 5`` instead trains ours (the
+"ours ..." methods picked, e.g. ``--mu-path 0.002 --methods "ours mu=0.002"``)
+with 5 random_state values and reports the spread of the scores
+(accuracy_seeds.json). Writes benchmarks/results/accuracy.json (or
 accuracy_quick.json), prints one table per set and saves one cost-accuracy plot
 per set, docs/accuracy_<set>.png.
 
@@ -26,6 +28,9 @@ Methods (`METHODS`; pass ``--methods`` to pick; a method is any object with
 ``fit(images, labels)``, ``predict(image)`` and ``describe(images)``)
 ----------------------------------------------------------------------------
 * ``ours default``: ``PixelClassifier(random_state=0)`` with its defaults.
+* ``ours no distillation``: the defaults with ``distill_weight=0``: trained on
+  the scribbles alone, no teacher (what distillation buys, and what it costs in
+  training time).
 * ``ours auto``: ``cost_tradeoff="auto"`` (default ``tolerance``): the
   cost_tradeoff chosen on held-out scribbles; the JSON row holds its path table
   and reason.
@@ -191,7 +196,8 @@ def make_methods(mu_path, seeds=(0,)):
     """Every method of the benchmark, by name, in table order."""
     from lightgbm import LGBMClassifier
     from sklearn.ensemble import RandomForestClassifier
-    methods = [Ours("ours default"), Ours("ours auto", cost_tradeoff="auto")]
+    methods = [Ours("ours default"), Ours("ours no distillation", distill_weight=0.0),
+               Ours("ours auto", cost_tradeoff="auto")]
     methods += [Ours(f"ours mu={mu:g}", cost_tradeoff=mu) for mu in mu_path]
     bank = ilastik_bank()
     methods += [
@@ -289,22 +295,23 @@ def run_set(name, data, methods, repeats):
     return rows
 
 
-def seed_spread(name, data, n_seeds):
-    """Scores of ours (defaults, and mu = 0) trained with random_state 0..n_seeds-1."""
+def seed_spread(name, data, methods, n_seeds):
+    """Scores of the `Ours` ``methods`` trained with random_state 0..n_seeds-1."""
     spec = SETS[name]
     out = {}
-    for label, params in (("ours default", {}), ("ours mu=0", {"cost_tradeoff": 0.0})):
+    for template in methods:
         scores = []
         for seed in range(n_seeds):
-            method = Ours(label, random_state=seed, **params)
+            method = Ours(template.name, **dict(template.params, random_state=seed))
             method.fit(data["train_images"], data["train_labels"])
             scores.append(spec["score"]([method.predict(image) for image in data["test_images"]],
                                         data[spec["truth"]]))
-            print(f"[{name}] {label} random_state={seed}: {scores[-1]}", flush=True)
-        out[label] = {metric: {"values": [s[metric] for s in scores],
-                               "spread": max(s[metric] for s in scores)
-                               - min(s[metric] for s in scores)}
-                      for metric in spec["metrics"]}
+            print(f"[{name}] {template.name} random_state={seed}: {scores[-1]}", flush=True)
+        out[template.name] = {"cost_tradeoff": method.model.cost_tradeoff_}
+        out[template.name].update({metric: {"values": [s[metric] for s in scores],
+                                            "spread": max(s[metric] for s in scores)
+                                            - min(s[metric] for s in scores)}
+                                   for metric in spec["metrics"]})
     return out
 
 
@@ -340,6 +347,14 @@ def draw_plot(name, rows, metrics, path):
     plt.close(fig)
 
 
+def select_methods(parser, methods, names):
+    """The ``methods`` called ``names`` (table order); a parser error names unknown ones."""
+    unknown = set(names) - {m.name for m in methods}
+    if unknown:
+        parser.error(f"unknown methods {sorted(unknown)}; choose from {[m.name for m in methods]}")
+    return [m for m in methods if m.name in names]
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
@@ -348,9 +363,11 @@ def main():
                         help="method names to run (default: all)")
     parser.add_argument("--mu-path", nargs="+", type=float, default=list(DEFAULT_MU_PATH))
     parser.add_argument("--seed-spread", type=int, default=0, metavar="N",
-                        help="instead: train ours (defaults and mu=0) with random_state "
-                             "0..N-1 and report the spread of the scores (no timing); writes "
-                             "accuracy_seeds.json")
+                        help="instead: train ours (the 'ours ...' methods of --methods; "
+                             "default: ours default and ours mu=0) with random_state 0..N-1 "
+                             "and report the spread of the scores (no timing); writes "
+                             "accuracy_seeds.json. E.g. --seed-spread 5 --mu-path 0.002 "
+                             "--methods 'ours mu=0.002'")
     parser.add_argument("--replot", action="store_true",
                         help="only redraw the plots from benchmarks/results/accuracy.json")
     parser.add_argument("--quick", action="store_true",
@@ -374,22 +391,23 @@ def main():
     if args.seed_spread:
         for name in args.sets:
             data = SETS[name]["load"](None)
-            results["sets"][name] = seed_spread(name, data, args.seed_spread)
+            chosen = select_methods(parser, make_methods(args.mu_path),
+                                    args.methods or ["ours default", "ours mu=0"])
+            if any(not isinstance(m, Ours) for m in chosen):
+                parser.error("--seed-spread trains msclassify only: pick 'ours ...' methods")
+            results["sets"][name] = seed_spread(name, data, chosen, args.seed_spread)
             for label, metrics in results["sets"][name].items():
-                print(f"{name} {label}: " + ", ".join(
+                print(f"{name} {label} (cost_tradeoff {metrics['cost_tradeoff']:g}): " + ", ".join(
                     f"{metric} {min(v['values']):.4f}-{max(v['values']):.4f} (spread "
-                    f"{v['spread']:.4f})" for metric, v in metrics.items()))
+                    f"{v['spread']:.4f})" for metric, v in metrics.items()
+                    if metric != "cost_tradeoff"))
         command = "python benchmarks/bench_accuracy.py " + " ".join(sys.argv[1:])
         print(f"wrote {write_results('accuracy_seeds', results, command.strip())}")
         return
     for name in args.sets:
         methods = make_methods(args.mu_path)
         if args.methods:
-            unknown = set(args.methods) - {m.name for m in methods}
-            if unknown:
-                parser.error(f"unknown methods {sorted(unknown)}; choose from "
-                             f"{[m.name for m in methods]}")
-            methods = [m for m in methods if m.name in args.methods]
+            methods = select_methods(parser, methods, args.methods)
         data = SETS[name]["load"](SETS[name]["quick_test"] if args.quick else None)
         rows = run_set(name, data, methods, repeats)
         results["sets"][name] = {"train_ids": data["train_ids"], "test_ids": data["test_ids"],
