@@ -105,6 +105,9 @@ def test_train_passes_the_options_to_pixel_classifier_and_trains_every_tree(data
     params = clf.get_params()
     assert params["n_estimators"] == 8 and params["features"] == "fast"
     assert params["random_state"] == 0
+    given = {"n_estimators", "features", "random_state"}
+    library = {k: v for k, v in PixelClassifier().get_params().items() if k not in given}
+    assert {k: params[k] for k in library} == library     # the rest: the library's defaults
     assert clf.booster_.n_iterations == 8  # the progress bar must not stop training early
     assert clf.classes_.tolist() == [1, 2]
     folder, frames = data
