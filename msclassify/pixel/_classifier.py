@@ -216,8 +216,14 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
     membrane F1 0.691 / pixel accuracy 0.824 vs 0.658 / 0.788 at 6.6x. Without
     distillation the same bank at ``cost_tradeoff=2e-4`` reached fly SEG 0.866
     (staircases). Plain boosting (``cost_tradeoff=0``) is 0.009 fly SEG better
-    at 7.8x the time. For small objects (a few pixels across) lower
-    ``cost_tradeoff``: the block decisions then cannot pay for themselves.
+    at 7.8x the time. Larger tradeoffs were faster but not kept: at 3e-3
+    (12.7x / 8.7x in that run) fly SEG was 0.9425-0.9441 over random_state 0-4
+    (1e-3: 0.9443-0.9474) and the outline of a real fly frame ran more along
+    the 8x8 block grid (``tests/test_real_fly_outlines.py``: 0.40 of its class
+    changes on the grid vs 0.28; the mask 0.13); 2e-3 was worse on both counts
+    (SEG 0.9422-0.9434, grid share 0.46). For small objects (a few pixels
+    across) lower ``cost_tradeoff``: the block decisions then cannot pay for
+    themselves.
 
     Examples
     --------
