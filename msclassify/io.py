@@ -926,6 +926,13 @@ def _image_files_in(folder):
     return sorted(files, key=lambda path: natural_sort_key(path.name))
 
 
+def _is_grey_stored_as_colour(frame):
+    """True for an RGB(A) frame whose red, green and blue channels are equal."""
+    return (frame.ndim == 3 and frame.shape[2] in (3, 4)
+            and np.array_equal(frame[..., 0], frame[..., 1])
+            and np.array_equal(frame[..., 0], frame[..., 2]))
+
+
 def open_frames(source, *, as_gray=False):
     """Open a video, TIFF stack, image folder, glob pattern or image list as a `FrameSource`.
 
@@ -942,13 +949,15 @@ def open_frames(source, *, as_gray=False):
         - a glob pattern such as ``"data/*.png"``: the matching files in natural order;
         - a list of image paths, in the given order;
         - a zarr label stack written by `open_writer`.
-    as_gray : bool, default False
+    as_gray : bool or "auto", default False
         False returns frames as stored: videos as ``(H, W, 3)`` RGB, images with their
         own channels. True returns ``(H, W)`` luma (BT.601 weights; for videos FFmpeg's
         luma conversion), a third of the memory per frame. Use True for
         greyscale footage stored as RGB, such as the fly videos (R = G = B; luma then
-        equals the stored grey value, within 1 grey level for video). The default keeps
-        colour because turning a colour video grey silently would lose information.
+        equals the stored grey value, within 1 grey level for video). ``"auto"`` returns
+        luma when the first frame's colour channels are all equal (grey footage stored
+        as colour) and the frames as stored otherwise. The default keeps colour because
+        turning a colour video grey silently would lose information.
 
     Returns
     -------
@@ -969,7 +978,17 @@ def open_frames(source, *, as_gray=False):
     >>> frames = open_frames(folder, as_gray=True)
     >>> [frames.name(i) for i in range(len(frames))], frames.shape, int(frames.read(2)[0, 0])
     (['frame1', 'frame2', 'frame10'], (4, 5), 10)
+    >>> open_frames(folder, as_gray="auto").shape  # R = G = B in the first frame: grey
+    (4, 5)
     """
+    if isinstance(as_gray, str):
+        if as_gray != "auto":
+            raise ValueError(f"as_gray must be True, False or 'auto', got {as_gray!r}")
+        frames = open_frames(source)
+        if not _is_grey_stored_as_colour(frames.read(0)):
+            return frames
+        frames.close()
+        return open_frames(source, as_gray=True)
     if isinstance(source, (list, tuple)):
         if not source:
             raise FrameReadError("the list of image files is empty; pass at least one image")
@@ -1089,13 +1108,21 @@ def match_frames(frames, others):
     return [by_name[name] for name in others.names()], None
 
 
+def _first_frame_is_grey(source, as_gray):
+    """Whether ``open_frames(source, as_gray=as_gray)`` reads grey frames."""
+    with open_frames(source, as_gray=as_gray) as frames:
+        return len(frames.shape) == 2
+
+
 def read_training_frames(image_paths, label_paths, *, as_gray=False):
     """The labelled frames of some inputs and their label images, for training.
 
     Each of ``image_paths`` (anything `open_frames` reads) pairs with the label
     input at the same position (anything `read_label_stack` reads); frames pair
     with label images as `match_frames` says. Label images without a labelled
-    pixel (all 0) are skipped.
+    pixel (all 0) are skipped. ``as_gray`` is as in `open_frames`; with ``"auto"``
+    every input is read as grey when none has colour in its first frame (grey
+    footage stored as RGB is read as grey), else every input is read as stored.
 
     Returns
     -------
@@ -1111,6 +1138,8 @@ def read_training_frames(image_paths, label_paths, *, as_gray=False):
     if len(image_paths) != len(label_paths):
         raise FrameReadError(f"got {len(image_paths)} image input(s) but {len(label_paths)} label "
                              "input(s); give one label input per image input, in the same order")
+    if isinstance(as_gray, str):
+        as_gray = all(_first_frame_is_grey(path, as_gray) for path in image_paths)
     frames, labels = [], []
     for image_path, label_path in zip(image_paths, label_paths):
         with open_frames(image_path, as_gray=as_gray) as images, \

@@ -133,7 +133,7 @@ def test_train_semi_supervised_flag_and_its_options(data, tmp_path):
                                   reference.predict(frames[3]))
 
 
-def test_train_pairs_label_files_with_video_frames_by_name(tmp_path):
+def test_train_pairs_label_files_with_video_frames_by_name(tmp_path, capsys):
     frames = make_frames(12)
     video = tmp_path / "movie.mp4"
     with av.open(str(video), "w") as container:
@@ -157,12 +157,17 @@ def test_train_pairs_label_files_with_video_frames_by_name(tmp_path):
     difference = np.abs(paired[0].astype(int) - frames[8])
     assert difference.max() <= 2  # frame 8, up to the video's luma rounding
     out = tmp_path / "m.msc"
-    assert main(["train", str(video), "--labels", str(labels), "-o", str(out), "--gray",
-                 "--features", "fast", "--n-estimators", "5", "--quiet"]) == 0
+    # grey footage stored as RGB trains on one channel without being told
+    assert main(["train", str(video), "--labels", str(labels), "-o", str(out),
+                 "--features", "fast", "--n-estimators", "5"]) == 0
+    assert "labelled frame(s) (grey)" in capsys.readouterr().out
     clf = load_model(out)
     assert clf.n_channels_ == 1
     prediction = clf.predict(frames[8])
     assert prediction[start + 8, start + 8] == 2 and prediction[1, 1] == 1
+    assert main(["train", str(video), "--labels", str(labels), "-o", str(out), "--color",
+                 "--features", "fast", "--n-estimators", "5", "--quiet"]) == 0
+    assert load_model(out).n_channels_ == 3
 
 
 def test_train_refuses_labels_that_name_no_frame(tmp_path, data, capsys):

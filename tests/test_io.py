@@ -97,6 +97,40 @@ def test_video_as_gray_is_the_luma_of_rgb_frames(videos):
     assert np.abs(colour[..., 1].astype(int) - grey).max() <= 1
 
 
+def test_as_gray_auto_reads_grey_footage_stored_as_colour_as_grey(videos, tmp_path):
+    folder, _ = videos  # grey boxes in an RGB video
+    with open_frames(folder / "movie.mp4", as_gray="auto") as auto, \
+            open_frames(folder / "movie.mp4", as_gray=True) as gray:
+        assert auto.shape == (HEIGHT, WIDTH)
+        np.testing.assert_array_equal(auto.read(21), gray.read(21))
+    colour = np.zeros((2, 4, 6, 3), np.uint8)
+    colour[..., 0] = 100  # red: one channel differs, so the frames stay colour
+    tifffile.imwrite(tmp_path / "red.tif", colour, photometric="rgb")
+    with open_frames(tmp_path / "red.tif", as_gray="auto") as auto:
+        assert auto.shape == (4, 6, 3)
+    with pytest.raises(ValueError, match="True, False or 'auto'"):
+        open_frames(tmp_path / "red.tif", as_gray="yes")
+
+
+def test_training_frames_auto_grey_only_when_no_input_has_colour(videos, tmp_path):
+    folder, frames = videos
+    labels = np.zeros((1, HEIGHT, WIDTH), np.uint8)
+    labels[0, :2], labels[0, 24, 2:10] = 1, 2
+    (tmp_path / "video_labels").mkdir()
+    tifffile.imwrite(tmp_path / "video_labels" / "frame_000003.tif", labels[0])
+    tifffile.imwrite(tmp_path / "labels.tif", labels)
+    grey, _ = msio.read_training_frames([str(folder / "movie.mp4")],
+                                       [str(tmp_path / "video_labels")], as_gray="auto")
+    assert grey[0].shape == (HEIGHT, WIDTH)
+    red = frames[:1].copy()
+    red[..., 0] = 0  # a colour input next to the grey one: every input keeps its channels
+    tifffile.imwrite(tmp_path / "red.tif", red, photometric="rgb")
+    mixed, _ = msio.read_training_frames(
+        [str(folder / "movie.mp4"), str(tmp_path / "red.tif")],
+        [str(tmp_path / "video_labels"), str(tmp_path / "labels.tif")], as_gray="auto")
+    assert [frame.shape for frame in mixed] == [(HEIGHT, WIDTH, 3)] * 2
+
+
 def test_truncated_videos_give_their_complete_frames_and_say_so(videos, tmp_path):
     folder, _ = videos
     # the index (moov) at the end: nothing says where the frames are

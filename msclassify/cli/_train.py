@@ -80,9 +80,14 @@ def add_train_command(commands, quiet):
     train.add_argument("--labels", nargs="+", required=True, metavar="LABELS",
                        help="label images for each IMAGES input, in the same order")
     train.add_argument("-o", "--output", required=True, help="model file to write (*.msc)")
-    train.add_argument("--gray", action="store_true",
-                       help="train on the grey (luma) of colour frames, e.g. for grey footage "
-                            "stored as RGB video")
+    colour = train.add_mutually_exclusive_group()
+    colour.add_argument("--gray", dest="as_gray", action="store_const", const=True,
+                        default="auto",
+                        help="train on the grey (luma) of colour frames (default: only when "
+                             "the frames are grey footage stored as colour, R = G = B)")
+    colour.add_argument("--color", dest="as_gray", action="store_const", const=False,
+                        help="train on the colour channels as stored, even of grey footage "
+                             "stored as colour")
     _add_model_options(train)
     train.set_defaults(run=_cmd_train)
 
@@ -109,7 +114,7 @@ def _add_model_options(parser):
 def _cmd_train(args):
     output = Path(args.output)
     check_model_path(output)  # before training, not after it
-    frames, labels = read_training_frames(args.images, args.labels, as_gray=args.gray)
+    frames, labels = read_training_frames(args.images, args.labels, as_gray=args.as_gray)
     params = {name: getattr(args, name) for name in (*_MODEL_OPTIONS, *_MODEL_FLAGS)
               if hasattr(args, name)}
     features = args.features.split(",") if "," in args.features or ":" in args.features \
@@ -117,7 +122,8 @@ def _cmd_train(args):
     clf = PixelClassifier(features=features, **params)
     classes, counts = np.unique(np.concatenate([lab[lab > 0] for lab in labels]),
                                 return_counts=True)
-    say(args, f"training on {len(frames)} labelled frame(s): "
+    channels = "grey" if frames[0].ndim == 2 else f"{frames[0].shape[2]} channels"
+    say(args, f"training on {len(frames)} labelled frame(s) ({channels}): "
                + ", ".join(f"class {c}: {n} px" for c, n in zip(classes, counts)))
     fit_start = time.perf_counter()
     with progress(clf.n_estimators, "training", args.quiet, unit="tree") as bar:

@@ -100,18 +100,6 @@ class LazyFrames:
         return f"<LazyFrames {self.source.path!r}: shape {self.shape}, {self.dtype}>"
 
 
-def _open(path):
-    """Open ``path``; colour footage whose first frame is grey (R = G = B) is opened as grey."""
-    source = open_frames(path)
-    if len(source.shape) == 3 and source.shape[2] in (3, 4):
-        first = source.read(0)
-        if np.array_equal(first[..., 0], first[..., 1]) and np.array_equal(first[..., 0],
-                                                                           first[..., 2]):
-            source.close()
-            source = open_frames(path, as_gray=True)
-    return source
-
-
 def read_frames(path):
     """Read a video or TIFF stack as napari layer data (lazy when it has several frames).
 
@@ -125,7 +113,7 @@ def read_frames(path):
     FrameReadError
         For a corrupt, truncated or unsupported file (napari shows the message).
     """
-    source = _open(path)
+    source = open_frames(path, as_gray="auto")  # grey footage stored as RGB: grey
     data = source.read(0) if len(source) == 1 else LazyFrames(source)
     kwargs = {"name": Path(path).stem, "rgb": len(source.shape) == 3,
               "metadata": {"msclassify_source": str(path), "n_frames": len(source)}}
