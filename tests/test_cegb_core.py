@@ -352,6 +352,34 @@ def test_prediction_routes_by_threshold_and_missing_direction(missing_left):
     np.testing.assert_array_equal(booster.apply(X)[:, 0], [1, 1, 2, 1 if missing_left else 2, 1])
 
 
+def _preorder_tree_booster(left_of_root=1):
+    """x0 <= 0 ? (x1 <= 0 ? 1 : 2) : 3, nodes in depth-first order as LightGBM lists them:
+    the root's children (1 and 4) are not side by side."""
+    from msclassify.cegb import Booster
+    tree = {"feature": [0, 1, -1, -1, -1], "threshold": [0.0, 0.0, None, None, None],
+            "default_left": [True, False, False, False, False],
+            "left": [left_of_root, 2, -1, -1, -1], "right": [4, 3, -1, -1, -1], "value": [0.0, 0.0, 1.0, 2.0, 3.0],
+            "count": [3, 2, 1, 1, 1], "share": [1] * 5, "gain": [1.0, 1.0, 0, 0, 0]}
+    return Booster.from_dict({
+        "objective": "regression", "n_features": 2, "init_score": [0.0], "split_cost": 0.0,
+        "feature_costs": [1.0, 2.0], "feature_batch_costs": [0, 0], "feature_share": [1, 1],
+        "params": {}, "trees": [tree]})
+
+
+def test_prediction_lays_out_trees_whose_children_are_not_side_by_side():
+    booster = _preorder_tree_booster()
+    X = np.array([[-1.0, -1.0], [-1.0, 1.0], [1.0, -1.0], [np.nan, 1.0]])
+    np.testing.assert_array_equal(booster.predict_raw(X), [1.0, 2.0, 3.0, 2.0])
+    np.testing.assert_array_equal(booster.apply(X)[:, 0], [2, 3, 4, 3])   # the file's node ids
+    np.testing.assert_array_equal(booster.prediction_cost(X).feature, [3.0, 3.0, 1.0, 3.0])
+
+
+def test_a_node_with_two_parents_is_not_a_tree():
+    booster = _preorder_tree_booster(left_of_root=4)      # both children of the root are node 4
+    with pytest.raises(ValueError, match="two parents"):
+        booster.predict_raw(np.zeros((1, 2)))
+
+
 def test_threshold_falls_halfway_between_two_tied_groups():
     """300 zeros (class 0), 300 ones and 400 distinct values in [2, 3] (class 1): more
     distinct values than bins, so this column is cut at quantiles. The only useful split
