@@ -12,12 +12,14 @@ speed
     Synthetic 200k x 50 binary, 100 trees x 31 leaves, ours and LightGBM at mu = 0
     and with lazy per-sample feature costs; prediction of 1M rows.
 instructions
-    A stable measure beside wall time: instructions executed by one fixed small
-    training run (20k x 50, 10 trees x 31 leaves, 2 threads, binning included),
-    ours and LightGBM, counted by ``valgrind --tool=callgrind`` over all threads of
-    a child process: the count with the run minus the same process without it,
-    so start-up, imports and the Numba warm-up are left out. Skipped when
-    valgrind is not installed.
+    A stable measure beside wall time: instructions executed by fixed small runs
+    (training 20k x 50, 10 trees x 31 leaves, 2 threads, binning included, at
+    mu = 0 and with the lazy costs; predicting 100k rows with 100 trees), ours
+    and LightGBM, counted by ``valgrind --tool=callgrind`` over all threads of a
+    child process during the counted run only, so start-up, imports, the Numba
+    warm-up and (for prediction) training are left out. Skipped when valgrind is
+    not installed. Prediction's count is no proxy for its time (a branch-free
+    walk executes more instructions and mispredicts none).
 
 LightGBM's split gain has no 1/2 factor, ours does (docs/design.md), so the same
 penalties need LightGBM's ``cegb_tradeoff = 2 * mu``; its ``cegb_penalty_split``
@@ -299,8 +301,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="smaller data, one repeat")
     parser.add_argument("--no-callgrind", action="store_true",
-                        help="skip the instruction counts (two processes under valgrind, about "
-                             "6 minutes on an AMD EPYC)")
+                        help="skip the instruction counts (six processes under valgrind, about "
+                             "15 minutes on an AMD EPYC)")
     parser.add_argument("--callgrind-only", action="store_true",
                         help="only the instruction counts (the load-independent measure), into "
                              "benchmarks/results/core_instructions.json")
