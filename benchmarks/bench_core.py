@@ -12,12 +12,14 @@ speed
     Synthetic 200k x 50 binary, 100 trees x 31 leaves, ours and LightGBM at mu = 0
     and with lazy per-sample feature costs; prediction of 1M rows.
 instructions
-    A stable measure beside wall time: instructions executed by one fixed small
-    training run (20k x 50, 10 trees x 31 leaves, 2 threads, binning included),
-    ours and LightGBM, counted by ``valgrind --tool=callgrind`` over all threads of
-    a child process: the count with the run minus the same process without it,
-    so start-up, imports and the Numba warm-up are left out. Skipped when
-    valgrind is not installed.
+    A stable measure beside wall time: instructions executed by fixed small runs
+    (training 20k x 50, 10 trees x 31 leaves, 2 threads, binning included, at
+    mu = 0 and with the lazy costs; predicting 100k rows with 100 trees), ours
+    and LightGBM, counted by ``valgrind --tool=callgrind`` over all threads of a
+    child process during the counted run only, so start-up, imports, the Numba
+    warm-up and (for prediction) training are left out. Skipped when valgrind is
+    not installed. Prediction's count is no proxy for its time (a branch-free
+    walk executes more instructions and mispredicts none).
 
 LightGBM's split gain has no 1/2 factor, ours does (docs/design.md), so the same
 penalties need LightGBM's ``cegb_tradeoff = 2 * mu``; its ``cegb_penalty_split``
@@ -65,6 +67,15 @@ def synthetic(n_rows, n_features=50, seed=0):
     return X, y
 
 
+# The lazy per-sample cost scenario: cost tradeoff and feature costs 1 .. 10.
+LAZY_MU = 1e-3
+
+
+def lazy_beta(n_features):
+    """Per-sample costs of the lazy scenario, rising linearly from 1 to 10 over the features."""
+    return np.linspace(1.0, 10.0, n_features)
+
+
 def ours_params(mu=0.0, beta=None, alpha=0.0, n_trees=100):
     return dict(n_estimators=n_trees, learning_rate=0.1, max_leaves=31, min_samples_leaf=20,
                 l2_regularization=1.0, max_bins=255, cost_tradeoff=mu, feature_costs=beta,
@@ -89,8 +100,8 @@ def lgb_train(X, y, params, n_trees=100):
 
 def speed(n_rows, repeats):
     X, y = synthetic(n_rows)
-    beta = np.linspace(1.0, 10.0, X.shape[1])
-    mu = 1e-3
+    beta = lazy_beta(X.shape[1])
+    mu = LAZY_MU
     train(X[:5000], y[:5000], "binary", ours_params(n_trees=2))  # compile outside the timing
     t_ours, model = median_time(lambda: train(X, y, "binary", ours_params()), repeats)
     t_lazy, lazy_model = median_time(lambda: train(X, y, "binary", ours_params(mu, beta)), repeats)
@@ -118,29 +129,44 @@ _COUNTED_RUN = r"""
 import os, sys
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 sys.path[:0] = [{benchmarks!r}, {repo!r}]
-from bench_core import synthetic, ours_params, lgb_params, lgb_train
-which, n_rows, n_trees = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+import numpy as np
+from bench_core import LAZY_MU, lazy_beta, synthetic, ours_params, lgb_params, lgb_train
+library, what, n_rows, n_trees = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 X, y = synthetic(n_rows)
-if which == "ours":
+mu, beta = (LAZY_MU, lazy_beta(X.shape[1])) if what == "lazy" else (0.0, None)
+if library == "ours":
     from msclassify.cegb import train
-    run = lambda trees: train(X, y, "binary", ours_params(n_trees=trees))
+    fit = lambda trees: train(X, y, "binary", ours_params(mu, beta, n_trees=trees))
 else:
-    run = lambda trees: lgb_train(X, y, lgb_params(), trees)
-run(2)  # warm-up (Numba's cache, LightGBM's first call)
-print("ready", flush=True)
-sys.stdin.readline()  # the parent switches instrumentation on
-run(n_trees)
+    fit = lambda trees: lgb_train(X, y, lgb_params(mu, beta), trees)
+if what == "predict":
+    model = fit(n_trees)
+    Xp, _ = synthetic(int(sys.argv[5]), seed=1)
+    if library == "ours":
+        run = lambda rows: model.predict_raw(rows)
+    else:
+        run = lambda rows: model.predict(rows, raw_score=True, num_threads={threads})
+    run(Xp[:1000])  # warm-up
+    print("ready", flush=True)
+    sys.stdin.readline()  # the parent switches instrumentation on
+    run(Xp)
+else:
+    fit(2)  # warm-up (Numba's cache, LightGBM's first call)
+    print("ready", flush=True)
+    sys.stdin.readline()  # the parent switches instrumentation on
+    fit(n_trees)
 print("done", flush=True)
 sys.stdin.readline()  # ... and off again
 """
 
 
 def _instructions(code, *args):
-    """Instructions executed by all threads of one training run under callgrind.
+    """Instructions executed by all threads of one counted run under callgrind.
 
     The child runs with instrumentation off (valgrind only translates, several
     times faster than counting); ``callgrind_control -i on`` switches it on for
-    the run alone, so imports, data and warm-up are not counted.
+    the run alone, so imports, data, warm-up and (for prediction) training are
+    not counted.
     """
     child = subprocess.Popen(["valgrind", "--tool=callgrind", "--instr-atstart=no",
                               "--callgrind-out-file=/dev/null", sys.executable, "-c", code,
@@ -164,21 +190,39 @@ def _instructions(code, *args):
     return int(found.group(1))
 
 
-def instruction_counts(n_rows=20_000, n_trees=10):
-    """Instructions of one training run, ours and LightGBM's, counted by callgrind.
+def instruction_counts(n_rows=20_000, n_trees=10, predict_rows=100_000, predict_trees=100):
+    """Instructions of fixed small runs, ours and LightGBM's, counted by callgrind.
 
-    Each count covers all threads of the process, during the training run only.
+    Three runs per library: training at mu = 0, training with the lazy per-sample
+    costs of `speed` (``n_rows`` x 50, ``n_trees`` x 31 leaves), and predicting
+    ``predict_rows`` rows with a ``predict_trees``-tree model (trained on the same
+    ``n_rows``, not counted). Each count covers all threads of the process,
+    during the counted run only.
     """
     if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
         return {"skipped": "valgrind (with callgrind_control) is not installed"}
-    code = _COUNTED_RUN.format(benchmarks=str(REPO / "benchmarks"), repo=str(REPO))
-    counts = {which: _instructions(code, which, str(n_rows), str(n_trees))
-              for which in ("ours", "lightgbm")}
-    return {"rows": n_rows, "features": 50, "trees": n_trees, "leaves": 31, "threads": THREADS,
-            "instructions_ours": counts["ours"], "instructions_lightgbm": counts["lightgbm"],
-            "instructions_ratio_ours_over_lightgbm": counts["ours"] / counts["lightgbm"],
-            "tool": "valgrind --tool=callgrind --instr-atstart=no, all threads, "
-                    "instrumented during the training run only (callgrind_control -i on/off)"}
+    code = _COUNTED_RUN.format(benchmarks=str(REPO / "benchmarks"), repo=str(REPO),
+                               threads=THREADS)
+    counts = {}
+    for library in ("ours", "lightgbm"):
+        for what in ("train", "lazy"):
+            counts[library, what] = _instructions(code, library, what, str(n_rows), str(n_trees))
+        counts[library, "predict"] = _instructions(code, library, "predict", str(n_rows),
+                                                   str(predict_trees), str(predict_rows))
+    result = {"rows": n_rows, "features": 50, "trees": n_trees, "leaves": 31, "threads": THREADS,
+              "lazy_mu": LAZY_MU, "predict_rows": predict_rows, "predict_trees": predict_trees}
+    for library in ("ours", "lightgbm"):
+        result[f"instructions_{library}"] = counts[library, "train"]
+        result[f"instructions_{library}_lazy"] = counts[library, "lazy"]
+        result[f"instructions_{library}_predict"] = counts[library, "predict"]
+        result[f"lazy_overhead_instructions_{library}"] = (counts[library, "lazy"]
+                                                           / counts[library, "train"])
+    for what, key in (("train", ""), ("lazy", "_lazy"), ("predict", "_predict")):
+        result[f"instructions{key}_ratio_ours_over_lightgbm"] = (counts["ours", what]
+                                                                 / counts["lightgbm", what])
+    result["tool"] = ("valgrind --tool=callgrind --instr-atstart=no, all threads, instrumented "
+                      "during the counted run only (callgrind_control -i on/off)")
+    return result
 
 
 def real_sets():
@@ -241,18 +285,24 @@ def peak_memory(n_rows):
 def _print_instructions(ic):
     if "skipped" in ic:
         print(f"instruction counts skipped: {ic['skipped']}")
-    else:
-        print(f"instructions, {ic['rows']}x{ic['features']}, {ic['trees']} trees: ours "
-              f"{ic['instructions_ours']:.4g}, LightGBM {ic['instructions_lightgbm']:.4g} "
-              f"(ratio {ic['instructions_ratio_ours_over_lightgbm']:.2f})\n")
+        return
+    print(f"instructions (callgrind), training {ic['rows']}x{ic['features']}, {ic['trees']} trees; "
+          f"predicting {ic['predict_rows']} rows with {ic['predict_trees']} trees:")
+    print_table([{"run": run, "ours": ic[f"instructions_ours{key}"],
+                  "LightGBM": ic[f"instructions_lightgbm{key}"],
+                  "ratio": ic[f"instructions{key}_ratio_ours_over_lightgbm"]}
+                 for run, key in (("train mu=0", ""), ("train lazy costs", "_lazy"),
+                                  ("predict", "_predict"))], ["run", "ours", "LightGBM", "ratio"])
+    print(f"lazy overhead in instructions: ours {ic['lazy_overhead_instructions_ours']:.2f}x, "
+          f"LightGBM {ic['lazy_overhead_instructions_lightgbm']:.2f}x\n")
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="smaller data, one repeat")
     parser.add_argument("--no-callgrind", action="store_true",
-                        help="skip the instruction counts (two processes under valgrind, about "
-                             "6 minutes on an AMD EPYC)")
+                        help="skip the instruction counts (six processes under valgrind, about "
+                             "15 minutes on an AMD EPYC)")
     parser.add_argument("--callgrind-only", action="store_true",
                         help="only the instruction counts (the load-independent measure), into "
                              "benchmarks/results/core_instructions.json")

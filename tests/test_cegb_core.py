@@ -291,6 +291,35 @@ def test_parallel_and_serial_growth_give_identical_trees(monkeypatch):
     assert sum(len(t["feature"]) for t in dumps[0]["trees"]) > 4 * 15
 
 
+def test_unit_cost_weights_counted_give_the_trees_of_weighed_rows():
+    """Cost weights of 1 are counted (popcount, integer adds); weights of 2 with half the
+    per-sample costs are summed as floats. Both give every penalty exactly, so the trees
+    must be identical, over several trees of partly paid features."""
+    rng = np.random.default_rng(5)
+    n = 2000
+    X = rng.normal(size=(n, 6))
+    y = (X[:, 0] + X[:, 1] * X[:, 2] + 0.5 * rng.normal(size=n) > 0).astype(float)
+    beta = np.array([0.5, 1.0, 2.0, 4.0, 8.0, 16.0])
+    params = dict(n_estimators=6, max_leaves=8, min_samples_leaf=5, cost_tradeoff=2e-3)
+    counted = train(X, y, "binary", params | dict(feature_costs=beta))
+    weighed = train(X, y, "binary", params | dict(feature_costs=beta / 2),
+                    cost_weight=np.full(n, 2.0))
+    for a, b in zip(counted.trees, weighed.trees):
+        for key in ("feature", "threshold_bin", "left", "value", "gain"):
+            np.testing.assert_array_equal(a[key], b[key])
+    assert 1 < len(counted.features_used()) < 6        # the costs shaped the trees
+
+
+def test_popcount_counts_the_set_bits_of_a_word():
+    from numba import njit
+    from msclassify.cegb._kernels import _popcount
+
+    words = np.array([0, 1, 2**63, 2**64 - 1, 0x5555555555555555, 0xF0F0_0000_0000_8001],
+                     dtype=np.uint64)
+    count = njit(lambda w: np.array([_popcount(x) for x in w]))
+    assert count(words).tolist() == [bin(int(w)).count("1") for w in words]
+
+
 def test_add_lanes_adds_four_doubles_at_the_offsets():
     from numba import njit
     from msclassify.cegb._lanes import add_lanes
@@ -321,6 +350,34 @@ def test_prediction_routes_by_threshold_and_missing_direction(missing_left):
     expected = 0.25 + 2 * np.array([-1.0, -1.0, 2.0, nan_value, -1.0])
     np.testing.assert_array_equal(booster.predict_raw(X), expected)
     np.testing.assert_array_equal(booster.apply(X)[:, 0], [1, 1, 2, 1 if missing_left else 2, 1])
+
+
+def _preorder_tree_booster(left_of_root=1):
+    """x0 <= 0 ? (x1 <= 0 ? 1 : 2) : 3, nodes in depth-first order as LightGBM lists them:
+    the root's children (1 and 4) are not side by side."""
+    from msclassify.cegb import Booster
+    tree = {"feature": [0, 1, -1, -1, -1], "threshold": [0.0, 0.0, None, None, None],
+            "default_left": [True, False, False, False, False],
+            "left": [left_of_root, 2, -1, -1, -1], "right": [4, 3, -1, -1, -1], "value": [0.0, 0.0, 1.0, 2.0, 3.0],
+            "count": [3, 2, 1, 1, 1], "share": [1] * 5, "gain": [1.0, 1.0, 0, 0, 0]}
+    return Booster.from_dict({
+        "objective": "regression", "n_features": 2, "init_score": [0.0], "split_cost": 0.0,
+        "feature_costs": [1.0, 2.0], "feature_batch_costs": [0, 0], "feature_share": [1, 1],
+        "params": {}, "trees": [tree]})
+
+
+def test_prediction_lays_out_trees_whose_children_are_not_side_by_side():
+    booster = _preorder_tree_booster()
+    X = np.array([[-1.0, -1.0], [-1.0, 1.0], [1.0, -1.0], [np.nan, 1.0]])
+    np.testing.assert_array_equal(booster.predict_raw(X), [1.0, 2.0, 3.0, 2.0])
+    np.testing.assert_array_equal(booster.apply(X)[:, 0], [2, 3, 4, 3])   # the file's node ids
+    np.testing.assert_array_equal(booster.prediction_cost(X).feature, [3.0, 3.0, 1.0, 3.0])
+
+
+def test_a_node_with_two_parents_is_not_a_tree():
+    booster = _preorder_tree_booster(left_of_root=4)      # both children of the root are node 4
+    with pytest.raises(ValueError, match="two parents"):
+        booster.predict_raw(np.zeros((1, 2)))
 
 
 def test_threshold_falls_halfway_between_two_tied_groups():

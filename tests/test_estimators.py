@@ -123,6 +123,13 @@ def test_model_file_errors(tmp_path):
     with pytest.raises(ModelFileError, match="newer msclassify"):
         load_model(future)
 
+    shared = dict(arrays, node_right=arrays["node_right"].copy())
+    root_split = np.flatnonzero(shared["node_feature"] >= 0)[0]
+    shared["node_right"][root_split] = shared["node_left"][root_split]  # one child, two parents
+    write_model(tmp_path / "shared.msc", kind, meta, shared)
+    with pytest.raises(ModelFileError, match="invalid node links"):
+        load_model(tmp_path / "shared.msc")
+
     arrays["node_left"] = arrays["node_left"] * 0 + 10_000
     broken = tmp_path / "broken.msc"
     write_model(broken, kind, meta, arrays)

@@ -121,8 +121,9 @@ class Booster:
 
         Keys: ``feature``, ``threshold``, ``default_left``, ``left``, ``right``, ``value``,
         ``node_cost`` (alpha / share at split nodes), ``roots`` (first node of each tree),
-        ``tree_output``, ``tree_iteration`` and ``nodes`` (the node fields that prediction
-        reads, one record per node). Prediction kernels walk these directly.
+        ``tree_output``, ``tree_iteration`` and ``packed``: the nodes as prediction walks
+        them (`_predict.pack_nodes`: ``nodes``, ``roots``, ``depth``, ``origin``) with
+        ``value``, ``node_cost`` and ``leaf_id`` (node id within its tree) per packed node.
         """
         if self._flat is None:
             sizes = np.array([t["feature"].shape[0] for t in self.trees], dtype=np.int64)
@@ -145,8 +146,13 @@ class Booster:
                 "tree_output": (np.arange(self.n_trees) % self.n_outputs).astype(np.int32),
                 "tree_iteration": (np.arange(self.n_trees) // self.n_outputs).astype(np.int32),
             }
-            self._flat["nodes"] = _predict.pack_nodes(feature, self._flat["threshold"],
-                                                      self._flat["default_left"], left, right)
+            packed = _predict.pack_nodes(feature, self._flat["threshold"],
+                                         self._flat["default_left"], left, right, offsets)
+            origin = packed["origin"]
+            packed["value"] = self._flat["value"][origin]
+            packed["node_cost"] = node_cost[origin]
+            packed["leaf_id"] = (origin - shift[origin]).astype(np.int32)
+            self._flat["packed"] = packed
         return self._flat
 
     # -- prediction ----------------------------------------------------------------------------
@@ -155,7 +161,8 @@ class Booster:
         X = check_features(X, self.n_features)
         f = self.flat_arrays()
         out = np.tile(self.init_score, (X.shape[0], 1))
-        _predict.predict_raw(X, f["nodes"], f["value"], f["roots"], f["tree_output"],
+        p = f["packed"]
+        _predict.predict_raw(X, p["nodes"], p["value"], p["roots"], p["depth"], f["tree_output"],
                              self._n_trees_for(n_iterations), out)
         return out[:, 0] if self.n_outputs == 1 else out
 
@@ -173,7 +180,8 @@ class Booster:
         X = check_features(X, self.n_features)
         f = self.flat_arrays()
         out = np.empty((X.shape[0], self.n_trees), dtype=np.int32)
-        _predict.predict_leaves(X, f["nodes"], f["roots"], out)
+        p = f["packed"]
+        _predict.predict_leaves(X, p["nodes"], p["roots"], p["depth"], p["leaf_id"], out)
         return out
 
     def tree_outputs(self, X):
@@ -191,7 +199,8 @@ class Booster:
         n = X.shape[0]
         evaluation, feature = np.zeros(n), np.zeros(n)
         eval_it, feat_it = np.zeros(self.n_iterations), np.zeros(self.n_iterations)
-        _predict.prediction_cost(X, f["nodes"], f["node_cost"], f["roots"], f["tree_iteration"],
+        p = f["packed"]
+        _predict.prediction_cost(X, p["nodes"], p["node_cost"], p["roots"], f["tree_iteration"],
                                  self.feature_costs, self._n_trees_for(n_iterations),
                                  self.n_iterations, evaluation, feature, eval_it, feat_it)
         return evaluation, feature, eval_it / n, feat_it / n
@@ -341,9 +350,12 @@ class Booster:
             n = sizes[t]
             # Children are always created after their parent, so links only point forward:
             # this also rules out cycles that would hang prediction.
+            # and no node may have two parents (prediction lays the trees out anew).
+            children = np.concatenate([tree["left"][at], tree["right"][at]])
             if (np.any((node["left"][bounds[t] + at] <= at) | (node["left"][bounds[t] + at] >= n))
                     or np.any((node["right"][bounds[t] + at] <= at)
-                              | (node["right"][bounds[t] + at] >= n))):
+                              | (node["right"][bounds[t] + at] >= n))
+                    or np.unique(children).size != children.size):
                 raise ModelFileError(f"tree {t} has invalid node links")
             trees.append(tree)
         return cls(trees, init_score, n_features, objective, split_cost, *costs, params)

@@ -54,8 +54,8 @@ class TreeGrower:
     -----
     A whole tree grows in one compiled call (`_grow_tree`); the arrays it works
     in are allocated here once per model: a histogram slot per open leaf and,
-    per slot and feature, the best threshold, its unpenalised gain and the
-    unpaid cost weight.
+    per slot and feature, the best threshold, its unpenalised gain, the
+    unpaid cost weight and whether none of the leaf's rows has paid the feature.
     """
 
     def __init__(self, Xb, binner, params, beta, gamma, share, labelled, cost_weight, state):
@@ -82,11 +82,14 @@ class TreeGrower:
                          params.growth == "breadth_first", int(params.max_leaves), int(max_depth),
                          float(params.l2_regularization), int(params.min_samples_leaf),
                          float(params.min_hessian_leaf), float(params.learning_rate),
-                         float(share.max()) if share.size else 1.0, PARALLEL_LEAF_WORK)
+                         float(share.max()) if share.size else 1.0, PARALLEL_LEAF_WORK,
+                         # Cost weights 1 (the default) or 0: unpaid weights are counts.
+                         bool(np.all((cost_weight == 1.0) | (cost_weight == 0.0))))
         n_slots = params.max_leaves
-        self.slots = (np.empty((n_slots, n_features, N_SLOTS, LANES)), np.empty((n_slots, n_features)),
-                      np.empty((n_slots, n_features), dtype=np.int32),
-                      np.empty((n_slots, n_features), dtype=np.bool_), np.zeros((n_slots, n_features)))
+        per_feature = (n_slots, n_features)
+        self.slots = (np.empty((n_slots, n_features, N_SLOTS, LANES)), np.empty(per_feature),
+                      np.empty(per_feature, dtype=np.int32), np.empty(per_feature, dtype=np.bool_),
+                      np.zeros(per_feature), np.zeros(per_feature, dtype=np.bool_))
         # Gradient, hessian, labelled and a padding lane of every row: one vector per row.
         self.ghc = np.zeros((n_rows, LANES))
         self.ghc[:, 2] = labelled
@@ -196,10 +199,10 @@ def _grow_tree(Xb, n_bins, active, ghc, grad, hess, is_loss, cost_weight, rows, 
     row of the tree (``rows[0, :n]``).
     """
     cost_mask, chunk_counts, loss_rows, sorted_ghc, cost_rows, sorted_cost = work
-    hist, gain, split_bin, default_left, unpaid = slots
+    hist, gain, split_bin, default_left, unpaid, none_paid = slots
     count_unpaid, paid_bits, used, beta, gamma, share = costs
     (mu, alpha, leaf_weight, total_cost_weight, path_share, breadth_first, max_leaves, max_depth,
-     l2, min_samples, min_hessian, learning_rate, root_share, parallel_work) = settings
+     l2, min_samples, min_hessian, learning_rate, root_share, parallel_work, unit_cost) = settings
     n_features = Xb.shape[0]
     node_feature, node_bin, node_default_left, node_left, node_right, _, _, node_share, \
         node_gain = nodes
@@ -227,6 +230,8 @@ def _grow_tree(Xb, n_bins, active, ghc, grad, hess, is_loss, cost_weight, rows, 
     ranked_at = np.empty(max_leaves, dtype=np.int64)
     open_slots = np.empty(max_leaves, dtype=np.int64)
     penalty_version = 0
+    # Leaves' cost weights W enter the penalty only through the split cost of leaf mode.
+    weigh_leaves = mu != 0.0 and alpha != 0.0 and leaf_weight
 
     G, H, N, W = root_sums
     _new_node(nodes, 0, -G / (H + l2) * learning_rate, N, root_share)
@@ -235,9 +240,10 @@ def _grow_tree(Xb, n_bins, active, ghc, grad, hess, is_loss, cost_weight, rows, 
     leaf_sums[0, 0], leaf_sums[0, 1], leaf_sums[0, 2], leaf_sums[0, 3] = G, H, N, W
     leaf_share[0] = root_share
     root_may_split = 0 < max_depth and N >= 2 * min_samples
-    root_args = (Xb, order, n, ghc, is_loss, cost_weight, cost_mask, paid_bits, count_unpaid,
-                 n_bins, active, G, H, N, root_may_split, l2, min_samples, min_hessian, loss_rows,
-                 sorted_ghc, hist, gain, split_bin, default_left, unpaid)
+    root_args = (Xb, order, n, ghc, is_loss, cost_weight, unit_cost, cost_mask, paid_bits,
+                 count_unpaid, n_bins, active, G, H, N, root_may_split, l2, min_samples,
+                 min_hessian, loss_rows, sorted_ghc, hist, gain, split_bin, default_left, unpaid,
+                 none_paid)
     if n * n_features >= parallel_work:
         root_splits_parallel(*root_args)
     else:
@@ -283,10 +289,10 @@ def _grow_tree(Xb, n_bins, active, ghc, grad, hess, is_loss, cost_weight, rows, 
         new_slot = n_open + 1  # slots are handed out in order and never freed
         src = leaf_rows[slot]
         split_args = (Xb, rows, src, start, stop, m, threshold_bin, missing_left, ghc, is_loss,
-                      cost_weight, mu != 0.0, paid_bits, count_unpaid, n_bins, active, G, H, N,
-                      depth + 1 < max_depth, l2, min_samples, min_hessian, chunk_counts,
-                      loss_rows, sorted_ghc, cost_rows, sorted_cost, hist, slot, new_slot, gain,
-                      split_bin, default_left, unpaid)
+                      cost_weight, unit_cost, weigh_leaves, paid_bits, count_unpaid, n_bins,
+                      active, G, H, N, depth + 1 < max_depth, l2, min_samples, min_hessian,
+                      chunk_counts, loss_rows, sorted_ghc, cost_rows, sorted_cost, hist, slot,
+                      new_slot, gain, split_bin, default_left, unpaid, none_paid)
         # The smaller child, histogrammed, has at most half the parent's rows.
         if (stop - start) * n_features >= 2 * parallel_work:
             n_left, w_left, GL, HL, NL = split_leaf_parallel(*split_args)

@@ -145,8 +145,28 @@ def _histogram(col, hm, first, n_loss, loss_rows, ghc, sorted_ghc):
 
 
 @njit(inline="always")
-def _unpaid(bits, cost_rows, sorted_cost, n_cost):
-    """Cost weight of the gathered cost rows whose bit in ``bits`` is not set."""
+def _popcount(word):
+    """Number of set bits of a uint64 (LLVM turns this idiom into one ``popcnt``)."""
+    word = word - ((word >> np.uint64(1)) & np.uint64(0x5555555555555555))
+    word = (word & np.uint64(0x3333333333333333)) + ((word >> np.uint64(2))
+                                                    & np.uint64(0x3333333333333333))
+    word = (word + (word >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
+    return np.int64((word * np.uint64(0x0101010101010101)) >> np.uint64(56))
+
+
+@njit(inline="always")
+def _unpaid(bits, cost_rows, sorted_cost, n_cost, unit_cost):
+    """Cost weight of the gathered cost rows whose bit in ``bits`` is not set.
+
+    With ``unit_cost`` (every cost weight is 0 or 1; cost rows have 1) the weight
+    is a count: integer adds without a branch, the same number as the sum of ones.
+    """
+    if unit_cost:
+        count = 0
+        for k in range(n_cost):
+            i = cost_rows[k]
+            count += np.int64((bits[i >> 6] >> np.uint64(i & 63)) & np.uint64(1))
+        return float(n_cost - count)
     total = 0.0
     for k in range(n_cost):
         i = cost_rows[k]
@@ -198,31 +218,41 @@ def _best_split(hm, n_bins, G, H, N, l2, min_samples, min_hessian):
 
 
 @njit(inline="always")
-def _unpaid_of_rows(bits, mask, cost_weight):
-    """Cost weight of the rows set in ``mask`` whose bit in ``bits`` is not set, in row order.
+def _unpaid_of_rows(bits, mask, cost_weight, unit_cost):
+    """Cost weight of the rows set in ``mask`` whose bit in ``bits`` is not set, in row order,
+    and whether none of those rows has its bit set.
 
     Word by word: a word of 64 rows that have all paid costs one test, so once
-    most rows have paid a feature this is nearly free.
+    most rows have paid a feature this is nearly free. With ``unit_cost`` (every
+    cost weight is 0 or 1) a word's weight is its number of set bits.
     """
     total = 0.0
+    count = 0
+    none_paid = True
     for w in range(mask.shape[0]):
         todo = mask[w] & ~bits[w]
+        none_paid &= todo == mask[w]
+        if unit_cost:
+            count += _popcount(todo)
+            continue
         if todo == 0:
             continue
         base = w << 6
         for j in range(64):
             if (todo >> np.uint64(j)) & np.uint64(1):
                 total += cost_weight[base + j]
-    return total
+    return (float(count) if unit_cost else total), none_paid
 
 
-def _root_splits(Xb, order, n, ghc, is_loss, cost_weight, cost_mask, paid_bits, count_unpaid,
-                 n_bins, active, G, H, N, splittable, l2, min_samples, min_hessian, loss_rows,
-                 sorted_ghc, hist, gain, split_bin, default_left, unpaid):
+def _root_splits(Xb, order, n, ghc, is_loss, cost_weight, unit_cost, cost_mask, paid_bits,
+                 count_unpaid, n_bins, active, G, H, N, splittable, l2, min_samples, min_hessian,
+                 loss_rows, sorted_ghc, hist, gain, split_bin, default_left, unpaid, none_paid):
     """Histograms, unpaid cost weights and best splits of the root (rows ``order[:n]``, slot 0).
 
     ``cost_mask`` is a bitset of the root's rows that carry cost weight (read
-    only for features with a per-sample cost). Features run in parallel (in the
+    only for features with a per-sample cost; ``unit_cost``: every cost weight
+    is 0 or 1); ``none_paid[0, m]`` says that
+    none of them has paid feature m yet. Features run in parallel (in the
     parallel twin): each one's histogram is built, searched and left in
     ``hist[0, m]``.
     """
@@ -232,22 +262,24 @@ def _root_splits(Xb, order, n, ghc, is_loss, cost_weight, cost_mask, paid_bits, 
         split_bin[0, m] = 0
         default_left[0, m] = False
         unpaid[0, m] = 0.0
+        none_paid[0, m] = False
         if not active[m]:
             continue
         hm = hist[0, m]
         _histogram(Xb[m], hm, first, n_loss, loss_rows, ghc, sorted_ghc)
         if count_unpaid[m]:
-            unpaid[0, m] = _unpaid_of_rows(paid_bits[m], cost_mask, cost_weight)
+            unpaid[0, m], none_paid[0, m] = _unpaid_of_rows(paid_bits[m], cost_mask, cost_weight,
+                                                              unit_cost)
         if splittable:
             gain[0, m], split_bin[0, m], default_left[0, m] = _best_split(
                 hm, n_bins[m], G, H, N, l2, min_samples, min_hessian)
 
 
 def _split_leaf(Xb, rows, src, start, stop, feature, threshold_bin, missing_left, ghc, is_loss,
-                cost_weight, weigh, paid_bits, count_unpaid, n_bins, active, G, H, N,
+                cost_weight, unit_cost, weigh, paid_bits, count_unpaid, n_bins, active, G, H, N,
                 children_may_split, l2, min_samples, min_hessian, chunk_counts, loss_rows,
                 sorted_ghc, cost_rows, sorted_cost, hist, slot, new_slot, gain, split_bin,
-                default_left, unpaid):
+                default_left, unpaid, none_paid):
     """Split the leaf in ``slot`` and prepare both children.
 
     The leaf's rows ``rows[src, start:stop]`` are partitioned into
@@ -256,7 +288,10 @@ def _split_leaf(Xb, rows, src, start, stop, feature, threshold_bin, missing_left
     having paid it. The child with fewer rows gets ``new_slot``: its histograms
     are built; the other child's are the parent's minus those, in place in
     ``slot``. Then both children's best splits and unpaid cost weights, feature by
-    feature.
+    feature. A feature that none of the leaf's cost rows has paid (``none_paid``,
+    kept per slot) is unpaid by all rows of the smaller child: their cost weight,
+    summed once, instead of a look-up of every row per feature (the same sum in
+    the same order, so the same number).
 
     The parallel twin partitions in chunks of `PARTITION_CHUNK` rows (one
     parallel pass counts, one places each row and gathers the smaller child's
@@ -370,7 +405,11 @@ def _split_leaf(Xb, rows, src, start, stop, feature, threshold_bin, missing_left
                     cost_rows[at] = i
                     sorted_cost[at] = cost_weight[i]
                     at += 1
-    if count_unpaid[feature]:
+    small_cost = 0.0
+    for k in range(n_cost):
+        small_cost += sorted_cost[k]
+    if count_unpaid[feature] and unpaid[slot, feature] > 0.0:
+        # (Rows of a leaf without unpaid cost weight have paid or carry no cost.)
         bits = paid_bits[feature]
         for k in range(start, stop):
             i = dest[k]
@@ -386,6 +425,9 @@ def _split_leaf(Xb, rows, src, start, stop, feature, threshold_bin, missing_left
         Gs, Hs, Ns, Gl, Hl, Nl = GR, HR, NR, GL, HL, NL
     for m in prange(Xb.shape[0]):
         parent_unpaid = unpaid[slot, m]
+        parent_none_paid = none_paid[slot, m]
+        none_paid[new_slot, m] = False
+        none_paid[slot, m] = False
         gain[new_slot, m] = -np.inf
         split_bin[new_slot, m] = 0
         default_left[new_slot, m] = False
@@ -402,12 +444,18 @@ def _split_leaf(Xb, rows, src, start, stop, feature, threshold_bin, missing_left
         for b in range(N_SLOTS):
             for j in range(LANES):
                 large[b, j] -= small[b, j]
-        if count_unpaid[m] and parent_unpaid > 0.0:
-            # A child of a leaf whose rows have all paid m has nothing left to pay.
-            small_unpaid = _unpaid(paid_bits[m], cost_rows, sorted_cost, n_cost)
+        if count_unpaid[m] and parent_unpaid > 0.0 and m != feature:
+            # A child of a leaf whose rows have all paid m has nothing left to pay, nor has
+            # one of a leaf split on m.
+            if parent_none_paid:
+                small_unpaid = small_cost
+                none_paid[new_slot, m] = True
+                none_paid[slot, m] = True
+            else:
+                small_unpaid = _unpaid(paid_bits[m], cost_rows, sorted_cost, n_cost,
+                                       unit_cost)
             unpaid[new_slot, m] = small_unpaid
-            if m != feature:
-                unpaid[slot, m] = max(parent_unpaid - small_unpaid, 0.0)
+            unpaid[slot, m] = max(parent_unpaid - small_unpaid, 0.0)
         if small_may_split:
             gain[new_slot, m], split_bin[new_slot, m], default_left[new_slot, m] = _best_split(
                 small, n_bins[m], Gs, Hs, Ns, l2, min_samples, min_hessian)
