@@ -239,6 +239,13 @@ def test_job_with_hints_outlines_where_the_model_hesitates(trained):
     assert kinds == [FramePrediction, LabelHints, CostSummary]
 
 
+def test_live_job_without_cost_summary_stops_after_the_prediction(trained):
+    """Live updates skip the cost pass (a second walk of the trees) unless the cost map is shown."""
+    _, _, stack, scribbles, _ = trained
+    kinds = [type(r) for r in update_job(RETRAIN, SMALL, stack, 2, scribbles, cost=False)]
+    assert kinds == [TrainedModel, FramePrediction]
+
+
 def test_cancelled_training_yields_nothing(trained):
     _, _, stack, scribbles, _ = trained
     cancel = threading.Event()
@@ -474,6 +481,22 @@ def test_edits_during_a_job_coalesce_into_one_follow_up():
     assert started == [RETRAIN, RETRAIN]                 # one follow-up, the stronger kind
     scheduler.job_finished()
     assert started == [RETRAIN, RETRAIN] and scheduler.running is None
+
+
+def test_without_quiet_time_an_edit_starts_at_once_unless_a_job_runs():
+    started, timer = [], FakeTimer()
+    scheduler = LiveUpdateScheduler(started.append, timer, delay_ms=0)
+    scheduler.enabled = True
+    scheduler.request(RETRAIN)                  # a finished stroke: no timer, no wait
+    assert started == [RETRAIN] and timer.starts == 0 and scheduler.pending is None
+    scheduler.request(RETRAIN)                  # while it runs: queued, not started
+    scheduler.request(RETRAIN)
+    assert started == [RETRAIN] and scheduler.pending == RETRAIN
+    scheduler.job_finished()                    # ... then exactly one follow-up
+    assert started == [RETRAIN, RETRAIN]
+    scheduler.job_finished()
+    scheduler.request(PREDICT, delay_ms=40)     # a frame change keeps its quiet time
+    assert started == [RETRAIN, RETRAIN] and timer.delays == [0, 0, 40]
 
 
 def test_disabled_scheduler_ignores_edits_but_runs_explicit_jobs():
