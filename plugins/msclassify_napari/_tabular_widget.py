@@ -22,7 +22,7 @@ from qtpy.QtWidgets import (QComboBox, QDoubleSpinBox, QFileDialog, QFormLayout,
 from msclassify.tabular import (DEFAULT_COST_TRADEOFFS, cost_sweep, load_train_test,
                                 parse_cost_tradeoffs, plot_cost_sweep)
 
-from ._widget import notify_error
+from ._notify import notify_error
 
 __all__ = ["TabularWidget", "parse_cost_tradeoffs"]
 

@@ -23,7 +23,6 @@ from napari.layers import Image, Labels
 from napari.qt.threading import create_worker
 from napari.utils import cancelable_progress
 from napari.utils.colormaps import DirectLabelColormap
-from napari.utils.notifications import notification_manager, show_error
 from qtpy.QtCore import QSize, Qt, QTimer, Signal
 from qtpy.QtGui import QColor, QDoubleValidator, QKeySequence
 from qtpy.QtWidgets import (QButtonGroup, QCheckBox, QComboBox, QDialog, QDialogButtonBox,
@@ -41,12 +40,10 @@ from ._controller import (CLASS_NAMES_KEY, PREDICT, RETRAIN, TRAIN, ClassifierSe
                           class_names, cost_map_spec, describe_model, eta_text, export_frames,
                           label_hints_spec, load_classifier, probability_specs,
                           segmentation_spec, uncertainty_spec, update_job)
+from ._notify import USER_ERRORS, notify_error
 
-__all__ = ["ExportDialog", "PixelClassifierWidget", "notify_error", "set_progress"]
+__all__ = ["ExportDialog", "PixelClassifierWidget", "set_progress"]
 
-# Errors that mean "bad input": shown as a one-line message. Anything else is a bug and
-# goes to napari's notification with its traceback.
-USER_ERRORS = (ValueError, TypeError, OSError)
 # Quiet time after an edit before the live retrain starts: none, because napari emits a Labels
 # layer's `paint` event once per finished stroke (on release), and edits that arrive while a
 # job runs coalesce into one follow-up anyway (`LiveUpdateScheduler`).
@@ -84,17 +81,6 @@ _EXPLAIN = {
              "a scribble there helps most.",
 }
 _HINT_COLORS = np.array([[0, 0, 0, 0], [1.0, 0.9, 0.0, 1.0]])
-
-
-def notify_error(exc, status_label=None):
-    """Tell the user what went wrong: the message in ``status_label`` and a napari notification."""
-    message = str(exc) or type(exc).__name__
-    if status_label is not None:
-        status_label.setText(f"⚠ {message}")
-    if isinstance(exc, USER_ERRORS):
-        show_error(message)
-    else:
-        notification_manager.receive_error(type(exc), exc, exc.__traceback__)
 
 
 class ExportDialog(QDialog):
