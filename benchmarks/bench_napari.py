@@ -176,6 +176,20 @@ def measure_repaint_floor(app, viewer, monitor, paints):
             "canvas_paint_s": float("nan") if paint is None else paint[1] - paint[0]}
 
 
+def measure_action(app, widget, monitor, paints, action, signal):
+    finished = []
+    connection = signal.connect(lambda *_: finished.append(time.perf_counter()))
+
+    def start():
+        begin = time.perf_counter()
+        action()
+        return begin
+
+    begin, stall = timed(app, widget, monitor, paints, start, lambda: bool(finished))
+    signal.disconnect(connection)
+    return {"seconds": finished[0] - begin, "stall_s": stall}
+
+
 def save_screenshot(app, viewer, widget, path):
     """The window after Train, with "Where to label next" shown, as a PNG."""
     import imageio.v3 as iio
