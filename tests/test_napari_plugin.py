@@ -527,18 +527,6 @@ def test_clear_messages_instead_of_tracebacks(make_napari_viewer, plugin, qtbot,
 
 # -- tabular -------------------------------------------------------------------------------------
 
-def test_docking_the_tabular_widget_imports_no_learning_or_plotting_library():
-    """Those took ~3.5 s on the GUI thread when the widget was docked: now a worker imports them."""
-    import subprocess
-    import sys
-    code = ("import sys, msclassify_napari._tabular_widget; "
-            "print([m for m in ('msclassify.tabular', 'msclassify.cegb', 'sklearn', 'matplotlib') "
-            "if m in sys.modules])")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            check=True)
-    assert result.stdout.strip().splitlines()[-1] == "[]"
-
-
 def test_tabular_widget_plots_cost_against_precision(make_napari_viewer, plugin, qtbot):
     viewer = make_napari_viewer()
     _, widget = viewer.window.add_plugin_dock_widget("msclassify", "Tabular (cost vs accuracy)")
