@@ -5,7 +5,7 @@ benchmarks/results/live_model_study.json and prints a table.
 
 A live update refits after every stroke on the frame being scribbled. This trains
 on the scribbles of one fly_masks_dev frame (the first train frame) with the live
-settings of the napari widget (20 trees, 2048 cost pixels) and scores SEG on the
+settings of the napari widget (20 trees, 4096 cost pixels) and scores SEG on the
 first ``--test-frames`` test frames against their real masks, for:
 
 * the library default (the "default" bank, distillation teacher on);
@@ -33,7 +33,7 @@ from msclassify import PixelClassifier
 from msclassify.features import FeatureCache
 from msclassify.metrics import label_instances, seg_score
 
-LIVE = dict(n_estimators=20, n_cost_samples=2048, random_state=0)
+LIVE = dict(n_estimators=20, n_cost_samples=4096, random_state=0)
 VARIANTS = {
     "default (teacher)": {},
     "default, 4096 teacher pixels": dict(n_distill_pixels=4096),

@@ -58,12 +58,9 @@ _KIND_NAMES = {PREDICT: "predict", RETRAIN: "retrain", TRAIN: "train"}
 _DEFAULTS = PixelClassifier().get_params()
 # The quick model of live updates: few trees and fewer pixels standing for the whole
 # image in the cost terms, so that a stroke shows its effect within ~0.3 s on a 1024²
-# frame (benchmarks/bench_napari.py); "Train" fits the full model. The cost pixels are most
-# of a live fit's rows (a frame's scribbles are a few thousand pixels): 2048 instead of 4096
-# took the refit of a fly_masks_dev frame from 0.21 to 0.08 CPU seconds with the same SEG
-# (0.9255 on 10 test frames; 12 trees instead of 20 lost 0.002).
+# frame (benchmarks/bench_napari.py); "Train" fits the full model.
 LIVE_N_ESTIMATORS = 20
-LIVE_N_COST_SAMPLES = 2048
+LIVE_N_COST_SAMPLES = 4096
 # Live updates skip the distillation teacher (it made a live refit of a 1024² fly frame take
 # 0.63 s instead of ~0.15 s). Without a teacher the coarse levels of the "default" bank draw
 # staircases, so live updates use the bank and cost tradeoff that are best without one
