@@ -8,7 +8,9 @@ Shared by ``benchmarks/bench_napari.py`` (numbers) and ``tests/test_napari_plugi
   ticks: how long the GUI thread was busy with something else (a stall).
 * `stroke` sends Qt mouse press / move / release events along data points to the
   canvas, the way a brush stroke arrives from a real mouse.
-* `CanvasPaints` records when the canvas widget is painted.
+* `CanvasPaints` records when the canvas widget's paints start and end.
+* `bare_repaint_stall` is the stall of one repaint of the canvas alone: the floor of
+  every stall on this machine.
 * `cpu_slowdown` measures how much slower CPU work runs now than alone on a core.
 """
 
@@ -19,8 +21,8 @@ from qtpy.QtCore import QEvent, QObject, QPoint, QPointF, Qt, QTimer
 from qtpy.QtGui import QMouseEvent
 from qtpy.QtWidgets import QApplication
 
-__all__ = ["CanvasPaints", "EventLoopMonitor", "canvas_position", "canvas_widget",
-           "cpu_slowdown", "stroke", "wait_until"]
+__all__ = ["CanvasPaints", "EventLoopMonitor", "bare_repaint_stall", "canvas_position",
+           "canvas_widget", "cpu_slowdown", "stroke", "wait_until"]
 
 TICK_MS = 10
 
@@ -93,7 +95,8 @@ def _send(widget, kind, position, buttons):
 def stroke(viewer, points):
     """A left-button drag through data points ``[(y, x), ...]``: press, moves, release.
 
-    Returns the time (perf_counter) right after the release event was handled.
+    Returns the time (perf_counter) right before the release event was sent (napari ends
+    the stroke, and the widget starts its live update, while handling it).
     """
     app = QApplication.instance()
     widget = canvas_widget(viewer)
@@ -103,30 +106,57 @@ def stroke(viewer, points):
         app.processEvents()                      # a hand moves between events
         _send(widget, QEvent.MouseMove, position, Qt.LeftButton)
     app.processEvents()
+    released = time.perf_counter()
     _send(widget, QEvent.MouseButtonRelease, positions[-1], Qt.NoButton)
-    return time.perf_counter()
+    return released
 
 
 class CanvasPaints(QObject):
-    """Records the time of every paint of the canvas widget (``times``)."""
+    """Records the start and end time of every paint of the canvas widget (``spans``).
+
+    The paint event is handled here, inside the event filter, so that its end is
+    known; the canvas draws exactly as it would without the filter.
+    """
 
     def __init__(self, viewer):
         super().__init__()
-        self.times = []
+        self.spans = []
         self._widget = canvas_widget(viewer)
         self._widget.installEventFilter(self)
 
     def eventFilter(self, watched, event):
-        if event.type() == QEvent.Paint:
-            self.times.append(time.perf_counter())
-        return False
+        if watched is not self._widget or event.type() != QEvent.Paint:
+            return False
+        start = time.perf_counter()
+        watched.event(event)
+        self.spans.append((start, time.perf_counter()))
+        return True
 
     def first_after(self, moment):
-        """Time of the first paint after ``moment``, or None."""
-        return next((t for t in self.times if t > moment), None)
+        """``(start, end)`` of the first paint that started after ``moment``, or None."""
+        return next((span for span in self.spans if span[0] > moment), None)
 
     def remove(self):
         self._widget.removeEventFilter(self)
+
+
+def bare_repaint_stall(viewer, monitor):
+    """The longest stall of `monitor` while the canvas repaints once with nothing else to do.
+
+    Any update the user can see costs the GUI thread at least this much: Qt composes the
+    OpenGL canvas into the window, under Xvfb in software (Mesa), which takes longer the
+    busier the machine's cores are. It is the floor of the stalls measured around it.
+    """
+    app = QApplication.instance()
+    for _ in range(10):
+        app.processEvents()
+        time.sleep(0.005)
+    monitor.mark()
+    canvas_widget(viewer).update()
+    for _ in range(20):
+        app.processEvents()
+        time.sleep(0.005)
+    return monitor.longest_gap()[0]
 
 
 def cpu_slowdown(seconds=0.05):

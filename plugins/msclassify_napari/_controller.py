@@ -358,6 +358,7 @@ class TrainedModel:
     frame_indices: tuple
     settings: ClassifierSettings
     live: bool = False      # the quick model of a live update (see `ClassifierSettings`)
+    finished_at: float = 0.0    # time.perf_counter() when the fit ended (latency breakdowns)
 
 
 @dataclass(frozen=True)
@@ -369,6 +370,7 @@ class FramePrediction:
     probabilities: np.ndarray   # (H, W, K) float32
     uncertainty: np.ndarray     # (H, W) float32, 1 - max probability
     seconds: float
+    finished_at: float = 0.0    # time.perf_counter() when the prediction ended
 
 
 @dataclass(frozen=True)
@@ -408,16 +410,17 @@ def _train(settings, stack, scribbles, cancel, on_progress, feature_cache, live)
     classifier = settings.make_classifier()
     start = time.perf_counter()
     classifier.fit(frames, list(scribbles.labels), callback=callback, feature_cache=feature_cache)
-    return TrainedModel(classifier, time.perf_counter() - start, scribbles.n_labelled,
-                        scribbles.frame_indices, settings, live)
+    end = time.perf_counter()
+    return TrainedModel(classifier, end - start, scribbles.n_labelled, scribbles.frame_indices,
+                        settings, live, end)
 
 
 def predict_frame(classifier, frame, frame_index):
     """Segment one frame with a single feature computation and tree pass."""
     start = time.perf_counter()
     labels, probabilities, uncertainty = pixel.predict_frame(classifier, frame, probabilities=True)
-    return FramePrediction(frame_index, labels, probabilities, uncertainty,
-                           time.perf_counter() - start)
+    end = time.perf_counter()
+    return FramePrediction(frame_index, labels, probabilities, uncertainty, end - start, end)
 
 
 def cost_summary(classifier, frame, frame_index):
@@ -465,7 +468,7 @@ def label_hints(uncertainty, n_classes, n_regions=5, min_pixels=20):
 
 
 def update_job(kind, settings, stack, frame_index, scribbles=None, classifier=None, cancel=None,
-               on_progress=None, feature_cache=None, hints=False):
+               on_progress=None, feature_cache=None, hints=False, cost=True):
     """What a worker thread runs for Train, a live update or "Segment this frame".
 
     Parameters
@@ -492,10 +495,14 @@ def update_job(kind, settings, stack, frame_index, scribbles=None, classifier=No
         Keeps the scribbled frames' features between retrains.
     hints : bool, optional
         Also yield the frame's `LabelHints`.
+    cost : bool, optional
+        Also yield the frame's `CostSummary` (a second pass over the trees: live updates
+        skip it unless the cost map is shown, so the next stroke's retrain need not wait).
 
     Yields
     ------
-    TrainedModel (RETRAIN, TRAIN), FramePrediction, LabelHints (if ``hints``), CostSummary.
+    TrainedModel (RETRAIN, TRAIN), FramePrediction, LabelHints (if ``hints``), CostSummary
+    (if ``cost``).
     """
     if kind not in _KIND_NAMES:
         raise ValueError(f"kind must be PREDICT, RETRAIN or TRAIN, got {kind!r}")
@@ -520,7 +527,7 @@ def update_job(kind, settings, stack, frame_index, scribbles=None, classifier=No
     if hints:
         yield LabelHints(frame_index, label_hints(prediction.uncertainty,
                                                   prediction.probabilities.shape[2]))
-    if not cancel.is_set():
+    if cost and not cancel.is_set():
         yield cost_summary(classifier, frame, frame_index)
 
 
@@ -787,11 +794,17 @@ class LiveUpdateScheduler:
 
         ``delay_ms`` overrides the quiet time for this request (a frame change
         needs less than a paint stroke: predicting is cheap and a new request
-        supersedes a pending one anyway).
+        supersedes a pending one anyway). Without a quiet time the job starts at
+        once when none is running (not after the window's pending repaints).
         """
         if self.enabled:
             self._add(kind)
-            self._timer.start(self.delay_ms if delay_ms is None else int(delay_ms))
+            delay_ms = self.delay_ms if delay_ms is None else int(delay_ms)
+            if delay_ms == 0 and self.running is None:
+                self._timer.stop()
+                self._launch()
+            else:
+                self._timer.start(delay_ms)
 
     def run_now(self, kind):
         """Start ``kind`` without debouncing (Train, Segment this frame), or right after the

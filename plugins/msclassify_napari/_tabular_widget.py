@@ -6,25 +6,41 @@ MiniBooNE file or a CSV file plus an optional feature-cost file, runs
 worker thread, and plots the score against the mean prediction cost with
 matplotlib inside the dock. The widget only collects inputs and draws; the
 sweep is library code the CLI shares.
+
+The dock opens at once: `msclassify.tabular` (scikit-learn, SciPy) and
+matplotlib took ~3.5 s to import on the GUI thread, so they are imported in a
+worker thread while the user picks files (`TOOLS`), and the plot is created
+with the first result.
 """
 
+import importlib
 from pathlib import Path
 
-from matplotlib.backends.backend_qtagg import FigureCanvasQTAgg
-from matplotlib.figure import Figure
 from napari.qt.threading import create_worker
-from qtpy.QtCore import Signal
+from qtpy.QtCore import Qt, Signal
 from qtpy.QtWidgets import (QComboBox, QDoubleSpinBox, QFileDialog, QFormLayout, QGroupBox,
                             QHBoxLayout, QHeaderView, QLabel, QLineEdit, QProgressBar,
                             QPushButton, QSpinBox, QTableWidget, QTableWidgetItem, QVBoxLayout,
                             QWidget)
 
-from msclassify.tabular import (DEFAULT_COST_TRADEOFFS, cost_sweep, load_train_test,
-                                parse_cost_tradeoffs, plot_cost_sweep)
+from ._notify import notify_error
 
-from ._widget import notify_error
+__all__ = ["TOOLS", "TabularWidget"]
 
-__all__ = ["TabularWidget", "parse_cost_tradeoffs"]
+# Modules the sweep and its plot need, imported in a worker thread (seconds on the GUI thread).
+TOOLS = ("msclassify.tabular", "matplotlib.figure", "matplotlib.backends.backend_qtagg")
+
+
+def _import_tools():
+    """Import `TOOLS` (worker thread); returns `msclassify.tabular`."""
+    for name in TOOLS:
+        importlib.import_module(name)
+    return importlib.import_module("msclassify.tabular")
+
+
+def _tabular():
+    """`msclassify.tabular` (imported already, or waiting for the worker thread importing it)."""
+    return importlib.import_module("msclassify.tabular")
 
 _FORMATS = {"auto": "auto (by content)", "svmlight": "svmlight / LETOR (Yahoo! LTR)",
             "miniboone": "MiniBooNE", "csv": "CSV with header"}
@@ -32,8 +48,9 @@ _FORMATS = {"auto": "auto (by content)", "svmlight": "svmlight / LETOR (Yahoo! L
 
 def _run_sweep(paths, options, sweep_options):
     """What the worker thread runs: load, then sweep."""
-    train, test, costs = load_train_test(*paths, **options)
-    return cost_sweep(train, test, costs, **sweep_options)
+    tabular = _tabular()
+    train, test, costs = tabular.load_train_test(*paths, **options)
+    return tabular.cost_sweep(train, test, costs, **sweep_options)
 
 
 class TabularWidget(QWidget):
@@ -54,7 +71,11 @@ class TabularWidget(QWidget):
         self.sweep = None
         self._worker = None
         self._cancelled = False
+        self.figure = self.canvas = self.axes = None     # created with the first result
         self._build_ui()
+        worker = create_worker(_import_tools, _ignore_errors=True)
+        worker.returned.connect(self._on_tools_imported)
+        worker.start()
 
     def _build_ui(self):
         layout = QVBoxLayout(self)
@@ -77,7 +98,7 @@ class TabularWidget(QWidget):
 
         model = QGroupBox("Sweep")
         form = QFormLayout(model)
-        self.mu_edit = QLineEdit(", ".join(f"{mu:g}" for mu in DEFAULT_COST_TRADEOFFS))
+        self.mu_edit = QLineEdit()         # the default is filled in once it is imported
         self.mu_edit.setToolTip("CEGB cost tradeoffs mu to train (plain GB, mu = 0, is always "
                                 "trained too)")
         form.addRow("Cost tradeoffs μ", self.mu_edit)
@@ -108,11 +129,12 @@ class TabularWidget(QWidget):
         form.addRow(self.status_label)
         layout.addWidget(model)
 
-        self.figure = Figure(figsize=(4, 3), tight_layout=True)
-        self.canvas = FigureCanvasQTAgg(self.figure)
-        self.canvas.setMinimumHeight(240)
-        self.axes = self.figure.add_subplot(111)
-        layout.addWidget(self.canvas, 1)
+        self.plot_placeholder = QLabel("Score against mean prediction cost: plotted here after "
+                                       "a sweep.")
+        self.plot_placeholder.setAlignment(Qt.AlignCenter)
+        self.plot_placeholder.setMinimumHeight(240)
+        self.plot_placeholder.setWordWrap(True)
+        layout.addWidget(self.plot_placeholder, 1)
         self.table = QTableWidget(0, 5)
         self.table.setHorizontalHeaderLabels(["model", "mean cost", "score", "# features",
                                               "features used"])
@@ -123,6 +145,14 @@ class TabularWidget(QWidget):
         self.run_button.clicked.connect(self.run)
         self.cancel_button.clicked.connect(self.cancel)
         self._progress.connect(self._show_progress)
+
+    def _on_tools_imported(self, tabular):
+        if not self.mu_edit.text().strip():
+            self.mu_edit.setText(self._default_tradeoffs(tabular))
+
+    @staticmethod
+    def _default_tradeoffs(tabular):
+        return ", ".join(f"{mu:g}" for mu in tabular.DEFAULT_COST_TRADEOFFS)
 
     def _file_row(self, form, label, tooltip):
         row = QHBoxLayout()
@@ -154,7 +184,9 @@ class TabularWidget(QWidget):
         try:
             if not self.train_edit.text().strip():
                 raise ValueError("choose a training file first")
-            tradeoffs = parse_cost_tradeoffs(self.mu_edit.text())
+            tabular = _tabular()
+            text = self.mu_edit.text().strip() or self._default_tradeoffs(tabular)
+            tradeoffs = tabular.parse_cost_tradeoffs(text)
         except ValueError as exc:
             self._report_error(exc)
             self.sweep_done.emit()
@@ -209,9 +241,23 @@ class TabularWidget(QWidget):
                                   f"({sweep.metric}).")
 
     def _plot(self, sweep):
+        if self.canvas is None:
+            self._create_plot()
         self.axes.clear()
-        plot_cost_sweep(sweep, self.axes)
+        _tabular().plot_cost_sweep(sweep, self.axes)
         self.canvas.draw_idle()
+
+    def _create_plot(self):
+        from matplotlib.backends.backend_qtagg import FigureCanvasQTAgg
+        from matplotlib.figure import Figure
+
+        self.figure = Figure(figsize=(4, 3), tight_layout=True)
+        self.canvas = FigureCanvasQTAgg(self.figure)
+        self.canvas.setMinimumHeight(240)
+        self.axes = self.figure.add_subplot(111)
+        self.layout().replaceWidget(self.plot_placeholder, self.canvas)
+        self.plot_placeholder.deleteLater()
+        self.plot_placeholder = None
 
     def _fill_table(self, sweep):
         self.table.setRowCount(len(sweep.points))

@@ -23,7 +23,6 @@ from napari.layers import Image, Labels
 from napari.qt.threading import create_worker
 from napari.utils import cancelable_progress
 from napari.utils.colormaps import DirectLabelColormap
-from napari.utils.notifications import notification_manager, show_error
 from qtpy.QtCore import QSize, Qt, QTimer, Signal
 from qtpy.QtGui import QColor, QDoubleValidator, QKeySequence
 from qtpy.QtWidgets import (QButtonGroup, QCheckBox, QComboBox, QDialog, QDialogButtonBox,
@@ -41,15 +40,16 @@ from ._controller import (CLASS_NAMES_KEY, PREDICT, RETRAIN, TRAIN, ClassifierSe
                           class_names, cost_map_spec, describe_model, eta_text, export_frames,
                           label_hints_spec, load_classifier, probability_specs,
                           segmentation_spec, uncertainty_spec, update_job)
+from ._notify import USER_ERRORS, notify_error
 
-__all__ = ["ExportDialog", "PixelClassifierWidget", "notify_error"]
+__all__ = ["ExportDialog", "PixelClassifierWidget", "set_progress"]
 
-# Errors that mean "bad input": shown as a one-line message. Anything else is a bug and
-# goes to napari's notification with its traceback.
-USER_ERRORS = (ValueError, TypeError, OSError)
-# Quiet time after the time slider stops before the new frame is segmented: enough to
-# skip frames while scrubbing, short because predicting one frame is cheap.
-FRAME_CHANGE_DELAY_MS = 40
+# Quiet time after an edit or a frame change before the live job starts: none. napari emits a
+# Labels layer's `paint` event once per finished stroke (on release), and whatever arrives while
+# a job runs coalesces into one follow-up (`LiveUpdateScheduler`), so scrubbing the time slider
+# segments at most one frame in between. (A 40 ms quiet time after a frame change waited for
+# the window's repaint of the new frame first: 0.1-0.17 s under Xvfb, bench_napari.)
+EDIT_DELAY_MS = 0
 # Scribbled frames whose features are kept between retrains: 4 frames of 1024² with the
 # "default" preset.
 FEATURE_CACHE_BYTES = 512 * 2**20
@@ -80,17 +80,6 @@ _EXPLAIN = {
              "a scribble there helps most.",
 }
 _HINT_COLORS = np.array([[0, 0, 0, 0], [1.0, 0.9, 0.0, 1.0]])
-
-
-def notify_error(exc, status_label=None):
-    """Tell the user what went wrong: the message in ``status_label`` and a napari notification."""
-    message = str(exc) or type(exc).__name__
-    if status_label is not None:
-        status_label.setText(f"⚠ {message}")
-    if isinstance(exc, USER_ERRORS):
-        show_error(message)
-    else:
-        notification_manager.receive_error(type(exc), exc, exc.__traceback__)
 
 
 class ExportDialog(QDialog):
@@ -202,10 +191,17 @@ class PixelClassifierWidget(QWidget):
         self._batch_progress = None
         self._last_frame = None
         self._progress_drawn = 0.0
+        self._edited_at = None
+        self._panel_stale = False
+        # time.perf_counter() stamps of the last job's stages, for latency breakdowns
+        # (benchmarks/bench_napari.py): edited (the stroke that asked for it), job_started,
+        # fit_started, fit_done, predict_started, predict_done (worker thread), delivered (the
+        # prediction reached the GUI thread), layer_updated, shown (Result panel too)
+        self.timeline = {}
 
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
-        self.scheduler = LiveUpdateScheduler(self._start_job, self._timer)
+        self.scheduler = LiveUpdateScheduler(self._start_job, self._timer, EDIT_DELAY_MS)
         # features of the scribbled frames, kept between retrains while the user paints
         self.feature_cache = FeatureCache(max_bytes=FEATURE_CACHE_BYTES)
         self._timer.timeout.connect(self.scheduler.timer_fired)
@@ -741,6 +737,7 @@ class PixelClassifierWidget(QWidget):
             self._worker.quit()
 
     def _on_scribbles_painted(self, *_):
+        self._edited_at = time.perf_counter()
         stack = self._stack_or_none()
         if stack is not None and stack.is_stack:
             self.scribbled.mark(self.current_frame())
@@ -777,7 +774,7 @@ class PixelClassifierWidget(QWidget):
         if frame == self._last_frame:
             return
         if self.scheduler.enabled:
-            self.scheduler.request(PREDICT, FRAME_CHANGE_DELAY_MS)
+            self.scheduler.request(PREDICT)
         elif self._batch_worker is None and frame not in self.predicted_frames:
             self.status_label.setText(f"Frame {frame} is not segmented yet: press 'Segment this "
                                       f"frame' ({SEGMENT_SHORTCUT}), tick Live update, or Apply "
@@ -785,6 +782,9 @@ class PixelClassifierWidget(QWidget):
 
     def _start_job(self, kind):
         """Called by the scheduler: take the inputs here, compute in a worker thread."""
+        self.timeline = {"job_started": time.perf_counter()}
+        if kind == RETRAIN and self._edited_at is not None:
+            self.timeline["edited"] = self._edited_at
         self.job_started.emit(kind)
         try:
             stack = self._stack()
@@ -811,24 +811,28 @@ class PixelClassifierWidget(QWidget):
             return
         self._cancel = threading.Event()
         self._last_frame = frame_index
-        self.status_label.setText({PREDICT: f"Segmenting frame {frame_index}…",
-                                   RETRAIN: "Training a quick model…",
-                                   TRAIN: "Training the full model…"}[kind])
-        self.train_progress.setValue(0)
-        self.cancel_button.setEnabled(True)
         worker = create_worker(update_job, kind, settings, stack, frame_index,
                                scribbles=scribbles, classifier=self.classifier,
                                cancel=self._cancel, on_progress=self._training_progress.emit,
                                feature_cache=self.feature_cache,
-                               hints=self.show_checks["hints"].isChecked(), _ignore_errors=True)
+                               hints=self.show_checks["hints"].isChecked(),
+                               cost=kind == TRAIN or self.show_checks["cost"].isChecked(),
+                               _ignore_errors=True)
         worker.yielded.connect(self._on_job_result)
         worker.errored.connect(lambda exc: self._report_error(exc, popup=kind != RETRAIN))
         worker.finished.connect(self._on_job_finished)
         self._worker = worker
-        worker.start()
+        worker.start()                 # first: what follows only draws
+        self.status_label.setText({PREDICT: f"Segmenting frame {frame_index}…",
+                                   RETRAIN: "Training a quick model…",
+                                   TRAIN: "Training the full model…"}[kind])
+        set_progress(self.train_progress, 0)
+        self.cancel_button.setEnabled(True)
 
     def _on_job_finished(self):
         self._worker = None
+        if self._panel_stale:            # no prediction followed the model (an error)
+            self._describe()
         self.cancel_button.setEnabled(False)
         if self._cancel.is_set():
             self.status_label.setText("Cancelled.")
@@ -840,14 +844,19 @@ class PixelClassifierWidget(QWidget):
         if iteration < n_iterations and now - self._progress_drawn < PROGRESS_INTERVAL_S:
             return
         self._progress_drawn = now
-        self.train_progress.setMaximum(n_iterations)
-        self.train_progress.setValue(iteration)
+        set_progress(self.train_progress, iteration, n_iterations)
 
     def _on_job_result(self, result):
         if isinstance(result, TrainedModel):
+            self.timeline.update(fit_started=result.finished_at - result.seconds,
+                                 fit_done=result.finished_at)
             self._show_model(result)
         elif isinstance(result, FramePrediction):
+            self.timeline.update(predict_started=result.finished_at - result.seconds,
+                                 predict_done=result.finished_at,
+                                 delivered=time.perf_counter())
             self._show_prediction(result)
+            self.timeline["shown"] = time.perf_counter()
         elif isinstance(result, LabelHints):
             self.last_hints = result
             self._update_output("hints")
@@ -865,9 +874,12 @@ class PixelClassifierWidget(QWidget):
         self.model_origin = None
         self.last_cost = None
         self.predicted_frames.clear()
-        self._describe()
+        # the Result panel is redrawn once, with the prediction that follows (each redraw
+        # composes the window on the GUI thread while the worker predicts)
+        self._panel_stale = True
 
     def _describe(self):
+        self._panel_stale = False
         rows = describe_model(self.classifier, self.last_model, self.last_prediction,
                               self.last_cost, self.model_origin)
         shown = {row.label for row in rows}
@@ -887,6 +899,7 @@ class PixelClassifierWidget(QWidget):
         else:
             segmentation.data[...] = prediction.labels
         segmentation.refresh()
+        self.timeline["layer_updated"] = time.perf_counter()
         self.predicted_frames.add(prediction.frame_index)
         self.last_prediction = prediction
         self.segmentation_updated.emit(prediction.frame_index)
@@ -985,10 +998,9 @@ class PixelClassifierWidget(QWidget):
 
     def _run_batch(self, worker, n_steps, what):
         self._batch_what = what
-        self._batch_started = time.perf_counter()
-        self.apply_progress.setMaximum(n_steps)
-        self.apply_progress.setValue(0)
-        self.apply_progress.setFormat(f"{what}: %v / %m, {eta_text(0, n_steps, 0)}")
+        self._batch_started = self._batch_reported = time.perf_counter()
+        self._batch_steps_unreported = 0
+        set_progress(self.apply_progress, 0, n_steps, f"{what}: %v / %m, {eta_text(0, n_steps, 0)}")
         self._batch_progress = cancelable_progress(total=n_steps, desc=what,
                                                    cancel_callback=self.cancel_batch)
         self._set_batch_running(True)
@@ -1003,11 +1015,17 @@ class PixelClassifierWidget(QWidget):
     def _batch_step(self):
         done = self.apply_progress.value() + 1
         total = self.apply_progress.maximum()
-        eta = eta_text(done, total, time.perf_counter() - self._batch_started)
-        self.apply_progress.setFormat(f"{self._batch_what}: %v / %m, {eta}")
-        self.apply_progress.setValue(done)
-        if self._batch_progress is not None:
-            self._batch_progress.update(1)
+        now = time.perf_counter()
+        eta = eta_text(done, total, now - self._batch_started)
+        set_progress(self.apply_progress, done, text_format=f"{self._batch_what}: %v / %m, {eta}")
+        # napari's activity bar repaints at once on every update: at most every
+        # PROGRESS_INTERVAL_S, with the frames done since
+        self._batch_steps_unreported += 1
+        if self._batch_progress is not None and (
+                done == total or now - self._batch_reported >= PROGRESS_INTERVAL_S):
+            self._batch_progress.update(self._batch_steps_unreported)
+            self._batch_steps_unreported = 0
+            self._batch_reported = now
 
     def _on_batch_finished(self):
         self._batch_worker = None
@@ -1020,7 +1038,8 @@ class PixelClassifierWidget(QWidget):
             segmentation.refresh()
         seconds = time.perf_counter() - self._batch_started
         if self.apply_progress.value() == self.apply_progress.maximum():
-            self.apply_progress.setFormat(f"{self._batch_what}: %v / %m, done in {seconds:.0f} s")
+            set_progress(self.apply_progress, self.apply_progress.value(),
+                         text_format=f"{self._batch_what}: %v / %m, done in {seconds:.0f} s")
         self.batch_done.emit()
 
     def _set_batch_running(self, running):
@@ -1150,6 +1169,26 @@ class _VerticalScrollArea(QScrollArea):
     def sizeHint(self):
         hint = self.widget().sizeHint()
         return QSize(self._width(hint.width()), hint.height())
+
+
+def set_progress(bar, value, maximum=None, text_format=None):
+    """Set a progress bar's value (and maximum, format) and let the window draw it with its next
+    update.
+
+    `QProgressBar.setValue` repaints at once; in a napari window that composes the whole
+    window with the OpenGL canvas, which under software OpenGL (Xvfb, remote desktops) takes
+    30-100 ms of the GUI thread per call (measured with `benchmarks/bench_napari.py`).
+    With updates disabled meanwhile, the bar is drawn once with the rest of the window.
+    """
+    bar.setUpdatesEnabled(False)
+    try:
+        if maximum is not None:
+            bar.setMaximum(maximum)
+        if text_format is not None:
+            bar.setFormat(text_format)
+        bar.setValue(value)
+    finally:
+        bar.setUpdatesEnabled(True)      # schedules one update
 
 
 def _hint_colormap(layer):
