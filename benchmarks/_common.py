@@ -15,14 +15,24 @@ SHARED_DATA = Path(os.environ.get("MSCLASSIFY_SHARED_DATA", REPO.parent / "share
 sys.path.insert(0, str(REPO))
 
 
-def median_time(function, repeats=3):
-    """Median wall time of ``function()`` over ``repeats`` runs, and its last result."""
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        result = function()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), result
+def interleaved_times(functions, rounds=5):
+    """Wall times of every function in ``functions`` (a dict), run once per round
+    with the order rotating between rounds, so that a change in the machine's
+    load hits every function alike; returns ``{name: [seconds per round]}`` and
+    ``{name: last result}``."""
+    names = list(functions)
+    times, results = {name: [] for name in names}, {}
+    for round_ in range(rounds):
+        for name in names[round_ % len(names):] + names[:round_ % len(names)]:
+            start = time.perf_counter()
+            results[name] = functions[name]()
+            times[name].append(time.perf_counter() - start)
+    return times, results
+
+
+def median_ratio(numerators, denominators):
+    """Median over rounds of the per-round ratio of two `interleaved_times` lists."""
+    return statistics.median(a / b for a, b in zip(numerators, denominators))
 
 
 def cpu_model():

@@ -10,7 +10,10 @@ Scenarios
 ---------
 speed
     Synthetic 200k x 50 binary, 100 trees x 31 leaves, ours and LightGBM at mu = 0
-    and with lazy per-sample feature costs; prediction of 1M rows.
+    and with lazy per-sample feature costs; prediction of 1M rows. Five rounds, the
+    methods interleaved with the order rotating per round; a ratio is the median of
+    the per-round ratios (on a 2-core box three back-to-back repeats per method gave
+    training ratios from 0.87 to 1.07 for the same code).
 instructions
     A stable measure beside wall time: instructions executed by fixed small runs
     (training 20k x 50, 10 trees x 31 leaves, 2 threads, binning included, at
@@ -30,6 +33,7 @@ import argparse
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -40,7 +44,8 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import numpy as np
 
-from _common import REPO, SHARED_DATA, machine, median_time, print_table, write_results
+from _common import (REPO, SHARED_DATA, interleaved_times, machine, median_ratio,
+                     print_table, write_results)
 from shared_sets import load_covtype_20k, load_higgs_sample, load_miniboone_tiny
 
 import lightgbm
@@ -98,30 +103,41 @@ def lgb_train(X, y, params, n_trees=100):
                           n_trees)
 
 
-def speed(n_rows, repeats):
+def speed(n_rows, rounds):
+    """Training and prediction times, the four trainings (and the two predictions)
+    interleaved round by round; ratios are medians of the per-round ratios."""
     X, y = synthetic(n_rows)
     beta = lazy_beta(X.shape[1])
     mu = LAZY_MU
     train(X[:5000], y[:5000], "binary", ours_params(n_trees=2))  # compile outside the timing
-    t_ours, model = median_time(lambda: train(X, y, "binary", ours_params()), repeats)
-    t_lazy, lazy_model = median_time(lambda: train(X, y, "binary", ours_params(mu, beta)), repeats)
-    t_lgb, peer = median_time(lambda: lgb_train(X, y, lgb_params()), repeats)
-    t_lgb_lazy, _ = median_time(lambda: lgb_train(X, y, lgb_params(mu, beta)), repeats)
+    times, models = interleaved_times({
+        "ours": lambda: train(X, y, "binary", ours_params()),
+        "ours lazy": lambda: train(X, y, "binary", ours_params(mu, beta)),
+        "lightgbm": lambda: lgb_train(X, y, lgb_params()),
+        "lightgbm lazy": lambda: lgb_train(X, y, lgb_params(mu, beta)),
+    }, rounds)
+    model, peer = models["ours"], models["lightgbm"]
     Xp, _ = synthetic(1_000_000, seed=1)
     model.predict_raw(Xp[:1000])
-    t_pred, _ = median_time(lambda: model.predict_raw(Xp), repeats)
-    t_pred_lgb, _ = median_time(lambda: peer.predict(Xp, raw_score=True, num_threads=THREADS),
-                                repeats)
+    predict_times, _ = interleaved_times({
+        "ours": lambda: model.predict_raw(Xp),
+        "lightgbm": lambda: peer.predict(Xp, raw_score=True, num_threads=THREADS),
+    }, rounds)
+    median = {name: statistics.median(seconds) for name, seconds in times.items()}
     return {
-        "rows": n_rows, "features": X.shape[1], "trees": 100, "leaves": 31,
-        "train_s_ours_mu0": t_ours, "train_s_lightgbm_mu0": t_lgb,
-        "train_ratio_ours_over_lightgbm": t_ours / t_lgb,
-        "train_s_ours_lazy": t_lazy, "train_s_lightgbm_lazy": t_lgb_lazy,
-        "lazy_overhead_ours": t_lazy / t_ours, "lazy_overhead_lightgbm": t_lgb_lazy / t_lgb,
-        "lazy_features_used": len(lazy_model.features_used()),
-        "predict_rows": len(Xp), "predict_rows_per_s_ours": len(Xp) / t_pred,
-        "predict_rows_per_s_lightgbm": len(Xp) / t_pred_lgb,
-        "predict_throughput_ratio_ours_over_lightgbm": t_pred_lgb / t_pred,
+        "rows": n_rows, "features": X.shape[1], "trees": 100, "leaves": 31, "rounds": rounds,
+        "train_s_per_round": times, "predict_s_per_round": predict_times,
+        "train_s_ours_mu0": median["ours"], "train_s_lightgbm_mu0": median["lightgbm"],
+        "train_ratio_ours_over_lightgbm": median_ratio(times["ours"], times["lightgbm"]),
+        "train_s_ours_lazy": median["ours lazy"], "train_s_lightgbm_lazy": median["lightgbm lazy"],
+        "lazy_overhead_ours": median_ratio(times["ours lazy"], times["ours"]),
+        "lazy_overhead_lightgbm": median_ratio(times["lightgbm lazy"], times["lightgbm"]),
+        "lazy_features_used": len(models["ours lazy"].features_used()),
+        "predict_rows": len(Xp),
+        "predict_rows_per_s_ours": len(Xp) / statistics.median(predict_times["ours"]),
+        "predict_rows_per_s_lightgbm": len(Xp) / statistics.median(predict_times["lightgbm"]),
+        "predict_throughput_ratio_ours_over_lightgbm": median_ratio(predict_times["lightgbm"],
+                                                                    predict_times["ours"]),
     }
 
 
@@ -299,7 +315,7 @@ def _print_instructions(ic):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="smaller data, one repeat")
+    parser.add_argument("--quick", action="store_true", help="smaller data, one round")
     parser.add_argument("--no-callgrind", action="store_true",
                         help="skip the instruction counts (six processes under valgrind, about "
                              "15 minutes on an AMD EPYC)")
@@ -312,10 +328,10 @@ def main():
         _print_instructions(results["instructions"])
         print(f"wrote {write_results('core_instructions', results)}")
         return
-    n_rows, repeats = (50_000, 1) if args.quick else (200_000, 3)
+    n_rows, rounds = (50_000, 1) if args.quick else (200_000, 5)
     results = {"threads": THREADS, "load_average_start": os.getloadavg()[0]}
     start = time.perf_counter()
-    results["speed"] = speed(n_rows, repeats)
+    results["speed"] = speed(n_rows, rounds)
     results["load_average_after_timings"] = os.getloadavg()[0]
     results["timings_wall_s"] = time.perf_counter() - start
     if not args.no_callgrind:
@@ -327,7 +343,8 @@ def main():
     print(f"\n{machine()['cpu']}, {THREADS} threads, load average "
           f"{results['load_average_start']:.2f} at the start, "
           f"{results['load_average_after_timings']:.2f} after the timings")
-    print(f"Training {s['rows']}x{s['features']}, 100 trees x 31 leaves (median of {repeats}):")
+    print(f"Training {s['rows']}x{s['features']}, 100 trees x 31 leaves (median of {rounds} "
+          "interleaved rounds; ratios: median of the per-round ratios):")
     print_table([
         {"model": "ours mu=0", "train s": s["train_s_ours_mu0"]},
         {"model": "LightGBM mu=0", "train s": s["train_s_lightgbm_mu0"]},

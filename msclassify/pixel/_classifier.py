@@ -210,14 +210,14 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
     chosen on the real sets of ``benchmarks/bench_accuracy.py`` (README,
     "Accuracy on the real sets"). Measured there (10 test frames each,
     scikit-image's ``multiscale_basic_features`` + RandomForest(50, depth 10)
-    timed in the same run, loaded machine): on fly_masks_dev SEG 0.946 vs its
-    0.935 at 8.9x its speed (5 features, 7 node evaluations per pixel, most
-    trees decided on 8x8 blocks; 10.6x in an earlier run); on isbi2012_em
-    membrane F1 0.691 / pixel accuracy 0.824 vs 0.658 / 0.788 at 6.6x. Without
+    timed in the same run, quiet machine): on fly_masks_dev SEG 0.946 vs its
+    0.935 at 12.6x its speed (5 features, 7 node evaluations per pixel, most
+    trees decided on 8x8 blocks; 50 ms per 1024² frame); on isbi2012_em
+    membrane F1 0.691 / pixel accuracy 0.824 vs 0.658 / 0.788 at 7.6x. Without
     distillation the same bank at ``cost_tradeoff=2e-4`` reached fly SEG 0.866
     (staircases). Plain boosting (``cost_tradeoff=0``) is 0.009 fly SEG better
-    at 7.8x the time. Larger tradeoffs were faster but not kept: at 3e-3
-    (12.7x / 8.7x in that run) fly SEG was 0.9425-0.9441 over random_state 0-4
+    at 8x the time. Larger tradeoffs were faster but not kept: at 3e-3
+    (15.8x / 13.8x in that run) fly SEG was 0.9425-0.9441 over random_state 0-4
     (1e-3: 0.9443-0.9474) and the outline of a real fly frame ran more along
     the 8x8 block grid (``tests/test_real_fly_outlines.py``: 0.40 of its class
     changes on the grid vs 0.28; the mask 0.13); 2e-3 was worse on both counts
