@@ -297,6 +297,18 @@ def reference_predict(header, entries, X):
     return classes[winner]
 
 
+def assert_refused_or_predicted_as_they_say(header, entries, X, tmp_path, what):
+    """A changed model file is refused, or it predicts what its header and arrays say."""
+    model, error = load(pack(header, entries), tmp_path)
+    event("loaded" if error is None else "refused")
+    if error is None:
+        try:
+            reference = reference_predict(header, entries, X)
+        except Invalid:
+            pytest.fail(f"{what} was loaded but has no prediction")
+        np.testing.assert_array_equal(model.predict(X), reference)
+
+
 @FUZZ
 @given(data=st.data())
 def test_changed_json_values_are_refused_or_predicted_as_they_say(cegb, tmp_path, data):
@@ -308,14 +320,7 @@ def test_changed_json_values_are_refused_or_predicted_as_they_say(cegb, tmp_path
     for key in path[:-1]:
         target = target[key]
     target[path[-1]] = value
-    model, error = load(pack(header, entries), tmp_path)
-    event("loaded" if error is None else "refused")
-    if error is None:
-        try:
-            reference = reference_predict(header, entries, X)
-        except Invalid:
-            pytest.fail(f"{path} = {value!r} was loaded but has no prediction")
-        np.testing.assert_array_equal(model.predict(X), reference)
+    assert_refused_or_predicted_as_they_say(header, entries, X, tmp_path, f"{path} = {value!r}")
 
 
 @FUZZ
@@ -326,14 +331,7 @@ def test_changed_arrays_are_refused_or_predicted_as_they_say(cegb, tmp_path, dat
     for _ in range(data.draw(st.integers(1, 3))):
         name = data.draw(st.sampled_from(sorted(n for n in entries if n.endswith(".npy"))))
         change_array(entries, name, data.draw(array_change))
-    model, error = load(pack(header, entries), tmp_path)
-    event("loaded" if error is None else "refused")
-    if error is None:
-        try:
-            reference = reference_predict(header, entries, X)
-        except Invalid:
-            pytest.fail("changed arrays were loaded but have no prediction")
-        np.testing.assert_array_equal(model.predict(X), reference)
+    assert_refused_or_predicted_as_they_say(header, entries, X, tmp_path, "changed arrays")
 
 
 @FUZZ
