@@ -1108,10 +1108,11 @@ def match_frames(frames, others):
     return [by_name[name] for name in others.names()], None
 
 
-def _first_frame_is_grey(source, as_gray):
-    """Whether ``open_frames(source, as_gray=as_gray)`` reads grey frames."""
-    with open_frames(source, as_gray=as_gray) as frames:
-        return len(frames.shape) == 2
+def _first_frame_is_grey(source):
+    """Whether the first frame of ``source`` is grey: one channel, or R = G = B."""
+    with open_frames(source) as frames:
+        first = frames.read(0)
+    return first.ndim == 2 or _is_grey_stored_as_colour(first)
 
 
 def read_training_frames(image_paths, label_paths, *, as_gray=False):
@@ -1138,8 +1139,8 @@ def read_training_frames(image_paths, label_paths, *, as_gray=False):
     if len(image_paths) != len(label_paths):
         raise FrameReadError(f"got {len(image_paths)} image input(s) but {len(label_paths)} label "
                              "input(s); give one label input per image input, in the same order")
-    if isinstance(as_gray, str):
-        as_gray = all(_first_frame_is_grey(path, as_gray) for path in image_paths)
+    if as_gray == "auto":  # other values: as open_frames takes them
+        as_gray = all(_first_frame_is_grey(path) for path in image_paths)
     frames, labels = [], []
     for image_path, label_path in zip(image_paths, label_paths):
         with open_frames(image_path, as_gray=as_gray) as images, \
