@@ -6,11 +6,11 @@ exact penalties.
 """
 
 from ._booster import Booster, PredictionCost
-from ._losses import MIN_HESSIAN, class_probabilities, output_probabilities
+from ._losses import MIN_HESSIAN, class_probabilities, most_probable_class, output_probabilities
 from ._params import CEGBParams
 from ._sklearn import CEGBClassifier, CEGBRegressor, GreedyMiserClassifier, GreedyMiserRegressor
 from ._train import train
 
 __all__ = ["MIN_HESSIAN", "Booster", "CEGBClassifier", "CEGBParams", "CEGBRegressor",
            "GreedyMiserClassifier", "GreedyMiserRegressor", "PredictionCost",
-           "class_probabilities", "output_probabilities", "train"]
+           "class_probabilities", "most_probable_class", "output_probabilities", "train"]

@@ -48,6 +48,26 @@ def class_probabilities(raw, dtype=None):
     return np.stack([1 - p, p], axis=-1)
 
 
+def most_probable_class(raw):
+    """Index of the most probable class of each row from raw scores (first on ties).
+
+    A one-output (binary) model's raw scores, shape ``(N,)`` or a last axis of
+    length 1, give class 1 where the score is positive; a K-output model's give
+    the argmax over the last axis.
+
+    Examples
+    --------
+    >>> most_probable_class(np.array([-1.0, 0.0, 2.0])).tolist()
+    [0, 0, 1]
+    >>> most_probable_class(np.array([[0.0, 3.0, 3.0]])).tolist()
+    [1]
+    """
+    raw = np.asarray(raw)
+    if raw.ndim == 1 or raw.shape[-1] == 1:
+        return ((raw if raw.ndim == 1 else raw[..., 0]) > 0).astype(np.intp)
+    return np.argmax(raw, axis=-1)
+
+
 class Objective:
     """A loss on raw scores of shape (N,) (``n_outputs == 1``) or (N, K)."""
 

@@ -13,7 +13,7 @@ from ..checks import as_seed
 from ..modelfile import (ModelFileError, estimator_params, model_classes, model_number,
                          write_model)
 from ._booster import Booster
-from ._losses import class_probabilities
+from ._losses import class_probabilities, most_probable_class
 from ._params import CEGBParams
 from ._train import train
 
@@ -200,8 +200,7 @@ class CEGBClassifier(ClassifierMixin, _CEGBBase):
         return self._labels(self._raw(X, n_iterations))
 
     def _labels(self, raw):
-        winner = (raw > 0).astype(np.intp) if raw.ndim == 1 else np.argmax(raw, axis=1)
-        return self.classes_[winner]
+        return self.classes_[most_probable_class(raw)]
 
     def _check_y_val(self, X_val, y_val):
         return check_validation_labels(X_val, y_val, self.classes_)

@@ -13,7 +13,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from ..cegb import Booster, class_probabilities, train
+from ..cegb import Booster, class_probabilities, most_probable_class, train
 from ..checks import as_seed, check_int, check_number
 from ..features import FeatureBank, FeatureCache, FeatureSpec, PyramidImage
 from ..graph import check_graph_params
@@ -467,8 +467,7 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
             if output == "proba":
                 return class_probabilities(raw, np.float32), None
             if output == "class":
-                winner = (raw[:, :, 0] > 0) if raw.shape[2] == 1 else np.argmax(raw, axis=2)
-                return self.classes_[winner.astype(np.intp)], None
+                return self.classes_[most_probable_class(raw)], None
             return raw, None
         levels = self.bank_.compute_levels(image, self._used)
         feature_level = np.full(self.booster_.n_features, -1, dtype=np.int64)

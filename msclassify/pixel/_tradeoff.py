@@ -23,7 +23,7 @@ evaluations + feature computation), estimated on the same cost samples.
 import numpy as np
 from scipy import ndimage as ndi
 
-from ..cegb import class_probabilities
+from ..cegb import class_probabilities, most_probable_class
 
 __all__ = ["AUTO_PATH", "PATH_KEYS", "auto_tradeoff", "balanced_accuracy", "choose",
            "holdout_split", "path_point", "read_tradeoff_record", "stroke_holdout",
@@ -188,11 +188,6 @@ def path_point(booster, cost_tradeoff, scribble_score, teacher_agreement, X_cost
             "features_per_pixel": features, "features_used": [feature_ids[i] for i in used]}
 
 
-def _classify(booster, X):
-    raw = booster.predict_raw(X)
-    return (raw > 0).astype(np.int64) if raw.ndim == 1 else np.argmax(raw, axis=1)
-
-
 def choose(path, tolerance):
     """Index of the cheapest model within ``tolerance`` of the best score, and why.
 
@@ -321,8 +316,10 @@ def auto_tradeoff(fit_core, label_frames, scribbled_rows, classes, X, y, sample_
             teacher = np.argmax(proba, axis=1)[sure]
         path.append(path_point(
             booster, cost_tradeoff,
-            balanced_accuracy(y_held, _classify(booster, X_held), classes.size),
-            balanced_accuracy(teacher, _classify(booster, X_cost[sure]), classes.size),
+            balanced_accuracy(y_held, most_probable_class(booster.predict_raw(X_held)),
+                              classes.size),
+            balanced_accuracy(teacher, most_probable_class(booster.predict_raw(X_cost[sure])),
+                              classes.size),
             X_cost, cost_weight, batch_costs, feature_ids))
         if progress is not None:
             progress.fit += 1
