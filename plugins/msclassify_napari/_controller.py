@@ -40,8 +40,9 @@ from msclassify.pixel import FrameExport, PixelClassifier, label_dtype, load_pix
 
 __all__ = ["CLASS_NAMES_KEY", "COST_COLORMAP", "ClassifierSettings", "CostSummary",
            "FramePrediction", "FrameStack", "LIVE_N_COST_SAMPLES", "LIVE_N_ESTIMATORS",
-           "LIVE_WITHOUT_TEACHER", "LabelHints", "LayerSpec", "LiveUpdateScheduler", "PREDICT", "PROBABILITY_COLORMAP",
-           "RETRAIN", "ResultRow", "ScribbledFrames", "Scribbles", "TRAIN", "TrainedModel",
+           "LIVE_WITHOUT_TEACHER", "LabelHints", "LayerSpec", "LiveUpdateScheduler", "PREDICT",
+           "PROBABILITY_COLORMAP", "RETRAIN", "ResultRow", "ScribbledFrames", "Scribbles", "TRAIN",
+           "TrainedModel",
            "UNCERTAINTY_COLORMAP", "apply_to_frames", "class_names", "cost_map_spec",
            "cost_summary", "describe_feature", "describe_model", "eta_text", "export_frames",
            "label_hints", "label_hints_spec", "load_classifier", "predict_frame",
