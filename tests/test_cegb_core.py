@@ -320,7 +320,7 @@ def test_popcount_counts_the_set_bits_of_a_word():
     assert count(words).tolist() == [bin(int(w)).count("1") for w in words]
 
 
-def test_add_lanes_adds_four_doubles_at_the_offsets():
+def test_add_lanes_adds_four_doubles_at_each_offset():
     from numba import njit
     from msclassify.cegb._lanes import add_lanes
 
@@ -328,9 +328,18 @@ def test_add_lanes_adds_four_doubles_at_the_offsets():
     def add(dst, i, src, j):
         add_lanes(dst, i, src, j)
 
+    @njit
+    def add_twice(dst, i, k, src, j):
+        add_lanes(dst, (i, k), src, j)
+
+    src = np.array([10.0, 20.0, 30.0, 40.0, 50.0, 60.0])
     dst = np.arange(8.0)
-    add(dst, 3, np.array([10.0, 20.0, 30.0, 40.0, 50.0, 60.0]), 1)
+    add(dst, 3, src, 1)
     np.testing.assert_array_equal(dst, [0, 1, 2, 3 + 20, 4 + 30, 5 + 40, 6 + 50, 7])
+    dst = np.arange(12.0)
+    add_twice(dst, 8, 1, src, 2)  # one source vector, two destinations
+    np.testing.assert_array_equal(dst, [0, 1 + 30, 2 + 40, 3 + 50, 4 + 60, 5, 6, 7,
+                                        8 + 30, 9 + 40, 10 + 50, 11 + 60])
 
 
 @pytest.mark.parametrize("missing_left", [True, False])

@@ -204,6 +204,7 @@ def _grow_tree(Xb, n_bins, active, ghc, grad, hess, is_loss, cost_weight, rows, 
     (mu, alpha, leaf_weight, total_cost_weight, path_share, breadth_first, max_leaves, max_depth,
      l2, min_samples, min_hessian, learning_rate, root_share, parallel_work, unit_cost) = settings
     n_features = Xb.shape[0]
+    features = np.flatnonzero(active).astype(np.int64)
     node_feature, node_bin, node_default_left, node_left, node_right, _, _, node_share, \
         node_gain = nodes
     for i in range(ghc.shape[0]):
@@ -241,7 +242,7 @@ def _grow_tree(Xb, n_bins, active, ghc, grad, hess, is_loss, cost_weight, rows, 
     leaf_share[0] = root_share
     root_may_split = 0 < max_depth and N >= 2 * min_samples
     root_args = (Xb, order, n, ghc, is_loss, cost_weight, unit_cost, cost_mask, paid_bits,
-                 count_unpaid, n_bins, active, G, H, N, root_may_split, l2, min_samples,
+                 count_unpaid, n_bins, features, G, H, N, root_may_split, l2, min_samples,
                  min_hessian, loss_rows, sorted_ghc, hist, gain, split_bin, default_left, unpaid,
                  none_paid)
     if n * n_features >= parallel_work:
@@ -290,9 +291,9 @@ def _grow_tree(Xb, n_bins, active, ghc, grad, hess, is_loss, cost_weight, rows, 
         src = leaf_rows[slot]
         split_args = (Xb, rows, src, start, stop, m, threshold_bin, missing_left, ghc, is_loss,
                       cost_weight, unit_cost, weigh_leaves, paid_bits, count_unpaid, n_bins,
-                      active, G, H, N, depth + 1 < max_depth, l2, min_samples, min_hessian,
-                      chunk_counts, loss_rows, sorted_ghc, cost_rows, sorted_cost, hist, slot,
-                      new_slot, gain, split_bin, default_left, unpaid, none_paid)
+                      active, features, G, H, N, depth + 1 < max_depth, l2, min_samples,
+                      min_hessian, chunk_counts, loss_rows, sorted_ghc, cost_rows, sorted_cost,
+                      hist, slot, new_slot, gain, split_bin, default_left, unpaid, none_paid)
         # The smaller child, histogrammed, has at most half the parent's rows.
         if (stop - start) * n_features >= 2 * parallel_work:
             n_left, w_left, GL, HL, NL = split_leaf_parallel(*split_args)

@@ -7,7 +7,8 @@ missing values; value bins are ``0 .. n_bins[m]-1`` where bin ``b`` holds
 
 Histograms have shape ``(M, 256, 4)``: per bin the sums of gradient, hessian and
 the number of labelled samples (``sample_weight > 0``), and a padding lane, so
-that a bin is one 4-lane vector (`add_lanes`).
+that a bin is one 4-lane vector (`add_lanes`). Features are histogrammed in pairs
+(`_histograms`).
 """
 
 import types
@@ -133,15 +134,41 @@ def _gather(rows, lo, hi, ghc, is_loss, loss_rows, sorted_ghc, at):
 
 
 @njit(inline="always")
-def _histogram(col, hm, first, n_loss, loss_rows, ghc, sorted_ghc):
-    """One feature's histogram ``hm`` (N_SLOTS, LANES) of a leaf gathered by `_gather_loss`."""
-    hm[:, :] = 0.0
+def _histograms(Xb, hist, a, b, first, n_loss, loss_rows, ghc, sorted_ghc):
+    """Histograms ``hist[a]`` and ``hist[b]`` (each (N_SLOTS, LANES)) of features a and b
+    (``b < 0``: a alone) over a leaf gathered by `_gather_loss`; each row's statistics
+    are loaded once for both."""
+    col_a = Xb[a]
+    at_a = a * N_SLOTS * LANES
+    hist[a, :, :] = 0.0
+    if b < 0:
+        if first >= 0:
+            for k in range(first, first + n_loss):
+                add_lanes(hist, at_a + np.intp(col_a[k]) * LANES, ghc, k * LANES)
+        else:
+            for k in range(n_loss):
+                add_lanes(hist, at_a + np.intp(col_a[loss_rows[k]]) * LANES, sorted_ghc,
+                          k * LANES)
+        return
+    col_b = Xb[b]
+    at_b = b * N_SLOTS * LANES
+    hist[b, :, :] = 0.0
     if first >= 0:
         for k in range(first, first + n_loss):
-            add_lanes(hm, np.intp(col[k]) * LANES, ghc, k * LANES)
+            add_lanes(hist, (at_a + np.intp(col_a[k]) * LANES, at_b + np.intp(col_b[k]) * LANES),
+                      ghc, k * LANES)
     else:
         for k in range(n_loss):
-            add_lanes(hm, np.intp(col[loss_rows[k]]) * LANES, sorted_ghc, k * LANES)
+            i = loss_rows[k]
+            add_lanes(hist, (at_a + np.intp(col_a[i]) * LANES, at_b + np.intp(col_b[i]) * LANES),
+                      sorted_ghc, k * LANES)
+
+
+@njit(inline="always")
+def _pair(features, p):
+    """The p-th pair of ``features`` (the second is -1 past the end)."""
+    a = features[2 * p]
+    return a, (features[2 * p + 1] if 2 * p + 1 < features.shape[0] else -1)
 
 
 @njit(inline="always")
@@ -245,38 +272,41 @@ def _unpaid_of_rows(bits, mask, cost_weight, unit_cost):
 
 
 def _root_splits(Xb, order, n, ghc, is_loss, cost_weight, unit_cost, cost_mask, paid_bits,
-                 count_unpaid, n_bins, active, G, H, N, splittable, l2, min_samples, min_hessian,
+                 count_unpaid, n_bins, features, G, H, N, splittable, l2, min_samples, min_hessian,
                  loss_rows, sorted_ghc, hist, gain, split_bin, default_left, unpaid, none_paid):
     """Histograms, unpaid cost weights and best splits of the root (rows ``order[:n]``, slot 0).
 
     ``cost_mask`` is a bitset of the root's rows that carry cost weight (read
     only for features with a per-sample cost; ``unit_cost``: every cost weight
     is 0 or 1); ``none_paid[0, m]`` says that
-    none of them has paid feature m yet. Features run in parallel (in the
-    parallel twin): each one's histogram is built, searched and left in
-    ``hist[0, m]``.
+    none of them has paid feature m yet. The tree's ``features`` (increasing) run
+    in pairs, the pairs in parallel (in the parallel twin): each one's histogram
+    is built, searched and left in ``hist[0, m]``; other features get no split.
     """
     first, n_loss = _gather_loss(order, 0, n, ghc, is_loss, loss_rows, sorted_ghc)
-    for m in prange(Xb.shape[0]):
+    for m in range(Xb.shape[0]):
         gain[0, m] = -np.inf
         split_bin[0, m] = 0
         default_left[0, m] = False
         unpaid[0, m] = 0.0
         none_paid[0, m] = False
-        if not active[m]:
-            continue
-        hm = hist[0, m]
-        _histogram(Xb[m], hm, first, n_loss, loss_rows, ghc, sorted_ghc)
-        if count_unpaid[m]:
-            unpaid[0, m], none_paid[0, m] = _unpaid_of_rows(paid_bits[m], cost_mask, cost_weight,
-                                                              unit_cost)
-        if splittable:
-            gain[0, m], split_bin[0, m], default_left[0, m] = _best_split(
-                hm, n_bins[m], G, H, N, l2, min_samples, min_hessian)
+    for p in prange((features.shape[0] + 1) // 2):
+        a, b = _pair(features, p)
+        _histograms(Xb, hist[0], a, b, first, n_loss, loss_rows, ghc, sorted_ghc)
+        for m in (a, b):
+            if m < 0:
+                continue
+            if count_unpaid[m]:
+                unpaid[0, m], none_paid[0, m] = _unpaid_of_rows(paid_bits[m], cost_mask,
+                                                                  cost_weight, unit_cost)
+            if splittable:
+                gain[0, m], split_bin[0, m], default_left[0, m] = _best_split(
+                    hist[0, m], n_bins[m], G, H, N, l2, min_samples, min_hessian)
 
 
 def _split_leaf(Xb, rows, src, start, stop, feature, threshold_bin, missing_left, ghc, is_loss,
-                cost_weight, unit_cost, weigh, paid_bits, count_unpaid, n_bins, active, G, H, N,
+                cost_weight, unit_cost, weigh, paid_bits, count_unpaid, n_bins, active, features,
+                G, H, N,
                 children_may_split, l2, min_samples, min_hessian, chunk_counts, loss_rows,
                 sorted_ghc, cost_rows, sorted_cost, hist, slot, new_slot, gain, split_bin,
                 default_left, unpaid, none_paid):
@@ -287,8 +317,8 @@ def _split_leaf(Xb, rows, src, start, stop, feature, threshold_bin, missing_left
     order; when ``feature`` has a per-sample cost, all of them are recorded as
     having paid it. The child with fewer rows gets ``new_slot``: its histograms
     are built; the other child's are the parent's minus those, in place in
-    ``slot``. Then both children's best splits and unpaid cost weights, feature by
-    feature. A feature that none of the leaf's cost rows has paid (``none_paid``,
+    ``slot``. Then both children's best splits and unpaid cost weights, for the
+    tree's ``features`` in pairs (``active`` marks them). A feature that none of the leaf's cost rows has paid (``none_paid``,
     kept per slot) is unpaid by all rows of the smaller child: their cost weight,
     summed once, instead of a look-up of every row per feature (the same sum in
     the same order, so the same number).
@@ -423,46 +453,53 @@ def _split_leaf(Xb, rows, src, start, stop, feature, threshold_bin, missing_left
     else:
         small_may_split, large_may_split = right_may_split, left_may_split
         Gs, Hs, Ns, Gl, Hl, Nl = GR, HR, NR, GL, HL, NL
-    for m in prange(Xb.shape[0]):
-        parent_unpaid = unpaid[slot, m]
-        parent_none_paid = none_paid[slot, m]
-        none_paid[new_slot, m] = False
-        none_paid[slot, m] = False
-        gain[new_slot, m] = -np.inf
-        split_bin[new_slot, m] = 0
-        default_left[new_slot, m] = False
-        unpaid[new_slot, m] = 0.0
-        gain[slot, m] = -np.inf
-        split_bin[slot, m] = 0
-        default_left[slot, m] = False
-        unpaid[slot, m] = 0.0
+    for m in range(Xb.shape[0]):
         if not active[m]:
-            continue
-        small = hist[new_slot, m]
-        large = hist[slot, m]
-        _histogram(Xb[m], small, -1, n_loss, loss_rows, ghc, sorted_ghc)
-        for b in range(N_SLOTS):
-            for j in range(LANES):
-                large[b, j] -= small[b, j]
-        if count_unpaid[m] and parent_unpaid > 0.0 and m != feature:
-            # A child of a leaf whose rows have all paid m has nothing left to pay, nor has
-            # one of a leaf split on m.
-            if parent_none_paid:
-                small_unpaid = small_cost
-                none_paid[new_slot, m] = True
-                none_paid[slot, m] = True
-            else:
-                small_unpaid = _unpaid(paid_bits[m], cost_rows, sorted_cost, n_cost,
-                                       unit_cost)
-            unpaid[new_slot, m] = small_unpaid
-            unpaid[slot, m] = max(parent_unpaid - small_unpaid, 0.0)
-        if small_may_split:
-            gain[new_slot, m], split_bin[new_slot, m], default_left[new_slot, m] = _best_split(
-                small, n_bins[m], Gs, Hs, Ns, l2, min_samples, min_hessian)
-        if large_may_split:
-            gain[slot, m], split_bin[slot, m], default_left[slot, m] = _best_split(
-                large, n_bins[m], Gl, Hl, Nl, l2, min_samples, min_hessian)
+            _clear_split(m, slot, new_slot, gain, split_bin, default_left, unpaid, none_paid)
+    for p in prange((features.shape[0] + 1) // 2):
+        a, b = _pair(features, p)
+        _histograms(Xb, hist[new_slot], a, b, -1, n_loss, loss_rows, ghc, sorted_ghc)
+        for m in (a, b):
+            if m < 0:
+                continue
+            parent_unpaid = unpaid[slot, m]
+            parent_none_paid = none_paid[slot, m]
+            _clear_split(m, slot, new_slot, gain, split_bin, default_left, unpaid, none_paid)
+            small = hist[new_slot, m]
+            large = hist[slot, m]
+            for bin_ in range(N_SLOTS):
+                for j in range(LANES):
+                    large[bin_, j] -= small[bin_, j]
+            if count_unpaid[m] and parent_unpaid > 0.0 and m != feature:
+                # A child of a leaf whose rows have all paid m has nothing left to pay, nor
+                # has one of a leaf split on m.
+                if parent_none_paid:
+                    small_unpaid = small_cost
+                    none_paid[new_slot, m] = True
+                    none_paid[slot, m] = True
+                else:
+                    small_unpaid = _unpaid(paid_bits[m], cost_rows, sorted_cost, n_cost,
+                                           unit_cost)
+                unpaid[new_slot, m] = small_unpaid
+                unpaid[slot, m] = max(parent_unpaid - small_unpaid, 0.0)
+            if small_may_split:
+                gain[new_slot, m], split_bin[new_slot, m], default_left[new_slot, m] = \
+                    _best_split(small, n_bins[m], Gs, Hs, Ns, l2, min_samples, min_hessian)
+            if large_may_split:
+                gain[slot, m], split_bin[slot, m], default_left[slot, m] = _best_split(
+                    large, n_bins[m], Gl, Hl, Nl, l2, min_samples, min_hessian)
     return n_left, w_left, GL, HL, NL
+
+
+@njit(inline="always")
+def _clear_split(m, slot, new_slot, gain, split_bin, default_left, unpaid, none_paid):
+    """Feature m of the leaves in ``slot`` and ``new_slot``: no split, nothing unpaid."""
+    for s in (slot, new_slot):
+        gain[s, m] = -np.inf
+        split_bin[s, m] = 0
+        default_left[s, m] = False
+        unpaid[s, m] = 0.0
+        none_paid[s, m] = False
 
 
 # A parallel region costs tens of microseconds when cores are free and milliseconds when

@@ -88,9 +88,8 @@ def train(X, y, objective="binary", params=None, n_classes=None, sample_weight=N
     trees = []
     for iteration in range(p.n_estimators):
         scores = raw[:, 0] if K == 1 else raw
-        grad, hess = loss.gradients(scores, y)
-        grad = np.asarray(grad).reshape(n_rows, K) * sample_weight[:, None]
-        hess = np.asarray(hess).reshape(n_rows, K) * sample_weight[:, None]
+        grad, hess = loss.gradients(scores, y, sample_weight)
+        grad, hess = grad.reshape(n_rows, K), hess.reshape(n_rows, K)
         if p.hessian == "unit":
             hess = np.repeat(sample_weight[:, None], K, axis=1)
         if n_sample < n_rows:
