@@ -16,10 +16,12 @@ import types
 import numpy as np
 from numba import njit, prange
 
-from ._lanes import LANES, add_lanes
+from ._lanes import LANES, add_lanes, prefetch
 
 MISSING_BIN = 255
 N_SLOTS = 256
+# How far ahead a gather of rows' statistics prefetches (32 was faster than 16 and 64).
+PREFETCH_ROWS = 32
 # Rows per chunk of the partition (fixed, so that results do not depend on the thread count).
 PARTITION_CHUNK = 4096
 
@@ -125,6 +127,8 @@ def _gather(rows, lo, hi, ghc, is_loss, loss_rows, sorted_ghc, at):
     ``sorted_ghc`` from position ``at`` on; returns the position after the last one."""
     for k in range(lo, hi):
         i = rows[k]
+        if k + PREFETCH_ROWS < hi:
+            prefetch(ghc, np.intp(rows[k + PREFETCH_ROWS]) * LANES)
         if is_loss[i]:
             loss_rows[at] = i
             for j in range(LANES):
