@@ -1,4 +1,5 @@
-"""What the tests share: where the real data is, and the benchmarks' loaders of it.
+"""What the tests share: where the real data is, the benchmarks' loaders of it, and how
+to start a process that a test interrupts with Ctrl-C.
 
 The shared real data (``fly_sleap``, ``stardist_wheel``, the tabular sets, ...)
 lives outside the repository, in ``$MSCLASSIFY_SHARED_DATA`` (default
@@ -8,6 +9,7 @@ take the `shared_data` fixture; the loaders of the tabular sets are
 """
 
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -18,6 +20,14 @@ SHARED_DATA = Path(os.environ.get("MSCLASSIFY_SHARED_DATA", REPO.parent / "share
 
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
+
+
+def interruptible():
+    """``preexec_fn`` for a child process that a test interrupts with SIGINT: the child
+    starts with SIGINT's default action, as from a terminal. A shell starts background
+    jobs with SIGINT ignored, children inherit that, and Python then installs no
+    KeyboardInterrupt handler: the Ctrl-C tests failed when pytest ran in the background."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 @pytest.fixture

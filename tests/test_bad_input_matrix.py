@@ -22,6 +22,7 @@ import av
 import numpy as np
 import pytest
 import tifffile
+from conftest import interruptible
 
 from msclassify import load_model
 from msclassify.baselines import BudgetRFClassifier, CSTCClassifier
@@ -552,7 +553,8 @@ sys.exit(main(["info", "model.msc"]))
 def test_ctrl_c_during_start_up_is_one_line_and_exit_130(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     result = subprocess.run([sys.executable, "-c", CTRL_C_DURING_STARTUP], env=env, cwd=tmp_path,
-                            capture_output=True, text=True, timeout=120)
+                            capture_output=True, text=True, timeout=120,
+                            preexec_fn=interruptible)
     assert result.returncode == 130
     assert result.stderr.strip() == "msclassify: interrupted"
 

@@ -19,6 +19,7 @@ import imageio.v3 as iio
 import numpy as np
 import pytest
 import tifffile
+from conftest import interruptible
 
 import msclassify.io as msio
 from msclassify import CEGBClassifier, load_model
@@ -60,7 +61,8 @@ def run_cli(*args, timeout=300, **kwargs):
 def start_cli(*args):
     env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     return subprocess.Popen([sys.executable, "-m", "msclassify.cli", *map(str, args)], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=interruptible)
 
 
 def error_line(capsys_or_text):
