@@ -50,8 +50,8 @@ import tifffile
 from .checks import check_int, file_problem, is_int
 
 __all__ = ["FrameReadError", "FrameReadWarning", "FrameSource", "FrameWriteError", "FrameWriter",
-           "match_frames", "natural_sort_key", "open_frames", "open_writer", "read_label_stack",
-           "read_training_frames", "write_atomically"]
+           "check_not_an_input", "match_frames", "natural_sort_key", "open_frames", "open_writer",
+           "read_label_stack", "read_training_frames", "write_atomically"]
 
 VIDEO_EXTENSIONS = (".mp4", ".avi", ".mov", ".mkv", ".m4v", ".webm")
 TIFF_EXTENSIONS = (".tif", ".tiff")
@@ -264,7 +264,7 @@ class FrameSource:
             the first and last MiB of the first and last file, which is cheap for
             an hour of video and tells any two recordings apart.
         """
-        files = self._source_files or [Path(self.path)]
+        files = self.files()
         digest = hashlib.sha256()
         size = 0
         for file in files:
@@ -280,6 +280,10 @@ class FrameSource:
         return {"path": str(Path(self.path).absolute()), "n_frames": self._n_frames,
                 "frame_shape": list(self.shape), "dtype": self.dtype.str, "size": size,
                 "fingerprint": digest.hexdigest()}
+
+    def files(self):
+        """The files (or the folder, or zarr store) the frames are read from, as Paths."""
+        return list(self._source_files or [Path(self.path)])
 
     def close(self):
         """Release open files (reading after closing is an error)."""
@@ -1265,8 +1269,7 @@ class FrameWriter:
 
     def _check_manifest(self, found):
         """FrameWriteError unless the output at ``path`` holds this very prediction."""
-        start_over = (f"to start over, delete it with overwrite=True (msclassify predict "
-                      f"--overwrite), or write to another output")
+        start_over = "to start over, delete it with overwrite=True, or write to another output"
         if not isinstance(found, dict) or found.get("format") != _MANIFEST_FORMAT:
             raise FrameWriteError(f"output {self.path} has an unreadable record of what it "
                                   f"holds; {start_over}")
@@ -1423,25 +1426,69 @@ def _output_kind(path):
     if _is_zarr(path):
         try:
             metadata = json.loads((path / "zarr.json").read_text())
-            return "zarr" if "msclassify" in metadata.get("attributes", {}) else None
+            recorded = "msclassify" in metadata.get("attributes", {})
         except (OSError, ValueError, AttributeError):
             return None
+        # only the arrays msclassify writes; anything a user added keeps the store
+        ours = {"zarr.json", "labels", "done", "probabilities"}
+        return "zarr" if recorded and all(entry.name in ours and not entry.is_symlink()
+                                          for entry in path.iterdir()) else None
     entries = list(path.iterdir())
     if not entries:
         return "empty"
-    if not (path / _MANIFEST_NAME).is_file():
+    try:  # only the frames the manifest names are msclassify's
+        names = json.loads((path / _MANIFEST_NAME).read_text())["names"]
+        files = {f"{name}.tif" for name in names}
+    except (OSError, ValueError, KeyError, TypeError):
         return None
 
     def ours(entry, inside_probabilities=False):
-        if entry.name.startswith("."):
-            return entry.name.endswith(".tmp") and entry.is_file()
+        if entry.is_symlink():
+            return False
+        if entry.name.startswith("."):  # a temporary file of write_atomically
+            return (entry.is_file() and entry.name.endswith(".tmp")
+                    and entry.name[1:].rsplit(".", 2)[0] in files | {_MANIFEST_NAME})
         if entry.is_file():
-            return entry.suffix == ".tif" or (entry.name == _MANIFEST_NAME
-                                              and not inside_probabilities)
+            return entry.name in files or (entry.name == _MANIFEST_NAME
+                                           and not inside_probabilities)
         return (entry.is_dir() and entry.name == "probabilities" and not inside_probabilities
                 and all(ours(child, True) for child in entry.iterdir()))
 
     return "tiff" if all(ours(entry) for entry in entries) else None
+
+
+def check_not_an_input(output, inputs):
+    """Raise FrameWriteError if ``output`` is, holds or links to one of ``inputs``.
+
+    Writing (or, with ``overwrite=True``, deleting) there would destroy an input,
+    such as the video being predicted or the model file. Symbolic and hard links
+    count as the file they point to.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> video = os.path.join(tempfile.mkdtemp(), "video.mp4")
+    >>> open(video, "wb").close()
+    >>> check_not_an_input(video + ".labels", [video])  # another path: fine
+    >>> check_not_an_input(video, [video])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    msclassify.io.FrameWriteError: the output ...video.mp4 is the input ...video.mp4; writing there would destroy it: ...
+    """
+    output = Path(output)
+    real_output = Path(os.path.realpath(output))
+    for item in inputs:
+        item = Path(item)
+        if not os.path.exists(item):
+            continue
+        real_item = Path(os.path.realpath(item))
+        same = real_item == real_output or (os.path.exists(output)
+                                            and os.path.samefile(output, item))
+        if same or real_output in real_item.parents:
+            how = "is" if same else "holds"
+            raise FrameWriteError(f"the output {output} {how} the input {item}; writing there "
+                                  "would destroy it: choose another output path",
+                                  filename=str(output))
 
 
 def _remove_output(path):

@@ -741,3 +741,169 @@ def test_api_reading_a_truncated_stack_warns(tmp_path):
     with pytest.warns(FrameReadWarning, match="declares 6 frames but only frames 0-4"):
         with open_frames(tmp_path / "cut.tif") as source:
             assert len(source) == 5
+
+
+# -- 4. issue 22 (round 2): lost ------------------------------------------------------------
+
+@pytest.mark.parametrize("target", ["frames", "model_a", "video", "symlink", "hardlink",
+                                    "folder_holding_the_input"])
+@pytest.mark.parametrize("output_format", ["tiff-stack", "tif", "zarr"])
+@pytest.mark.parametrize("overwrite", [False, True])
+def test_predict_never_writes_over_its_input_or_model(fx, tmp_path, capsys, target,
+                                                      output_format, overwrite):
+    paths, _ = fx
+    frames = tmp_path / "frames.tif"
+    frames.write_bytes(paths["frames"].read_bytes())
+    model = tmp_path / "model.msc"
+    model.write_bytes(paths["model_a"].read_bytes())
+    video = tmp_path / "clip.mp4"
+    video.write_bytes(paths["video"].read_bytes())
+    source = video if target == "video" else frames
+    output = {"frames": frames, "model_a": model, "video": video, "symlink": tmp_path / "link.tif",
+              "hardlink": tmp_path / "hard.tif", "folder_holding_the_input": tmp_path}[target]
+    if target == "symlink":
+        output.symlink_to(frames)
+    elif target == "hardlink":
+        os.link(frames, output)
+    before = {path: path.read_bytes() for path in (frames, model, video)}
+    status, _, err = cli(capsys, "predict", model, source, "-o", output, "--format", output_format,
+                         "--export", "mask", "--class", "2", *(["--overwrite"] * overwrite))
+    line = one_error(err)
+    assert status == 1 and f"the output {output} " in line and "would destroy it" in line
+    assert "--overwrite" not in line
+    assert {path: path.read_bytes() for path in before} == before
+
+
+def test_overwrite_keeps_a_users_tif_in_a_prediction_folder(fx, tmp_path, capsys):
+    paths, frames = fx
+    out = tmp_path / "out"
+    assert cli(capsys, "predict", paths["model_a"], paths["frames"], "-o", out, "-q")[0] == 0
+    tifffile.imwrite(out / "my_notes.tif", frames[0])
+    status, _, err = cli(capsys, "predict", paths["model_a"], paths["frames"], "-o", out,
+                         "--overwrite")
+    assert status == 1 and "files msclassify did not write" in one_error(err)
+    assert (out / "my_notes.tif").is_file() and len(labels_in(out)) == N_FRAMES
+
+
+def test_overwrite_keeps_a_zarr_store_holding_a_users_array(fx, tmp_path, capsys):
+    import zarr
+
+    paths, _ = fx
+    out = tmp_path / "out.zarr"
+    assert cli(capsys, "predict", paths["model_a"], paths["frames"], "-o", out, "--format",
+               "zarr", "-q")[0] == 0
+    zarr.open_group(str(out), mode="a").create_array("my_tracks", shape=(3,), dtype="i4")
+    status, _, err = cli(capsys, "predict", paths["model_a"], paths["frames"], "-o", out,
+                         "--format", "zarr", "--overwrite")
+    assert status == 1 and "files msclassify did not write" in one_error(err)
+    assert (out / "my_tracks").is_dir()
+
+
+@pytest.mark.parametrize("content", [b"my own notes", "tiff"])
+def test_tiff_stack_overwrite_never_replaces_a_users_file(fx, tmp_path, capsys, content):
+    paths, frames = fx
+    mine = tmp_path / "mine.tif"
+    if content == "tiff":
+        tifffile.imwrite(mine, frames, photometric="minisblack")
+    else:
+        mine.write_bytes(content)
+    before = mine.read_bytes()
+    for overwrite in ([], ["--overwrite"]):
+        status, _, err = cli(capsys, "predict", paths["model_a"], paths["frames"], "-o", mine,
+                             "--format", "tiff-stack", *overwrite)
+        line = one_error(err)
+        assert status == 1 and "is not a TIFF stack msclassify wrote" in line
+        assert "--overwrite" not in line and "overwrite=True" not in line
+    assert mine.read_bytes() == before
+
+
+def test_a_second_tiff_stack_run_with_another_model_is_refused(fx, tmp_path, capsys):
+    paths, _ = fx
+    stack = tmp_path / "masks.tif"
+    args = ("--format", "tiff-stack", "--export", "mask", "--class", "2", "-q")
+    assert cli(capsys, "predict", paths["model_a"], paths["frames"], "-o", stack, *args)[0] == 0
+    first = stack.read_bytes()
+    assert oct(stack.stat().st_mode & 0o777) == oct(0o666 & ~current_umask())
+    status, _, err = cli(capsys, "predict", paths["model_b"], paths["frames"], "-o", stack, *args)
+    line = one_error(err)
+    assert status == 1 and "already holds a TIFF stack msclassify wrote" in line
+    assert "--overwrite" in line and "overwrite=True" not in line
+    assert stack.read_bytes() == first
+    assert cli(capsys, "predict", paths["model_b"], paths["frames"], "-o", stack, *args,
+               "--overwrite")[0] == 0
+    model_b = load_model(paths["model_b"])
+    np.testing.assert_array_equal(tifffile.imread(stack), np.stack(
+        [(model_b.predict(frame) == 2) * 255 for frame in fx[1]]).astype(np.uint8))
+
+
+def current_umask():
+    umask = os.umask(0)
+    os.umask(umask)
+    return umask
+
+
+def test_api_two_tiff_stacks_finished_at_once_keep_the_first(tmp_path):
+    from msclassify.pixel import TiffStackWriter
+
+    path = tmp_path / "stack.tif"
+    first = TiffStackWriter(path, 1, (2, 2), np.uint8)
+    second = TiffStackWriter(path, 1, (2, 2), np.uint8)
+    first.write(0, np.ones((2, 2), np.uint8))
+    with pytest.raises(FrameWriteError, match="written by another run while this one ran"):
+        second.write(0, np.full((2, 2), 7, np.uint8))
+    assert tifffile.imread(path).tolist() == [[1, 1], [1, 1]]
+    assert [p.name for p in tmp_path.iterdir()] == ["stack.tif"]
+
+
+def test_a_killed_tiff_stack_run_leaves_no_temporary_file_after_the_next_run(fx, tmp_path,
+                                                                            capsys):
+    paths, _ = fx
+    stack = tmp_path / "masks.tif"
+    abandoned = tmp_path / ".masks.tif.k2jd93_x.tmp"   # as a SIGKILLed run leaves it
+    abandoned.write_bytes(b"\0" * 4096)
+    os.utime(abandoned, (0, 0))
+    unrelated = tmp_path / ".other.tif.1234.tmp"
+    unrelated.write_bytes(b"")
+    os.utime(unrelated, (0, 0))
+    assert cli(capsys, "predict", paths["model_a"], paths["frames"], "-o", stack, "--format",
+               "tiff-stack", "-q")[0] == 0
+    assert not abandoned.exists() and unrelated.exists()
+
+
+def test_api_a_tiff_stack_being_written_keeps_its_temporary_file(tmp_path):
+    from msclassify.pixel import TiffStackWriter
+
+    path = tmp_path / "stack.tif"
+    running = TiffStackWriter(path, 2, (2, 2), np.uint8)
+    running.write(0, np.ones((2, 2), np.uint8))
+    temporary = next(tmp_path.glob(".stack.tif.*.tmp"))
+    os.utime(temporary, (0, 0))   # even a stalled run's file is kept: it is locked
+    other = TiffStackWriter(tmp_path / "stack.tif", 1, (2, 2), np.uint8)
+    assert temporary.exists()
+    other.close()
+    running.write(1, np.ones((2, 2), np.uint8))
+    assert tifffile.imread(path).shape == (2, 2, 2)
+
+
+def test_demo_never_replaces_a_users_files(tmp_path, capsys):
+    out = tmp_path / "demo"
+    out.mkdir()
+    (out / "model.msc").write_bytes(b"my model")
+    status, text, err = cli(capsys, "demo", "-o", out)
+    line = one_error(err)
+    assert status == 1 and f"{out / 'model.msc'} exists and was not written by msclassify demo" \
+        in line
+    assert (out / "model.msc").read_bytes() == b"my model" and "training" not in text
+
+
+def test_demo_replaces_only_the_files_it_recorded(tmp_path):
+    from msclassify.cli._demo import _check_demo_folder, _record_demo_file
+
+    out = tmp_path / "demo"
+    out.mkdir()
+    (out / "model.msc").write_bytes(b"written by the demo")
+    _record_demo_file(out, out / "model.msc")
+    _check_demo_folder(out)  # recorded: may be replaced
+    (out / "model.msc").write_bytes(b"changed by the user since")
+    with pytest.raises(ValueError, match="or was changed since"):
+        _check_demo_folder(out)

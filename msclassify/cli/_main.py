@@ -35,8 +35,15 @@ def build_parser():
     return parser
 
 
+# What the library's messages call a parameter, and the command-line option that sets it.
+_OPTION_NAMES = {"overwrite=True": "--overwrite"}
+
+
 def _one_line(exc):
-    return " ".join(str(exc).split()) or type(exc).__name__
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    for parameter, option in _OPTION_NAMES.items():
+        text = text.replace(parameter, option)
+    return text
 
 
 def _warning_printer(command):

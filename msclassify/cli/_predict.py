@@ -101,7 +101,8 @@ def _cmd_predict(args):
                                  names=[source.name(i) for i in selection],
                                  n_classes=classes.size if args.probabilities else None,
                                  format="tiff" if args.format == "tif" else args.format,
-                                 provenance=provenance, overwrite=args.overwrite)
+                                 provenance=provenance, overwrite=args.overwrite,
+                                 inputs=[*source.files(), args.model])
         except ValueError as exc:
             raise CommandError(str(exc)) from None
         with writer:

@@ -22,8 +22,12 @@ last frame is in). The napari widget's "Export" and ``msclassify predict
 --export`` both go through it.
 """
 
+import errno
+import glob
+import json
 import os
-import tempfile
+import secrets
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,8 +36,13 @@ import tifffile
 from skimage.measure import label as connected_components
 
 from ..checks import is_int
-from ..io import FrameWriteError, open_writer
+from ..io import FrameWriteError, check_not_an_input, open_writer
 from ._apply import label_dtype
+
+try:
+    import fcntl
+except ImportError:  # Windows: abandoned temporary files are left for the user to delete
+    fcntl = None
 
 __all__ = ["EXPORT_FORMATS", "EXPORT_KINDS", "FrameExport", "TiffStackWriter", "open_export"]
 
@@ -49,6 +58,8 @@ EXPORT_FORMATS = {
     "tiff-stack": "one multi-page TIFF file (Fiji: File > Open), written when complete",
 }
 _MAX_INSTANCES = np.iinfo(np.uint16).max
+_STACK_FORMAT = "msclassify-stack"
+_ABANDONED_AFTER = 10.0  # seconds: an unlocked temporary file older than this is abandoned
 
 
 @dataclass(frozen=True)
@@ -162,6 +173,12 @@ class TiffStackWriter:
     complete. Not resumable: an interrupted stack is deleted, and `completed`
     is always empty. Fiji opens the file as a stack of ``n_frames`` slices.
 
+    The stack records that msclassify wrote it (and ``provenance``, what made
+    it) in its image description. An existing file is never replaced unless it
+    is such a stack and ``overwrite`` is true; a stack finished by another run
+    while this one ran is not replaced either. Temporary files left by a killed
+    run (``.NAME.*.tmp``, locked while in use) are removed by the next run.
+
     Examples
     --------
     >>> import tempfile, os
@@ -170,29 +187,50 @@ class TiffStackWriter:
     ...     writer.write(0, np.zeros((2, 3), np.uint8)); writer.write(1, np.ones((2, 3), np.uint8))
     >>> tifffile.imread(path).shape
     (2, 2, 3)
+    >>> TiffStackWriter(path, 2, (2, 3), np.uint8)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    msclassify.io.FrameWriteError: ...masks.tif already holds a TIFF stack msclassify wrote; ...
     """
 
-    def __init__(self, path, n_frames, frame_shape, dtype, *, overwrite=False):
+    def __init__(self, path, n_frames, frame_shape, dtype, *, provenance=None, overwrite=False):
         self.path = Path(path)
         self.n_frames = int(n_frames)
         self.frame_shape = tuple(int(size) for size in frame_shape)
         self.dtype = np.dtype(dtype)
+        self._record = {"format": _STACK_FORMAT, "n_frames": self.n_frames,
+                        "frame_shape": list(self.frame_shape), "dtype": self.dtype.str,
+                        "provenance": provenance}
+        self._overwrite = bool(overwrite)
         self._next = 0
-        if self.path.is_dir() or (self.path.exists() and not overwrite):
-            raise FrameWriteError(f"{self.path} already exists; choose another file name or "
-                                  "replace it (overwrite=True; msclassify predict --overwrite) (a TIFF stack is written in one "
-                                  "go, not resumed)")
+        self._file = self._tiff = None
+        self._check_target()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd, temporary = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp",
-                                             dir=self.path.parent)
-            os.close(fd)
+            _remove_abandoned(self.path)
+            self._file, self._temporary = _locked_temporary(self.path)
         except OSError as exc:
             raise FrameWriteError(f"cannot write {self.path} ({exc.strerror or exc}): choose a "
                                   "writable folder", errno=exc.errno,
                                   filename=str(self.path)) from None
-        self._temporary = Path(temporary)
-        self._tiff = tifffile.TiffWriter(self._temporary, bigtiff=self._bytes() >= 2**32 - 2**25)
+        self._tiff = tifffile.TiffWriter(self._file, bigtiff=self._bytes() >= 2**32 - 2**25)
+
+    def _check_target(self):
+        """FrameWriteError unless ``path`` is free, or a stack of msclassify's to overwrite."""
+        if self.path.is_dir():
+            raise FrameWriteError(f"{self.path} is a folder; -o names the TIFF stack file of "
+                                  "--format tiff-stack (e.g. masks.tif)", filename=str(self.path))
+        if not os.path.lexists(self.path):
+            return
+        if self.path.is_symlink() or _stack_record(self.path) is None:
+            raise FrameWriteError(f"{self.path} already exists and is not a TIFF stack msclassify "
+                                  "wrote, so it is never replaced: choose another file name",
+                                  filename=str(self.path))
+        if not self._overwrite:
+            raise FrameWriteError(f"{self.path} already holds a TIFF stack msclassify wrote; "
+                                  "replace it with overwrite=True or choose another file name "
+                                  "(a TIFF stack is written in one go, not resumed)",
+                                  filename=str(self.path))
 
     def _bytes(self):
         return self.n_frames * int(np.prod(self.frame_shape)) * self.dtype.itemsize
@@ -209,7 +247,8 @@ class TiffStackWriter:
             raise ValueError(f"frame {index} has shape {image.shape}, expected {self.frame_shape}")
         try:
             self._tiff.write(image.astype(self.dtype, copy=False), contiguous=True,
-                             photometric="minisblack")
+                             photometric="minisblack",
+                             metadata={"msclassify": self._record} if index == 0 else {})
         except OSError as exc:
             self._discard()
             raise FrameWriteError(f"cannot write {self.path} ({exc.strerror or exc})",
@@ -224,27 +263,88 @@ class TiffStackWriter:
 
     def _finish(self):
         self._tiff.close()
-        with open(self._temporary, "rb+") as file:
-            os.fsync(file.fileno())
-        os.replace(self._temporary, self.path)
         self._tiff = None
+        try:
+            self._file.flush()
+            os.fsync(self._file.fileno())
+            if self._overwrite:
+                self._check_target()  # still a stack of msclassify's (or nothing)
+                os.replace(self._temporary, self.path)
+            else:
+                try:  # a hard link never replaces a file that appeared meanwhile
+                    os.link(self._temporary, self.path)
+                except FileExistsError:
+                    raise FrameWriteError(f"{self.path} was written by another run while this "
+                                          "one ran; this run's stack is discarded: choose "
+                                          "another file name", filename=str(self.path)) from None
+                except OSError:  # no hard links on this file system
+                    if os.path.lexists(self.path):
+                        raise
+                    os.replace(self._temporary, self.path)
+        except BaseException:
+            self._discard()
+            raise
+        self._discard()
 
     def _discard(self):
         if self._tiff is not None:
             self._tiff.close()
             self._tiff = None
-        self._temporary.unlink(missing_ok=True)
+        if self._file is not None:
+            self._temporary.unlink(missing_ok=True)
+            self._file.close()  # releases the lock
+            self._file = None
 
     def close(self):
         """Finish; a stack that misses frames is deleted."""
-        if self._tiff is not None:
-            self._discard()
+        self._discard()
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc_info):
         self.close()
+
+
+def _stack_record(path):
+    """The record of a TIFF stack msclassify wrote at ``path``, else None."""
+    try:
+        with tifffile.TiffFile(path) as tiff:
+            record = json.loads(tiff.pages[0].description or "null")["msclassify"]
+        return record if record.get("format") == _STACK_FORMAT else None
+    except Exception:  # not a TIFF, no description, not ours: all mean "not ours"
+        return None
+
+
+def _locked_temporary(path):
+    """A new hidden ``.NAME.*.tmp`` file next to ``path``, open and locked: (file, Path)."""
+    for _ in range(100):
+        temporary = path.parent / f".{path.name}.{secrets.token_hex(4)}.tmp"
+        try:  # permissions of an ordinary file (the umask applies), as every other output
+            fd = os.open(temporary, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o666)
+        except FileExistsError:
+            continue
+        os.close(fd)
+        file = open(temporary, "r+b")  # by name: tifffile needs a file object with a real .name
+        if fcntl is not None:
+            fcntl.flock(file.fileno(), fcntl.LOCK_EX)
+        return file, temporary
+    raise FileExistsError(errno.EEXIST, "no free temporary file name", str(path))
+
+
+def _remove_abandoned(path):
+    """Delete the temporary files of runs killed while writing ``path`` (unlocked, not new)."""
+    if fcntl is None:
+        return
+    for temporary in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
+        try:
+            with open(temporary, "rb") as file:
+                if time.time() - os.fstat(file.fileno()).st_mtime < _ABANDONED_AFTER:
+                    continue  # another run may have just created it, not yet locked it
+                fcntl.flock(file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                temporary.unlink()
+        except OSError:  # locked by a live run, or already gone
+            continue
 
 
 class _ExportWriter:
@@ -278,7 +378,7 @@ class _ExportWriter:
 
 
 def open_export(path, n_frames, frame_shape, export, classes, *, names=None, format="tiff",
-                n_classes=None, provenance=None, overwrite=False):
+                n_classes=None, provenance=None, overwrite=False, inputs=()):
     """Open an output that writes `FrameExport` ``export`` of each predicted frame.
 
     Parameters
@@ -302,7 +402,11 @@ def open_export(path, n_frames, frame_shape, export, classes, *, names=None, for
         What makes the frames, recorded by a folder or zarr store so that only
         the same prediction resumes (see `msclassify.io.open_writer`).
     overwrite : bool, default False
-        Replace an existing output msclassify wrote at ``path``.
+        Replace an existing output msclassify wrote at ``path`` (never anything else).
+    inputs : sequence of paths, optional
+        Files the output must not be, hold or link to, such as the input frames
+        (`msclassify.io.FrameSource.files`) and the model file: refused with a
+        FrameWriteError (`msclassify.io.check_not_an_input`).
 
     Returns
     -------
@@ -328,9 +432,11 @@ def open_export(path, n_frames, frame_shape, export, classes, *, names=None, for
     if n_classes is not None and (export.kind != "labels" or format == "tiff-stack"):
         raise ValueError("all class probabilities are stored only next to class labels in a "
                          "folder or zarr store; export one class's probability instead")
+    check_not_an_input(path, inputs)
     dtype = export.dtype(classes)
     if format == "tiff-stack":
-        writer = TiffStackWriter(path, n_frames, frame_shape, dtype, overwrite=overwrite)
+        writer = TiffStackWriter(path, n_frames, frame_shape, dtype, provenance=provenance,
+                                 overwrite=overwrite)
     else:
         writer = open_writer(path, n_frames, frame_shape, dtype=dtype, names=names,
                              n_classes=n_classes, format=format, provenance=provenance,
