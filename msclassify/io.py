@@ -664,6 +664,10 @@ def _tiff_layout(tiff, path, log):
                              f"{declared} frame(s) but it holds {max(n_series, n_pages)}; "
                              "re-export it")
     dataoffset, pages = series.dataoffset, None
+    stored_bytes = frame_bytes
+    if dtype == bool:  # 1-bit pixels, 8 to a byte per row: decoded page by page, not mapped
+        dataoffset = None
+        stored_bytes = frame_shape[0] * -(-int(np.prod(frame_shape[1:])) // 8)
     if dataoffset is not None:
         data_end = file_size
         if declared is not None and n_series < declared and broken and tiff.is_imagej:
@@ -690,7 +694,7 @@ def _tiff_layout(tiff, path, log):
         available = 0
         for page in pages[:1] if planes else pages:
             end, stored = _page_extent(page) if page is not None else (file_size + 1, 0)
-            page_frame_bytes = frame_bytes * (shape[0] if planes else 1)
+            page_frame_bytes = stored_bytes * (shape[0] if planes else 1)
             compressed = getattr(page, "compression", 1) not in (1, None)
             if end > file_size or not stored or (
                     not compressed and stored < page_frame_bytes) or (
@@ -924,9 +928,14 @@ class _ZarrLabelSource(FrameSource):
 
 
 def _image_files_in(folder):
-    files = [entry for entry in folder.iterdir()
-             if entry.is_file() and not entry.name.startswith(".")
-             and entry.suffix.lower() in IMAGE_EXTENSIONS]
+    images = [entry for entry in folder.iterdir()
+              if not entry.name.startswith(".") and entry.suffix.lower() in IMAGE_EXTENSIONS]
+    broken = [entry for entry in images if entry.is_symlink() and not entry.exists()]
+    if broken:  # a frame that is not there: skipping it would shift every later frame
+        raise FrameReadError(f"{broken[0]} in folder {folder} is a broken link (to "
+                             f"{os.readlink(broken[0])}, which does not exist); restore its "
+                             "target or remove the link")
+    files = [entry for entry in images if entry.is_file()]
     return sorted(files, key=lambda path: natural_sort_key(path.name))
 
 
@@ -1006,6 +1015,12 @@ def open_frames(source, *, as_gray=False):
     path = Path(source)
     if not path.exists():
         if any(char in str(source) for char in "*?["):
+            broken = [match for match in glob.glob(str(source)) if not os.path.exists(match)
+                      and Path(match).suffix.lower() in IMAGE_EXTENSIONS]
+            if broken:
+                raise FrameReadError(f"{broken[0]} (matched by {source!r}) is a broken link (to "
+                                     f"{os.readlink(broken[0])}, which does not exist); restore "
+                                     "its target or remove the link")
             paths = sorted((Path(match) for match in glob.glob(str(source))
                             if Path(match).is_file()
                             and Path(match).suffix.lower() in IMAGE_EXTENSIONS),

@@ -907,3 +907,214 @@ def test_demo_replaces_only_the_files_it_recorded(tmp_path):
     (out / "model.msc").write_bytes(b"changed by the user since")
     with pytest.raises(ValueError, match="or was changed since"):
         _check_demo_folder(out)
+
+
+# -- 5. issue 22 (round 2): silent ----------------------------------------------------------
+
+def units_model(frames, scale, dtype):
+    """A model trained on ``frames * scale`` stored as ``dtype`` (e.g. 16-bit: x257)."""
+    return PixelClassifier(features="fast", n_estimators=4, random_state=0).fit(
+        (frames[0].astype(np.float64) * scale).astype(dtype), make_scribbles(frames)[0])
+
+
+@pytest.mark.parametrize("cell, model_units, frame, message", [
+    ("uint8_video_frame_for_a_16_bit_model", (257, np.uint16), lambda f: f,
+     "uint8 values .* within 8 bits, but the model was trained on uint16"),
+    ("uint16_holding_0_255_for_a_16_bit_model", (257, np.uint16), lambda f: f.astype(np.uint16),
+     "uint16 values .* within 8 bits"),
+    ("float32_0_255_for_a_16_bit_model", (257, np.uint16), lambda f: f.astype(np.float32),
+     "float32 values .* within 8 bits"),
+    ("16_bit_frame_for_a_12_bit_model", (16, np.uint16), lambda f: f.astype(np.uint16) * 257,
+     "more than 4x the largest value .* frame / 16"),
+    ("negative_int16_for_a_uint8_model", (1, np.uint8), lambda f: f.astype(np.int16) - 130,
+     "int16 values -1.*far outside the 0..255 of the uint8"),
+    ("bool_frame_for_a_uint8_model", (1, np.uint8), lambda f: f > 100,
+     "bool values 0..1, within 0..1"),
+    ("16_bit_frame_for_a_raw_float_model", (1, np.float32), lambda f: f.astype(np.uint16) * 257,
+     "more than 4x the largest value"),
+])
+def test_frames_in_other_intensity_units_are_refused(fx, cell, model_units, frame, message):
+    _, frames = fx
+    model = units_model(frames, *model_units)
+    with pytest.raises(ValueError, match=message):
+        model.predict(frame(frames[1]))
+
+
+@pytest.mark.parametrize("model_units, frame", [
+    ((257, np.uint16), lambda f: f.astype(np.uint16) * 257),
+    ((16, np.uint16), lambda f: f.astype(np.uint16) * 16),      # 12-bit on 12-bit
+    ((1, np.uint16), lambda f: f),                               # 8-bit values in uint16
+    ((1, np.float32), lambda f: f),
+    ((257, np.uint16), lambda f: np.zeros_like(f)),              # a black frame: no units
+])
+def test_frames_in_the_models_units_are_predicted(fx, model_units, frame):
+    _, frames = fx
+    model = units_model(frames, *model_units)
+    labels = model.predict(frame(frames[1]))
+    assert labels.shape == frames[1].shape
+
+
+def test_a_16_bit_model_on_an_8_bit_video_is_one_line(fx, tmp_path, capsys):
+    paths, frames = fx
+    model = tmp_path / "sixteen.msc"
+    units_model(frames, 257, np.uint16).save(model)
+    status, _, err = cli(capsys, "predict", model, paths["video"], "-o", tmp_path / "out")
+    line = one_error(err)
+    assert status == 1 and "within 8 bits, but the model was trained on uint16" in line
+    assert not labels_in(tmp_path / "out")
+
+
+def test_label_ids_above_255_keep_their_identity(fx, tmp_path, capsys):
+    paths, frames = fx
+    labels = np.zeros(frames.shape, np.int32)
+    labels[0, :3, :] = 300
+    labels[0, 6:18, 6:18] = 70000
+    labels[0, -3:, :] = 256
+    lab = tmp_path / "lab.tif"
+    tifffile.imwrite(lab, labels, photometric="minisblack")
+    model = tmp_path / "m.msc"
+    assert cli(capsys, "train", paths["frames"], "--labels", lab, "--features", "fast",
+               "--n-estimators", "3", "-o", model, "-q")[0] == 0
+    status, text, _ = cli(capsys, "info", model)
+    assert status == 0 and "classes:    256, 300, 70000" in text
+    out = tmp_path / "out"
+    assert cli(capsys, "predict", model, paths["frames"], "-o", out, "-q")[0] == 0
+    predicted = read_labels(out)
+    assert predicted.dtype == np.uint32 and set(np.unique(predicted)) <= {256, 300, 70000}
+    assert 70000 in predicted[0]
+    assert cli(capsys, "predict", model, paths["frames"], "-o", tmp_path / "mask", "-q",
+               "--export", "mask", "--class", "70000")[0] == 0
+
+
+@pytest.mark.parametrize("options, message", [
+    (["--export", "mask", "--class", "2", "--min-size", "300"],
+     "--min-size applies to --export instances only"),
+    (["--export", "probability", "--class", "2", "--min-size", "5"],
+     "--min-size applies to --export instances only"),
+    (["--export", "labels", "--class", "2"], "drop --class"),
+    (["--class", "2"], "drop --class"),
+    (["--min-size", "0"], "--min-size applies to --export instances only"),
+    (["--chunk-size", "3"], "give it with --workers or --scheduler"),
+])
+def test_options_that_do_not_apply_are_refused(fx, tmp_path, capsys, options, message):
+    paths, _ = fx
+    status, _, err = cli(capsys, "predict", paths["model_a"], paths["frames"], "-o",
+                         tmp_path / "out", *options)
+    assert status == 1 and message in one_error(err)
+    assert not (tmp_path / "out").exists()
+
+
+def test_api_frame_export_refuses_options_of_other_kinds():
+    from msclassify.pixel import FrameExport
+
+    with pytest.raises(ValueError, match="min_size applies to 'instances' exports only"):
+        FrameExport("mask", 2, min_size=300)
+    with pytest.raises(ValueError, match="exporting 'labels' writes every class"):
+        FrameExport("labels", 2)
+
+
+@pytest.mark.parametrize("tradeoff", ["auto", "0.001"])
+def test_a_class_with_one_labelled_pixel_is_warned_about(fx, tmp_path, capsys, tradeoff):
+    paths, frames = fx
+    labels = np.zeros(frames.shape, np.uint8)
+    labels[0, :3, :] = 1
+    labels[0, 10, 10] = 2
+    lab = tmp_path / "lab.tif"
+    tifffile.imwrite(lab, labels, photometric="minisblack")
+    status, _, err = cli(capsys, "train", paths["frames"], "--labels", lab, "--features", "fast",
+                         "--cost-tradeoff", tradeoff, "-o", tmp_path / "m.msc", "-q")
+    warning = warnings_of(err)
+    assert status == 0 and len(warning) == 1
+    assert "class 2: 1 pixel" in warning[0] and "scribble more pixels of every class" in warning[0]
+
+
+def test_api_a_model_using_no_feature_is_warned_about(fx):
+    _, frames = fx
+    labels = make_scribbles(frames)[0]
+    with pytest.warns(UserWarning, match="uses no feature, so it predicts the same class"):
+        model = PixelClassifier(features="fast", n_estimators=2, cost_tradeoff=1e9).fit(
+            frames[0], labels)
+    assert model.features_used_ == [] and np.unique(model.predict(frames[1])).size == 1
+
+
+@pytest.mark.parametrize("pattern", [False, True])
+def test_a_broken_link_in_an_image_folder_is_refused(fx, tmp_path, capsys, pattern):
+    paths, frames = fx
+    folder = tmp_path / "images"
+    folder.mkdir()
+    for t in range(3):
+        tifffile.imwrite(folder / f"img{t}.tif", frames[t])
+    (folder / "img1.tif").unlink()
+    (folder / "img1.tif").symlink_to(tmp_path / "moved_away.tif")
+    source = f"{folder}/*.tif" if pattern else folder
+    status, _, err = cli(capsys, "predict", paths["model_a"], source, "-o", tmp_path / "out")
+    line = one_error(err)
+    assert status == 1 and "img1.tif" in line and "is a broken link" in line
+
+
+# -- 6. issue 22 (round 2): vague -----------------------------------------------------------
+
+@pytest.mark.parametrize("compression", [None, "zlib"])
+def test_a_1_bit_tiff_is_read(tmp_path, compression):
+    masks = np.zeros((3, 16, 20), bool)
+    masks[:, 4:8, 4:9] = True
+    masks[2, 0, 0] = True
+    path = tmp_path / "bits.tif"
+    tifffile.imwrite(path, masks, photometric="minisblack", compression=compression)
+    with tifffile.TiffFile(path) as tiff:
+        assert tiff.pages[0].bitspersample == 1
+    with open_frames(path) as source:
+        assert source.dtype == bool and len(source) == 3
+        np.testing.assert_array_equal(np.stack(list(source)), masks)
+
+
+def test_a_zip_that_is_not_a_model(tmp_path, capsys):
+    archive = tmp_path / "photos.msc"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("holiday.jpg", b"\xff\xd8 not really")
+    status, _, err = cli(capsys, "info", archive)
+    line = one_error(err)
+    assert status == 1 and "is a zip file but not an msclassify model file" in line
+    assert "KeyError" not in line and "corrupt" not in line
+
+
+@pytest.mark.parametrize("name, text, where", [
+    ("inf.train", "1 1:0.5 2:1\n0 1:inf 2:1\n" * 3, "line 2: feature f1 is inf"),
+    ("inf.csv", "a,b,label\n1,2,0\n3,-inf,1\n" * 1, "line 3, column 'b': '-inf' is infinite"),
+])
+def test_inf_in_a_tabular_file_names_file_and_line(tmp_path, capsys, name, text, where):
+    data = tmp_path / name
+    data.write_text(text)
+    status, _, err = cli(capsys, "tabular", "train", data, "-o", tmp_path / "m.msc")
+    line = one_error(err)
+    assert status == 1 and str(data) in line and where in line
+
+
+def test_svmlight_feature_id_0_names_no_api_parameter(tmp_path, capsys):
+    data = tmp_path / "zero.train"
+    data.write_text("1 0:0.5 1:1\n0 0:0.1 1:2\n" * 5)
+    status, _, err = cli(capsys, "tabular", "train", data, "-o", tmp_path / "m.msc")
+    line = one_error(err)
+    assert status == 1 and "line 1: feature id 0, but svmlight feature ids start at 1" in line
+    assert "zero_based" not in line and "=True" not in line
+
+
+def test_cli_messages_name_options_not_parameters(fx, tmp_path, capsys):
+    paths, _ = fx
+    out = tmp_path / "out"
+    assert cli(capsys, "predict", paths["model_a"], paths["frames"], "-o", out, "-q")[0] == 0
+    status, _, err = cli(capsys, "predict", paths["model_b"], paths["frames"], "-o", out)
+    line = one_error(err)
+    assert status == 1 and "--overwrite" in line and "overwrite=True" not in line
+
+
+def test_training_onto_a_read_only_folder_fails_before_training(fx, tmp_path, capsys,
+                                                                monkeypatch):
+    paths, _ = fx
+    fail_with(monkeypatch, errno.EROFS)
+    model = tmp_path / "m.msc"
+    status, text, err = cli(capsys, "train", paths["frames"], "--labels", paths["scribbles"],
+                            "-o", model, "--n-estimators", "2")
+    line = one_error(err)
+    assert status == 1 and f"cannot write {model}" in line and "not writable" in line
+    assert "training" not in text + err.replace(line, "")

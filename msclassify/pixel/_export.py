@@ -72,9 +72,10 @@ class FrameExport:
         See the module docstring (`EXPORT_KINDS`).
     target : int, optional
         The class value exported by ``mask``, ``instances`` and ``probability``
-        (e.g. 2 for the fly class); required for them, unused by ``labels``.
+        (e.g. 2 for the fly class); required for them, refused for ``labels``.
     min_size : int
-        ``instances``: objects with fewer pixels are dropped (0 keeps all).
+        ``instances``: objects with fewer pixels are dropped (0 keeps all);
+        refused (unless 0) for the other kinds, which have no objects.
 
     Examples
     --------
@@ -105,6 +106,12 @@ class FrameExport:
                              "2 for the objects of class 2")
         if not is_int(self.min_size, 0):
             raise ValueError(f"min_size must be an integer >= 0 (pixels), got {self.min_size!r}")
+        if self.kind == "labels" and self.target is not None:
+            raise ValueError("exporting 'labels' writes every class; a target class applies to "
+                             "mask, instances and probability exports only")
+        if self.kind != "instances" and self.min_size:
+            raise ValueError(f"min_size applies to 'instances' exports only, not {self.kind!r} "
+                             "(a minimum object size needs objects)")
 
     @property
     def needs_probabilities(self):

@@ -17,6 +17,7 @@ from ._csv import load_csv
 from ._data import TabularData
 from ._miniboone import load_miniboone
 from ._svmlight import load_svmlight
+from ._text import data_lines
 
 __all__ = ["FILE_FORMATS", "load_table", "load_table_for_model", "load_train_test",
            "split_train_test"]
@@ -77,8 +78,23 @@ def load_table(path, file_format="auto", *, label_column="label", n_features=Non
     if file_format == "csv":
         return load_csv(path, label_column, missing_sentinel=missing_sentinel)
     if file_format == "miniboone":
-        return load_miniboone(path, missing_sentinel=missing_sentinel)
-    return load_svmlight(path, n_features=n_features, missing_sentinel=missing_sentinel)
+        data = load_miniboone(path, missing_sentinel=missing_sentinel)
+    else:
+        data = load_svmlight(path, n_features=n_features, missing_sentinel=missing_sentinel)
+    _check_finite(path, data, skip_lines=int(file_format == "miniboone"))
+    return data
+
+
+def _check_finite(path, data, skip_lines):
+    """ValueError naming the file, line and feature of the first infinite value in ``data``."""
+    infinite = np.isinf(data.X)
+    if not infinite.any():
+        return
+    row, column = (int(index[0]) for index in np.nonzero(infinite))
+    line = next((number for index, (number, _) in enumerate(data_lines(path, skip_lines))
+                 if index == row), "?")
+    raise ValueError(f"data file {path}, line {line}: feature {data.feature_names[column]} is "
+                     f"{data.X[row, column]:g}; replace infinite values by large finite numbers")
 
 
 def split_train_test(data, test_fraction=0.3, random_state=0):

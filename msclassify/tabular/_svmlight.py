@@ -72,8 +72,9 @@ def _explain_svmlight_error(path, zero_based, n_features):
                 return f"{where}: value {value!r} of feature {key} is not a number"
             fid = int(key)
             if fid < lowest:
-                return (f"{where}: feature id {fid} is below {lowest}; pass zero_based=True for "
-                        "files whose feature ids start at 0")
+                return (f"{where}: feature id {fid}, but svmlight feature ids start at "
+                        f"{lowest}; add 1 to every feature id of the file (it numbers them "
+                        "from 0)")
             if fid <= previous:
                 return f"{where}: feature ids must increase along a line ({fid} after {previous})"
             if n_features is not None and fid - lowest >= n_features:
