@@ -1118,3 +1118,94 @@ def test_training_onto_a_read_only_folder_fails_before_training(fx, tmp_path, ca
     line = one_error(err)
     assert status == 1 and f"cannot write {model}" in line and "not writable" in line
     assert "training" not in text + err.replace(line, "")
+
+
+# -- 7. issue 22 (round 2): hang and memory -------------------------------------------------
+
+def test_all_dask_workers_gone_ends_the_run_with_a_message_and_a_resumable_output(
+        fx, tmp_path, monkeypatch):
+    distributed = pytest.importorskip("distributed")
+    import time
+
+    from msclassify.pixel import batch
+
+    paths, frames = fx
+    monkeypatch.setattr(batch, "_LOST_SECONDS", 2.0)
+    model = load_model(paths["model_a"])
+    out = tmp_path / "out"
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, host="127.0.0.1",
+                                  dashboard_address="127.0.0.1:0") as cluster, \
+            distributed.Client(cluster) as client:
+        with open_frames(paths["frames"]) as source:
+            writer = open_writer(out, len(source), source.shape)
+
+            def on_frame(position):
+                if position == 0:
+                    cluster.scale(0)  # the only worker goes away
+                    while client.scheduler_info(n_workers=-1)["workers"]:
+                        time.sleep(0.1)
+            start = time.monotonic()
+            with pytest.raises(batch.BatchError, match="every Dask worker has left the cluster"):
+                batch.predict_to_writer(model, source, writer, list(range(len(source))),
+                                        client=client, model_bytes=paths["model_a"].read_bytes(),
+                                        chunk_size=1, on_frame=on_frame)
+            assert time.monotonic() - start < 30
+            done = writer.completed()
+    assert 1 <= len(done) < N_FRAMES
+    # the frames written are complete; a re-run (here in-process) resumes after them
+    with open_frames(paths["frames"]) as source:
+        writer = open_writer(out, len(source), source.shape)
+        todo = [index for index in range(len(source)) if index not in writer.completed()]
+        batch.predict_to_writer(model, source, writer, todo)
+        assert writer.completed() == list(range(N_FRAMES))
+
+
+def test_a_frame_too_large_for_memory_is_refused_with_the_size_it_needs(fx, monkeypatch,
+                                                                       tmp_path, capsys):
+    from msclassify.pixel import _memory
+
+    paths, frames = fx
+    monkeypatch.setattr(_memory, "available_memory", lambda: 100_000)
+    model = load_model(paths["model_a"])
+    with pytest.raises(MemoryError, match=r"a 64x64 frame needs about 0\.\d MiB to predict, but "
+                                          r"only 0\.1 MiB .*: crop or downscale it"):
+        model.predict(frames[0])
+    status, _, err = cli(capsys, "predict", paths["model_a"], paths["frames"], "-o",
+                         tmp_path / "out")
+    line = one_error(err)
+    assert status == 1 and "frame needs about" in line and "MemoryError" not in line
+
+
+MEASURE_PREDICTION = """
+import sys
+import numpy as np
+from msclassify import load_model
+from msclassify.pixel import _memory
+model = load_model(sys.argv[1])
+frame = np.random.default_rng(0).integers(0, 255, (1024, 1024)).astype(np.uint8)
+def peak():  # VmHWM, the peak resident size since the last reset
+    status = open("/proc/self/status").read()
+    return int(status.split("VmHWM:")[1].split()[0]) * 1024
+model.predict_proba(frame[:64, :64])
+with open("/proc/self/clear_refs", "w") as fh:
+    fh.write("5")   # resets VmHWM to the current resident size
+before = peak()
+model.predict_proba(frame)
+grown = peak() - before
+estimate = _memory.frame_bytes(1024, 1024, model.bank_.shares()[model._used],
+                               model.booster_.n_outputs, model.classes_.size, True)
+print(grown, estimate)
+"""
+
+
+@pytest.mark.parametrize("features", ["fast", "default"])
+def test_the_memory_estimate_bounds_what_prediction_allocates(fx, tmp_path, features):
+    _, frames = fx
+    path = tmp_path / "m.msc"
+    PixelClassifier(features=features, n_estimators=6, random_state=0).fit(
+        frames[0], make_scribbles(frames)[0]).save(path)
+    env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    result = subprocess.run([sys.executable, "-c", MEASURE_PREDICTION, str(path)], env=env,
+                            capture_output=True, text=True, timeout=300)
+    grown, estimate = map(int, result.stdout.split())
+    assert 0 < grown <= estimate

@@ -104,7 +104,7 @@ def main(argv=None):
                 raise
             print(f"{PROG} {args.command}: error: {_one_line(exc)}", file=sys.stderr)
             return EXIT_ERROR
-        except (ValueError, TypeError, OSError) as exc:
+        except (ValueError, TypeError, OSError, MemoryError) as exc:
             # Raised by the library for bad input (e.g. labels of one class only); the
             # message says what was wrong, --traceback says where.
             if args.traceback:

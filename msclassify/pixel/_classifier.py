@@ -23,6 +23,7 @@ from ..modelfile import (ModelFileError, estimator_params, load_model, model_cla
 from ._apply import most_probable
 from ._distill import DISTILL_BAND, fit_teacher, teacher_pixels
 from ._intensity import IntensityRange
+from ._memory import check_frame_memory, frame_bytes
 from ._multiscale import predict_multiscale
 from ._semi_supervised import UnlabelledPixels
 from ._tradeoff import auto_tradeoff, read_tradeoff_record, tradeoff_record
@@ -459,6 +460,12 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
 
     def _predict(self, image, strategy="multiscale", output="raw", cost_map=False):
         """Raw scores, probabilities or classes of one frame (see `predict_multiscale`)."""
+        height, width = np.shape(self._check_frame(image))[:2]
+        shares = self.bank_.shares()[self._used] if strategy == "multiscale" else \
+            np.ones(self._used.size)
+        needed = frame_bytes(height, width, shares, self.booster_.n_outputs, self.classes_.size,
+                             output == "proba") + 8 * height * width * bool(cost_map)
+        check_frame_memory(needed, (height, width))
         image = self._pyramid(image)
         if strategy not in _STRATEGIES:
             raise ValueError(f"strategy must be one of {_STRATEGIES}, got {strategy!r}")
