@@ -1209,3 +1209,70 @@ def test_the_memory_estimate_bounds_what_prediction_allocates(fx, tmp_path, feat
                             capture_output=True, text=True, timeout=300)
     grown, estimate = map(int, result.stdout.split())
     assert 0 < grown <= estimate
+
+
+# -- 8. issue 22 (round 2): tabular ---------------------------------------------------------
+
+def graded_files(folder):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 5))
+    grade = np.clip((X[:, 0] * 1.5 + 1.5).round(), 0, 4).astype(int)
+    for name, rows in (("rank.train", slice(0, 300)), ("rank.test", slice(300, 400))):
+        svmlight(folder / name, X[rows], grade[rows])
+    (folder / "rank.train.query").write_text("10\n" * 30)
+    return folder / "rank.train", folder / "rank.test"
+
+
+def test_graded_test_labels_without_their_query_file_are_refused(tmp_path, capsys):
+    train, test = graded_files(tmp_path)
+    assert cli(capsys, "tabular", "train", train, "-o", tmp_path / "rank.msc", "--trees", "5",
+               "-q")[0] == 0
+    status, text, err = cli(capsys, "tabular", "evaluate", tmp_path / "rank.msc", test)
+    line = one_error(err)
+    assert status == 1 and "accuracy" not in text
+    assert "holds labels 2, 3, 4, which" in line and f"put {test}.query next to it" in line
+    (tmp_path / "rank.test.query").write_text("10\n" * 10)
+    status, text, _ = cli(capsys, "tabular", "evaluate", tmp_path / "rank.msc", test)
+    assert status == 0 and "precision@5" in text
+
+
+def test_training_graded_labels_without_queries_warns(tmp_path, capsys):
+    train, _ = graded_files(tmp_path)
+    (tmp_path / "rank.train.query").unlink()
+    status, _, err = cli(capsys, "tabular", "train", train, "-o", tmp_path / "m.msc", "--trees",
+                         "3", "-q")
+    warning = warnings_of(err)
+    assert status == 0 and len(warning) == 1
+    assert "labels 0, 1, 2, 3, 4 are trained as 5 classes" in warning[0]
+
+
+def write_csv(path, X, y, order):
+    names = ["a", "b", "c", "d", "e", "label"]
+    with open(path, "w") as fh:
+        fh.write(",".join(names[i] for i in order) + "\n")
+        for row, label in zip(X, y):
+            cells = [*(f"{v:.5f}" for v in row), str(label)]
+            fh.write(",".join(cells[i] for i in order) + "\n")
+    return path
+
+
+def test_a_csv_with_its_columns_reordered_is_matched_by_name(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 5))
+    y = (X[:, 1] - X[:, 3] > 0).astype(int)
+    train = write_csv(tmp_path / "train.csv", X, y, range(6))
+    assert cli(capsys, "tabular", "train", train, "-o", tmp_path / "m.msc", "--trees", "20",
+               "-q")[0] == 0
+    _, same, _ = cli(capsys, "tabular", "evaluate", tmp_path / "m.msc", train)
+    reordered = write_csv(tmp_path / "reordered.csv", X, y, [5, 4, 3, 2, 1, 0])
+    status, text, _ = cli(capsys, "tabular", "evaluate", tmp_path / "m.msc", reordered)
+    assert status == 0
+    assert same.splitlines()[1] == text.splitlines()[1]   # the same scores
+    model = load_model(tmp_path / "m.msc")
+    assert model.column_names_ == ("a", "b", "c", "d", "e")
+    renamed = tmp_path / "renamed.csv"
+    renamed.write_text(reordered.read_text().replace("label,e,d,c,b,a", "label,e,d,c,b,z"))
+    status, _, err = cli(capsys, "tabular", "evaluate", tmp_path / "m.msc", renamed)
+    line = one_error(err)
+    assert status == 1 and "has no column 'a', but the model was trained on the columns a, b" \
+        in line

@@ -9,17 +9,14 @@ the memory available now, with one line saying how much it needs, instead of
 failing half-way with a NumPy ``MemoryError`` traceback.
 """
 
-import os
-import resource
-
 import numpy as np
-import psutil
 
-__all__ = ["LARGE_FRAME_ADVICE", "available_memory", "check_frame_memory", "frame_bytes"]
+from ..checks import available_memory
+
+__all__ = ["LARGE_FRAME_ADVICE", "check_frame_memory", "frame_bytes"]
 
 # What to do with a frame too large for memory (the one place to point to another path).
 LARGE_FRAME_ADVICE = "crop or downscale it, or predict on a machine with more memory"
-_CGROUP = "/sys/fs/cgroup"
 
 
 def frame_bytes(height, width, feature_shares, n_outputs, n_classes, probabilities):
@@ -46,36 +43,16 @@ def frame_bytes(height, width, feature_shares, n_outputs, n_classes, probabiliti
     return int(np.ceil(height * width * per_pixel))
 
 
-def available_memory():
-    """Bytes this process may still allocate: free RAM, within its cgroup and ``ulimit -v``."""
-    limits = [psutil.virtual_memory().available]
-    try:
-        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
-        if soft != resource.RLIM_INFINITY:
-            limits.append(soft - psutil.Process().memory_info().vms)
-    except (ValueError, OSError, AttributeError):
-        pass
-    try:
-        with open(os.path.join(_CGROUP, "memory.max")) as fh:
-            cap = fh.read().strip()
-        if cap != "max":
-            with open(os.path.join(_CGROUP, "memory.current")) as fh:
-                limits.append(int(cap) - int(fh.read().strip()))
-    except (OSError, ValueError):
-        pass
-    return max(0, min(limits))
-
-
 def check_frame_memory(needed, shape):
     """MemoryError (one line) if ``needed`` bytes for a frame of ``shape`` are not available.
 
     Examples
     --------
     >>> check_frame_memory(1000, (10, 10))  # a kilobyte: fine
-    >>> check_frame_memory(2**70, (2**35, 2**35))  # doctest: +ELLIPSIS
+    >>> check_frame_memory(2**62, (2**30, 2**30))  # doctest: +ELLIPSIS
     Traceback (most recent call last):
         ...
-    MemoryError: a 34359738368x34359738368 frame needs about 1073741824.0 GiB to predict, ...
+    MemoryError: a 1073741824x1073741824 frame needs about 4294967296.0 GiB to predict, ...
     """
     available = available_memory()
     if needed > available:

@@ -1,11 +1,11 @@
 """svmlight / LETOR files (``label [qid:q] fid:value ... # comment``) and ``.query`` files."""
 
-import os
 from pathlib import Path
 
 import numpy as np
 from sklearn.datasets import load_svmlight_file
 
+from ..checks import physical_memory
 from ._data import TabularData, labels_as_numbers, run_lengths
 from ._text import check_file, data_lines
 
@@ -83,14 +83,6 @@ def _explain_svmlight_error(path, zero_based, n_features):
     return None
 
 
-def _memory_bytes():
-    """Physical memory of this machine (a bound on any table loaded here)."""
-    try:
-        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError, AttributeError):  # not on Linux/macOS
-        return 2**36
-
-
 def _check_dense_size(path, sparse, zero_based):
     """ValueError naming the line of the largest feature id if the dense table cannot fit.
 
@@ -98,7 +90,7 @@ def _check_dense_size(path, sparse, zero_based):
     """
     n_rows, n_columns = sparse.shape
     needed = n_rows * n_columns * 8
-    if needed <= _memory_bytes() // 2:
+    if needed <= physical_memory() // 2:
         return
     row = int(np.searchsorted(sparse.indptr, int(np.argmax(sparse.indices)), side="right") - 1) \
         if sparse.nnz else 0
