@@ -15,6 +15,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import zipfile
 from pathlib import Path
 
@@ -638,11 +639,10 @@ def test_train_into_a_folder_is_refused_before_training(fx, tmp_path, capsys):
 
 def fail_with(monkeypatch, number):
     """Make every atomic write fail like a full or read-only disk."""
-    import msclassify.io as msio
 
     def refuse(*args, **kwargs):
         raise OSError(number, os.strerror(number))
-    monkeypatch.setattr(msio.tempfile, "mkstemp", refuse)
+    monkeypatch.setattr(tempfile, "mkstemp", refuse)
 
 
 @pytest.mark.parametrize("number, message", [(errno.ENOSPC, "the disk is full"),
@@ -843,7 +843,7 @@ def current_umask():
 
 
 def test_api_two_tiff_stacks_finished_at_once_keep_the_first(tmp_path):
-    from msclassify.pixel import TiffStackWriter
+    from msclassify.io import TiffStackWriter
 
     path = tmp_path / "stack.tif"
     first = TiffStackWriter(path, 1, (2, 2), np.uint8)
@@ -871,7 +871,7 @@ def test_a_killed_tiff_stack_run_leaves_no_temporary_file_after_the_next_run(fx,
 
 
 def test_api_a_tiff_stack_being_written_keeps_its_temporary_file(tmp_path):
-    from msclassify.pixel import TiffStackWriter
+    from msclassify.io import TiffStackWriter
 
     path = tmp_path / "stack.tif"
     running = TiffStackWriter(path, 2, (2, 2), np.uint8)

@@ -1,5 +1,6 @@
 """``msclassify demo``: train on the sample fly frames, report SEG, cost and speed, write PNGs."""
 
+import hashlib
 import json
 import os
 import time
@@ -10,7 +11,6 @@ import numpy as np
 from ..datasets import load_sample_flies
 from ..io import write_atomically
 from ..metrics import label_instances, seg_score
-from ..modelfile import model_digest
 from ..pixel import PixelClassifier
 from ..plotting import agreement_overlay, cost_map_figure
 from ._common import CommandError, make_output_folder, progress, say, training_callback, write_png
@@ -51,7 +51,7 @@ def _check_demo_folder(out):
                 raise CommandError(f"{path} exists but is not a record msclassify demo wrote; "
                                    "choose another folder with -o")
             continue
-        if path.is_symlink() or not path.is_file() or record.get(name) != model_digest(path):
+        if path.is_symlink() or not path.is_file() or record.get(name) != _digest(path):
             raise CommandError(f"{path} exists and was not written by msclassify demo (or was "
                                "changed since), so it is never replaced: choose another "
                                "folder with -o")
@@ -71,9 +71,13 @@ def _demo_record(out):
     return files if isinstance(files, dict) else None
 
 
+def _digest(path):
+    return hashlib.sha256(path.read_bytes()).hexdigest()  # a few kB each
+
+
 def _record_demo_file(out, path):
     record = _demo_record(out) or {}
-    record[path.name] = model_digest(path)
+    record[path.name] = _digest(path)
     text = json.dumps({"format": "msclassify-demo", "files": record}, indent=1).encode()
     write_atomically(out / _RECORD, lambda file: file.write(text))
 

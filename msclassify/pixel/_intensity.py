@@ -71,7 +71,7 @@ class IntensityRange(NamedTuple):
     >>> units.scale_for(np.array([[0.1, 0.8]]))
     Traceback (most recent call last):
         ...
-    ValueError: the frame holds float64 values 0.1..0.8, within 0..1, but the model was trained on uint8 frames with values 10..200, which it divides by 255: give frames in those units (e.g. (frame * 255).astype(np.uint8))
+    ValueError: the frame holds float64 values 0.1..0.8, within 0..1, but the model was trained on uint8 frames with values 10..200, which it divides by 255: give frames in those units (e.g. (frame * 255).astype(np.uint8)) or train a model on frames like these
     """
 
     dtype: np.dtype
