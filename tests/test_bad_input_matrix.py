@@ -926,6 +926,8 @@ def units_model(frames, scale, dtype):
      "float32 values .* within 8 bits"),
     ("16_bit_frame_for_a_12_bit_model", (16, np.uint16), lambda f: f.astype(np.uint16) * 257,
      "more than 4x the largest value .* frame / 16"),
+    ("12_bit_frame_for_a_16_bit_model", (257, np.uint16), lambda f: f.astype(np.uint16) * 16,
+     "less than 1/8 of the largest value .* frame \\* 16"),
     ("negative_int16_for_a_uint8_model", (1, np.uint8), lambda f: f.astype(np.int16) - 130,
      "int16 values -1.*far outside the 0..255 of the uint8"),
     ("bool_frame_for_a_uint8_model", (1, np.uint8), lambda f: f > 100,
@@ -1276,3 +1278,68 @@ def test_a_csv_with_its_columns_reordered_is_matched_by_name(tmp_path, capsys):
     line = one_error(err)
     assert status == 1 and "has no column 'a', but the model was trained on the columns a, b" \
         in line
+
+
+def test_a_lost_dask_scheduler_ends_the_run_with_a_message_and_a_resumable_output(
+        fx, tmp_path):
+    pytest.importorskip("distributed")
+    import socket
+    import time
+
+    paths, frames = fx
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    address = f"tcp://127.0.0.1:{port}"
+    scheduler = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler",
+                                  "--host", "127.0.0.1", "--port", str(port),
+                                  "--dashboard-address", ":0"], stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL)
+    worker = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", address,
+                               "--nthreads", "1", "--no-nanny"], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    many = tmp_path / "many.tif"
+    tifffile.imwrite(many, np.concatenate([frames] * 8), photometric="minisblack")
+    out = tmp_path / "out"
+    code = f"""
+import os, signal, sys
+from msclassify.pixel import batch
+real = batch._predict_chunk
+def kill_the_scheduler_after_a_frame(position, _calls=[]):
+    _calls.append(position)
+    if len(_calls) == 1:
+        os.kill({scheduler.pid}, signal.SIGKILL)
+from msclassify.cli import _predict
+original = _predict._run_prediction
+def run(args, *rest):
+    import msclassify.pixel.batch as b
+    inner = b.predict_to_writer
+    def wrapped(*a, on_frame=None, **k):
+        def both(position):
+            on_frame(position)
+            kill_the_scheduler_after_a_frame(position)
+        return inner(*a, on_frame=both, **k)
+    b.predict_to_writer = wrapped
+    return original(args, *rest)
+_predict._run_prediction = run
+from msclassify.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+    env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    try:
+        time.sleep(3)
+        start = time.monotonic()
+        result = subprocess.run([sys.executable, "-c", code, "predict", paths["model_a"], many,
+                                 "-o", out, "-q", "--scheduler", address, "--chunk-size", "1"],
+                                env=env, capture_output=True, text=True, timeout=120)
+        elapsed = time.monotonic() - start
+    finally:
+        for process in (worker, scheduler):
+            process.kill()
+            process.wait()
+    assert result.returncode == 1 and elapsed < 60, result.stderr
+    line = one_error(result.stderr)
+    assert "the connection to the Dask scheduler was lost" in line
+    assert "a re-run resumes after them" in line and "Traceback" not in result.stderr
+    status = main(["predict", str(paths["model_a"]), str(many), "-o", str(out), "-q"])
+    assert status == 0 and len(labels_in(out)) == 8 * N_FRAMES

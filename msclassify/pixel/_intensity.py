@@ -23,10 +23,11 @@ dtypes:
 * values beyond the training dtype's range by more than 1/16 of it (a 16-bit
   frame, or negative int16 values, for a uint8 model);
 * another bit depth: a largest value more than 4 times the training frames'
-  (and above 8 bits: 16-bit frames for a model trained on 12-bit ones), or
-  within 8 bits while the training frames reached more than 4 times that
-  (8-bit video, uint16 files holding 0-255 or float32 0-255 frames for a
-  16-bit model);
+  (and above 8 bits: 16-bit frames for a model trained on 12-bit ones), below
+  1/8 of it while above 8 bits (12-bit frames for a 16-bit model), or within
+  8 bits while the training frames reached more than 4 times that (8-bit
+  video, uint16 files holding 0-255 or float32 0-255 frames for a 16-bit
+  model);
 * floats or bools within 0-1 for a model trained on frames reaching well
   beyond 1, or the reverse.
 
@@ -49,6 +50,9 @@ _RAW = 2.0
 # Frames whose largest value is more than this many times the training frames' largest (or the
 # training frames' more than this many times the frames', 8-bit ones) are of another bit depth.
 _DEPTH = 4
+# Beyond 8 bits, frames whose largest value is below the training frames' largest by more than
+# this factor are of a lower bit depth (16-bit vs 12-bit is 16x); within 8 bits they are dark.
+_DARKER = 8
 _EIGHT_BIT = 255.0
 
 
@@ -169,6 +173,12 @@ class IntensityRange(NamedTuple):
                              "frames for a model trained on 12-bit ones)? Convert them to the "
                              f"training units (e.g. frame / {_power_of_two(high / self.high)}) "
                              f"{retrain}")
+        if _EIGHT_BIT < high < self.high / _DARKER:
+            raise ValueError(f"{values}, less than 1/{_DARKER} of the largest value the model "
+                             f"was trained on ({trained}): frames of a lower bit depth (e.g. "
+                             "12-bit frames for a model trained on 16-bit ones)? Convert them "
+                             f"to the training units (e.g. frame * "
+                             f"{_power_of_two(self.high / high)}) {retrain}")
         if high <= _EIGHT_BIT < self.high / _DEPTH:
             raise ValueError(f"{values}, within 8 bits, but {trained}: 8-bit frames for a model "
                              "of a higher bit depth? Convert them to the training units (e.g. "

@@ -308,15 +308,17 @@ def _result(client, future, chunk):
     reconnecting to a scheduler that has gone: both are checked every
     `_POLL_SECONDS` and end the run after `_LOST_SECONDS`.
     """
+    from distributed.comm import CommClosedError
+
     lost_since = None
     while True:
         try:
             return future.result(timeout=_POLL_SECONDS)
         except TimeoutError:
             pass
-        except CancelledError:  # the scheduler forgot the task: it restarted or went away
-            raise BatchError(f"the Dask scheduler lost frames {chunk[0]}..{chunk[-1]} (it "
-                             "restarted or went away)") from None
+        except (CancelledError, CommClosedError):  # the scheduler restarted or went away
+            raise BatchError(f"the connection to the Dask scheduler was lost while predicting "
+                             f"frames {chunk[0]}..{chunk[-1]}; restart the cluster") from None
         if client.status != "running":
             problem = "the connection to the Dask scheduler is lost"
         elif _n_workers(client) == 0:
@@ -403,5 +405,13 @@ def connect(address, timeout=30):
     except (OSError, ValueError) as exc:
         raise BatchError(f"cannot connect to the Dask scheduler at {address} ({exc}); check the "
                          "address (tcp://HOST:8786) or start one with: dask scheduler") from None
-    with client:
-        yield client
+    # A lost scheduler is reported as one BatchError; the client's own log of its
+    # attempts to reconnect (tracebacks at ERROR level) would bury that line.
+    log = logging.getLogger("distributed.client")
+    level = log.level
+    log.setLevel(logging.CRITICAL)
+    try:
+        with client:
+            yield client
+    finally:
+        log.setLevel(level)
