@@ -1184,33 +1184,46 @@ import numpy as np
 from msclassify import load_model
 from msclassify.pixel import _memory
 model = load_model(sys.argv[1])
-frame = np.random.default_rng(0).integers(0, 255, (1024, 1024)).astype(np.uint8)
+frame = np.random.default_rng(0).integers(0, 255, (2048, 2048)).astype(np.uint8)
 def peak():  # VmHWM, the peak resident size since the last reset
     status = open("/proc/self/status").read()
     return int(status.split("VmHWM:")[1].split()[0]) * 1024
-model.predict_proba(frame[:64, :64])
-with open("/proc/self/clear_refs", "w") as fh:
-    fh.write("5")   # resets VmHWM to the current resident size
-before = peak()
-model.predict_proba(frame)
-grown = peak() - before
-estimate = _memory.frame_bytes(1024, 1024, model.bank_.shares()[model._used],
-                               model.booster_.n_outputs, model.classes_.size, True)
-print(grown, estimate)
+for probabilities in (False, True):
+    predict = model.predict_proba if probabilities else model.predict
+    predict(frame[:64, :64])
+    with open("/proc/self/clear_refs", "w") as fh:
+        fh.write("5")   # resets VmHWM to the current resident size
+    before = peak()
+    predict(frame)
+    grown = peak() - before
+    estimate = _memory.frame_bytes(2048, 2048, model.bank_.shares()[model._used],
+                                   model.booster_.n_outputs, model.classes_.size, probabilities)
+    print(grown, estimate)
 """
 
 
-@pytest.mark.parametrize("features", ["fast", "default"])
-def test_the_memory_estimate_bounds_what_prediction_allocates(fx, tmp_path, features):
+@pytest.mark.parametrize("model", ["fast", "demo"])
+def test_the_memory_estimate_bounds_what_prediction_allocates(fx, tmp_path, model):
+    from msclassify.datasets import load_sample_flies
+
     _, frames = fx
     path = tmp_path / "m.msc"
-    PixelClassifier(features=features, n_estimators=6, random_state=0).fit(
-        frames[0], make_scribbles(frames)[0]).save(path)
+    if model == "fast":
+        PixelClassifier(features="fast", n_estimators=6, random_state=0).fit(
+            frames[0], make_scribbles(frames)[0]).save(path)
+    else:  # the demo's model: full-resolution and coarse features
+        flies, _, scribbles = load_sample_flies()
+        scribbled = [t for t in range(len(flies)) if scribbles[t].any()]
+        PixelClassifier(random_state=0).fit([flies[t] for t in scribbled],
+                                            [scribbles[t] for t in scribbled]).save(path)
     env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     result = subprocess.run([sys.executable, "-c", MEASURE_PREDICTION, str(path)], env=env,
                             capture_output=True, text=True, timeout=300)
-    grown, estimate = map(int, result.stdout.split())
-    assert 0 < grown <= estimate
+    measured = [tuple(map(int, line.split())) for line in result.stdout.splitlines()]
+    assert len(measured) == 2, result.stderr
+    for grown, estimate in measured:   # labels, then probabilities
+        assert 0 <= grown <= estimate
+    assert measured[1][0] > 0
 
 
 # -- 8. issue 22 (round 2): tabular ---------------------------------------------------------
