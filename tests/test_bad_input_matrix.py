@@ -1356,3 +1356,27 @@ sys.exit(main(sys.argv[1:]))
     assert "a re-run resumes after them" in line and "Traceback" not in result.stderr
     status = main(["predict", str(paths["model_a"]), str(many), "-o", str(out), "-q"])
     assert status == 0 and len(labels_in(out)) == 8 * N_FRAMES
+
+
+def test_overwrite_still_replaces_an_output_recorded_before_frame_names(tmp_path):
+    out = tmp_path / "old"
+    writer = open_writer(out, 2, (4, 4))
+    writer.write(0, np.ones((4, 4), np.uint8))
+    manifest = json.loads((out / "msclassify_frames.json").read_text())
+    manifest.pop("names")
+    manifest["format_version"] = 1
+    (out / "msclassify_frames.json").write_text(json.dumps(manifest))
+    assert open_writer(out, 2, (4, 4), overwrite=True).completed() == []
+    (out / "notes.tif").write_bytes(b"mine")
+    with pytest.raises(FrameWriteError, match="files msclassify did not write"):
+        open_writer(out, 2, (4, 4), overwrite=True)
+
+
+def test_a_damaged_record_does_not_suggest_overwrite(tmp_path, capsys, fx):
+    paths, _ = fx
+    out = tmp_path / "out"
+    assert cli(capsys, "predict", paths["model_a"], paths["frames"], "-o", out, "-q")[0] == 0
+    (out / "msclassify_frames.json").write_text("{damaged")
+    status, _, err = cli(capsys, "predict", paths["model_a"], paths["frames"], "-o", out)
+    line = one_error(err)
+    assert status == 1 and "unreadable record" in line and "--overwrite" not in line

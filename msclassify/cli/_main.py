@@ -36,7 +36,9 @@ def build_parser():
 
 
 # What the library's messages call a parameter, and the command-line option that sets it.
-_OPTION_NAMES = {"overwrite=True": "--overwrite"}
+_OPTION_NAMES = {"overwrite=True": "--overwrite", "cost_tradeoff='auto'": "--cost-tradeoff auto",
+                 "semi_supervised=True": "--semi-supervised",
+                 "cost_tradeoff=": "--cost-tradeoff "}
 
 
 def _one_line(exc):

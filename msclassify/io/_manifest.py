@@ -16,7 +16,7 @@ import numpy as np
 
 from ..checks import is_int
 from ._errors import FrameReadWarning, FrameWriteError, _write_error
-from ._frames import _is_zarr
+from ._frames import _default_names, _is_zarr
 
 
 _MANIFEST_NAME = "msclassify_frames.json"
@@ -101,10 +101,13 @@ def _output_kind(path):
     entries = list(path.iterdir())
     if not entries:
         return "empty"
-    try:  # only the frames the manifest names are msclassify's
-        names = json.loads((path / _MANIFEST_NAME).read_text())["names"]
+    try:  # only the frames the manifest names (version 1: frame_000000, ...) are msclassify's
+        manifest = json.loads((path / _MANIFEST_NAME).read_text())
+        if manifest.get("format") != _MANIFEST_FORMAT:
+            return None
+        names = manifest.get("names") or _default_names(min(int(manifest["n_frames"]), 10**7))
         files = {f"{name}.tif" for name in names}
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
 
     def ours(entry, inside_probabilities=False):

@@ -153,13 +153,15 @@ class FrameWriter(BaseWriter):
     def _check_manifest(self, found):
         """FrameWriteError unless the output at ``path`` holds this very prediction."""
         start_over = "to start over, delete it with overwrite=True, or write to another output"
+        # a damaged record no longer says what is msclassify's: overwrite would refuse it
+        unrecorded = "move it away or write to another output"
         if not isinstance(found, dict) or found.get("format") != _MANIFEST_FORMAT:
             raise FrameWriteError(f"output {self.path} has an unreadable record of what it "
-                                  f"holds; {start_over}")
+                                  f"holds; {unrecorded}")
         version = found.get("format_version", 0)
         if not is_int(version):
             raise FrameWriteError(f"output {self.path} has a damaged record of what it holds "
-                                  f"(format_version {version!r}); {start_over}")
+                                  f"(format_version {version!r}); {unrecorded}")
         if version > _MANIFEST_VERSION:
             raise FrameWriteError(f"output {self.path} was written by a newer msclassify; upgrade "
                                   "or choose another output")

@@ -184,7 +184,8 @@ def load_svmlight(path, n_features=None, query_file="auto", zero_based=False, ab
         if qid is not None:
             if not np.array_equal(run_lengths(qid), sizes):
                 raise ValueError(f"the groups of {query_file} disagree with the qid fields of "
-                                 f"{path}; pass query_file=None to use the qid fields")
+                                 f"{path}; keep one of the two (delete the .query file to "
+                                 "use the qid fields)")
         else:
             qid = from_sizes
 
