@@ -1380,3 +1380,24 @@ def test_a_damaged_record_does_not_suggest_overwrite(tmp_path, capsys, fx):
     status, _, err = cli(capsys, "predict", paths["model_a"], paths["frames"], "-o", out)
     line = one_error(err)
     assert status == 1 and "unreadable record" in line and "--overwrite" not in line
+
+
+def test_the_temporary_file_of_a_sigkilled_stack_run_is_removed_by_the_next_run(fx, tmp_path,
+                                                                                capsys):
+    paths, _ = fx
+    stack = tmp_path / "masks.tif"
+    killed = subprocess.run([sys.executable, "-c", f"""
+import os, signal
+import numpy as np
+from msclassify.io import TiffStackWriter
+writer = TiffStackWriter({str(stack)!r}, 3, (8, 8), np.uint8)
+writer.write(0, np.ones((8, 8), np.uint8))
+os.kill(os.getpid(), signal.SIGKILL)
+"""], env=dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")),
+        timeout=120)
+    assert killed.returncode == -signal.SIGKILL
+    (leftover,) = tmp_path.glob(".masks.tif.*.tmp")
+    os.utime(leftover, (0, 0))   # as if the kill was a while ago
+    assert cli(capsys, "predict", paths["model_a"], paths["frames"], "-o", stack, "--format",
+               "tiff-stack", "-q")[0] == 0
+    assert not leftover.exists() and tifffile.imread(stack).shape == (N_FRAMES, SIZE, SIZE)
