@@ -143,6 +143,12 @@ def _as_frame(image, channel_axis, scale=None):
                          "time stacks into frames with as_frame_stack")
     if 0 in image.shape:
         raise ValueError(f"image is empty (shape {image.shape[:2]} with {image.shape[2]} channels)")
+    return readable(image, scale)
+
+
+def readable(image, scale=None):
+    """``image`` in a dtype numba reads (native order, no bool or float16), checked to be
+    finite, and its intensity scale (given, or by its dtype)."""
     scale = intensity_scale(image.dtype) if scale is None else float(scale)
     if image.dtype == bool:
         image = image.view(np.uint8)
