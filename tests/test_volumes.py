@@ -222,3 +222,118 @@ def test_volume_blocks_are_required_and_checked():
     with pytest.raises(ValueError, match="nested"):
         predict_multiscale(booster, arrays, levels, slots, (8, 8, 8),
                            blocks=[(1, 1, 1), (2, 2, 2), (8, 4, 4), (8, 8, 8)])
+
+
+# -- the pixel classifier on volumes ----------------------------------------------------------
+def _ball_volume(seed=0, shape=(13, 45, 51)):
+    rng = np.random.default_rng(seed)
+    zz, yy, xx = np.mgrid[:shape[0], :shape[1], :shape[2]]
+    ball = ((zz - 6) * 3) ** 2 + (yy - 22) ** 2 + (xx - 25) ** 2 < 15 ** 2
+    volume = (rng.normal(0.3, 0.08, shape) + 0.4 * ball).astype(np.float32)
+    labels = np.zeros(shape, np.uint8)
+    labels[6, 2:6, 2:40] = 1
+    labels[6, 20:24, 20:30] = 2
+    labels[2, 40:44, 5:45] = 1
+    return volume, labels, ball
+
+
+@pytest.fixture(scope="module")
+def volume_model():
+    from msclassify import PixelClassifier
+    volume, labels, ball = _ball_volume()
+    clf = PixelClassifier(n_estimators=12, random_state=0, spacing=(3, 1, 1)).fit(volume, labels)
+    return clf, volume, ball
+
+
+def test_volume_model_segments_and_multiscale_equals_per_voxel(volume_model):
+    clf, volume, ball = volume_model
+    assert clf.bank_.grid.spacing == (3.0, 1.0, 1.0)
+    proba = clf.predict_proba(volume)
+    assert proba.shape == volume.shape + (2,)
+    np.testing.assert_allclose(proba, clf.predict_proba(volume, strategy="per_pixel"), atol=1e-6)
+    labels = clf.predict(volume)
+    assert ((labels == 2) == ball).mean() > 0.98
+    cost = clf.prediction_cost(volume)
+    assert cost.evaluation == pytest.approx(clf.cost_map(volume).astype(np.float64).sum(),
+                                            rel=1e-5)
+    assert cost.features == pytest.approx(clf.feature_cost_per_pixel_ * volume.size)
+
+
+def test_volume_model_file_round_trip(volume_model, tmp_path):
+    from msclassify import load_model
+    clf, volume, _ = volume_model
+    clf.save(tmp_path / "v.msc")
+    loaded = load_model(tmp_path / "v.msc")
+    assert loaded.bank_ == clf.bank_ and loaded.bank_.grid.blocks == clf.bank_.grid.blocks
+    np.testing.assert_array_equal(loaded.predict_proba(volume), clf.predict_proba(volume))
+
+
+def test_volume_model_file_with_wrong_spacing_is_refused(volume_model, tmp_path):
+    import json
+    import zipfile
+    from msclassify.modelfile import ModelFileError, load_model
+    clf, _, _ = volume_model
+    clf.save(tmp_path / "v.msc")
+    with zipfile.ZipFile(tmp_path / "v.msc") as zf:
+        members = {name: zf.read(name) for name in zf.namelist()}
+    for field, value, message in (("params", [1, 1, 1], "disagrees with its feature bank"),
+                                  ("grid", [1, 1, 1], "do not follow from the spacing"),
+                                  ("params", [0, 1, 1], "invalid voxel spacing")):
+        meta = json.loads(members["model.json"])
+        if field == "params":
+            meta["meta"]["params"]["spacing"] = value
+        else:
+            meta["meta"]["bank"]["grid"]["spacing"] = value
+        with zipfile.ZipFile(tmp_path / "bad.msc", "w") as zf:
+            for name, data in members.items():
+                zf.writestr(name, json.dumps(meta) if name == "model.json" else data)
+        with pytest.raises(ModelFileError, match=message):
+            load_model(tmp_path / "bad.msc")
+
+
+def test_time_series_of_volumes_and_channels():
+    from msclassify import PixelClassifier
+    volume, labels, ball = _ball_volume(shape=(13, 40, 40))
+    series = np.stack([volume, volume[:, ::-1]])
+    series_labels = np.stack([labels, np.zeros_like(labels)])
+    clf = PixelClassifier(n_estimators=5, random_state=0, spacing=(3, 1, 1))
+    clf.fit(series, series_labels)
+    assert clf.predict(series[1]).shape == volume.shape
+    two_channels = np.stack([volume, 1 - volume], axis=-1)
+    clf.fit(two_channels, labels)
+    assert clf.n_channels_ == 2 and clf.predict(two_channels).shape == volume.shape
+
+
+@pytest.mark.parametrize("case, message", [
+    ("2d model on a volume", "this is a 2D model: a volume is predicted slice by slice"),
+    ("volume model on a frame", "this is a volume model"),
+    ("labels of another shape", "do not match; labels must be (Z, Y, X)"),
+    ("no scribbles", "no labelled pixels on any slice"),
+    ("frame labels for a volume model", "labels must be (Z, Y, X) for one volume"),
+])
+def test_bad_volume_input_is_one_line_error(volume_model, case, message):
+    from msclassify import PixelClassifier
+    clf, volume, _ = volume_model
+    _, labels, _ = _ball_volume()
+    with pytest.raises(ValueError) as info:
+        if case == "2d model on a volume":
+            PixelClassifier(n_estimators=2).fit(volume[6], labels[6]).predict(volume)
+        elif case == "volume model on a frame":
+            clf.predict(volume[0])
+        elif case == "labels of another shape":
+            PixelClassifier(spacing=(1, 1, 1)).fit(volume, labels[:, :-1])
+        elif case == "no scribbles":
+            PixelClassifier(spacing=(1, 1, 1)).fit(volume, np.zeros_like(labels))
+        else:
+            PixelClassifier(spacing=(1, 1, 1)).fit(volume, labels[0].reshape(1, -1))
+    assert message in str(info.value) and "\n" not in str(info.value)
+
+
+def test_per_slice_mode_is_the_2d_model_on_a_stack():
+    from msclassify import PixelClassifier
+    volume, labels, _ = _ball_volume()
+    per_slice = PixelClassifier(n_estimators=5, random_state=0).fit(volume, labels)
+    assert per_slice.bank_.grid is None
+    frames = PixelClassifier(n_estimators=5, random_state=0).fit(list(volume), list(labels))
+    np.testing.assert_array_equal(per_slice.predict_proba(volume[6]),
+                                  frames.predict_proba(volume[6]))

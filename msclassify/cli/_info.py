@@ -56,6 +56,8 @@ def _cmd_info(args):
         print(line)
     print(f"images:     {model.n_channels_} channel(s); features preset/list: "
           f"{params['features'] if isinstance(params['features'], str) else 'custom'}")
+    print("geometry:   " + ("2D frames (a stack is predicted frame by frame)" if bank.grid is None
+                            else f"volumes, {bank.grid.describe()}"))
     units = model.intensity_
     print("intensity:  " + ("normalised by each frame's dtype (saved before intensities were "
                             "recorded)" if units is None else
@@ -65,7 +67,7 @@ def _cmd_info(args):
           f"{model.feature_cost_per_pixel_:.2f} operations per pixel")
     for index in used:
         spec = bank.specs[index]
-        print(f"  {spec.id:<28} share {spec.share:>2}  cost {spec.batch_cost:6.3f}  {spec.name}")
+        print(f"  {spec.id:<28} share {spec.share:>3}  cost {spec.batch_cost:6.3f}  {spec.name}")
     if args.image is not None:
         with open_frames(args.image, as_gray=model.n_channels_ == 1) as frames:
             frame = frames.read(0)
