@@ -337,3 +337,90 @@ def test_per_slice_mode_is_the_2d_model_on_a_stack():
     frames = PixelClassifier(n_estimators=5, random_state=0).fit(list(volume), list(labels))
     np.testing.assert_array_equal(per_slice.predict_proba(volume[6]),
                                   frames.predict_proba(volume[6]))
+
+
+# -- the command line on volumes --------------------------------------------------------------
+@pytest.fixture(scope="module")
+def volume_files(tmp_path_factory):
+    import tifffile
+    from msclassify.metrics import label_instances
+    folder = tmp_path_factory.mktemp("volumes")
+    volume, labels, ball = _ball_volume()
+    volume = (volume * 255).clip(0, 255).astype(np.uint8)
+    tifffile.imwrite(folder / "vol.tif", volume, imagej=True, resolution=(1, 1),
+                     metadata={"axes": "ZYX", "spacing": 3.0})
+    tifffile.imwrite(folder / "plain.tif", volume)
+    tifffile.imwrite(folder / "lab.tif", labels)
+    tifffile.imwrite(folder / "gt.tif", label_instances(ball, volume=True).astype(np.uint16))
+    return folder
+
+
+def _cli(capsys, *args):
+    from msclassify.cli import main
+    code = main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_cli_trains_predicts_and_evaluates_a_volume(volume_files, tmp_path, capsys):
+    f = volume_files
+    code, out, err = _cli(capsys, "train", f / "vol.tif", "--labels", f / "lab.tif", "--axes",
+                          "zyx", "-o", tmp_path / "m.msc", "--n-estimators", "8")
+    assert code == 0, err
+    assert "voxel spacing (z, y, x): 3 x 1 x 1 (recorded in" in out
+    code, out, _ = _cli(capsys, "info", tmp_path / "m.msc")
+    assert "geometry:   volumes, 3D, voxel spacing (z, y, x) 3 x 1 x 1; pyramid blocks 1x2x2, " \
+           "1x4x4, 2x8x8" in out
+    code, out, err = _cli(capsys, "predict", tmp_path / "m.msc", f / "vol.tif", "-o",
+                          tmp_path / "out", "--axes", "zyx")
+    assert code == 0, err
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["msclassify_volumes.json",
+                                                                   "volume_0000.tif"]
+    code, out, _ = _cli(capsys, "predict", tmp_path / "m.msc", f / "vol.tif", "-o",
+                        tmp_path / "out", "--axes", "zyx")
+    assert code == 0 and "1 were already there" in out
+    code, out, _ = _cli(capsys, "evaluate", tmp_path / "out", f / "gt.tif", "--volumes")
+    assert code == 0
+    assert float(out.split("SEG ")[-1].split()[0]) > 0.95
+
+
+@pytest.mark.parametrize("args, message", [
+    (["train", "plain.tif", "--labels", "lab.tif", "--axes", "zyx", "-o", "{tmp}/x.msc"],
+     "records no voxel spacing; pass --spacing Z Y X"),
+    (["train", "vol.tif", "--labels", "lab.tif", "--axes", "zyx", "--spacing", "0", "1", "1",
+      "-o", "{tmp}/x.msc"], "--spacing must be three positive finite voxel sizes"),
+    (["train", "vol.tif", "--labels", "lab.tif", "--axes", "zyx", "--spacing", "-1", "1", "1",
+      "-o", "{tmp}/x.msc"], "--spacing must be three positive finite voxel sizes"),
+    (["train", "vol.tif", "--labels", "lab.tif", "--axes", "zyx", "--spacing", "nan", "1", "1",
+      "-o", "{tmp}/x.msc"], "--spacing must be three positive finite voxel sizes"),
+    (["train", "vol.tif", "--labels", "lab.tif", "--spacing", "1", "1", "1", "-o",
+      "{tmp}/x.msc"], "--spacing and --per-slice are for volumes"),
+    (["train", "vol.tif", "--labels", "gt.tif", "--axes", "tzyx", "-o", "{tmp}/x.msc"],
+     "name each of its 3 axes"),
+])
+def test_cli_bad_volume_input_writes_nothing(volume_files, tmp_path, capsys, monkeypatch, args,
+                                            message):
+    monkeypatch.chdir(volume_files)
+    code, _, err = _cli(capsys, *[a.format(tmp=tmp_path) for a in args])
+    assert code == 1 and message in err and err.count("\n") == 1
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_cli_refuses_models_of_the_other_kind(volume_files, tmp_path, capsys):
+    f = volume_files
+    assert _cli(capsys, "train", f / "vol.tif", "--labels", f / "lab.tif", "--axes", "zyx",
+                "--per-slice", "-o", tmp_path / "flat.msc", "--n-estimators", "3")[0] == 0
+    assert _cli(capsys, "train", f / "vol.tif", "--labels", f / "lab.tif", "--axes", "zyx",
+                "-o", tmp_path / "deep.msc", "--n-estimators", "3")[0] == 0
+    for model, extra, message in (
+            ("flat.msc", ["--axes", "zyx"], "is a 2D model; predict the volume slice by slice"),
+            ("deep.msc", [], "is a volume model"),
+            ("deep.msc", ["--axes", "zyx", "--spacing", "1", "1", "1"],
+             "was trained on (3.0, 1.0, 1.0)")):
+        code, _, err = _cli(capsys, "predict", tmp_path / model, f / "vol.tif", "-o",
+                            tmp_path / "out", *extra)
+        assert code == 1 and message in err
+        assert not (tmp_path / "out").exists()
+    code, _, err = _cli(capsys, "predict", tmp_path / "flat.msc", f / "vol.tif", "-o",
+                        tmp_path / "out", "--axes", "zyx", "--per-slice")
+    assert code == 0, err

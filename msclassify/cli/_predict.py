@@ -10,6 +10,7 @@ import numpy as np
 from ..io import FrameReadError, open_frames
 from ..pixel import EXPORT_KINDS, FrameExport, batch, check_channels, load_pixel_model, open_export
 from ._common import EXIT_INTERRUPTED, PROG, CommandError, positive_int, progress, say
+from ._volumes import add_volume_options, predict_volumes, uses_volumes
 
 
 def add_predict_command(commands, quiet):
@@ -57,6 +58,7 @@ def add_predict_command(commands, quiet):
                          help="delete an existing output of msclassify at -o first and start "
                               "over (by default a matching output is resumed and any other "
                               "refused)")
+    add_volume_options(predict, predicting=True)
     predict.set_defaults(run=_cmd_predict)
 
 
@@ -85,6 +87,11 @@ def _parse_frames(text, n_frames, source):
 
 def _cmd_predict(args):
     model = load_pixel_model(args.model)
+    if uses_volumes(args):
+        return predict_volumes(args, model)
+    if model.bank_.grid is not None:
+        raise CommandError(f"{args.model} is a volume model ({model.bank_.grid.describe()}); "
+                           "name the input's axes with --axes (e.g. --axes zyx)")
     with open_frames(args.input, as_gray=model.n_channels_ == 1) as source:
         channels = 1 if len(source.shape) == 2 else source.shape[2]
         try:
