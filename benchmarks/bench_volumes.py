@@ -31,7 +31,9 @@ Timing: ``s/volume`` is the wall time of predicting the whole test volume,
 features included, after one warm-up call; methods interleaved, the order
 rotating per round; median over rounds. ``--scaling`` predicts EM volumes of
 512x512 slices (the 15 slices repeated, mirrored) with the 3D model, each size
-in a fresh process, and records time and peak RSS (the volume itself included).
+in a fresh process, and records time and the peak resident memory of the prediction
+(``VmHWM`` reset before it) next to the memory held before it (``--sets`` with no
+name: only the scaling run, into volumes_scaling.json).
 """
 
 import argparse
@@ -218,18 +220,31 @@ def em_volume(n_slices, side=512):
 
 def scaling_worker(model_path, n_slices, side):
     """One size in this process: predict once (warm), then time a second prediction."""
-    import resource
     from msclassify import load_model
     model = load_model(model_path)
     volume = em_volume(n_slices, side)
     model.predict(volume[:2])                                  # compile / warm caches
+    before = _rss_mib("VmRSS")
+    with open("/proc/self/clear_refs", "w") as file:           # peak RSS from here on
+        file.write("5")
     start = time.perf_counter()
     model.predict(volume)
     wall = time.perf_counter() - start
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024      # MiB on Linux
+    peak = _rss_mib("VmHWM")
     print(json.dumps({"slices": n_slices, "side": side, "voxels": int(volume.size),
                       "volume MiB": volume.nbytes / 2 ** 20, "s": wall,
-                      "ns/voxel": 1e9 * wall / volume.size, "peak RSS MiB": peak}))
+                      "ns/voxel": 1e9 * wall / volume.size, "RSS before MiB": before,
+                      "peak RSS MiB": peak, "predict peak - before MiB": peak - before,
+                      "bytes/voxel": (peak - before) * 2 ** 20 / volume.size}))
+
+
+def _rss_mib(field):
+    """``VmRSS`` / ``VmHWM`` of this process in MiB (Linux; ru_maxrss would include the
+    parent's peak, which a child inherits)."""
+    for line in open("/proc/self/status"):
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError(f"no {field} in /proc/self/status")
 
 
 def run_scaling(sizes, side):
@@ -246,14 +261,14 @@ def run_scaling(sizes, side):
             rows.append(json.loads(out.stdout.strip().splitlines()[-1]))
             print(f"[scaling] {rows[-1]}", flush=True)
     print_table(rows, ["slices", "side", "voxels", "volume MiB", "s", "ns/voxel",
-                       "peak RSS MiB"])
+                       "RSS before MiB", "peak RSS MiB", "bytes/voxel"])
     return rows
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=2)
-    parser.add_argument("--sets", nargs="+", default=list(SETS), choices=list(SETS))
+    parser.add_argument("--sets", nargs="*", default=list(SETS), choices=list(SETS))
     parser.add_argument("--scaling", nargs="*", type=int, default=[5, 10, 20, 40],
                         help="slice counts of the scaling run (none: skip it)")
     parser.add_argument("--side", type=int, default=512, help="slice side of the scaling run")
@@ -270,7 +285,8 @@ def main():
     if args.scaling and not args.quick:
         results["scaling"] = run_scaling(args.scaling, args.side)
     results["load at end"] = os.getloadavg()
-    path = write_results("volumes_quick" if args.quick else "volumes", results)
+    name = "volumes_quick" if args.quick else "volumes" if args.sets else "volumes_scaling"
+    path = write_results(name, results)
     print(f"CPU {results['cpu']}; load {results['load at start']} -> {results['load at end']}; "
           f"wrote {path}")
 

@@ -52,9 +52,9 @@ import tifffile
 from .checks import check_int, file_problem, is_int
 
 __all__ = ["FrameReadError", "FrameReadWarning", "FrameSource", "FrameWriteError", "FrameWriter",
-           "match_frames", "natural_sort_key", "open_frames", "open_writer", "read_label_stack",
-           "read_training_frames", "write_atomically", "VolumeData", "check_axes", "ngff_spacing",
-           "read_volume", "write_volume"]
+           "VolumeData", "check_axes", "match_frames", "natural_sort_key", "ngff_spacing",
+           "open_frames", "open_writer", "read_label_stack", "read_training_frames",
+           "read_volume", "write_atomically", "write_volume"]
 
 VIDEO_EXTENSIONS = (".mp4", ".avi", ".mov", ".mkv", ".m4v", ".webm")
 TIFF_EXTENSIONS = (".tif", ".tiff")

@@ -18,7 +18,7 @@ from ..features import check_spacing
 from ..io import check_axes, read_volume, write_atomically, write_volume
 from ..metrics import label_instances, seg_score
 from ..modelfile import model_digest
-from ..pixel import PixelClassifier, check_channels
+from ..pixel import check_channels
 from ._common import CommandError, make_output_folder, say
 
 MANIFEST = "msclassify_volumes.json"

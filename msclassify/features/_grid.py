@@ -36,8 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._specs import DOG_RATIO, GAUSSIAN_TRUNCATE, N_LEVELS, STRUCTURE_OUTER_RATIO, \
-    gaussian_radius
+from ._specs import DOG_RATIO, N_LEVELS, STRUCTURE_OUTER_RATIO, gaussian_radius
 
 # z is pooled with x and y while a voxel is at most this much longer in z than in x.
 ISOTROPY_RATIO = math.sqrt(2.0)

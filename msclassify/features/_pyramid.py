@@ -311,9 +311,9 @@ class PyramidImage:
         if filter == "gauss":
             return self.smoothed(level, channel, sigma)
         if filter == "gradmag":
-            return _kernels.gradient_magnitude(self.smoothed(level, channel, sigma))
+            return self._gradient_magnitude(self.smoothed(level, channel, sigma), level)
         if filter == "log":
-            return _kernels.laplacian(self.smoothed(level, channel, sigma))
+            return self._laplacian(self.smoothed(level, channel, sigma), level)
         if filter == "dog":
             return self.smoothed(level, channel, sigma) - self.smoothed(level, channel,
                                                                         DOG_RATIO * sigma)
@@ -322,3 +322,9 @@ class PyramidImage:
         else:
             larger, smaller = self._structure(level, channel, sigma)
         return larger if filter.endswith("_max") else smaller
+
+    def _gradient_magnitude(self, smoothed, level):
+        return _kernels.gradient_magnitude(smoothed)
+
+    def _laplacian(self, smoothed, level):
+        return _kernels.laplacian(smoothed)

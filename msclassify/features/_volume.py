@@ -32,7 +32,7 @@ from scipy import ndimage as ndi
 from . import _kernels
 from ._grid import VoxelGrid
 from ._pyramid import PyramidImage, _channel_axis_index, _check_array, readable
-from ._specs import DOG_RATIO, GAUSSIAN_TRUNCATE, N_LEVELS, STRUCTURE_OUTER_RATIO, FeatureSpec
+from ._specs import GAUSSIAN_TRUNCATE, N_LEVELS, STRUCTURE_OUTER_RATIO, FeatureSpec
 
 __all__ = ["PyramidVolume"]
 
@@ -215,24 +215,11 @@ class PyramidVolume(PyramidImage):
             return _eigenvalues(entries, s.shape)
         return self._cached(("structure", level, channel, sigma), compute)
 
-    def _filtered(self, level, channel, filter, sigma):
-        if filter == "intensity":
-            return self.level(level, channel)
-        if filter == "gauss":
-            return self.smoothed(level, channel, sigma)
-        factors = self.grid.axis_factors(level)
-        if filter == "gradmag":
-            g = _gradients(self.smoothed(level, channel, sigma), factors)
-            return np.sqrt(g[0] * g[0] + g[1] * g[1] + g[2] * g[2])
-        if filter == "log":
-            s = self.smoothed(level, channel, sigma)
-            zz, yy, xx = _second_differences(s, np.pad(s, 1, mode="edge"), factors)
-            return zz + yy + xx
-        if filter == "dog":
-            return self.smoothed(level, channel, sigma) - self.smoothed(level, channel,
-                                                                        DOG_RATIO * sigma)
-        if filter.startswith("hessian"):
-            larger, smaller = self._hessian(level, channel, sigma)
-        else:
-            larger, smaller = self._structure(level, channel, sigma)
-        return larger if filter.endswith("_max") else smaller
+    def _gradient_magnitude(self, smoothed, level):
+        g = _gradients(smoothed, self.grid.axis_factors(level))
+        return np.sqrt(g[0] * g[0] + g[1] * g[1] + g[2] * g[2])
+
+    def _laplacian(self, smoothed, level):
+        zz, yy, xx = _second_differences(smoothed, np.pad(smoothed, 1, mode="edge"),
+                                         self.grid.axis_factors(level))
+        return zz + yy + xx
