@@ -271,7 +271,8 @@ def test_volume_model_file_round_trip(volume_model, tmp_path):
 def test_volume_model_file_with_wrong_spacing_is_refused(volume_model, tmp_path):
     import json
     import zipfile
-    from msclassify.modelfile import ModelFileError, load_model
+    from msclassify import load_model
+    from msclassify.modelfile import ModelFileError
     clf, _, _ = volume_model
     clf.save(tmp_path / "v.msc")
     with zipfile.ZipFile(tmp_path / "v.msc") as zf:

@@ -17,7 +17,6 @@ import numpy as np
 from ..features import check_spacing
 from ..io import check_axes, read_volume, write_atomically, write_volume
 from ..metrics import label_instances, seg_score
-from ..modelfile import model_digest
 from ..pixel import check_channels
 from ._common import CommandError, make_output_folder, say
 
@@ -112,7 +111,7 @@ def train_volumes(args, make_classifier):
     return make_classifier(spacing), volumes, labels
 
 
-def predict_volumes(args, model):
+def predict_volumes(args, model, model_file):
     """Predict every volume of the input into ``-o`` (one label TIFF per volume), resumably."""
     unsupported = [option for option, used in (
         ("--probabilities", args.probabilities), ("--export", args.export != "labels"),
@@ -144,7 +143,7 @@ def predict_volumes(args, model):
                                f"trained on {grid.spacing}; its features are in physical units, "
                                "so resample the volume or train a model on this spacing")
     output = Path(args.output)
-    record = {"format": _FORMAT, "model_sha256": model_digest(args.model),
+    record = {"format": _FORMAT, "model_sha256": model_file.sha256,
               "input": {"name": Path(args.input).name, "size": Path(args.input).stat().st_size,
                         "shape": list(data.shape), "axes": args.axes},
               "spacing": None if spacing is None else list(spacing),
