@@ -20,7 +20,8 @@ stardist_3d
 
 Methods
 -------
-* ``ours 3D``: ``PixelClassifier(spacing=..., random_state=0)``, defaults otherwise.
+* ``ours 3D``: ``PixelClassifier(spacing=..., random_state=0)``, defaults otherwise;
+  ``ours 3D mu=0`` the same with ``cost_tradeoff=0`` (plain boosting on the 3D bank).
 * ``ours per-slice``: ``PixelClassifier(random_state=0)`` on the slices as 2D frames.
 * ``skimage 3D + RF``: ``multiscale_basic_features`` on the volume (3D, isotropic
   sigma 1-16 in voxels: scikit-image has no spacing) + RandomForest(50, depth 10),
@@ -60,11 +61,14 @@ EM_SPACING = (50.0, 4.0, 4.0)
 # --------------------------------------------------------------------------------- methods
 
 class Ours3D:
-    def __init__(self, spacing):
-        self.name, self.spacing = "ours 3D", spacing
+    def __init__(self, spacing, **params):
+        self.spacing, self.params = spacing, params
+        self.name = "ours 3D" + "".join(f" mu={v:g}" for k, v in params.items()
+                                        if k == "cost_tradeoff")
 
     def fit(self, volume, labels):
-        self.model = PixelClassifier(random_state=0, spacing=self.spacing).fit(volume, labels)
+        self.model = PixelClassifier(random_state=0, spacing=self.spacing,
+                                     **self.params).fit(volume, labels)
 
     def predict(self, volume):
         return self.model.predict(volume)
@@ -170,8 +174,8 @@ SETS = {"isbi2012_em": (load_em_volume, em_scores, ["SEG", "membrane F1", "pixel
 
 def run_set(name, data, repeats):
     _, score, metrics = SETS[name]
-    methods = [Ours3D(data["spacing"]), OursPerSlice(), SkimageRF(per_slice=False),
-               SkimageRF(per_slice=True)]
+    methods = [Ours3D(data["spacing"]), Ours3D(data["spacing"], cost_tradeoff=0.0),
+               OursPerSlice(), SkimageRF(per_slice=False), SkimageRF(per_slice=True)]
     rows = {}
     for method in methods:
         start = time.perf_counter()

@@ -175,16 +175,18 @@ def _volume_levels(rng, shape, blocks, n_per_level):
     return arrays, levels, slots, X
 
 
-@pytest.mark.parametrize("shape, spacing, objective", [
-    ((11, 13, 19), (1, 1, 1), "binary"),          # 2x2x2 blocks, nothing divides 8
-    ((5, 21, 17), (50, 4, 4), "multiclass"),      # 1x2x2 blocks (EM-like)
-    ((9, 16, 10), (2, 1, 1), "regression"),       # 1x2x2 then 2x2x2
+@pytest.mark.parametrize("shape, spacing, objective, n_per_level", [
+    ((11, 13, 19), (1, 1, 1), "binary", (2, 2, 2, 2)),       # 2x2x2 blocks, nothing divides 8
+    ((5, 21, 17), (50, 4, 4), "multiclass", (2, 2, 2, 2)),   # 1x2x2 blocks (EM-like)
+    ((9, 16, 10), (2, 1, 1), "regression", (2, 2, 2, 2)),    # 1x2x2 then 2x2x2
+    ((6, 9, 5), (1, 1, 1), "binary", (3, 3, 3, 3)),          # more features than level columns
 ])
-def test_3d_multiscale_equals_per_voxel_prediction_and_cost(shape, spacing, objective):
+def test_3d_multiscale_equals_per_voxel_prediction_and_cost(shape, spacing, objective,
+                                                            n_per_level):
     rng = np.random.default_rng(sum(shape))
     grid = VoxelGrid(spacing)
-    arrays, levels, slots, X = _volume_levels(rng, shape, grid.blocks, (2, 2, 2, 2))
-    signal = X[:, 0] + X[:, -1] + 0.5 * X[:, 3]
+    arrays, levels, slots, X = _volume_levels(rng, shape, grid.blocks, n_per_level)
+    signal = X[:, 0] + X[:, -1] + 0.5 * X[:, 3] + 0.5 * X[:, -2]
     y = {"binary": (signal > 0).astype(float), "regression": signal,
          "multiclass": np.digitize(signal, [-0.7, 0.7]).astype(float)}[objective]
     shares = np.array(grid.shares, float)[levels]

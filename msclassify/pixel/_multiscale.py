@@ -346,7 +346,7 @@ def _check_inputs(booster, level_arrays, feature_level, feature_slot, shape, blo
     if np.any(levels < 0) or np.any(levels >= N_LEVELS):
         missing = used[(levels < 0) | (levels >= N_LEVELS)]
         raise ValueError(f"the model uses features {missing.tolist()} that have no level array")
-    if np.any(feature_slot[used] >= np.array([level_arrays[L].shape[2] for L in levels],
+    if np.any(feature_slot[used] >= np.array([level_arrays[L].shape[-1] for L in levels],
                                              dtype=np.int64)):
         raise ValueError("feature_slot points past the end of its level array")
     level_share = np.array([float(np.prod(b)) for b in blocks])
