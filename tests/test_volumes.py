@@ -427,3 +427,11 @@ def test_cli_refuses_models_of_the_other_kind(volume_files, tmp_path, capsys):
     code, _, err = _cli(capsys, "predict", tmp_path / "flat.msc", f / "vol.tif", "-o",
                         tmp_path / "out", "--axes", "zyx", "--per-slice")
     assert code == 0, err
+
+
+def test_cli_says_when_a_z_stack_is_read_as_frames(volume_files, tmp_path, capsys):
+    f = volume_files
+    code, out, err = _cli(capsys, "train", f / "vol.tif", "--labels", f / "lab.tif", "-o",
+                          tmp_path / "m.msc", "--n-estimators", "2", "--distill-weight", "0")
+    assert code == 0, err
+    assert "records the axes ZYX; without --axes it is read as frames" in out

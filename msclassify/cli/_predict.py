@@ -88,7 +88,7 @@ def _parse_frames(text, n_frames, source):
 def _cmd_predict(args):
     model_file = open_model_file(args.model)  # read once: parsed, digested, shipped to workers
     model = load_pixel_model(model_file)
-    if uses_volumes(args):
+    if uses_volumes(args, [args.input]):
         return predict_volumes(args, model, model_file)
     if model.bank_.grid is not None:
         raise CommandError(f"{args.model} is a volume model ({model.bank_.grid.describe()}); "

@@ -120,7 +120,7 @@ def _cmd_train(args):
               if hasattr(args, name)}
     features = args.features.split(",") if "," in args.features or ":" in args.features \
         else args.features
-    if uses_volumes(args):
+    if uses_volumes(args, args.images):
         clf, frames, labels = train_volumes(
             args, lambda spacing: PixelClassifier(features=features, spacing=spacing, **params))
         say(args, train_summary(args, clf, frames))

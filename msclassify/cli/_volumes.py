@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from ..features import check_spacing
-from ..io import check_axes, read_volume, write_atomically, write_volume
+from ..io import check_axes, read_volume, recorded_z_axis, write_atomically, write_volume
 from ..metrics import label_instances, seg_score
 from ..pixel import check_channels
 from ._common import CommandError, make_output_folder, say
@@ -40,12 +40,20 @@ def add_volume_options(parser, predicting=False):
                                                           else "; trains a 2D model"))
 
 
-def uses_volumes(args):
-    """True if the command reads volumes; checks that the volume options go together."""
+def uses_volumes(args, inputs=()):
+    """True if the command reads volumes; checks that the volume options go together.
+
+    Without --axes, says so when one of ``inputs`` records a z axis (it is read as frames).
+    """
     if args.axes is None:
         if args.spacing is not None or args.per_slice:
             raise CommandError("--spacing and --per-slice are for volumes; name the input's "
                                "axes with --axes (e.g. --axes zyx)")
+        for path in inputs:
+            axes = recorded_z_axis(path)
+            if axes is not None:
+                say(args, f"note: {path} records the axes {axes}; without --axes it is read as "
+                          "frames (pass --axes to read it as volumes)")
         return False
     try:
         axes = check_axes(args.axes)

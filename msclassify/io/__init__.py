@@ -51,7 +51,8 @@ from ._frames import (IMAGE_EXTENSIONS, TIFF_EXTENSIONS, VIDEO_EXTENSIONS, Frame
                       natural_sort_key)
 from ._open import open_frames, open_writer, read_label_stack
 from ._training import match_frames, read_training_frames
-from ._volume import VolumeData, check_axes, ngff_spacing, read_volume, write_volume
+from ._volume import (VolumeData, check_axes, ngff_spacing, read_volume, recorded_z_axis,
+                      write_volume)
 from ._writers import BaseWriter, FrameWriter, TiffFolderWriter, TiffStackWriter
 from ._zarr import ZarrWriter
 
@@ -59,5 +60,6 @@ __all__ = ["IMAGE_EXTENSIONS", "TIFF_EXTENSIONS", "VIDEO_EXTENSIONS", "BaseWrite
            "FrameReadError", "FrameReadWarning", "FrameSource", "FrameWriteError", "FrameWriter",
            "TiffFolderWriter", "TiffStackWriter", "VolumeData", "ZarrWriter", "check_axes",
            "match_frames", "natural_sort_key", "ngff_spacing", "open_frames", "open_writer",
-           "read_label_stack", "read_training_frames", "read_volume", "write_atomically",
+           "read_label_stack", "read_training_frames", "read_volume", "recorded_z_axis",
+           "write_atomically",
            "write_volume"]

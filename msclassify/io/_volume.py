@@ -25,7 +25,8 @@ import tifffile
 
 from ._atomic import write_atomically
 
-__all__ = ["VolumeData", "check_axes", "ngff_spacing", "read_volume", "write_volume"]
+__all__ = ["VolumeData", "check_axes", "ngff_spacing", "read_volume", "recorded_z_axis",
+           "write_volume"]
 
 VOLUME_AXES = "tzyxc"
 # OME length units, in metres
@@ -173,6 +174,19 @@ def read_volume(path, axes):
             axes += letter
     data = np.transpose(data, [axes.index(letter) for letter in VOLUME_AXES])
     return VolumeData(data, _spacing_or_none(spacing), recorded)
+
+
+def recorded_z_axis(path):
+    """The axes a TIFF's metadata records (e.g. ``"ZYX"``) if they hold a z axis, else None.
+
+    For a note when such a file is read as frames; never raises.
+    """
+    try:
+        with tifffile.TiffFile(path) as tif:
+            axes = tif.series[0].axes
+    except Exception:  # not a TIFF, unreadable: the frame readers say what is wrong
+        return None
+    return axes if "Z" in axes else None
 
 
 def write_volume(path, labels, spacing):
