@@ -308,7 +308,7 @@ def test_time_series_of_volumes_and_channels():
 
 
 @pytest.mark.parametrize("case, message", [
-    ("2d model on a volume", "this is a 2D model: a volume is predicted slice by slice"),
+    ("2d model on a volume", "if this is a volume, this 2D model predicts it slice by slice"),
     ("volume model on a frame", "this is a volume model"),
     ("labels of another shape", "do not match; labels must be (Z, Y, X)"),
     ("no scribbles", "no labelled pixels on any slice"),

@@ -100,9 +100,7 @@ def _gather_volume(levels, coords):
     if len(coords) != 3:
         raise ValueError(f"a volume's features are gathered at (zs, ys, xs), got {len(coords)} "
                          "coordinate arrays")
-    zs, ys, xs = coords
-    ys, xs = _check_pixels(ys, xs, levels.shape[1:])
-    zs, _ = _check_pixels(zs, xs, levels.shape[::2])
+    zs, ys, xs = _check_pixels(*coords, levels.shape)
     out = np.empty((ys.shape[0], levels.n_features), dtype=np.float32)
     for array, columns, block in zip(levels.arrays, levels.columns, levels.blocks):
         if columns.shape[0]:
@@ -134,25 +132,27 @@ def _feature_planes(pyramid, specs, run):
     return [planes[j] for j in range(len(specs))]
 
 
-def _check_pixels(ys, xs, shape):
-    ys = np.asarray(ys)
-    xs = np.asarray(xs)
-    for name, coords in (("ys", ys), ("xs", xs)):
+def _check_pixels(*coords_and_shape):
+    """``ys, xs`` (``zs, ys, xs`` for a volume) as intp arrays inside ``shape``, the last
+    argument."""
+    *arrays, shape = coords_and_shape
+    names = ("ys", "xs") if len(arrays) == 2 else ("zs", "ys", "xs")
+    arrays = [np.asarray(a) for a in arrays]
+    for name, coords in zip(names, arrays):
         if coords.ndim != 1:
             raise ValueError(f"{name} must be a 1-D array of pixel coordinates, got shape "
                              f"{coords.shape}")
         if coords.size and not np.issubdtype(coords.dtype, np.integer):
             raise TypeError(f"{name} must hold integer pixel coordinates, got dtype {coords.dtype}")
-    if ys.shape != xs.shape:
-        raise ValueError(f"ys and xs must have the same length, got {ys.shape[0]} and "
-                         f"{xs.shape[0]}")
-    ys = ys.astype(np.intp, copy=False)
-    xs = xs.astype(np.intp, copy=False)
-    for name, coords, size in (("ys", ys, shape[0]), ("xs", xs, shape[1])):
+    if len({a.shape for a in arrays}) > 1:
+        raise ValueError(f"{' and '.join(names)} must have the same length, got "
+                         f"{' and '.join(str(a.shape[0]) for a in arrays)}")
+    arrays = [a.astype(np.intp, copy=False) for a in arrays]
+    for name, coords, size in zip(names, arrays, shape):
         if coords.size and (coords.min() < 0 or coords.max() >= size):
             raise ValueError(f"{name} must lie in [0, {size}) for an image of shape {shape}, got "
                              f"values in [{coords.min()}, {coords.max()}]")
-    return ys, xs
+    return arrays
 
 
 def _spec_from_item(item):
@@ -275,11 +275,6 @@ class FeatureBank:
     def __eq__(self, other):
         return (isinstance(other, FeatureBank) and self.n_channels == other.n_channels
                 and self.specs == other.specs and self.grid == other.grid)
-
-    @property
-    def spatial_ndim(self):
-        """2 for a bank of frames, 3 for a bank of volumes."""
-        return 2 if self.grid is None else 3
 
     def shares(self):
         """(M,) float64: original pixels sharing each feature's value (s_m = 4**level)."""
@@ -438,9 +433,8 @@ class FeatureBank:
         pyramid = self.pyramid(image, channel_axis)
         if (zs is None) != (self.grid is None):
             raise ValueError("pass zs (the voxels' planes) for a bank of volumes, and only then")
-        ys, xs = _check_pixels(ys, xs, pyramid.shape[-2:])
-        coords = (ys, xs) if zs is None else (_check_pixels(zs, xs, pyramid.shape[::2])[0],
-                                              ys, xs)
+        coords = _check_pixels(*([] if zs is None else [zs]), ys, xs, pyramid.shape)
+        ys = coords[-2]
         specs = [self.specs[i] for i in self._selection(feature_indices)]
         with _task_runner(_resolve_threads(n_threads, specs, pyramid.shape)) as run:
             planes = _feature_planes(pyramid, specs, run)

@@ -483,8 +483,8 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
                                  "model (no spacing) for single frames")
             raise ValueError(f"expected one frame of shape {expected} like the training images, "
                              f"got shape {shape}; predict the frames of a stack one at a time"
-                             + ("; this is a 2D model: a volume is predicted slice by slice, or "
-                                "with a model trained with spacing=(z, y, x)"
+                             + ("; if this is a volume, this 2D model predicts it slice by "
+                                "slice (or train one with spacing=(z, y, x))"
                                 if len(shape) == n_axes + 1 else ""))
         return image
 
@@ -492,11 +492,10 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         """``image`` as a `PyramidImage` (`PyramidVolume`) in the units of the training
         frames (`intensity_`)."""
         image = self._check_frame(image)
+        # None: a model saved before intensities were recorded normalises by dtype
         scale = None if self.intensity_ is None else self.intensity_.scale_for(image)
         if self.bank_.grid is not None:
             return PyramidVolume(image, self.bank_.grid, intensity_scale=scale)
-        if self.intensity_ is None:  # a model saved before intensities were recorded
-            return PyramidImage(image)
         return PyramidImage(image, intensity_scale=scale)
 
     def _predict(self, image, strategy="multiscale", output="raw", cost_map=False):
