@@ -371,9 +371,11 @@ def test_cli_trains_predicts_and_evaluates_a_volume(volume_files, tmp_path, caps
                           "zyx", "-o", tmp_path / "m.msc", "--n-estimators", "8")
     assert code == 0, err
     assert "voxel spacing (z, y, x): 3 x 1 x 1 (recorded in" in out
-    code, out, _ = _cli(capsys, "info", tmp_path / "m.msc")
+    code, out, _ = _cli(capsys, "info", tmp_path / "m.msc", "--image", f / "vol.tif", "--axes",
+                        "zyx")
     assert "geometry:   volumes, 3D, voxel spacing (z, y, x) 3 x 1 x 1; pyramid blocks 1x2x2, " \
            "1x4x4, 2x8x8" in out
+    assert "cost on" in out and "(first volume, 13x45x51)" in out and "per voxel" in out
     code, out, err = _cli(capsys, "predict", tmp_path / "m.msc", f / "vol.tif", "-o",
                           tmp_path / "out", "--axes", "zyx")
     assert code == 0, err

@@ -85,6 +85,15 @@ def _read(path, axes):
         raise CommandError(str(exc)) from None
 
 
+def first_volume(path, axes):
+    """The first volume of a TIFF whose stored axes are ``axes``: ``(Z, Y, X[, C])``."""
+    try:
+        axes = check_axes(axes)
+    except ValueError as exc:
+        raise CommandError(f"--axes: {exc}") from None
+    return _squeeze(_read(path, axes).data[0])
+
+
 def _squeeze(volume):
     """``(Z, Y, X, C)`` -> ``(Z, Y, X)`` for one channel."""
     return volume[..., 0] if volume.shape[-1] == 1 else volume

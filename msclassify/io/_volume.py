@@ -17,6 +17,7 @@ the spacing in its metadata), atomically.
 """
 
 import math
+from pathlib import Path
 from typing import NamedTuple
 from xml.etree import ElementTree
 
@@ -179,8 +180,12 @@ def read_volume(path, axes):
 def recorded_z_axis(path):
     """The axes a TIFF's metadata records (e.g. ``"ZYX"``) if they hold a z axis, else None.
 
-    For a note when such a file is read as frames; never raises.
+    For a note when such a file is read as frames; never raises, and opens only regular
+    TIFF files (a FIFO named ``.tif`` would block).
     """
+    path = Path(path)
+    if path.suffix.lower() not in (".tif", ".tiff") or not path.is_file():
+        return None
     try:
         with tifffile.TiffFile(path) as tif:
             axes = tif.series[0].axes
