@@ -437,3 +437,23 @@ def test_cli_says_when_a_z_stack_is_read_as_frames(volume_files, tmp_path, capsy
                           tmp_path / "m.msc", "--n-estimators", "2", "--distill-weight", "0")
     assert code == 0, err
     assert "records the axes ZYX; without --axes it is read as frames" in out
+
+
+def test_read_volume_spacing_and_axes(tmp_path):
+    import tifffile
+    from msclassify.io import read_volume, write_volume
+    data = np.arange(2 * 3 * 4 * 5, dtype=np.uint8).reshape(2, 3, 4, 5)      # (Z, C, Y, X)
+    tifffile.imwrite(tmp_path / "o.ome.tif", data, metadata={
+        "axes": "ZCYX", "PhysicalSizeX": 4, "PhysicalSizeY": 4, "PhysicalSizeZ": 0.05,
+        "PhysicalSizeXUnit": "nm", "PhysicalSizeYUnit": "nm", "PhysicalSizeZUnit": "µm"})
+    volume = read_volume(tmp_path / "o.ome.tif", "zcyx")
+    assert volume.spacing == pytest.approx((50.0, 4.0, 4.0))       # in x's unit (nm)
+    assert volume.data.shape == (1, 2, 4, 5, 3)                      # (T, Z, Y, X, C)
+    np.testing.assert_array_equal(volume.data[0, 1, :, :, 2], data[1, 2])
+    write_volume(tmp_path / "ij.tif", data[:, 0], (3.0, 0.5, 0.5))
+    imagej = read_volume(tmp_path / "ij.tif", "zyx")
+    assert imagej.spacing == pytest.approx((3.0, 0.5, 0.5)) and imagej.recorded_axes == "ZYX"
+    tifffile.imwrite(tmp_path / "plain.tif", data[:, 0])
+    assert read_volume(tmp_path / "plain.tif", "zyx").spacing is None
+    with pytest.raises(ValueError, match="name each of its 3 axes"):
+        read_volume(tmp_path / "plain.tif", "tzyx")
