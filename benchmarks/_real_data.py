@@ -14,8 +14,13 @@ isbi2012_em
     interior, 0 = membrane. Slices 0-4 train (through `em_scribbles`), 5-14 test.
     Classes here: 1 = membrane, 2 = cell interior.
 
-`em_scribbles` is the committed, deterministic rule that turns a label slice
-into strokes a person would draw (see its docstring).
+stardist_wheel (3D)
+    ``img3d.tif`` / ``mask3d.tif``: 31x61x57 uint16 nuclei and their instance
+    mask (51 nuclei), voxel spacing not recorded (treated as isotropic). Scribbles
+    on 3 slices by `nuclei_scribbles`; 2 = nucleus, 1 = background.
+
+`em_scribbles` and `nuclei_scribbles` are the committed, deterministic rules that
+turn labels into strokes a person would draw (see their docstrings).
 """
 
 import json
@@ -29,6 +34,8 @@ FLY_DIR = SHARED_DATA / "fly_masks_dev"
 EM_DIR = SHARED_DATA / "isbi2012_em"
 EM_TRAIN = (0, 1, 2, 3, 4)
 EM_TEST = tuple(range(5, 15))
+STARDIST_DIR = SHARED_DATA / "stardist_wheel"
+NUCLEUS = 2
 MEMBRANE, INTERIOR = 1, 2
 BACKGROUND, FLY = 1, 2
 
@@ -202,3 +209,51 @@ def load_isbi2012_em(test_limit=None):
         "test_labels": [em_classes(_read_png(EM_DIR / f"label_{k}.png")) for k in test_ids],
         "train_ids": list(EM_TRAIN), "test_ids": test_ids,
     }
+
+
+def nuclei_scribbles(mask, slices, min_area=20, row_step=10, margin=3):
+    """User-like strokes on a few slices of a 3D instance mask; deterministic.
+
+    On every slice of ``slices``: one horizontal stroke through every nucleus
+    section of at least ``min_area`` px, along the row of its centroid, kept 1 px
+    inside the section (class 2); background strokes along every ``row_step``-th
+    row (rows 4, 14, ...), on pixels at least ``margin`` px from any nucleus of
+    the slice (class 1). Other slices stay unlabelled.
+
+    Parameters
+    ----------
+    mask : ndarray of int, (Z, Y, X)
+        Instance labels, 0 = background.
+    slices : sequence of int
+        The slices scribbled on.
+
+    Returns
+    -------
+    ndarray of uint8, (Z, Y, X): 0 unlabelled, 1 background, 2 nucleus.
+    """
+    out = np.zeros(mask.shape, np.uint8)
+    for z in slices:
+        section = mask[z]
+        background = ndi.distance_transform_edt(section == 0) >= margin
+        rows = np.zeros(section.shape, bool)
+        rows[4::row_step] = True
+        out[z][background & rows] = BACKGROUND
+        for label in np.unique(section[section > 0]):
+            nucleus = section == label
+            if nucleus.sum() < min_area:
+                continue
+            inside = ndi.binary_erosion(nucleus)
+            row = int(round(np.nonzero(nucleus)[0].mean()))
+            out[z, row][inside[row]] = NUCLEUS
+    return out
+
+
+def load_stardist_3d():
+    """The 3D nuclei stack, its instance mask and `nuclei_scribbles` on slices Z/4, Z/2, 3Z/4."""
+    import tifffile
+    image = tifffile.imread(STARDIST_DIR / "img3d.tif")
+    mask = tifffile.imread(STARDIST_DIR / "mask3d.tif").astype(np.int64)
+    depth = image.shape[0]
+    slices = (depth // 4, depth // 2, 3 * depth // 4)
+    return {"image": image, "mask": mask, "scribbles": nuclei_scribbles(mask, slices),
+            "slices": slices, "spacing": (1.0, 1.0, 1.0)}

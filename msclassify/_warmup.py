@@ -41,6 +41,16 @@ def warm_up(verbose=True):
         pixel.predict_proba(image)
         pixel.predict_proba(image, strategy="per_pixel")
         pixel.cost_map(image)
+    # volumes: the 3D pyramid (1x2x2 and 2x2x2 steps), 3x3 eigenvalues, the 3D walk
+    volume = rng.random((5, 24, 28)).astype(np.float32)
+    volume_labels = np.zeros(volume.shape, dtype=np.uint8)
+    volume_labels[2, :4], volume_labels[2, -4:] = 1, 2
+    for spacing in ((2, 1, 1), (1, 1, 1)):
+        pixel = PixelClassifier(features="fast", n_estimators=3, random_state=0,
+                                spacing=spacing).fit(volume, volume_labels)
+        pixel.predict(volume)
+        pixel.predict_proba(volume)
+        pixel.cost_map(volume)
     if verbose:
         print(f"msclassify: numba kernels compiled and cached in {time.perf_counter() - start:.1f} s")
 

@@ -1196,7 +1196,7 @@ for probabilities in (False, True):
     before = peak()
     predict(frame)
     grown = peak() - before
-    estimate = _memory.frame_bytes(2048, 2048, model.bank_.shares()[model._used],
+    estimate = _memory.frame_bytes(2048 * 2048, model.bank_.shares()[model._used],
                                    model.booster_.n_outputs, model.classes_.size, probabilities)
     print(grown, estimate)
 """

@@ -5,6 +5,7 @@ import numpy as np
 from ..io import match_frames, read_label_stack
 from ..metrics import label_instances, seg_score
 from ._common import CommandError, say
+from ._volumes import evaluate_volumes
 
 
 def add_evaluate_command(commands, quiet):
@@ -22,6 +23,9 @@ def add_evaluate_command(commands, quiet):
                                "most frequent one)")
     evaluate.add_argument("--instances", action="store_true",
                           help="PRED already holds instance labels (0 = background)")
+    evaluate.add_argument("--volumes", action="store_true",
+                          help="PRED and GT are label volumes (a predict output of volumes or "
+                               "a (Z, Y, X) / (T, Z, Y, X) TIFF): objects and SEG in 3D")
     evaluate.set_defaults(run=_cmd_evaluate)
 
 
@@ -42,6 +46,8 @@ class _LazyFrames:
 
 
 def _cmd_evaluate(args):
+    if args.volumes:
+        return evaluate_volumes(args)
     with read_label_stack(args.prediction) as prediction, \
             read_label_stack(args.reference) as reference:
         reference_index, missing = match_frames(reference, prediction)

@@ -5,7 +5,8 @@ import numpy as np
 from ..io import open_frames
 from ..models import load_model
 from ..pixel import PixelClassifier
-from ._common import tradeoff_lines
+from ._common import CommandError, tradeoff_lines
+from ._volumes import first_volume
 
 
 def add_info_command(commands, quiet):
@@ -13,7 +14,10 @@ def add_info_command(commands, quiet):
     info = commands.add_parser("info", help="classes, features, costs and trees of a model")
     info.add_argument("model", help="model file (*.msc)")
     info.add_argument("--image", help="also report the prediction cost on the first frame of "
-                                      "this video, stack or image")
+                                      "this video, stack or image (of a volume model: on the "
+                                      "first volume of this TIFF, with --axes)")
+    info.add_argument("--axes", metavar="AXES",
+                      help="with --image and a volume model: the TIFF's stored axes, e.g. zyx")
     info.set_defaults(run=_cmd_info, quiet=False)
 
 
@@ -56,6 +60,8 @@ def _cmd_info(args):
         print(line)
     print(f"images:     {model.n_channels_} channel(s); features preset/list: "
           f"{params['features'] if isinstance(params['features'], str) else 'custom'}")
+    print("geometry:   " + ("2D frames (a stack is predicted frame by frame)" if bank.grid is None
+                            else f"volumes, {bank.grid.describe()}"))
     units = model.intensity_
     print("intensity:  " + ("normalised by each frame's dtype (saved before intensities were "
                             "recorded)" if units is None else
@@ -65,8 +71,19 @@ def _cmd_info(args):
           f"{model.feature_cost_per_pixel_:.2f} operations per pixel")
     for index in used:
         spec = bank.specs[index]
-        print(f"  {spec.id:<28} share {spec.share:>2}  cost {spec.batch_cost:6.3f}  {spec.name}")
-    if args.image is not None:
+        print(f"  {spec.id:<28} share {spec.share:>3}  cost {spec.batch_cost:6.3f}  {spec.name}")
+    if args.image is not None and bank.grid is not None:
+        if args.axes is None:
+            raise CommandError(f"{args.model} is a volume model: name the axes of {args.image} "
+                               "with --axes (e.g. --axes zyx)")
+        volume = first_volume(args.image, args.axes)
+        cost = model.prediction_cost(volume)
+        voxels = int(np.prod(volume.shape[:3]))
+        print(f"cost on {args.image} (first volume, {'x'.join(map(str, volume.shape[:3]))}): "
+              f"{cost.evaluation / voxels:.3f} evaluation + {cost.features / voxels:.3f} "
+              f"feature = {cost.total / voxels:.3f} operations per voxel; "
+              f"{cost.n_node_evaluations / voxels:.3f} node evaluations per voxel")
+    elif args.image is not None:
         with open_frames(args.image, as_gray=model.n_channels_ == 1) as frames:
             frame = frames.read(0)
         cost = model.prediction_cost(frame)

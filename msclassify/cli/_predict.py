@@ -10,6 +10,7 @@ from ..io import FrameReadError, open_frames
 from ..modelfile import open_model_file
 from ..pixel import EXPORT_KINDS, FrameExport, batch, check_channels, load_pixel_model, open_export
 from ._common import EXIT_INTERRUPTED, PROG, CommandError, positive_int, progress, say
+from ._volumes import add_volume_options, predict_volumes, uses_volumes
 
 _CHUNK_SIZE = 4  # frames per Dask task
 
@@ -60,6 +61,7 @@ def add_predict_command(commands, quiet):
                          help="delete an existing output of msclassify at -o first and start "
                               "over (by default a matching output is resumed and any other "
                               "refused)")
+    add_volume_options(predict, predicting=True)
     predict.set_defaults(run=_cmd_predict)
 
 
@@ -104,6 +106,11 @@ def _cmd_predict(args):
     _check_options(args)
     model_file = open_model_file(args.model)  # read once: parsed, digested, shipped to workers
     model = load_pixel_model(model_file)
+    if uses_volumes(args, [args.input]):
+        return predict_volumes(args, model, model_file)
+    if model.bank_.grid is not None:
+        raise CommandError(f"{args.model} is a volume model ({model.bank_.grid.describe()}); "
+                           "name the input's axes with --axes (e.g. --axes zyx)")
     with open_frames(args.input, as_gray=model.n_channels_ == 1) as source:
         channels = 1 if len(source.shape) == 2 else source.shape[2]
         try:

@@ -10,6 +10,7 @@ from ..io import read_training_frames
 from ..modelfile import check_model_path
 from ..pixel import PixelClassifier
 from ._common import progress, say, tradeoff_lines, training_callback
+from ._volumes import add_volume_options, train_summary, train_volumes, uses_volumes
 
 
 def cost_tradeoff_value(text):
@@ -89,6 +90,7 @@ def add_train_command(commands, quiet):
                         help="train on the colour channels as stored, even of grey footage "
                              "stored as colour")
     _add_model_options(train)
+    add_volume_options(train)
     train.set_defaults(run=_cmd_train)
 
 
@@ -114,15 +116,20 @@ def _add_model_options(parser):
 def _cmd_train(args):
     output = Path(args.output)
     check_model_path(output)  # before training, not after it
-    frames, labels = read_training_frames(args.images, args.labels, as_gray=args.as_gray)
     params = {name: getattr(args, name) for name in (*_MODEL_OPTIONS, *_MODEL_FLAGS)
               if hasattr(args, name)}
     features = args.features.split(",") if "," in args.features or ":" in args.features \
         else args.features
-    clf = PixelClassifier(features=features, **params)
+    if uses_volumes(args, args.images):
+        clf, frames, labels = train_volumes(
+            args, lambda spacing: PixelClassifier(features=features, spacing=spacing, **params))
+        say(args, train_summary(args, clf, frames))
+    else:
+        frames, labels = read_training_frames(args.images, args.labels, as_gray=args.as_gray)
+        clf = PixelClassifier(features=features, **params)
     classes, counts = np.unique(np.concatenate([lab[lab > 0] for lab in labels]),
                                 return_counts=True)
-    channels = "grey" if frames[0].ndim == 2 else f"{frames[0].shape[2]} channels"
+    channels = "grey" if frames[0].ndim == labels[0].ndim else f"{frames[0].shape[-1]} channels"
     say(args, f"training on {len(frames)} labelled frame(s) ({channels}): "
                + ", ".join(f"class {c}: {n} px" for c, n in zip(classes, counts)))
     fit_start = time.perf_counter()

@@ -14,7 +14,9 @@ channel), a name, a level and share, and a modelled whole-image cost
 ``batch_cost`` (gamma_m) in operations per original pixel (see `FeatureSpec`,
 `modelled_batch_cost`; the filters' exact definitions are in ``_specs.py``).
 Time stacks are split into frames with `as_frame_stack`; the bank works on one
-frame at a time.
+frame at a time. A bank built with a voxel ``spacing`` works on volumes
+``(Z, Y, X[, C])`` instead: 3D filters with sigma per axis in physical units on
+a 3D pyramid of 1x2x2 or 2x2x2 blocks (`VoxelGrid`, `PyramidVolume`; docs/volumes.md).
 
 Examples
 --------
@@ -32,9 +34,12 @@ Examples
 
 from ._bank import FeatureBank, FeatureLevels
 from ._cache import FeatureCache
+from ._grid import VoxelGrid, check_spacing
 from ._pyramid import PyramidImage, as_frame_stack, intensity_scale
 from ._specs import FILTERS, N_LEVELS, PRESETS, FeatureSpec, make_id, modelled_batch_cost, parse_id
+from ._volume import PyramidVolume, smooth_volume
 
 __all__ = ["FILTERS", "N_LEVELS", "PRESETS", "FeatureBank", "FeatureCache", "FeatureLevels",
            "FeatureSpec",
-           "PyramidImage", "as_frame_stack", "intensity_scale", "make_id", "modelled_batch_cost", "parse_id"]
+           "PyramidImage", "PyramidVolume", "VoxelGrid", "as_frame_stack", "check_spacing",
+           "intensity_scale", "make_id", "modelled_batch_cost", "parse_id", "smooth_volume"]

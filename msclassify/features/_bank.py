@@ -10,13 +10,18 @@ from numba.typed import List
 
 from ..checks import check_int
 from . import _kernels
+from ._grid import VoxelGrid
 from ._pyramid import PyramidImage
-from ._specs import N_LEVELS, PRESETS, FeatureSpec
+from ._specs import N_LEVELS, PRESETS, FeatureSpec, parse_id
+from ._volume import PyramidVolume
 
 FORMAT = "msclassify.features.FeatureBank"
 # Bump when the meaning of an id or of the normalisation/padding changes; files
 # with another version are refused rather than silently computed differently.
 PIPELINE_VERSION = 1
+# Banks of volumes (with a voxel grid) are version 2: a release that only knows
+# images refuses them instead of computing 2D features.
+VOLUME_PIPELINE_VERSION = 2
 # Below this many modelled operations (sum of batch_cost x pixels) a thread pool
 # costs more than it saves.
 MIN_OPS_FOR_THREADS = 4e6
@@ -30,7 +35,8 @@ class FeatureLevels:
     *padded* frame (``h_L = padded_height >> L``); a level-L value is constant on
     the ``2**L x 2**L`` block it covers. Column ``j`` of the selection lives in
     ``arrays[level[j]][:, :, slot[j]]``; ``columns[L]`` lists the selection
-    columns stored in ``arrays[L]``, in slot order.
+    columns stored in ``arrays[L]``, in slot order. For a volume the arrays are
+    ``(d_L, h_L, w_L, k_L)`` and ``blocks[L]`` is the level's block ``(bz, by, bx)``.
 
     Attributes
     ----------
@@ -40,7 +46,9 @@ class FeatureLevels:
     feature_indices : ndarray of int64, shape (M_sel,)
         Bank index of every selected feature, in selection order.
     shape, padded_shape : tuple of int
-        ``(H, W)`` of the frame and of the padded frame.
+        ``(H, W)`` of the frame and of the padded frame (``(Z, H, W)`` for a volume).
+    blocks : tuple of 4 tuples of int, or None
+        A volume's block per level and axis (`VoxelGrid.blocks`); None for a frame.
     """
 
     arrays: tuple
@@ -50,18 +58,22 @@ class FeatureLevels:
     feature_indices: np.ndarray
     shape: tuple
     padded_shape: tuple
+    blocks: tuple | None = None
 
     @property
     def n_features(self):
         """Number of selected features (M_sel)."""
         return self.feature_indices.shape[0]
 
-    def gather(self, ys, xs):
+    def gather(self, *coords):
         """Feature values at pixels ``(ys, xs)`` of the frame: float32 ``(n, M_sel)``.
 
-        A level-L value is read at ``(ys >> L, xs >> L)``.
+        A level-L value is read at ``(ys >> L, xs >> L)``. For a volume pass
+        ``(zs, ys, xs)``; a value is read at each voxel's block of its level.
         """
-        ys, xs = _check_pixels(ys, xs, self.shape)
+        if self.blocks is not None:
+            return _gather_volume(self, coords)
+        ys, xs = _check_pixels(*coords, self.shape)
         out = np.empty((ys.shape[0], self.n_features), dtype=np.float32)
         for level, (array, columns) in enumerate(zip(self.arrays, self.columns)):
             if columns.shape[0]:
@@ -69,18 +81,31 @@ class FeatureLevels:
         return out
 
     def full(self):
-        """Every selected feature at full resolution, cropped: float32 ``(H, W, M_sel)``.
+        """Every selected feature at full resolution, cropped: float32 ``(H, W, M_sel)``
+        (``(Z, H, W, M_sel)`` for a volume).
 
         Coarse levels are upsampled by repetition (nearest neighbour).
         """
-        height, width = self.shape
-        out = np.empty((height, width, self.n_features), dtype=np.float32)
-        for level, (array, columns) in enumerate(zip(self.arrays, self.columns)):
+        out = np.empty(tuple(self.shape) + (self.n_features,), dtype=np.float32)
+        blocks = self.blocks or [(2 ** L, 2 ** L) for L in range(N_LEVELS)]
+        for array, columns, block in zip(self.arrays, self.columns, blocks):
             if columns.shape[0]:
-                rows = np.arange(height) >> level
-                cols = np.arange(width) >> level
-                out[:, :, columns] = array[rows[:, None], cols[None, :]]
+                index = np.ix_(*(np.arange(n) // b for n, b in zip(self.shape, block)))
+                out[..., columns] = array[index]
         return out
+
+
+def _gather_volume(levels, coords):
+    """`FeatureLevels.gather` of a volume: ``coords`` = (zs, ys, xs)."""
+    if len(coords) != 3:
+        raise ValueError(f"a volume's features are gathered at (zs, ys, xs), got {len(coords)} "
+                         "coordinate arrays")
+    zs, ys, xs = _check_pixels(*coords, levels.shape)
+    out = np.empty((ys.shape[0], levels.n_features), dtype=np.float32)
+    for array, columns, block in zip(levels.arrays, levels.columns, levels.blocks):
+        if columns.shape[0]:
+            out[:, columns] = array[zs // block[0], ys // block[1], xs // block[2]]
+    return out
 
 
 @contextmanager
@@ -95,7 +120,7 @@ def _task_runner(n_threads):
 
 def _resolve_threads(n_threads, specs, shape):
     if n_threads is None:
-        modelled_ops = sum(s.batch_cost for s in specs) * shape[0] * shape[1]
+        modelled_ops = sum(s.batch_cost for s in specs) * float(np.prod(shape))
         return get_num_threads() if modelled_ops >= MIN_OPS_FOR_THREADS else 1
     return check_int(n_threads, "n_threads")
 
@@ -107,25 +132,27 @@ def _feature_planes(pyramid, specs, run):
     return [planes[j] for j in range(len(specs))]
 
 
-def _check_pixels(ys, xs, shape):
-    ys = np.asarray(ys)
-    xs = np.asarray(xs)
-    for name, coords in (("ys", ys), ("xs", xs)):
+def _check_pixels(*coords_and_shape):
+    """``ys, xs`` (``zs, ys, xs`` for a volume) as intp arrays inside ``shape``, the last
+    argument."""
+    *arrays, shape = coords_and_shape
+    names = ("ys", "xs") if len(arrays) == 2 else ("zs", "ys", "xs")
+    arrays = [np.asarray(a) for a in arrays]
+    for name, coords in zip(names, arrays):
         if coords.ndim != 1:
             raise ValueError(f"{name} must be a 1-D array of pixel coordinates, got shape "
                              f"{coords.shape}")
         if coords.size and not np.issubdtype(coords.dtype, np.integer):
             raise TypeError(f"{name} must hold integer pixel coordinates, got dtype {coords.dtype}")
-    if ys.shape != xs.shape:
-        raise ValueError(f"ys and xs must have the same length, got {ys.shape[0]} and "
-                         f"{xs.shape[0]}")
-    ys = ys.astype(np.intp, copy=False)
-    xs = xs.astype(np.intp, copy=False)
-    for name, coords, size in (("ys", ys, shape[0]), ("xs", xs, shape[1])):
+    if len({a.shape for a in arrays}) > 1:
+        raise ValueError(f"{' and '.join(names)} must have the same length, got "
+                         f"{' and '.join(str(a.shape[0]) for a in arrays)}")
+    arrays = [a.astype(np.intp, copy=False) for a in arrays]
+    for name, coords, size in zip(names, arrays, shape):
         if coords.size and (coords.min() < 0 or coords.max() >= size):
             raise ValueError(f"{name} must lie in [0, {size}) for an image of shape {shape}, got "
                              f"values in [{coords.min()}, {coords.max()}]")
-    return ys, xs
+    return arrays
 
 
 def _spec_from_item(item):
@@ -149,6 +176,11 @@ class FeatureBank:
         ``specs`` it defaults to one more than the largest channel used.
     specs : sequence of FeatureSpec or str, optional
         Custom list of features (specs or stable ids such as ``"L2:gauss:s1.6:c0"``).
+    spacing : tuple of 3 float, optional
+        A bank for volumes ``(Z, Y, X[, C])`` with this voxel size ``(z, y, x)``:
+        3D filters with sigma per axis in physical units and a 3D pyramid of
+        1x2x2 or 2x2x2 blocks (`msclassify.features.VoxelGrid`). Default None:
+        a bank for 2D frames.
 
     Notes
     -----
@@ -179,9 +211,13 @@ class FeatureBank:
     >>> image = np.random.default_rng(0).random((37, 53, 3))
     >>> bank.gather(image, [0, 36], [0, 52]).shape
     (2, 63)
+    >>> volume_bank = FeatureBank("fast", spacing=(50, 4, 4))
+    >>> volume_bank.specs[3].block, volume_bank.specs[3].share
+    ((1, 2, 2), 4)
     """
 
-    def __init__(self, preset=None, n_channels=None, *, specs=None):
+    def __init__(self, preset=None, n_channels=None, *, specs=None, spacing=None):
+        self.grid = None if spacing is None else VoxelGrid(spacing)
         if specs is not None:
             if preset is not None:
                 raise ValueError("pass either a preset name or specs, not both")
@@ -204,6 +240,8 @@ class FeatureBank:
             specs = [FeatureSpec.make(level, filter, sigma, channel)
                      for channel in range(self.n_channels)
                      for level, filter, sigma in PRESETS[preset]]
+        if self.grid is not None:
+            specs = [_volume_spec(spec, self.grid) for spec in specs]
         too_high = [s.id for s in specs if s.channel >= self.n_channels]
         if too_high:
             raise ValueError(f"features {too_high[:3]} use channels beyond n_channels="
@@ -230,11 +268,13 @@ class FeatureBank:
 
     def __repr__(self):
         origin = f"preset={self.preset!r}" if self.preset else "custom"
-        return f"FeatureBank({origin}, n_channels={self.n_channels}, n_features={len(self)})"
+        spacing = "" if self.grid is None else f", spacing={self.grid.spacing}"
+        return (f"FeatureBank({origin}, n_channels={self.n_channels}{spacing}, "
+                f"n_features={len(self)})")
 
     def __eq__(self, other):
         return (isinstance(other, FeatureBank) and self.n_channels == other.n_channels
-                and self.specs == other.specs)
+                and self.specs == other.specs and self.grid == other.grid)
 
     def shares(self):
         """(M,) float64: original pixels sharing each feature's value (s_m = 4**level)."""
@@ -289,11 +329,21 @@ class FeatureBank:
         ['L3:gauss:s1.0:c0']
         """
         selection = self._selection(feature_indices)
-        return FeatureBank(specs=[self.specs[i] for i in selection], n_channels=self.n_channels)
+        return FeatureBank(specs=[self.specs[i] for i in selection], n_channels=self.n_channels,
+                           spacing=None if self.grid is None else self.grid.spacing)
 
     def pyramid(self, image, channel_axis=-1):
-        """A `PyramidImage` of ``image`` checked against this bank's channel count."""
-        pyramid = image if isinstance(image, PyramidImage) else PyramidImage(image, channel_axis)
+        """A `PyramidImage` (`PyramidVolume` for a bank of volumes) of ``image``, checked
+        against this bank's channel count and grid."""
+        if isinstance(image, PyramidImage):
+            pyramid = image
+        elif self.grid is None:
+            pyramid = PyramidImage(image, channel_axis)
+        else:
+            pyramid = PyramidVolume(image, self.grid, channel_axis)
+        if getattr(pyramid, "grid", None) != self.grid:
+            raise ValueError(f"the feature bank is for {_kind(self.grid)} but got a pyramid of "
+                             f"{_kind(getattr(pyramid, 'grid', None))}")
         if pyramid.n_channels != self.n_channels:
             raise ValueError(f"image has {pyramid.n_channels} channel(s) but the feature bank was "
                              f"built for {self.n_channels}; pass images like the training images "
@@ -346,22 +396,28 @@ class FeatureBank:
                 slots[on_level] = np.arange(on_level.size)
                 array = np.empty(pyramid.level_shape(level) + (on_level.size,), dtype=np.float32)
                 if on_level.size:
-                    level_planes = List([planes[j] for j in on_level])
-                    bounds = np.linspace(0, array.shape[0], min(array.shape[0], 2 * n_threads) + 1)
-                    interleave_tasks += [(level_planes, array, int(start), int(stop))
+                    # a volume's planes interleave as (d * h, w) planes: C-order views
+                    level_planes = List([planes[j].reshape(-1, array.shape[-2])
+                                         for j in on_level])
+                    rows = array.reshape(-1, *array.shape[-2:])
+                    bounds = np.linspace(0, rows.shape[0], min(rows.shape[0], 2 * n_threads) + 1)
+                    interleave_tasks += [(level_planes, rows, int(start), int(stop))
                                          for start, stop in zip(bounds[:-1], bounds[1:])]
                 arrays.append(array)
                 columns.append(on_level)
             run(lambda task: _kernels.interleave(*task), interleave_tasks)
         return FeatureLevels(arrays=tuple(arrays), columns=tuple(columns), level=levels,
                              slot=slots, feature_indices=selection, shape=pyramid.shape,
-                             padded_shape=pyramid.padded_shape)
+                             padded_shape=pyramid.padded_shape,
+                             blocks=None if self.grid is None else self.grid.blocks)
 
-    def gather(self, image, ys, xs, feature_indices=None, *, channel_axis=-1, n_threads=None):
+    def gather(self, image, ys, xs, feature_indices=None, *, channel_axis=-1, n_threads=None,
+               zs=None):
         """Feature values at labelled pixels: float32 ``(n, M_sel)``.
 
         Coarse features are computed on their level and read at ``(y >> L, x >> L)``;
         nothing is replicated to full resolution, nor stacked into level arrays.
+        For a volume pass the voxels' planes as ``zs``.
 
         Parameters
         ----------
@@ -375,13 +431,16 @@ class FeatureBank:
             As in `compute_levels`.
         """
         pyramid = self.pyramid(image, channel_axis)
-        ys, xs = _check_pixels(ys, xs, pyramid.shape)
+        if (zs is None) != (self.grid is None):
+            raise ValueError("pass zs (the voxels' planes) for a bank of volumes, and only then")
+        coords = _check_pixels(*([] if zs is None else [zs]), ys, xs, pyramid.shape)
+        ys = coords[-2]
         specs = [self.specs[i] for i in self._selection(feature_indices)]
         with _task_runner(_resolve_threads(n_threads, specs, pyramid.shape)) as run:
             planes = _feature_planes(pyramid, specs, run)
         out = np.empty((ys.shape[0], len(specs)), dtype=np.float32)
         for j, (spec, plane) in enumerate(zip(specs, planes)):
-            out[:, j] = plane[ys >> spec.level, xs >> spec.level]
+            out[:, j] = plane[tuple(c // b for c, b in zip(coords, spec.block))]
         return out
 
     def compute_full(self, image, feature_indices=None, *, channel_axis=-1, n_threads=None):
@@ -395,7 +454,7 @@ class FeatureBank:
 
     def to_dict(self):
         """JSON-able description that `from_dict` restores exactly (costs included)."""
-        return {
+        data = {
             "format": FORMAT,
             "pipeline_version": PIPELINE_VERSION,
             "n_channels": self.n_channels,
@@ -403,6 +462,10 @@ class FeatureBank:
             "features": [{"id": s.id, "batch_cost": s.batch_cost, "sample_cost": s.sample_cost}
                          for s in self.specs],
         }
+        if self.grid is not None:
+            data["pipeline_version"] = VOLUME_PIPELINE_VERSION
+            data["grid"] = self.grid.to_dict()
+        return data
 
     @classmethod
     def from_dict(cls, data):
@@ -414,17 +477,42 @@ class FeatureBank:
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             raise ValueError(f"not a feature bank description (expected format {FORMAT!r})")
         version = data.get("pipeline_version")
-        if version != PIPELINE_VERSION:
+        if version == VOLUME_PIPELINE_VERSION:
+            grid = VoxelGrid.from_dict(data.get("grid"))
+        elif "grid" in data:
+            raise ValueError(f"a feature bank with a voxel grid must be pipeline version "
+                             f"{VOLUME_PIPELINE_VERSION}, this one says {version!r}")
+        else:
+            grid = None
+        if version not in (PIPELINE_VERSION, VOLUME_PIPELINE_VERSION):
             raise ValueError(f"feature bank was saved by pipeline version {version!r}; this "
                              f"msclassify computes version {PIPELINE_VERSION}; retrain the model "
                              "or use the msclassify release that saved it")
         try:
-            specs = [FeatureSpec.from_id(f["id"], batch_cost=f["batch_cost"],
-                                         sample_cost=f["sample_cost"]) for f in data["features"]]
+            specs = [FeatureSpec.from_id(
+                f["id"], batch_cost=f["batch_cost"], sample_cost=f["sample_cost"],
+                block=None if grid is None else grid.blocks[parse_id(f["id"]).level])
+                for f in data["features"]]
             n_channels = data["n_channels"]
             preset = data.get("preset")
         except (KeyError, TypeError) as exc:
             raise ValueError(f"feature bank description is incomplete: {exc!r}") from None
-        bank = cls(specs=specs, n_channels=n_channels)
+        bank = cls(specs=specs, n_channels=n_channels,
+                   spacing=None if grid is None else grid.spacing)
         bank.preset = preset
         return bank
+
+
+def _kind(grid):
+    return "2D frames" if grid is None else f"volumes of voxel spacing {grid.spacing}"
+
+
+def _volume_spec(spec, grid):
+    """``spec`` on the 3D pyramid of ``grid``: its level's block, its cost in 3D."""
+    block = grid.blocks[spec.level]
+    if spec.block == block:
+        return spec
+    if spec.upsampled:
+        raise ValueError(f"feature {spec.id}: upsampled features are for images, not volumes")
+    return FeatureSpec.from_id(spec.id, block=block, sample_cost=spec.sample_cost,
+                               batch_cost=grid.batch_cost(spec.level, spec.filter, spec.sigma))

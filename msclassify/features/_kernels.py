@@ -324,3 +324,35 @@ def gather_level(array, ys, xs, level, columns, out):
         values = array[ys[r] >> level, xs[r] >> level]
         for j in range(n_columns):
             out[r, columns[j]] = values[j]
+
+
+@njit(cache=True, nogil=True)
+def symmetric_eigenvalues_3x3(a, b, c, d, e, f):
+    """Per-voxel eigenvalues (largest, smallest) of [[a, b, c], [b, d, e], [c, e, f]].
+
+    Flat float32 arrays in, float32 out. Closed form (Smith 1961), in float64:
+    with ``q = trace / 3`` and ``p = sqrt(|A - qI|_F^2 / 6)``, the eigenvalues are
+    ``q + 2 p cos(phi + 2 pi k / 3)`` where ``phi = acos(det((A - qI) / p) / 2) / 3``.
+    """
+    n = a.shape[0]
+    larger = np.empty(n, dtype=np.float32)
+    smaller = np.empty(n, dtype=np.float32)
+    for i in range(n):
+        a11, a12, a13 = np.float64(a[i]), np.float64(b[i]), np.float64(c[i])
+        a22, a23, a33 = np.float64(d[i]), np.float64(e[i]), np.float64(f[i])
+        q = (a11 + a22 + a33) / 3.0
+        off = a12 * a12 + a13 * a13 + a23 * a23
+        p2 = (a11 - q) ** 2 + (a22 - q) ** 2 + (a33 - q) ** 2 + 2.0 * off
+        if p2 <= 0.0:
+            larger[i] = smaller[i] = np.float32(q)
+            continue
+        p = np.sqrt(p2 / 6.0)
+        b11, b22, b33 = (a11 - q) / p, (a22 - q) / p, (a33 - q) / p
+        b12, b13, b23 = a12 / p, a13 / p, a23 / p
+        r = 0.5 * (b11 * (b22 * b33 - b23 * b23) - b12 * (b12 * b33 - b23 * b13)
+                   + b13 * (b12 * b23 - b22 * b13))
+        r = min(max(r, -1.0), 1.0)
+        phi = np.arccos(r) / 3.0
+        larger[i] = np.float32(q + 2.0 * p * np.cos(phi))
+        smaller[i] = np.float32(q + 2.0 * p * np.cos(phi + 2.0 * np.pi / 3.0))
+    return larger, smaller

@@ -143,6 +143,12 @@ def _as_frame(image, channel_axis, scale=None):
                          "time stacks into frames with as_frame_stack")
     if 0 in image.shape:
         raise ValueError(f"image is empty (shape {image.shape[:2]} with {image.shape[2]} channels)")
+    return readable(image, scale)
+
+
+def readable(image, scale=None):
+    """``image`` in a dtype numba reads (native order, no bool or float16), checked to be
+    finite, and its intensity scale (given, or by its dtype)."""
     scale = intensity_scale(image.dtype) if scale is None else float(scale)
     if image.dtype == bool:
         image = image.view(np.uint8)
@@ -305,9 +311,9 @@ class PyramidImage:
         if filter == "gauss":
             return self.smoothed(level, channel, sigma)
         if filter == "gradmag":
-            return _kernels.gradient_magnitude(self.smoothed(level, channel, sigma))
+            return self._gradient_magnitude(self.smoothed(level, channel, sigma), level)
         if filter == "log":
-            return _kernels.laplacian(self.smoothed(level, channel, sigma))
+            return self._laplacian(self.smoothed(level, channel, sigma), level)
         if filter == "dog":
             return self.smoothed(level, channel, sigma) - self.smoothed(level, channel,
                                                                         DOG_RATIO * sigma)
@@ -316,3 +322,9 @@ class PyramidImage:
         else:
             larger, smaller = self._structure(level, channel, sigma)
         return larger if filter.endswith("_max") else smaller
+
+    def _gradient_magnitude(self, smoothed, level):
+        return _kernels.gradient_magnitude(smoothed)
+
+    def _laplacian(self, smoothed, level):
+        return _kernels.laplacian(smoothed)

@@ -247,8 +247,10 @@ def parse_id(feature_id):
     return parts
 
 
-def _describe(level, filter, sigma, channel, upsampled):
+def _describe(level, filter, sigma, channel, upsampled, block_size=None):
     block = "full resolution" if level == 0 else f"{2 ** level}x{2 ** level} block means"
+    if block_size is not None and len(block_size) == 3 and level:
+        block = "x".join(map(str, block_size)) + " block means"
     if upsampled:
         block += ", interpolated to full resolution"
     title = FILTER_TITLES[filter]
@@ -289,6 +291,10 @@ class FeatureSpec:
         Pyramid level the filter runs on (``level`` unless upsampled).
     upsampled : bool
         True if the filtered level is interpolated to full resolution (``L<n>up`` ids).
+    block : tuple of int
+        The level's block per axis in original pixels: ``(2**level, 2**level)`` for
+        images, ``(bz, 2**level, 2**level)`` for volumes (`msclassify.features.VoxelGrid`);
+        ``share`` is its product.
 
     Examples
     --------
@@ -311,6 +317,7 @@ class FeatureSpec:
     sigma: float | None
     source_level: int | None = None
     upsampled: bool = False
+    block: tuple | None = None
 
     def __post_init__(self):
         source_level, filter, sigma, channel, upsampled = parse_id(self.id)
@@ -324,8 +331,11 @@ class FeatureSpec:
                              f"{self.source_level}, upsampled={self.upsampled}) disagree with "
                              f"its id {self.id!r}; build specs with FeatureSpec.from_id or "
                              "FeatureSpec.make")
-        if self.share != 4 ** level:
-            raise ValueError(f"share of a level-{level} feature is {4 ** level}, got {self.share}")
+        block = _check_block(self.block, level, upsampled)
+        object.__setattr__(self, "block", block)
+        if self.share != math.prod(block):
+            raise ValueError(f"share of a level-{level} feature is {math.prod(block)}, got "
+                             f"{self.share}")
         for field in ("batch_cost", "sample_cost"):
             value = getattr(self, field)
             if isinstance(value, bool) or not isinstance(value, (int, float)) \
@@ -334,11 +344,13 @@ class FeatureSpec:
 
     @classmethod
     def make(cls, level, filter, sigma=None, channel=0, *, upsampled=False, batch_cost=None,
-             sample_cost=0.0):
+             sample_cost=0.0, block=None):
         """Spec of one feature; ``batch_cost`` defaults to `modelled_batch_cost`.
 
         ``level`` is the level the filter runs on; ``upsampled=True`` interpolates
         the result to full resolution (a level-0 feature, id ``L<level>up:...``).
+        ``block`` is the level's block of a volume's pyramid (give ``batch_cost``
+        with it: `msclassify.features.VoxelGrid.batch_cost`); default the image's.
 
         Examples
         --------
@@ -351,19 +363,46 @@ class FeatureSpec:
                                                                  upsampled)
         feature_id = make_id(source, filter, sigma, channel, upsampled)
         if batch_cost is None:
+            if block is not None and len(block) != 2:
+                raise ValueError("a feature of a volume needs its batch_cost "
+                                 "(VoxelGrid.batch_cost)")
             batch_cost = modelled_batch_cost(source, filter, sigma, upsampled)
         level = 0 if upsampled else source
-        return cls(id=feature_id, name=_describe(source, filter, sigma, channel, upsampled),
-                   level=level, share=4 ** level, batch_cost=float(batch_cost),
-                   sample_cost=float(sample_cost), channel=channel, filter=filter, sigma=sigma,
-                   source_level=source, upsampled=upsampled)
+        block = _check_block(block, level, upsampled)
+        name = _describe(source, filter, sigma, channel, upsampled, block)
+        return cls(id=feature_id, name=name, level=level, share=math.prod(block),
+                   batch_cost=float(batch_cost), sample_cost=float(sample_cost), channel=channel,
+                   filter=filter, sigma=sigma, source_level=source, upsampled=upsampled,
+                   block=block)
 
     @classmethod
-    def from_id(cls, feature_id, *, batch_cost=None, sample_cost=0.0):
+    def from_id(cls, feature_id, *, batch_cost=None, sample_cost=0.0, block=None):
         """Spec for a stable id; ``batch_cost`` defaults to `modelled_batch_cost`."""
         level, filter, sigma, channel, upsampled = parse_id(feature_id)
         return cls.make(level, filter, sigma, channel, upsampled=upsampled,
-                        batch_cost=batch_cost, sample_cost=sample_cost)
+                        batch_cost=batch_cost, sample_cost=sample_cost, block=block)
+
+
+def _check_block(block, level, upsampled):
+    """``block`` as a tuple of ints: ``(2**level,) * 2`` by default, or a volume's
+    ``(bz, 2**level, 2**level)`` with ``bz`` a power of two up to ``2**level``."""
+    side = 2 ** level
+    if block is None:
+        return (side, side)
+    try:
+        block = tuple(int(b) for b in block)
+    except (TypeError, ValueError):
+        raise ValueError(f"block must be a tuple of ints, got {block!r}") from None
+    if len(block) == 2 and block == (side, side):
+        return block
+    bz = block[0] if len(block) == 3 else 0
+    if len(block) != 3 or block[1:] != (side, side) or not 1 <= bz <= side or bz & (bz - 1):
+        raise ValueError(f"the block of a level-{level} feature is ({side}, {side}) in an image or "
+                         f"(bz, {side}, {side}) in a volume with bz a power of two <= {side}; "
+                         f"got {block!r}")
+    if upsampled:
+        raise ValueError("upsampled features (L<n>up) are for images, not volumes")
+    return block
 
 
 def _per_level(sigmas_by_level, extra_gauss_sigmas=()):

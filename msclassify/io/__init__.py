@@ -40,6 +40,9 @@ The modules, one concept each:
 ``_manifest``, ``_writers``
     what an output records of itself and which outputs are msclassify's own; `BaseWriter`,
     the per-frame TIFF folder and the TIFF stack
+``_volume``
+    volumes in TIFF files (axes named by the caller, the spacing the file records) and the
+    NGFF spacing of an OME-Zarr group
 """
 
 from ._atomic import write_atomically
@@ -49,11 +52,14 @@ from ._frames import (IMAGE_EXTENSIONS, TIFF_EXTENSIONS, VIDEO_EXTENSIONS, Frame
 from ._manifest import check_not_an_input
 from ._open import open_frames, open_writer, read_label_stack
 from ._training import match_frames, read_training_frames
+from ._volume import (VolumeData, check_axes, ngff_spacing, read_volume, recorded_z_axis,
+                      write_volume)
 from ._writers import BaseWriter, FrameWriter, TiffFolderWriter, TiffStackWriter
 from ._zarr import ZarrWriter
 
 __all__ = ["IMAGE_EXTENSIONS", "TIFF_EXTENSIONS", "VIDEO_EXTENSIONS", "BaseWriter",
            "FrameReadError", "FrameReadWarning", "FrameSource", "FrameWriteError", "FrameWriter",
-           "TiffFolderWriter", "TiffStackWriter", "ZarrWriter", "check_not_an_input",
-           "match_frames", "natural_sort_key", "open_frames", "open_writer", "read_label_stack",
-           "read_training_frames", "write_atomically"]
+           "TiffFolderWriter", "TiffStackWriter", "VolumeData", "ZarrWriter", "check_axes",
+           "check_not_an_input", "match_frames", "natural_sort_key", "ngff_spacing",
+           "open_frames", "open_writer", "read_label_stack", "read_training_frames",
+           "read_volume", "recorded_z_axis", "write_atomically", "write_volume"]

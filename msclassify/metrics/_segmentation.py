@@ -32,7 +32,7 @@ class SegResult(NamedTuple):
     jaccard: tuple
 
 
-def seg_score(reference, segmentation, per_frame=False):
+def seg_score(reference, segmentation, per_frame=False, *, volume=False):
     """Cell Tracking Challenge SEG score of an instance segmentation.
 
     Each reference object R (label > 0) is matched to the segmented object S
@@ -57,6 +57,9 @@ def seg_score(reference, segmentation, per_frame=False):
     per_frame : bool, optional
         If True, return a `SegResult` with per-frame and per-object values
         instead of the overall score alone.
+    volume : bool, optional
+        The label images are volumes: one ``(Z, Y, X)`` array, a ``(T, Z, Y, X)``
+        series or a sequence of volumes; objects are 3-D (a "frame" is a volume).
 
     Returns
     -------
@@ -81,15 +84,16 @@ def seg_score(reference, segmentation, per_frame=False):
     >>> seg_score(reference, segmentation, per_frame=True).jaccard
     (array([0.75, 0.  ]),)
     """
-    reference_frames = _frames(reference, "reference")
-    segmentation_frames = _frames(segmentation, "segmentation")
+    ndim = 3 if volume else 2
+    reference_frames = _frames(reference, "reference", ndim)
+    segmentation_frames = _frames(segmentation, "segmentation", ndim)
     if len(reference_frames) != len(segmentation_frames):
         raise ValueError(f"reference has {len(reference_frames)} frames but segmentation has "
                          f"{len(segmentation_frames)}; pass one segmentation per reference frame")
     jaccard = []
     for t in range(len(reference_frames)):
-        ref = _label_image(reference_frames[t], "reference", t)
-        seg = _label_image(segmentation_frames[t], "segmentation", t)
+        ref = _label_image(reference_frames[t], "reference", t, ndim)
+        seg = _label_image(segmentation_frames[t], "segmentation", t, ndim)
         if ref.shape != seg.shape:
             raise ValueError(f"frame {t}: reference shape {ref.shape} differs from segmentation "
                              f"shape {seg.shape}")
@@ -125,7 +129,7 @@ def _reference_jaccard(ref, seg):
     return jaccard[1:]
 
 
-def label_instances(mask, foreground=None, connectivity=None):
+def label_instances(mask, foreground=None, connectivity=None, *, volume=False):
     """Split a semantic mask into instances: one label per connected component.
 
     Use it to score a fly / background prediction with `seg_score`. A 3-D
@@ -144,6 +148,10 @@ def label_instances(mask, foreground=None, connectivity=None):
         1 joins pixels along edges only (4-neighbourhood in 2-D), 2 also
         along diagonals (8-neighbourhood, the default), as in
         `skimage.measure.label`.
+    volume : bool, optional
+        ``mask`` holds volumes (one ``(Z, Y, X)``, a ``(T, Z, Y, X)`` series or a
+        sequence): objects connect in 3-D (connectivity 1: 6 neighbours, 2: 18,
+        None: 26, as in `skimage.measure.label`).
 
     Returns
     -------
@@ -161,18 +169,20 @@ def label_instances(mask, foreground=None, connectivity=None):
     """
     if connectivity not in (None, 1, 2):
         raise ValueError(f"connectivity must be None, 1 or 2, got {connectivity!r}")
-    frames = _frames(mask, "mask")
-    labelled = [_connected_components(_objects(frames[t], foreground, t), connectivity=connectivity)
-                .astype(np.int32) for t in range(len(frames))]
+    ndim = 3 if volume else 2
+    frames = _frames(mask, "mask", ndim)
+    labelled = [_connected_components(_objects(frames[t], foreground, t, ndim),
+                                      connectivity=connectivity).astype(np.int32)
+                for t in range(len(frames))]
     if isinstance(mask, (list, tuple)):
         return labelled
-    return labelled[0] if np.ndim(mask) == 2 else np.stack(labelled)
+    return labelled[0] if np.ndim(mask) == ndim else np.stack(labelled)
 
 
-def _objects(frame, foreground, t):
+def _objects(frame, foreground, t, ndim=2):
     frame = np.asarray(frame)
-    if frame.ndim != 2:
-        raise ValueError(f"mask frame {t} must be 2-D, got shape {frame.shape}")
+    if frame.ndim != ndim:
+        raise ValueError(f"mask frame {t} must be {ndim}-D, got shape {frame.shape}")
     if foreground is not None:
         return np.isin(frame, foreground)
     if frame.dtype == bool:
@@ -185,28 +195,32 @@ def _objects(frame, foreground, t):
     return frame == 1
 
 
-def _frames(images, name):
-    """Index-able sequence of 2-D frames from one frame, a (T, H, W) stack or a sequence."""
+def _frames(images, name, ndim=2):
+    """Index-able sequence of 2-D frames (volumes, ``ndim=3``) from one frame, a (T, H, W)
+    stack or a sequence."""
     if isinstance(images, (list, tuple)):
         if not images:
             raise ValueError(f"{name} is an empty sequence; pass at least one frame")
         return images
     if not hasattr(images, "ndim"):
         images = np.asarray(images)
-    if images.ndim == 2:
+    if images.ndim == ndim:
         return [images]
-    if images.ndim == 3:
+    if images.ndim == ndim + 1:
         if images.shape[0] == 0:
             raise ValueError(f"{name} has no frames (shape {images.shape})")
         return images
+    if ndim == 3:
+        raise ValueError(f"{name} must be a (Z, Y, X) label volume, a (T, Z, Y, X) series or a "
+                         f"sequence of volumes, got shape {images.shape}")
     raise ValueError(f"{name} must be a 2-D label image, a (T, H, W) stack or a sequence of "
                      f"2-D frames, got shape {images.shape}")
 
 
-def _label_image(frame, name, t):
+def _label_image(frame, name, t, ndim=2):
     frame = np.asarray(frame)
-    if frame.ndim != 2:
-        raise ValueError(f"{name} frame {t} must be 2-D, got shape {frame.shape}")
+    if frame.ndim != ndim:
+        raise ValueError(f"{name} frame {t} must be {ndim}-D, got shape {frame.shape}")
     if frame.dtype == bool:
         raise TypeError(f"{name} frame {t} is a boolean (semantic) mask; SEG needs one label per "
                         "object: convert it with msclassify.metrics.label_instances(mask)")

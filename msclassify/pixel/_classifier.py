@@ -16,7 +16,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..cegb import Booster, class_probabilities, most_probable_class, train
 from ..checks import as_seed, check_int, check_number
-from ..features import FeatureBank, FeatureCache, FeatureSpec, PyramidImage
+from ..features import (FeatureBank, FeatureCache, FeatureSpec, PyramidImage, PyramidVolume,
+                        check_spacing)
 from ..graph import check_graph_params
 from ..modelfile import (ModelFileError, build_model, estimator_params, model_classes,
                          model_number, open_model_file, read_model, write_model)
@@ -137,6 +138,17 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         (lambda of the GRBB paper), for ``semi_supervised``. The propagation to
         unlabelled pixels does not need it; the default 0 segmented the
         synthetic flies best (``benchmarks/bench_semi_supervised.py``).
+    spacing : tuple of 3 float, optional
+        Classify **volumes**: the voxel size ``(z, y, x)`` (any unit, the same
+        for all three). The model then takes volumes ``(Z, Y, X)`` or
+        ``(Z, Y, X, C)`` with labels ``(Z, Y, X)`` (scribbles on any slices), or
+        a time series of them (``(T, Z, Y, X[, C])`` with ``(T, Z, Y, X)``
+        labels, or lists), and computes its features in 3D with sigma per axis
+        in physical units on a pyramid of 1x2x2 or 2x2x2 blocks chosen from the
+        spacing (`msclassify.features.VoxelGrid`; docs/volumes.md). Default
+        None: 2D frames, and a ``(T, H, W)`` stack is a stack of frames (the
+        per-slice mode for thin or very anisotropic stacks). Volume models take
+        no ``semi_supervised`` and no ``cost_tradeoff="auto"`` yet.
 
     Attributes
     ----------
@@ -261,7 +273,7 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
                  feature_cost_mode="lazy", evaluation_cost_mode="leaf", n_cost_samples=16384,
                  distill_weight=3.0, n_distill_pixels=25000,
                  semi_supervised=False, n_unlabelled=4096, n_neighbors=9,
-                 laplacian_regularization=0.0):
+                 laplacian_regularization=0.0, spacing=None):
         self.features = features
         self.cost_tradeoff = cost_tradeoff
         self.tolerance = tolerance
@@ -289,6 +301,7 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         self.n_unlabelled = n_unlabelled
         self.n_neighbors = n_neighbors
         self.laplacian_regularization = laplacian_regularization
+        self.spacing = spacing
 
     # -- training ------------------------------------------------------------------------------
     def fit(self, images, labels, callback=None, feature_cache=None):
@@ -299,10 +312,13 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         images : array_like or sequence of array_like
             One frame ``(H, W)`` / ``(H, W, C)``, a stack ``(T, H, W)`` /
             ``(T, H, W, C)`` matching a label stack, or a list of frames (sizes may
-            differ). Channels are last.
+            differ). Channels are last. With ``spacing``: one volume
+            ``(Z, Y, X)`` / ``(Z, Y, X, C)``, a series ``(T, Z, Y, X[, C])`` or a
+            list of volumes.
         labels : array_like of int or sequence of them
-            ``(H, W)`` per frame: 0 = unlabelled, positive values = classes (at
-            least two distinct ones in total). Frames without labels are skipped.
+            ``(H, W)`` per frame (``(Z, Y, X)`` per volume): 0 = unlabelled,
+            positive values = classes (at least two distinct ones in total).
+            Frames without labels are skipped.
         callback : callable, optional
             ``callback(iteration, n_iterations)`` after every boosting iteration; a
             truthy return value stops training early (the trees so far are kept).
@@ -322,17 +338,18 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         n_cost_samples = check_int(self.n_cost_samples, "n_cost_samples")
         self._check_semi_supervised_params()
         cost_tradeoff, tolerance = self._check_tradeoff_params()
-        pairs = _training_pairs(images, labels)
+        spacing = self._check_spacing()
+        pairs = _training_pairs(images, labels, 2 if spacing is None else 3)
         classes = np.unique(np.concatenate([np.unique(lab[lab > 0]) for _, lab in pairs]))
         if classes.size < 2:
             found = "no labelled pixels" if classes.size == 0 else f"only class {classes[0]}"
             raise ValueError(f"labels hold {found}; scribble at least two classes (0 means "
                              "unlabelled, 1, 2, ... are classes)")
-        n_channels = _frame_channels(pairs[0][0])
-        if any(_frame_channels(frame) != n_channels for frame, _ in pairs):
+        n_channels = _frame_channels(pairs[0][0], pairs[0][1])
+        if any(_frame_channels(frame, lab) != n_channels for frame, lab in pairs):
             raise ValueError("all training frames must have the same number of channels")
         intensity = IntensityRange.of_frames([frame for frame, _ in pairs])
-        bank = _make_bank(self.features, n_channels)
+        bank = _make_bank(self.features, n_channels, spacing)
         seed = as_seed(self.random_state)
         rng = np.random.default_rng(seed)
         frame_levels = bank.compute_levels if feature_cache is None else \
@@ -425,6 +442,19 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
             return "auto", tolerance
         return check_number(self.cost_tradeoff, "cost_tradeoff", note="or 'auto'"), tolerance
 
+    def _check_spacing(self):
+        """None (2D frames) or the validated voxel spacing; what volumes do not support yet."""
+        if self.spacing is None:
+            return None
+        spacing = check_spacing(self.spacing)
+        if self.semi_supervised:
+            raise ValueError("semi_supervised=True is for 2D frames; train a volume model "
+                             "(spacing=...) without it")
+        if isinstance(self.cost_tradeoff, str):
+            raise ValueError("cost_tradeoff='auto' is for 2D frames; give a volume model "
+                             "(spacing=...) a number, e.g. cost_tradeoff=1e-3")
+        return spacing
+
     def _check_semi_supervised_params(self):
         if not isinstance(self.semi_supervised, (bool, np.bool_)):
             raise TypeError(f"semi_supervised must be True or False, got {self.semi_supervised!r}")
@@ -443,37 +473,52 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
     def _check_frame(self, image):
         check_is_fitted(self, "booster_")
         shape = np.shape(image)
-        single = (len(shape) == 2 and self.n_channels_ == 1) or (
-            len(shape) == 3 and shape[-1] == self.n_channels_)
+        grid = self.bank_.grid
+        n_axes = 2 if grid is None else 3
+        single = (len(shape) == n_axes and self.n_channels_ == 1) or (
+            len(shape) == n_axes + 1 and shape[-1] == self.n_channels_)
         if not single:
-            expected = "(H, W)" if self.n_channels_ == 1 else f"(H, W, {self.n_channels_})"
+            axes = "(H, W" if grid is None else "(Z, Y, X"
+            expected = axes + (")" if self.n_channels_ == 1 else f", {self.n_channels_})")
+            if grid is not None:
+                raise ValueError(f"this is a volume model (voxel spacing {grid.spacing}): "
+                                 f"expected one volume of shape {expected}, got shape {shape}; "
+                                 "predict the volumes of a series one at a time, or train a 2D "
+                                 "model (no spacing) for single frames")
             raise ValueError(f"expected one frame of shape {expected} like the training images, "
-                             f"got shape {shape}; predict the frames of a stack one at a time")
+                             f"got shape {shape}; predict the frames of a stack one at a time"
+                             + ("; if this is a volume, this 2D model predicts it slice by "
+                                "slice (or train one with spacing=(z, y, x))"
+                                if len(shape) == n_axes + 1 else ""))
         return image
 
     def _pyramid(self, image):
-        """``image`` as a `PyramidImage` in the units of the training frames (`intensity_`)."""
+        """``image`` as a `PyramidImage` (`PyramidVolume`) in the units of the training
+        frames (`intensity_`)."""
         image = self._check_frame(image)
-        if self.intensity_ is None:  # a model saved before intensities were recorded
-            return PyramidImage(image)
-        return PyramidImage(image, intensity_scale=self.intensity_.scale_for(image))
+        # None: a model saved before intensities were recorded normalises by dtype
+        scale = None if self.intensity_ is None else self.intensity_.scale_for(image)
+        if self.bank_.grid is not None:
+            return PyramidVolume(image, self.bank_.grid, intensity_scale=scale)
+        return PyramidImage(image, intensity_scale=scale)
 
     def _predict(self, image, strategy="multiscale", output="raw", cost_map=False):
         """Raw scores, probabilities or classes of one frame (see `predict_multiscale`)."""
-        height, width = np.shape(self._check_frame(image))[:2]
+        spatial = np.shape(self._check_frame(image))[:2 if self.bank_.grid is None else 3]
+        pixels = int(np.prod(spatial, dtype=np.int64))
         shares = self.bank_.shares()[self._used] if strategy == "multiscale" else \
             np.ones(self._used.size)
-        needed = frame_bytes(height, width, shares, self.booster_.n_outputs, self.classes_.size,
-                             output == "proba") + 8 * height * width * bool(cost_map)
-        check_frame_memory(needed, (height, width))
+        needed = frame_bytes(pixels, shares, self.booster_.n_outputs, self.classes_.size,
+                             output == "proba") + 8 * pixels * bool(cost_map)
+        check_frame_memory(needed, spatial)
         image = self._pyramid(image)
         if strategy not in _STRATEGIES:
             raise ValueError(f"strategy must be one of {_STRATEGIES}, got {strategy!r}")
         if strategy == "per_pixel":
             features = self.bank_.compute_full(image, self._used)
-            height, width, n_used = features.shape
+            n_used = features.shape[-1]
             raw = self._booster_on_used_features().predict_raw(features.reshape(-1, n_used))
-            raw = raw.reshape(height, width, -1)
+            raw = raw.reshape(features.shape[:-1] + (-1,))
             if output == "proba":
                 return class_probabilities(raw, np.float32), None
             if output == "class":
@@ -486,7 +531,7 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         feature_slot[levels.feature_indices] = levels.slot
         result = predict_multiscale(self.booster_, levels.arrays, feature_level, feature_slot,
                                     levels.shape, output=output, classes=self.classes_,
-                                    cost_map=cost_map)
+                                    cost_map=cost_map, blocks=levels.blocks)
         return result.values, result
 
     def _booster_on_used_features(self):
@@ -554,8 +599,8 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         ImageCost
         """
         _, result = self._predict(image)
-        height, width = np.shape(image)[:2]
-        features = self.feature_cost_per_pixel_ * height * width
+        pixels = np.prod(np.shape(image)[:2 if self.bank_.grid is None else 3])
+        features = self.feature_cost_per_pixel_ * float(pixels)
         return ImageCost(self.booster_.split_cost * result.pixel_evaluations, features,
                          result.n_evaluations)
 
@@ -602,6 +647,15 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
                 raise ModelFileError(f"{len(meta['classes'])} classes for {n_outputs} model "
                                      "output(s)") from None
             raise exc from None
+        try:
+            spacing = clf._check_spacing()
+        except (TypeError, ValueError) as exc:
+            raise ModelFileError(f"it holds an invalid voxel spacing: {exc}") from None
+        grid = clf.bank_.grid
+        if (spacing is None) != (grid is None) or (grid is not None
+                                                   and grid.spacing != spacing):
+            raise ModelFileError(f"its spacing parameter {clf.spacing!r} disagrees with its "
+                                 f"feature bank ({'2D' if grid is None else grid.describe()})")
         clf.n_channels_ = model_number(meta, "n_channels", integer=True, low=1)
         if clf.n_channels_ != clf.bank_.n_channels:
             raise ModelFileError(f"n_channels is {clf.n_channels_} but the feature bank is for "
@@ -683,14 +737,19 @@ def check_channels(model, n_channels, frames="the frames", model_name="the model
                          "training frames, or train a model on these")
 
 
-def _make_bank(features, n_channels):
+def _make_bank(features, n_channels, spacing=None):
     if isinstance(features, str):
-        return FeatureBank(features, n_channels=n_channels)
+        return FeatureBank(features, n_channels=n_channels, spacing=spacing)
     if isinstance(features, FeatureBank):
         bank = features
+        if spacing is not None:
+            bank = FeatureBank(specs=bank.specs, n_channels=bank.n_channels, spacing=spacing)
+        elif bank.grid is not None:
+            raise ValueError("the feature bank is for volumes but the classifier has no "
+                             "spacing; pass spacing=(z, y, x) to PixelClassifier")
     elif isinstance(features, (list, tuple)) and all(isinstance(f, (str, FeatureSpec))
                                                      for f in features):
-        bank = FeatureBank(specs=list(features), n_channels=n_channels)
+        bank = FeatureBank(specs=list(features), n_channels=n_channels, spacing=spacing)
     else:
         raise TypeError("features must be a preset name ('fast', 'default', 'fine', 'pyramid', "
                         f"'rich'), a FeatureBank or a list of feature ids, got "
@@ -718,8 +777,8 @@ def _warn_if_trivial(model, pairs):
                       f"{_FEW_PIXELS} each): {scribble}", UserWarning, stacklevel=3)
 
 
-def _frame_channels(frame):
-    return 1 if frame.ndim == 2 else frame.shape[2]
+def _frame_channels(frame, labels):
+    return 1 if frame.ndim == labels.ndim else frame.shape[-1]
 
 
 def _check_labels(labels, name):
@@ -735,36 +794,45 @@ def _check_labels(labels, name):
     return labels
 
 
-def _training_pairs(images, labels):
-    """``[(frame, labels_2d), ...]`` of the frames with at least one labelled pixel."""
+def _training_pairs(images, labels, n_axes=2):
+    """``[(frame, labels), ...]`` of the frames (volumes, ``n_axes=3``) with at least one
+    labelled pixel; labels are ``(H, W)`` (``(Z, Y, X)``)."""
+    one, axes = ("frame", "(H, W)") if n_axes == 2 else ("volume", "(Z, Y, X)")
     if isinstance(labels, (list, tuple)):
-        if not isinstance(images, (list, tuple)) and np.ndim(images) < 3:
-            raise ValueError("labels is a list of frames, so images must be a matching list "
+        if not isinstance(images, (list, tuple)) and np.ndim(images) < n_axes + 1:
+            raise ValueError(f"labels is a list of {one}s, so images must be a matching list "
                              "or stack")
         frames, label_frames = list(images), [_check_labels(lab, "labels") for lab in labels]
     else:
         label_array = _check_labels(labels, "labels")
-        if label_array.ndim == 2:
+        if label_array.ndim == n_axes:
             frames, label_frames = [images], [label_array]
-        elif label_array.ndim == 3:
+        elif label_array.ndim == n_axes + 1:
             frames, label_frames = list(images), list(label_array)
-        else:
+        elif n_axes == 2:
             raise ValueError(f"labels must be (H, W) for one frame or (T, H, W) for a stack, got "
                              f"shape {label_array.shape}")
+        else:
+            raise ValueError(f"labels must be (Z, Y, X) for one volume or (T, Z, Y, X) for a "
+                             f"time series of volumes, got shape {label_array.shape}")
     if len(frames) != len(label_frames):
-        raise ValueError(f"got {len(frames)} image frame(s) but {len(label_frames)} label frame(s)")
+        raise ValueError(f"got {len(frames)} image {one}(s) but {len(label_frames)} label "
+                         f"{one}(s)")
     pairs = []
     for t, (frame, lab) in enumerate(zip(frames, label_frames)):
         frame = np.asarray(frame)
-        if lab.ndim != 2 or frame.ndim not in (2, 3) or frame.shape[:2] != lab.shape:
-            raise ValueError(f"frame {t}: image of shape {frame.shape} and labels of shape "
-                             f"{lab.shape} do not match; labels must be (H, W) for an (H, W) or "
-                             "(H, W, C) image")
+        if lab.ndim != n_axes or frame.ndim not in (n_axes, n_axes + 1) \
+                or frame.shape[:n_axes] != lab.shape:
+            channels = axes[:-1] + ", C)"
+            raise ValueError(f"{one} {t}: image of shape {frame.shape} and labels of shape "
+                             f"{lab.shape} do not match; labels must be {axes} for an {axes} or "
+                             f"{channels} image")
         if np.any(lab):
             pairs.append((frame, lab))
     if not pairs:
-        raise ValueError("labels hold no labelled pixels; scribble at least two classes (0 means "
-                         "unlabelled, 1, 2, ... are classes)")
+        where = "" if n_axes == 2 else " on any slice of the volumes"
+        raise ValueError(f"labels hold no labelled pixels{where}; scribble at least two classes "
+                         "(0 means unlabelled, 1, 2, ... are classes)")
     return pairs
 
 
@@ -781,7 +849,8 @@ def training_set(compute_levels, pairs, classes, n_cost_samples, rng):
         ``compute_levels(frame)`` gives every bank feature of a frame
         (`msclassify.features.FeatureLevels`), e.g. ``FeatureBank.compute_levels``.
     pairs : list of (frame, labels)
-        Frames with their ``(H, W)`` label images (0 = unlabelled).
+        Frames with their ``(H, W)`` label images (0 = unlabelled), or volumes
+        with ``(Z, Y, X)`` labels.
     classes : ndarray
         Sorted label values; ``y`` holds their indices.
     n_cost_samples : int
@@ -812,14 +881,15 @@ def training_set(compute_levels, pairs, classes, n_cost_samples, rng):
     blocks = []
     for (frame, lab), n_pixels in zip(pairs, pixels):
         levels = compute_levels(frame)
-        ys, xs = np.nonzero(lab)
+        labelled = np.nonzero(lab)
+        n_labelled = labelled[0].size
         n_cost = int(min(per_frame, n_pixels))
         drawn = rng.choice(int(n_pixels), n_cost, replace=False)
-        cost_ys, cost_xs = np.divmod(drawn, lab.shape[1])
-        rows = np.concatenate([levels.gather(ys, xs), levels.gather(cost_ys, cost_xs)])
-        y = np.concatenate([np.searchsorted(classes, lab[ys, xs]), np.zeros(n_cost, np.int64)])
-        sample_weight = np.concatenate([np.ones(ys.size), np.zeros(n_cost)])
-        cost_weight = np.concatenate([np.zeros(ys.size),
+        cost_pixels = np.unravel_index(drawn, lab.shape)
+        rows = np.concatenate([levels.gather(*labelled), levels.gather(*cost_pixels)])
+        y = np.concatenate([np.searchsorted(classes, lab[labelled]), np.zeros(n_cost, np.int64)])
+        sample_weight = np.concatenate([np.ones(n_labelled), np.zeros(n_cost)])
+        cost_weight = np.concatenate([np.zeros(n_labelled),
                                       np.full(n_cost, n_pixels / (len(pairs) * n_cost))])
         blocks.append((rows, y, sample_weight, cost_weight))
     X, y, sample_weight, cost_weight = (np.concatenate(parts) for parts in zip(*blocks))

@@ -65,6 +65,7 @@ def teacher_band(classes, band):
 
     A pixel next to a pixel of another class (4-neighbours) is in the band for
     ``band=1``; each further unit adds one pixel (8-neighbours) on both sides.
+    A volume's band is the same in 3D (6-neighbours, then 26-neighbours).
 
     Examples
     --------
@@ -75,14 +76,15 @@ def teacher_band(classes, band):
     array([[0, 0, 1, 1, 1, 1, 0, 0]])
     """
     change = np.zeros(classes.shape, dtype=bool)
-    horizontal = classes[:, 1:] != classes[:, :-1]
-    vertical = classes[1:, :] != classes[:-1, :]
-    change[:, 1:] |= horizontal
-    change[:, :-1] |= horizontal
-    change[1:, :] |= vertical
-    change[:-1, :] |= vertical
+    for axis in reversed(range(classes.ndim)):
+        later = (slice(None),) * axis + (slice(1, None),)
+        earlier = (slice(None),) * axis + (slice(None, -1),)
+        differs = classes[later] != classes[earlier]
+        change[later] |= differs
+        change[earlier] |= differs
     if band > 1 and change.any():
-        change = ndi.binary_dilation(change, np.ones((3, 3), bool), iterations=band - 1)
+        change = ndi.binary_dilation(change, np.ones((3,) * classes.ndim, bool),
+                                     iterations=band - 1)
     return change
 
 
@@ -117,20 +119,19 @@ def teacher_pixels(compute_levels, pairs, teacher, feature_indices, n_pixels, ba
     rows, targets, weights = [], [], []
     for frame, _ in pairs:
         levels = compute_levels(frame)
-        height, width = levels.shape
+        size = int(np.prod(levels.shape))
         classes = predict_multiscale(teacher, levels.arrays, levels.level[feature_indices],
                                      levels.slot[feature_indices], levels.shape,
-                                     output="class").values
-        edge_ys, edge_xs = np.nonzero(teacher_band(classes, band))
-        n_total = min(int(n_pixels), height * width)
-        n_edge = min(int(round(EDGE_SHARE * n_total)), edge_ys.size)
+                                     output="class", blocks=levels.blocks).values
+        edge = np.nonzero(teacher_band(classes, band))
+        n_total = min(int(n_pixels), size)
+        n_edge = min(int(round(EDGE_SHARE * n_total)), edge[0].size)
         n_flat = n_total - n_edge
-        pick = rng.choice(edge_ys.size, n_edge, replace=False)
-        flat_ys, flat_xs = np.divmod(rng.choice(height * width, n_flat, replace=False), width)
-        ys = np.concatenate([edge_ys[pick], flat_ys])
-        xs = np.concatenate([edge_xs[pick], flat_xs])
-        rows.append(levels.gather(ys, xs))
-        targets.append(classes[ys, xs].astype(np.float64))
+        pick = rng.choice(edge[0].size, n_edge, replace=False)
+        flat = np.unravel_index(rng.choice(size, n_flat, replace=False), levels.shape)
+        pixels = tuple(np.concatenate([e[pick], f]) for e, f in zip(edge, flat))
+        rows.append(levels.gather(*pixels))
+        targets.append(classes[pixels].astype(np.float64))
         edge_weight = EDGE_WEIGHT if n_edge else 0.0
         weights.append(np.concatenate([np.full(n_edge, edge_weight / max(n_edge, 1)),
                                        np.full(n_flat, (1 - edge_weight) / max(n_flat, 1))]))

@@ -20,11 +20,13 @@ __all__ = ["LARGE_FRAME_ADVICE", "check_frame_memory", "frame_bytes"]
 LARGE_FRAME_ADVICE = "crop or downscale it, or predict on a machine with more memory"
 
 
-def frame_bytes(height, width, feature_shares, n_outputs, n_classes, probabilities):
-    """Upper estimate of the bytes predicting one ``height x width`` frame allocates.
+def frame_bytes(n_pixels, feature_shares, n_outputs, n_classes, probabilities):
+    """Upper estimate of the bytes predicting one frame (or volume) of ``n_pixels`` allocates.
 
     Parameters
     ----------
+    n_pixels : int
+        Pixels (voxels) of the frame.
     feature_shares : sequence of int
         Pixels per value of each used feature (1 at full resolution, 4, 16, ...).
     n_outputs : int
@@ -35,17 +37,18 @@ def frame_bytes(height, width, feature_shares, n_outputs, n_classes, probabiliti
 
     Examples
     --------
-    >>> frame_bytes(1000, 1000, [1, 4], n_outputs=1, n_classes=2, probabilities=False)
+    >>> frame_bytes(1000 * 1000, [1, 4], n_outputs=1, n_classes=2, probabilities=False)
     34000000
     """
     per_pixel = 8 + 8 * sum(1 / share for share in feature_shares) + 16 * n_outputs
     if probabilities:
         per_pixel += 4 * n_classes
-    return int(np.ceil(height * width * per_pixel))
+    return int(np.ceil(n_pixels * per_pixel))
 
 
 def check_frame_memory(needed, shape):
-    """MemoryError (one line) if ``needed`` bytes for a frame of ``shape`` are not available.
+    """MemoryError (one line) if ``needed`` bytes for a frame (or volume) of ``shape`` are not
+    available.
 
     Examples
     --------
@@ -57,7 +60,9 @@ def check_frame_memory(needed, shape):
     """
     available = available_memory()
     if needed > available:
-        raise MemoryError(f"a {shape[1]}x{shape[0]} frame needs about {_size(needed)} to "
+        what = (f"{shape[1]}x{shape[0]} frame" if len(shape) == 2
+                else "x".join(map(str, shape)) + " (z, y, x) volume")
+        raise MemoryError(f"a {what} needs about {_size(needed)} to "
                           f"predict, but only {_size(available)} of memory is available: "
                           f"{LARGE_FRAME_ADVICE}")
 

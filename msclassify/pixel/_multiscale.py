@@ -16,6 +16,11 @@ which is the share ``min(s_p, s_m)`` the core charges with ``share_mode="path"``
 So the pixel-weighted number of evaluations performed here equals the core's
 reported evaluation cost divided by ``split_cost``, exactly (tested).
 
+Volumes work the same way with a third axis: a level's block is ``bz x 2**L x
+2**L`` (`msclassify.features.VoxelGrid`), and a block splits into its four
+(1x2x2 step) or eight (2x2x2 step) children of the next finer level. An image is
+the volume of one plane whose blocks never pool z, so both run the same kernels.
+
 This module knows trees (`msclassify.cegb.Booster`) and level arrays, but not
 how features are computed: `msclassify.pixel` joins it to the feature bank.
 """
@@ -28,8 +33,8 @@ from numba import njit, prange
 from ..features import N_LEVELS
 from ._apply import label_dtype
 
-# Pending quarter-blocks of one tree walk: at most 3 per block split along the path.
-_STACK_SIZE = 3 * (N_LEVELS - 1) + 1
+# Pending child blocks of one tree walk: at most 7 per block split along the path.
+_STACK_SIZE = 7 * (N_LEVELS - 1) + 1
 
 
 class MultiscaleResult(NamedTuple):
@@ -40,9 +45,10 @@ class MultiscaleResult(NamedTuple):
     values : ndarray
         What ``output`` asked for: raw scores (float64, ``(H, W, K)``), class
         probabilities (float32, ``(H, W, n_classes)``) or the most probable class
-        (``classes`` values, ``(H, W)``). Raw scores equal per-pixel
-        ``Booster.predict_raw`` up to the order of floating-point summation.
-    cost_map : ndarray of float64, shape (H, W), or None
+        (``classes`` values, ``(H, W)``); a volume has ``Z`` in front. Raw scores
+        equal per-pixel ``Booster.predict_raw`` up to the order of floating-point
+        summation.
+    cost_map : ndarray of float64, shape (H, W) or (Z, H, W), or None
         Per-pixel evaluation cost: sum of ``split_cost / share`` over the nodes on
         the pixel's paths (None unless asked for).
     n_evaluations : int
@@ -60,163 +66,196 @@ class MultiscaleResult(NamedTuple):
 
 
 @njit(inline="always")
-def _walk_pixels(features, node_level, node_base, node_row, node_col, threshold, default_left,
-                 left, right, value, node_cost, start_node, k, n_outputs, y_start, y_stop,
-                 x_start, x_stop, acc_offset, acc_width, acc, cost, with_cost):
+def _walk_pixels(features, node_level, node_base, node_plane, node_row, node_col, threshold,
+                 default_left, left, right, value, node_cost, start_node, k, n_outputs,
+                 level_zshift, z_start, z_stop, y_start, y_stop, x_start, x_stop, acc_offset,
+                 acc_height, acc_width, acc, cost, with_cost):
     """Walk the subtree below ``start_node`` for every pixel of a block; return the evaluations."""
     n_eval = 0
-    for y in range(y_start, y_stop):
-        for x in range(x_start, x_stop):
-            node = start_node
-            while True:
-                feature_level = node_level[node]
-                if feature_level < 0:
-                    break
-                v = features[node_base[node] + (y >> feature_level) * node_row[node]
-                             + (x >> feature_level) * node_col[node]]
-                n_eval += 1
-                if with_cost:
-                    cost[acc_offset // n_outputs + y * acc_width + x] += node_cost[node]
-                go_left = v <= threshold[node] or (np.isnan(v) and default_left[node])
-                node = left[node] if go_left else right[node]
-            acc[acc_offset + (y * acc_width + x) * n_outputs + k] += value[node]
+    for z in range(z_start, z_stop):
+        for y in range(y_start, y_stop):
+            for x in range(x_start, x_stop):
+                node = start_node
+                while True:
+                    feature_level = node_level[node]
+                    if feature_level < 0:
+                        break
+                    v = features[node_base[node] + (z >> level_zshift[feature_level])
+                                 * node_plane[node] + (y >> feature_level) * node_row[node]
+                                 + (x >> feature_level) * node_col[node]]
+                    n_eval += 1
+                    if with_cost:
+                        cost[acc_offset // n_outputs + (z * acc_height + y) * acc_width
+                             + x] += node_cost[node]
+                    go_left = v <= threshold[node] or (np.isnan(v) and default_left[node])
+                    node = left[node] if go_left else right[node]
+                acc[acc_offset + ((z * acc_height + y) * acc_width + x) * n_outputs
+                    + k] += value[node]
     return n_eval
 
 
 @njit(cache=True, parallel=True)
-def _walk_blocks(features, node_level, node_base, node_row, node_col, threshold, default_left,
-                 left, right, value, node_cost, roots, tree_output, n_outputs, start_level,
-                 height, width, level_offset, level_width, acc, cost, with_cost, evaluations,
-                 pixel_evaluations):
+def _walk_blocks(features, node_level, node_base, node_plane, node_row, node_col, threshold,
+                 default_left, left, right, value, node_cost, roots, tree_output, n_outputs,
+                 start_level, depth, height, width, level_zshift, level_offset, level_height,
+                 level_width, acc, cost, with_cost, evaluations, pixel_evaluations):
     """Walk every tree over every start-level block, coarse to fine.
 
     All feature levels live in the flat ``features`` buffer; split node ``n`` reads
-    its feature at level-``node_level[n]`` position (r, c) from
-    ``features[node_base[n] + r * node_row[n] + c * node_col[n]]``, addresses that
-    depend on the node alone, so a node evaluation waits for one lookup, not two.
-    ``acc[level_offset[L] + (y * level_width[L] + x) * K + k]`` accumulates the
-    leaf values of output k reached by the level-L block (y, x); ``cost`` the node
-    costs, indexed the same way with K = 1. Work is split by rows of start-level
-    blocks, which own disjoint rows of every finer level, so writes never race.
-    Evaluations of blocks wholly inside the image are counted as integers, those
-    of blocks reaching into the padding by their fraction of image pixels.
+    its feature at level-``node_level[n]`` position (p, r, c) from
+    ``features[node_base[n] + p * node_plane[n] + r * node_row[n] + c * node_col[n]]``,
+    addresses that depend on the node alone, so a node evaluation waits for one
+    lookup, not two. A level-L block spans ``2**level_zshift[L]`` planes (an image
+    has one plane and shifts 0). ``acc[level_offset[L] + ((z * level_height[L] + y)
+    * level_width[L] + x) * K + k]`` accumulates the leaf values of output k reached
+    by the level-L block (z, y, x); ``cost`` the node costs, indexed the same way
+    with K = 1. Work is split by rows of start-level blocks, which own disjoint
+    rows of every finer level, so writes never race. Evaluations of blocks wholly
+    inside the image are counted as integers, those of blocks reaching into the
+    padding by their fraction of image pixels.
     """
+    start_zshift = level_zshift[start_level]
+    n_block_planes = (depth + (1 << start_zshift) - 1) >> start_zshift
     n_block_rows = (height + (1 << start_level) - 1) >> start_level
     n_block_cols = (width + (1 << start_level) - 1) >> start_level
-    for block_row in prange(n_block_rows):
+    for block_index in prange(n_block_planes * n_block_rows):
         stack_node = np.empty(_STACK_SIZE, dtype=np.int64)
         stack_level = np.empty(_STACK_SIZE, dtype=np.int64)
+        stack_z = np.empty(_STACK_SIZE, dtype=np.int64)
         stack_y = np.empty(_STACK_SIZE, dtype=np.int64)
         stack_x = np.empty(_STACK_SIZE, dtype=np.int64)
         n_inside = 0
         n_border = 0
         border_weight = 0.0
+        block_plane = block_index // n_block_rows
+        block_row = block_index - block_plane * n_block_rows
         for block_col in range(n_block_cols):
             for t in range(roots.shape[0]):
                 k = tree_output[t]
                 node = np.int64(roots[t])
                 level = np.int64(start_level)
+                z = np.int64(block_plane)
                 y = np.int64(block_row)
                 x = np.int64(block_col)
                 top = 0
                 while True:
                     feature_level = node_level[node]
+                    zshift = level_zshift[level]
                     if feature_level >= level:
                         # The feature is constant on this block: one evaluation serves it.
                         shift = feature_level - level
-                        v = features[node_base[node] + (y >> shift) * node_row[node]
+                        v = features[node_base[node]
+                                     + (z >> (level_zshift[feature_level] - zshift))
+                                     * node_plane[node] + (y >> shift) * node_row[node]
                                      + (x >> shift) * node_col[node]]
+                        back = (z + 1) << zshift
                         bottom = (y + 1) << level
                         right_edge = (x + 1) << level
-                        if bottom <= height and right_edge <= width:
+                        if back <= depth and bottom <= height and right_edge <= width:
                             n_inside += 1
                         else:
                             n_border += 1
-                            border_weight += ((min(height, bottom) - (y << level))
+                            border_weight += ((min(depth, back) - (z << zshift))
+                                              * (min(height, bottom) - (y << level))
                                               * (min(width, right_edge) - (x << level))
-                                              / (1 << (2 * level)))
+                                              / (1 << (2 * level + zshift)))
                         if with_cost:
-                            cost[level_offset[level] // n_outputs + y * level_width[level]
+                            cost[level_offset[level] // n_outputs
+                                 + (z * level_height[level] + y) * level_width[level]
                                  + x] += node_cost[node]
                         go_left = v <= threshold[node] or (np.isnan(v) and default_left[node])
                         node = left[node] if go_left else right[node]
                         continue
                     if feature_level < 0:
-                        acc[level_offset[level] + (y * level_width[level] + x) * n_outputs
+                        acc[level_offset[level] + ((z * level_height[level] + y)
+                                                   * level_width[level] + x) * n_outputs
                             + k] += value[node]
                     elif feature_level == 0:
                         # Nothing is finer than a pixel: finish the subtree pixel by pixel,
                         # without the block bookkeeping.
                         n_inside += _walk_pixels(
-                            features, node_level, node_base, node_row, node_col, threshold,
-                            default_left, left, right, value, node_cost,
-                            node, k, n_outputs, y << level, min(height, (y + 1) << level),
-                            x << level, min(width, (x + 1) << level), level_offset[0],
+                            features, node_level, node_base, node_plane, node_row, node_col,
+                            threshold, default_left, left, right, value, node_cost,
+                            node, k, n_outputs, level_zshift, z << zshift,
+                            min(depth, (z + 1) << zshift), y << level,
+                            min(height, (y + 1) << level), x << level,
+                            min(width, (x + 1) << level), level_offset[0], level_height[0],
                             level_width[0], acc, cost, with_cost)
                     else:
                         # A coarser feature than a pixel but finer than the block: continue on
-                        # the top-left quarter, queue the others that hold image pixels.
+                        # the first child block (4 in a 1x2x2 step, 8 in a 2x2x2 step), queue
+                        # the others that hold image pixels.
                         level -= 1
+                        z_factor = zshift - level_zshift[level]
+                        zshift = level_zshift[level]
+                        z <<= z_factor
                         y *= 2
                         x *= 2
-                        in_right = ((x + 1) << level) < width
-                        in_bottom = ((y + 1) << level) < height
-                        if in_right:
-                            stack_node[top] = node
-                            stack_level[top] = level
-                            stack_y[top] = y
-                            stack_x[top] = x + 1
-                            top += 1
-                        if in_bottom:
-                            stack_node[top] = node
-                            stack_level[top] = level
-                            stack_y[top] = y + 1
-                            stack_x[top] = x
-                            top += 1
-                            if in_right:
-                                stack_node[top] = node
-                                stack_level[top] = level
-                                stack_y[top] = y + 1
-                                stack_x[top] = x + 1
-                                top += 1
+                        for dz in range(1 << z_factor):
+                            if ((z + dz) << zshift) >= depth:
+                                break
+                            for dy in range(2):
+                                if ((y + dy) << level) >= height:
+                                    break
+                                for dx in range(2):
+                                    if ((x + dx) << level) >= width:
+                                        break
+                                    if dz + dy + dx == 0:
+                                        continue
+                                    stack_node[top] = node
+                                    stack_level[top] = level
+                                    stack_z[top] = z + dz
+                                    stack_y[top] = y + dy
+                                    stack_x[top] = x + dx
+                                    top += 1
                         continue
                     if top == 0:
                         break
                     top -= 1
                     node = stack_node[top]
                     level = stack_level[top]
+                    z = stack_z[top]
                     y = stack_y[top]
                     x = stack_x[top]
-        evaluations[block_row] = n_inside + n_border
-        pixel_evaluations[block_row] = n_inside + border_weight
+        evaluations[block_index] = n_inside + n_border
+        pixel_evaluations[block_index] = n_inside + border_weight
 
 
 @njit(inline="always")
-def _row_scores(acc, level_offset, level_width, levels_used, init, y, n_outputs, row):
-    """``row[x, k] = init[k] + sum over used levels L of acc_L[y >> L, x >> L, k]``."""
+def _row_scores(acc, level_offset, level_height, level_width, level_zshift, levels_used, init,
+                height, r, n_outputs, row):
+    """``row[x, k] = init[k] + sum over used levels L of acc_L[z >> zs_L, y >> L, x >> L, k]``
+    for row ``r = z * height + y`` of the output."""
+    z = r // height
+    y = r - z * height
     for x in range(row.shape[0]):
         for k in range(n_outputs):
             row[x, k] = init[k]
     for L in levels_used:
-        base = level_offset[L] + (y >> L) * level_width[L] * n_outputs
+        base = level_offset[L] + ((z >> level_zshift[L]) * level_height[L]
+                                  + (y >> L)) * level_width[L] * n_outputs
         for x in range(row.shape[0]):
             for k in range(n_outputs):
                 row[x, k] += acc[base + (x >> L) * n_outputs + k]
 
 
 @njit(cache=True, parallel=True)
-def _scores(acc, level_offset, level_width, levels_used, init, n_outputs, out):
-    """Raw scores ``out`` (H, W, K) from the per-level accumulators."""
-    for y in prange(out.shape[0]):
-        _row_scores(acc, level_offset, level_width, levels_used, init, y, n_outputs, out[y])
+def _scores(acc, level_offset, level_height, level_width, level_zshift, levels_used, init,
+            height, n_outputs, out):
+    """Raw scores ``out`` (Z * H, W, K) from the per-level accumulators."""
+    for r in prange(out.shape[0]):
+        _row_scores(acc, level_offset, level_height, level_width, level_zshift, levels_used,
+                    init, height, r, n_outputs, out[r])
 
 
 @njit(cache=True, parallel=True)
-def _probabilities(acc, level_offset, level_width, levels_used, init, n_outputs, out):
-    """Class probabilities ``out`` (H, W, C) float32: logistic for K = 1, else softmax."""
+def _probabilities(acc, level_offset, level_height, level_width, level_zshift, levels_used, init,
+                   height, n_outputs, out):
+    """Class probabilities ``out`` (Z * H, W, C) float32: logistic for K = 1, else softmax."""
     for y in prange(out.shape[0]):
         row = np.empty((out.shape[1], n_outputs))
-        _row_scores(acc, level_offset, level_width, levels_used, init, y, n_outputs, row)
+        _row_scores(acc, level_offset, level_height, level_width, level_zshift, levels_used,
+                    init, height, y, n_outputs, row)
         for x in range(out.shape[1]):
             if n_outputs == 1:
                 p = 1.0 / (1.0 + np.exp(-row[x, 0]))
@@ -235,11 +274,13 @@ def _probabilities(acc, level_offset, level_width, levels_used, init, n_outputs,
 
 
 @njit(cache=True, parallel=True)
-def _class_values(acc, level_offset, level_width, levels_used, init, n_outputs, classes, out):
-    """``out`` (H, W) = ``classes[most probable]``: raw > 0 for K = 1, else the first argmax."""
+def _class_values(acc, level_offset, level_height, level_width, level_zshift, levels_used, init,
+                  height, n_outputs, classes, out):
+    """``out`` (Z * H, W) = ``classes[most probable]``: raw > 0 for K = 1, else the first argmax."""
     for y in prange(out.shape[0]):
         row = np.empty((out.shape[1], n_outputs))
-        _row_scores(acc, level_offset, level_width, levels_used, init, y, n_outputs, row)
+        _row_scores(acc, level_offset, level_height, level_width, level_zshift, levels_used,
+                    init, height, y, n_outputs, row)
         for x in range(out.shape[1]):
             if n_outputs == 1:
                 out[y, x] = classes[1] if row[x, 0] > 0 else classes[0]
@@ -263,7 +304,24 @@ def _node_levels(booster, feature_level, feature_slot):
     return flat, node_level, node_slot
 
 
-def _check_inputs(booster, level_arrays, feature_level, feature_slot, shape):
+def _level_blocks(blocks, n_dims):
+    """Per-level blocks ``(bz, by, bx)``: an image's ``(1, 2**L, 2**L)``, or a volume's."""
+    if n_dims == 2:
+        if blocks is not None:
+            raise ValueError("blocks are for volumes; an image of shape (H, W) takes none")
+        return [(1, 2 ** L, 2 ** L) for L in range(N_LEVELS)]
+    if blocks is None:
+        raise ValueError("a volume (Z, H, W) needs the pyramid's blocks (VoxelGrid.blocks)")
+    blocks = [tuple(int(b) for b in block) for block in blocks]
+    if len(blocks) != N_LEVELS or any(len(b) != 3 or b[1:] != (2 ** L, 2 ** L)
+                                      or b[0] < 1 or b[0] & (b[0] - 1)
+                                      for L, b in enumerate(blocks)) \
+            or any(b[0] not in (a[0], 2 * a[0]) for a, b in zip(blocks, blocks[1:])):
+        raise ValueError(f"blocks must be {N_LEVELS} nested (bz, 2**L, 2**L) blocks, got {blocks}")
+    return blocks
+
+
+def _check_inputs(booster, level_arrays, feature_level, feature_slot, shape, blocks):
     feature_level = np.asarray(feature_level, dtype=np.int64)
     feature_slot = np.asarray(feature_slot, dtype=np.int64)
     if feature_level.shape != (booster.n_features,) or feature_slot.shape != feature_level.shape:
@@ -273,37 +331,45 @@ def _check_inputs(booster, level_arrays, feature_level, feature_slot, shape):
     if len(level_arrays) != N_LEVELS:
         raise ValueError(f"level_arrays must hold {N_LEVELS} arrays (levels 0..3), "
                          f"got {len(level_arrays)}")
-    height, width = (int(v) for v in shape)
-    padded = (-(-height // 8) * 8, -(-width // 8) * 8)
+    shape = tuple(int(v) for v in shape)
+    if len(shape) not in (2, 3):
+        raise ValueError(f"shape must be (H, W) of an image or (Z, H, W) of a volume, got {shape}")
+    blocks = _level_blocks(blocks, len(shape))
+    padded = tuple(-(-n // m) * m for n, m in zip(shape, blocks[-1][3 - len(shape):]))
     for level, array in enumerate(level_arrays):
-        expected = (padded[0] >> level, padded[1] >> level)
-        if array.ndim != 3 or array.shape[:2] != expected:
-            raise ValueError(f"level {level} array has shape {array.shape}; an image of shape "
-                             f"{(height, width)} needs {expected} x n_features on that level")
+        expected = tuple(n // b for n, b in zip(padded, blocks[level][3 - len(shape):]))
+        if array.ndim != len(shape) + 1 or array.shape[:-1] != expected:
+            raise ValueError(f"level {level} array has shape {array.shape}; an input of shape "
+                             f"{shape} needs {expected} x n_features on that level")
     used = booster.features_used()
     levels = feature_level[used]
     if np.any(levels < 0) or np.any(levels >= N_LEVELS):
         missing = used[(levels < 0) | (levels >= N_LEVELS)]
         raise ValueError(f"the model uses features {missing.tolist()} that have no level array")
-    if np.any(feature_slot[used] >= np.array([level_arrays[L].shape[2] for L in levels],
+    if np.any(feature_slot[used] >= np.array([level_arrays[L].shape[-1] for L in levels],
                                              dtype=np.int64)):
         raise ValueError("feature_slot points past the end of its level array")
-    if np.any(booster.feature_share[used] != 4.0 ** levels):
+    level_share = np.array([float(np.prod(b)) for b in blocks])
+    if np.any(booster.feature_share[used] != level_share[levels]):
         raise ValueError("the model's feature shares disagree with the feature levels "
-                         "(a level-L feature must have share 4**L)")
+                         f"(a level-L feature must have share {level_share.astype(int).tolist()}"
+                         "[L])")
     root_share = float(booster.feature_share.max()) if booster.n_features else 1.0
-    start_level = int(round(np.log(root_share) / np.log(4)))
-    if 4.0 ** start_level != root_share or not 0 <= start_level < N_LEVELS:
-        raise ValueError(f"the model's largest feature share {root_share} is not one of 1, 4, 16 "
-                         "or 64")
-    return feature_level, feature_slot, height, width, padded, start_level
+    if root_share not in level_share:
+        raise ValueError(f"the model's largest feature share {root_share:g} is not one of "
+                         f"{', '.join(f'{s:g}' for s in level_share)}")
+    start_level = int(np.flatnonzero(level_share == root_share)[0])
+    depth, height, width = (1,) * (3 - len(shape)) + shape
+    padded = (1,) * (3 - len(shape)) + padded
+    zshift = np.array([int(b[0]).bit_length() - 1 for b in blocks], dtype=np.int64)
+    return feature_level, feature_slot, (depth, height, width), padded, zshift, start_level
 
 
 _OUTPUTS = ("raw", "proba", "class")
 
 
 def predict_multiscale(booster, level_arrays, feature_level, feature_slot, shape, output="raw",
-                       classes=None, cost_map=False):
+                       classes=None, cost_map=False, blocks=None):
     """Predict every pixel, evaluating each tree on blocks, coarse to fine.
 
     Parameters
@@ -317,8 +383,9 @@ def predict_multiscale(booster, level_arrays, feature_level, feature_slot, shape
     feature_level, feature_slot : array_like of int, shape (booster.n_features,)
         Model feature ``m`` is ``level_arrays[feature_level[m]][:, :, feature_slot[m]]``;
         entries of features the model does not use are ignored.
-    shape : (int, int)
-        ``(H, W)`` of the image (the arrays cover its padded extent).
+    shape : (int, int) or (int, int, int)
+        ``(H, W)`` of the image (the arrays cover its padded extent), or ``(Z, H, W)``
+        of a volume, whose level arrays are ``(d_L, h_L, w_L, k_L)``.
     output : {"raw", "proba", "class"}, optional
         Raw scores, class probabilities (binary or softmax models) or the most
         probable class.
@@ -328,6 +395,9 @@ def predict_multiscale(booster, level_arrays, feature_level, feature_slot, shape
         output has their dtype.
     cost_map : bool, optional
         Also return the per-pixel evaluation cost.
+    blocks : sequence of 4 (bz, by, bx), optional
+        A volume's block per level (`msclassify.features.VoxelGrid.blocks`);
+        level-L features must have share ``bz * by * bx`` of their level.
 
     Returns
     -------
@@ -351,44 +421,51 @@ def predict_multiscale(booster, level_arrays, feature_level, feature_slot, shape
     if output != "raw" and booster.objective not in ("binary", "multiclass"):
         raise ValueError(f"output={output!r} needs a classification model, this one is "
                          f"{booster.objective!r}")
-    feature_level, feature_slot, height, width, padded, start_level = _check_inputs(
-        booster, level_arrays, feature_level, feature_slot, shape)
+    feature_level, feature_slot, (depth, height, width), padded, zshift, start_level = \
+        _check_inputs(booster, level_arrays, feature_level, feature_slot, shape, blocks)
     flat, node_level, node_slot = _node_levels(booster, feature_level, feature_slot)
     K = booster.n_outputs
     # Blocks only ever sit on the start level or on the level of a feature the model uses.
     levels_used = np.unique(np.concatenate([[start_level], feature_level[booster.features_used()]]))
     levels_used = levels_used[levels_used <= start_level].astype(np.int64)
-    level_width = np.array([padded[1] >> L for L in range(N_LEVELS)], dtype=np.int64)
-    sizes = np.array([(padded[0] >> L) * (padded[1] >> L) if L in levels_used else 0
-                      for L in range(N_LEVELS)], dtype=np.int64)
+    level_height = np.array([padded[1] >> L for L in range(N_LEVELS)], dtype=np.int64)
+    level_width = np.array([padded[2] >> L for L in range(N_LEVELS)], dtype=np.int64)
+    sizes = np.array([(padded[0] >> zshift[L]) * level_height[L] * level_width[L]
+                      if L in levels_used else 0 for L in range(N_LEVELS)], dtype=np.int64)
     level_offset = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64) * K
     acc = np.zeros(int(sizes.sum()) * K)
     cost = np.zeros(int(sizes.sum()) if cost_map else 0)
-    n_block_rows = (height + (1 << start_level) - 1) >> start_level
+    n_block_rows = (((depth + (1 << zshift[start_level]) - 1) >> zshift[start_level])
+                    * ((height + (1 << start_level) - 1) >> start_level))
     evaluations = np.zeros(n_block_rows, dtype=np.int64)
     pixel_evaluations = np.zeros(n_block_rows)
     features = np.concatenate([np.asarray(a, dtype=np.float32).ravel() for a in level_arrays])
     # Where each split node finds its feature in the flat buffer (0 for leaves).
     level_start = np.cumsum([0] + [a.size for a in level_arrays[:-1]]).astype(np.int64)
-    level_count = np.array([a.shape[2] for a in level_arrays], dtype=np.int64)
-    level_row = np.array([a.shape[1] for a in level_arrays], dtype=np.int64) * level_count
+    level_count = np.array([a.shape[-1] for a in level_arrays], dtype=np.int64)
+    level_row = np.array([a.shape[-2] for a in level_arrays], dtype=np.int64) * level_count
+    level_plane = np.array([a.shape[-3] for a in level_arrays], dtype=np.int64) * level_row
     split = node_level >= 0
-    node_base, node_row, node_col = (np.zeros(node_level.shape, dtype=np.int64) for _ in range(3))
+    node_base, node_plane, node_row, node_col = (np.zeros(node_level.shape, dtype=np.int64)
+                                                 for _ in range(4))
     node_base[split] = level_start[node_level[split]] + node_slot[split]
+    node_plane[split] = level_plane[node_level[split]]
     node_row[split] = level_row[node_level[split]]
     node_col[split] = level_count[node_level[split]]
-    _walk_blocks(features, node_level, node_base, node_row, node_col,
+    _walk_blocks(features, node_level, node_base, node_plane, node_row, node_col,
                  flat["threshold"], flat["default_left"], flat["left"], flat["right"],
                  flat["value"], flat["node_cost"], flat["roots"], flat["tree_output"], K,
-                 start_level, height, width, level_offset, level_width, acc, cost, cost_map,
-                 evaluations, pixel_evaluations)
-    finish = (acc, level_offset, level_width, levels_used, booster.init_score, K)
+                 start_level, depth, height, width, zshift, level_offset, level_height,
+                 level_width, acc, cost, cost_map, evaluations, pixel_evaluations)
+    finish = (acc, level_offset, level_height, level_width, zshift, levels_used,
+              booster.init_score, height, K)
+    shape = tuple(int(v) for v in shape)
     if output == "raw":
-        values = np.empty((height, width, K))
-        _scores(*finish, values)
+        values = np.empty(shape + (K,))
+        _scores(*finish, values.reshape(-1, width, K))
     elif output == "proba":
-        values = np.empty((height, width, max(K, 2)), dtype=np.float32)
-        _probabilities(*finish, values)
+        values = np.empty(shape + (max(K, 2),), dtype=np.float32)
+        _probabilities(*finish, values.reshape(-1, width, max(K, 2)))
     else:
         n_classes = max(K, 2)
         classes = np.arange(n_classes, dtype=label_dtype(n_classes - 1)) \
@@ -396,11 +473,12 @@ def predict_multiscale(booster, level_arrays, feature_level, feature_slot, shape
         if classes.shape != (n_classes,):
             raise ValueError(f"classes must hold one value per class ({n_classes}), got shape "
                              f"{classes.shape}")
-        values = np.empty((height, width), dtype=classes.dtype)
-        _class_values(*finish, classes, values)
+        values = np.empty(shape, dtype=classes.dtype)
+        _class_values(*finish, classes, values.reshape(-1, width))
     costs = None
     if cost_map:
-        costs = np.empty((height, width, 1))
-        _scores(cost, level_offset // K, level_width, levels_used, np.zeros(1), 1, costs)
-        costs = costs[:, :, 0]
+        costs = np.empty(shape + (1,))
+        _scores(cost, level_offset // K, level_height, level_width, zshift, levels_used,
+                np.zeros(1), height, 1, costs.reshape(-1, width, 1))
+        costs = costs[..., 0]
     return MultiscaleResult(values, costs, int(evaluations.sum()), float(pixel_evaluations.sum()))

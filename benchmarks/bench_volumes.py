@@ -1,0 +1,299 @@
+"""Volumes: accuracy and speed of 3D models on real stacks, and scaling with the voxel count.
+
+Run: ``python benchmarks/bench_volumes.py [--repeats 2] [--sets isbi2012_em stardist_3d]
+[--scaling 5 10 20 40]``. Writes benchmarks/results/volumes.json (``--quick``:
+volumes_quick.json) and prints one table per set and the scaling table.
+
+Sets (``benchmarks/_real_data.py``)
+-----------------------------------
+isbi2012_em
+    The 15 EM slices as a serial-section volume, 4 nm in x/y and 50 nm in z
+    (spacing (50, 4, 4)). Trained on the volume of slices 0-4 with
+    ``em_scribbles`` on each slice, tested on the volume of slices 5-14 (the test
+    volume is never seen in training, not even unlabelled). Metrics as in
+    bench_accuracy.py: membrane F1, pixel accuracy and SEG of the cells per slice
+    (4-connected interior).
+stardist_3d
+    ``stardist_wheel/img3d.tif`` (31x61x57) with ``nuclei_scribbles`` on slices
+    7, 15 and 23, treated as isotropic; 3D SEG of all 51 nuclei over the whole
+    volume (26-connected components of the nucleus class).
+
+Methods
+-------
+* ``ours 3D``: ``PixelClassifier(spacing=..., random_state=0)``, defaults otherwise;
+  ``ours 3D mu=0`` the same with ``cost_tradeoff=0`` (plain boosting on the 3D bank).
+* ``ours per-slice``: ``PixelClassifier(random_state=0)`` on the slices as 2D frames.
+* ``skimage 3D + RF``: ``multiscale_basic_features`` on the volume (3D, isotropic
+  sigma 1-16 in voxels: scikit-image has no spacing) + RandomForest(50, depth 10),
+  scikit-image's recipe in 3D.
+* ``skimage per-slice + RF``: the 2D recipe of bench_accuracy.py slice by slice.
+
+Timing: ``s/volume`` is the wall time of predicting the whole test volume,
+features included, after one warm-up call; methods interleaved, the order
+rotating per round; median over rounds. ``--scaling`` predicts EM volumes of
+512x512 slices (the 15 slices repeated, mirrored) with the 3D model, each size
+in a fresh process, and records time and the peak resident memory of the prediction
+(``VmHWM`` reset before it) next to the memory held before it (``--sets`` with no
+name: only the scaling run, into volumes_scaling.json).
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+from _common import REPO, cpu_model, print_table, write_results
+from _real_data import (INTERIOR, MEMBRANE, NUCLEUS, em_classes, em_scribbles, EM_DIR, EM_TEST,
+                        EM_TRAIN, _read_png, load_stardist_3d)
+
+from msclassify.metrics import label_instances, seg_score
+from msclassify.pixel import PixelClassifier
+
+EM_SPACING = (50.0, 4.0, 4.0)
+
+
+# --------------------------------------------------------------------------------- methods
+
+class Ours3D:
+    def __init__(self, spacing, **params):
+        self.spacing, self.params = spacing, params
+        self.name = "ours 3D" + "".join(f" mu={v:g}" for k, v in params.items()
+                                        if k == "cost_tradeoff")
+
+    def fit(self, volume, labels):
+        self.model = PixelClassifier(random_state=0, spacing=self.spacing,
+                                     **self.params).fit(volume, labels)
+
+    def predict(self, volume):
+        return self.model.predict(volume)
+
+    def describe(self, volume):
+        cost = self.model.prediction_cost(volume)
+        return {"node evals/voxel": cost.evaluation / self.model.split_cost / volume.size,
+                "feature ops/voxel": cost.features / volume.size,
+                "n features": len(self.model.features_used_),
+                "features used": list(self.model.features_used_),
+                "pyramid": self.model.bank_.grid.describe()}
+
+
+class OursPerSlice:
+    name = "ours per-slice"
+
+    def fit(self, volume, labels):
+        self.model = PixelClassifier(random_state=0).fit(volume, labels)
+
+    def predict(self, volume):
+        return np.stack([self.model.predict(plane) for plane in volume])
+
+    def describe(self, volume):
+        costs = [self.model.prediction_cost(plane) for plane in volume]
+        return {"node evals/voxel": sum(c.evaluation for c in costs) / self.model.split_cost
+                / volume.size,
+                "feature ops/voxel": sum(c.features for c in costs) / volume.size,
+                "n features": len(self.model.features_used_),
+                "features used": list(self.model.features_used_)}
+
+
+def _skimage_features(image):
+    from skimage.feature import multiscale_basic_features
+    return multiscale_basic_features(image, intensity=True, edges=False, texture=True,
+                                     sigma_min=1, sigma_max=16)
+
+
+class SkimageRF:
+    """scikit-image's trainable-segmentation recipe, in 3D or slice by slice."""
+
+    def __init__(self, per_slice):
+        self.per_slice = per_slice
+        self.name = "skimage per-slice + RF" if per_slice else "skimage 3D + RF"
+
+    def _features(self, volume):
+        if self.per_slice:
+            return np.stack([_skimage_features(plane) for plane in volume])
+        return _skimage_features(volume)
+
+    def fit(self, volume, labels):
+        from sklearn.ensemble import RandomForestClassifier
+        stack = self._features(volume)
+        self.model = RandomForestClassifier(n_estimators=50, max_depth=10, n_jobs=-1,
+                                            random_state=0)
+        self.model.fit(stack[labels > 0], labels[labels > 0])
+
+    def predict(self, volume):
+        stack = self._features(volume)
+        return self.model.predict(stack.reshape(-1, stack.shape[-1])).reshape(volume.shape)
+
+    def describe(self, volume):
+        return {"n features": int(self.model.n_features_in_)}
+
+
+# --------------------------------------------------------------------------------- sets
+
+def load_em_volume():
+    train = np.stack([_read_png(EM_DIR / f"image_{k}.png") for k in EM_TRAIN])
+    scribbles = np.stack([em_scribbles(em_classes(_read_png(EM_DIR / f"label_{k}.png")), seed=k)
+                          for k in EM_TRAIN])
+    test = np.stack([_read_png(EM_DIR / f"image_{k}.png") for k in EM_TEST])
+    truth = np.stack([em_classes(_read_png(EM_DIR / f"label_{k}.png")) for k in EM_TEST])
+    return {"train": train, "labels": scribbles, "test": test, "truth": truth,
+            "spacing": EM_SPACING}
+
+
+def em_scores(prediction, truth):
+    predicted_membrane, membrane = prediction == MEMBRANE, truth == MEMBRANE
+    tp = float((predicted_membrane & membrane).sum())
+    cells = label_instances(truth, foreground=INTERIOR, connectivity=1)
+    return {"membrane F1": 2 * tp / (predicted_membrane.sum() + membrane.sum()),
+            "pixel acc": float((prediction == truth).mean()),
+            "SEG": float(seg_score(cells, label_instances(prediction, foreground=INTERIOR,
+                                                          connectivity=1)))}
+
+
+def load_stardist():
+    data = load_stardist_3d()
+    return {"train": data["image"], "labels": data["scribbles"], "test": data["image"],
+            "truth": data["mask"], "spacing": data["spacing"], "slices": list(data["slices"])}
+
+
+def nuclei_scores(prediction, mask):
+    objects = label_instances(prediction, foreground=NUCLEUS, volume=True)
+    nucleus = prediction == NUCLEUS
+    return {"SEG": float(seg_score(mask, objects, volume=True)),
+            "nucleus IoU": float((nucleus & (mask > 0)).sum() / (nucleus | (mask > 0)).sum())}
+
+
+SETS = {"isbi2012_em": (load_em_volume, em_scores, ["SEG", "membrane F1", "pixel acc"]),
+        "stardist_3d": (load_stardist, nuclei_scores, ["SEG", "nucleus IoU"])}
+
+
+def run_set(name, data, repeats):
+    _, score, metrics = SETS[name]
+    methods = [Ours3D(data["spacing"]), Ours3D(data["spacing"], cost_tradeoff=0.0),
+               OursPerSlice(), SkimageRF(per_slice=False), SkimageRF(per_slice=True)]
+    rows = {}
+    for method in methods:
+        start = time.perf_counter()
+        method.fit(data["train"], data["labels"])
+        rows[method.name] = {"set": name, "method": method.name,
+                             "train s": time.perf_counter() - start}
+        print(f"[{name}] trained {method.name} in {rows[method.name]['train s']:.1f} s",
+              flush=True)
+    predictions, walls = {}, {m.name: [] for m in methods}
+    for method in methods:
+        predictions[method.name] = method.predict(data["test"])      # warm-up, and the result
+    for r in range(repeats):
+        for method in methods[r % len(methods):] + methods[:r % len(methods)]:
+            start = time.perf_counter()
+            labels = method.predict(data["test"])
+            walls[method.name].append(time.perf_counter() - start)
+            if not np.array_equal(labels, predictions[method.name]):
+                raise AssertionError(f"{method.name} predicted differently in round {r}")
+        print(f"[{name}] round {r + 1}/{repeats}: " + ", ".join(
+            f"{k} {v[-1]:.2f} s" for k, v in walls.items()), flush=True)
+    peer = walls["skimage 3D + RF"]
+    for method in methods:
+        row = rows[method.name]
+        row.update(score(predictions[method.name], data["truth"]))
+        row["s/volume"] = statistics.median(walls[method.name])
+        row["s/volume rounds"] = walls[method.name]
+        row["x faster than skimage 3D+RF"] = statistics.median(
+            p / w for p, w in zip(peer, walls[method.name]))
+        row.update(method.describe(data["test"]))
+    print_table(rows.values(), ["method", *metrics, "s/volume", "x faster than skimage 3D+RF",
+                                "node evals/voxel", "feature ops/voxel", "n features",
+                                "train s"])
+    return rows
+
+
+# --------------------------------------------------------------------------------- scaling
+
+def em_volume(n_slices, side=512):
+    """``n_slices`` EM slices (0..14, then back: mirrored), ``side`` x ``side`` (tiled)."""
+    cycle = list(range(15)) + list(range(14, 0, -1))
+    planes = [_read_png(EM_DIR / f"image_{cycle[i % len(cycle)]}.png") for i in range(n_slices)]
+    volume = np.stack(planes)
+    reps = -(-side // volume.shape[1])
+    return np.tile(volume, (1, reps, reps))[:, :side, :side]
+
+
+def scaling_worker(model_path, n_slices, side):
+    """One size in this process: predict once (warm), then time a second prediction."""
+    from msclassify import load_model
+    model = load_model(model_path)
+    volume = em_volume(n_slices, side)
+    model.predict(volume[:2])                                  # compile / warm caches
+    before = _rss_mib("VmRSS")
+    with open("/proc/self/clear_refs", "w") as file:           # peak RSS from here on
+        file.write("5")
+    start = time.perf_counter()
+    model.predict(volume)
+    wall = time.perf_counter() - start
+    peak = _rss_mib("VmHWM")
+    print(json.dumps({"slices": n_slices, "side": side, "voxels": int(volume.size),
+                      "volume MiB": volume.nbytes / 2 ** 20, "s": wall,
+                      "ns/voxel": 1e9 * wall / volume.size, "RSS before MiB": before,
+                      "peak RSS MiB": peak, "predict peak - before MiB": peak - before,
+                      "bytes/voxel": (peak - before) * 2 ** 20 / volume.size}))
+
+
+def _rss_mib(field):
+    """``VmRSS`` / ``VmHWM`` of this process in MiB (Linux; ru_maxrss would include the
+    parent's peak, which a child inherits)."""
+    for line in open("/proc/self/status"):
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError(f"no {field} in /proc/self/status")
+
+
+def run_scaling(sizes, side):
+    data = load_em_volume()
+    model = PixelClassifier(random_state=0, spacing=EM_SPACING).fit(data["train"], data["labels"])
+    rows = []
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "em3d.msc")
+        model.save(path)
+        for n in sizes:
+            out = subprocess.run([sys.executable, __file__, "--scaling-worker", path, str(n),
+                                  str(side)], capture_output=True, text=True, check=True,
+                                 cwd=REPO / "benchmarks")
+            rows.append(json.loads(out.stdout.strip().splitlines()[-1]))
+            print(f"[scaling] {rows[-1]}", flush=True)
+    print_table(rows, ["slices", "side", "voxels", "volume MiB", "s", "ns/voxel",
+                       "RSS before MiB", "peak RSS MiB", "bytes/voxel"])
+    return rows
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--sets", nargs="*", default=list(SETS), choices=list(SETS))
+    parser.add_argument("--scaling", nargs="*", type=int, default=[5, 10, 20, 40],
+                        help="slice counts of the scaling run (none: skip it)")
+    parser.add_argument("--side", type=int, default=512, help="slice side of the scaling run")
+    parser.add_argument("--quick", action="store_true", help="1 round, no scaling")
+    parser.add_argument("--scaling-worker", nargs=3, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.scaling_worker:
+        path, n, side = args.scaling_worker
+        scaling_worker(path, int(n), int(side))
+        return
+    results = {"cpu": cpu_model(), "load at start": os.getloadavg(), "sets": {}}
+    for name in args.sets:
+        results["sets"][name] = run_set(name, SETS[name][0](), 1 if args.quick else args.repeats)
+    if args.scaling and not args.quick:
+        results["scaling"] = run_scaling(args.scaling, args.side)
+    results["load at end"] = os.getloadavg()
+    name = "volumes_quick" if args.quick else "volumes" if args.sets else "volumes_scaling"
+    path = write_results(name, results)
+    print(f"CPU {results['cpu']}; load {results['load at start']} -> {results['load at end']}; "
+          f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
