@@ -41,17 +41,16 @@ from msclassify.pixel import FrameExport, PixelClassifier, label_dtype, load_pix
 
 from ._frame_labels import FrameLabels
 
-__all__ = ["CLASS_COLORS_KEY", "CLASS_NAMES_KEY", "COST_COLORMAP", "DEFAULT_CLASS_COLORS",
-           "ImageModel", "ClassifierSettings", "CostSummary",
-           "FramePrediction", "FrameStack", "LIVE_N_COST_SAMPLES", "LIVE_N_ESTIMATORS",
-           "LIVE_WITHOUT_TEACHER", "LabelHints", "LayerSpec", "LiveUpdateScheduler", "PREDICT",
-           "PROBABILITY_COLORMAP", "RETRAIN", "ResultRow", "ScribbledFrames", "Scribbles", "TRAIN",
-           "TrainedModel",
-           "UNCERTAINTY_COLORMAP", "apply_to_frames", "class_colors", "class_names", "cost_map_spec",
-           "cost_summary", "describe_feature", "describe_model", "eta_text", "export_frames",
-           "label_hints", "label_hints_spec", "load_classifier", "new_labels", "predict_frame",
-           "probability_spec", "segmentation_spec", "snapshot_scribbles", "uncertainty_spec",
-           "update_job"]
+__all__ = ["CLASS_COLORS_KEY", "CLASS_NAMES_KEY", "COST_COLORMAP", "ClassifierSettings",
+           "CostSummary", "DEFAULT_CLASS_COLORS", "FramePrediction", "FrameStack", "ImageModel",
+           "LIVE_N_COST_SAMPLES", "LIVE_N_ESTIMATORS", "LIVE_WITHOUT_TEACHER", "LabelHints",
+           "LayerSpec", "LiveUpdateScheduler", "PREDICT", "PROBABILITY_COLORMAP", "RETRAIN",
+           "ResultRow", "SEGMENTATION_OPACITY", "ScribbledFrames", "Scribbles", "TRAIN",
+           "TrainedModel", "UNCERTAINTY_COLORMAP", "apply_to_frames", "class_colors",
+           "class_names", "color_rgb", "cost_map_spec", "cost_summary", "describe_feature",
+           "describe_model", "eta_text", "export_frames", "label_hints", "label_hints_spec",
+           "load_classifier", "new_labels", "predict_frame", "probability_spec",
+           "segmentation_spec", "snapshot_scribbles", "uncertainty_spec", "update_job"]
 
 # Labels-layer metadata keys holding {label value: class name} and {label value: "#rrggbb"}.
 CLASS_NAMES_KEY = "msclassify_class_names"
@@ -389,6 +388,17 @@ def class_colors(metadata, values):
     default = DEFAULT_CLASS_COLORS
     return [str(colors.get(int(v), colors.get(str(int(v)), default[(int(v) - 1) % len(default)])))
             for v in values]
+
+
+def color_rgb(color):
+    """``"#rrggbb"`` as three floats 0-1.
+
+    Examples
+    --------
+    >>> color_rgb("#ff8000")
+    [1.0, 0.5019607843137255, 0.0]
+    """
+    return [int(color[i:i + 2], 16) / 255 for i in (1, 3, 5)]
 
 
 @dataclass
@@ -989,7 +999,7 @@ def probability_spec(image_name, stack, prediction, column, name, color=None, sc
     place, placement = _frame_placement(stack, prediction.frame_index, scale, translate)
     colormap = PROBABILITY_COLORMAP
     if color is not None:
-        rgb = [int(color[i:i + 2], 16) / 255 for i in (1, 3, 5)]
+        rgb = color_rgb(color)
         colormap = {"name": f"msclassify probability {color}",
                     "colors": [[*rgb, 0.0], [*rgb, 0.85]]}
     return LayerSpec(f"{image_name} P({name}) (0–1)", "image",
