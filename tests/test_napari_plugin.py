@@ -125,8 +125,9 @@ def test_train_show_segment_apply_save_export(make_napari_viewer, plugin, flies,
     assert started == [TRAIN]
     assert widget.classifier is not None, widget.status_label.text()
     # only the segmentation appears; the brush stays on the scribbles (item 1)
-    assert [layer.name for layer in viewer.layers] == ["flies", "fly masks (reference)",
-                                                       "flies segmentation", "scribbles"]
+    # right above its image, under the scribbles
+    assert [layer.name for layer in viewer.layers] == ["flies", "flies segmentation",
+                                                       "scribbles", "fly masks (reference)"]
     assert viewer.layers.selection.active is scribbles and scribbles.mode == "paint"
     segmentation = viewer.layers["flies segmentation"]
     assert segmentation.data.shape == (8, 1024, 1024)
@@ -157,7 +158,7 @@ def test_train_show_segment_apply_save_export(make_napari_viewer, plugin, flies,
         widget.show_checks[key].setChecked(True)
     run_job(qtbot, widget, lambda: widget.show_checks["hints"].setChecked(True))  # predicts
     for name in ("flies P(fly) (0–1)", "flies uncertainty (0 = sure)",
-                 "flies cost map (operations/pixel)", "flies where to label next"):
+                 "flies cost map (computation per pixel)", "flies where to label next"):
         layer = viewer.layers[name]
         assert layer.data.shape == (1, 1024, 1024) and layer.translate[0] == 5
         assert name.endswith("next") or layer.colorbar.visible
@@ -173,10 +174,10 @@ def test_train_show_segment_apply_save_export(make_napari_viewer, plugin, flies,
         assert all(uncertainty[hints == region].max() >= 0.25 for region in np.unique(hints)[1:])
     else:
         assert uncertainty.max() < 0.25 or "sure everywhere" in widget.status_label.text()
-    assert "operations/pixel" in widget.explain_label.text()
+    assert "decisions per pixel" in widget.explain_label.text()
     assert viewer.layers.selection.active is scribbles
     widget.show_checks["cost"].setChecked(False)
-    assert "flies cost map (operations/pixel)" not in viewer.layers
+    assert "flies cost map (computation per pixel)" not in viewer.layers
 
     screenshot = viewer.screenshot(canvas_only=False, flash=False)
     assert screenshot.ndim == 3 and screenshot.std() > 10
@@ -465,7 +466,7 @@ def test_rgb_image(make_napari_viewer, plugin, qtbot):
     assert segmentation.shape == (64, 80)
     np.testing.assert_array_equal(segmentation == FLY, rectangle)
     widget.show_checks["cost"].setChecked(True)
-    assert viewer.layers["rgb cost map (operations/pixel)"].data.shape == (64, 80)
+    assert viewer.layers["rgb cost map (computation per pixel)"].data.shape == (64, 80)
 
 
 def test_semi_supervised_checkbox_trains_a_grbb_model_from_few_scribbles(make_napari_viewer,
@@ -506,14 +507,18 @@ def test_clear_messages_instead_of_tracebacks(make_napari_viewer, plugin, qtbot,
     assert "at least two classes" in widget.status_label.text()
     widget.mu_edit.setText("-1")
     run_job(qtbot, widget, widget.train)
-    assert "μ must be" in widget.status_label.text()
+    assert "'Speed over accuracy' must be" in widget.status_label.text()
     with pytest.raises(ValueError, match="no model to save"):
         widget.save_model(tmp_path / "m.msc")
     with pytest.raises(ValueError, match="nothing to export"):
         widget.export(tmp_path / "out")
     (tmp_path / "junk.msc").write_bytes(b"not a model")
-    with pytest.raises(ValueError, match="corrupt"):
+    with pytest.raises(ValueError, match="junk.msc is another kind of file, not an msclassify"):
         widget.load_model(tmp_path / "junk.msc")
+    tifffile.imwrite(tmp_path / "frame.tif", np.zeros((8, 8), np.uint8))
+    widget._guarded(widget.load_model, tmp_path / "frame.tif")     # what "Load model…" calls
+    assert "frame.tif is a TIFF image, not an msclassify model file" in \
+        widget.status_label.text()
 
     # a deleted widget stops listening: painting, adding layers, moving sliders still work
     widget.live_check.setChecked(True)
