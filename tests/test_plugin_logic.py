@@ -33,7 +33,7 @@ from msclassify_napari._controller import (CLASS_COLORS_KEY, CLASS_NAMES_KEY,
                                            segmentation_spec, snapshot_scribbles,
                                            uncertainty_spec, update_job)
 from msclassify_napari._frame_labels import FrameLabels
-from msclassify_napari._reader import LazyFrames, get_reader, read_frames
+from msclassify_napari._reader import LazyFrames, activate, get_reader, read_frames
 from msclassify_napari._sample_data import sample_flies
 
 TABULAR = sample_data_path("tabular")
@@ -651,6 +651,7 @@ def test_tiff_stack_reads_lazily_frame_by_frame(tmp_path, monkeypatch):
     [(data, kwargs, layer_type)] = read_frames(str(path))
     assert layer_type == "image" and kwargs["name"] == "movie" and not kwargs["rgb"]
     assert isinstance(data, LazyFrames) and data.shape == (5, 16, 24) and data.ndim == 3
+    assert kwargs["contrast_limits"] == (0, 255)     # napari need not read frames to guess
     import msclassify.io as msio
     reads = []
     original = msio.FrameSource.read
@@ -668,6 +669,33 @@ def test_tiff_stack_reads_lazily_frame_by_frame(tmp_path, monkeypatch):
     assert data[3].flags.writeable is False             # cached frames are shared
     with pytest.raises(IndexError):
         data[..., 0]
+
+
+def test_deeper_stacks_take_contrast_limits_from_the_first_frame_only(tmp_path, monkeypatch):
+    frames = np.random.default_rng(1).integers(100, 4000, (4, 8, 8)).astype(np.uint16)
+    tifffile.imwrite(tmp_path / "deep.tif", frames)
+    import msclassify.io as msio
+    reads = []
+    original = msio.FrameSource.read
+    monkeypatch.setattr(msio.FrameSource, "read",
+                        lambda self, index: reads.append(index) or original(self, index))
+    [(_, kwargs, _)] = read_frames(str(tmp_path / "deep.tif"))
+    assert kwargs["contrast_limits"] == (frames[0].min(), frames[0].max()) and set(reads) == {0}
+
+
+def test_activate_makes_this_reader_napari_s_choice_for_videos_keeping_the_users():
+    class Plugins:
+        extension2reader = {"*.avi": "someone-else", "*.png": "other"}
+
+    class Settings:
+        plugins = Plugins()
+
+    settings = Settings()
+    activate(None, settings)
+    chosen = settings.plugins.extension2reader
+    assert chosen["*.mp4"] == chosen["*.webm"] == "msclassify"
+    assert chosen["*.avi"] == "someone-else" and chosen["*.png"] == "other"
+    assert "*.tif" not in chosen                     # TIFFs stay napari's to choose
 
 
 def test_grey_footage_stored_as_rgb_opens_grey_and_colour_stays_colour(tmp_path):
