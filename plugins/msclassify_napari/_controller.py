@@ -354,8 +354,9 @@ class ScribbledFrames:
             self._scanned = True
 
     def snapshot(self, labels, stack):
-        """`snapshot_scribbles` of the known frames (scanning first if never scanned)."""
-        if not stack.is_stack:
+        """`snapshot_scribbles` of the known frames (scanning first if never scanned; a
+        `FrameLabels` is always looked at whole: it knows its written frames)."""
+        if not stack.is_stack or isinstance(labels, FrameLabels):
             return snapshot_scribbles(labels, stack)
         if not self._scanned:
             self.rescan(labels)
@@ -660,6 +661,10 @@ def _share(part, whole):
     return "less than 1 %" if ratio < 0.01 else f"{ratio * 100:.0f} %"
 
 
+# Features named in the Result panel (the rest in its tooltip): keeps the panel short.
+_FEATURES_SHOWN = 3
+
+
 def describe_model(classifier, training=None, prediction=None, cost=None, origin=None):
     """The Result panel: what the model is and costs, in plain words, with the exact terms.
 
@@ -729,9 +734,13 @@ def describe_model(classifier, training=None, prediction=None, cost=None, origin
                      "sharing each; the mean of the cost map).")
     rows.append(ResultRow("Work", work, work_tip))
     n_channels = classifier.n_channels_
-    rows.append(ResultRow("Features", "; ".join(describe_feature(spec, n_channels)
-                                                for spec in used) or "none",
-                          "\n".join(f"{spec.id}: {spec.name}" for spec in used)))
+    words = [describe_feature(spec, n_channels) for spec in used]
+    shown = "; ".join(words[:_FEATURES_SHOWN]) or "none"
+    if len(words) > _FEATURES_SHOWN:
+        shown += f"; and {len(words) - _FEATURES_SHOWN} more (point here for all)"
+    rows.append(ResultRow("Features", shown,
+                          "\n".join(f"{text} ({spec.id}: {spec.name})"
+                                    for text, spec in zip(words, used))))
     return rows
 
 

@@ -584,6 +584,7 @@ class PixelClassifierWidget(QWidget):
                 layer.mode = "paint"
         self._follow_scribbles(layer)
         self._fill_class_table()
+        self._frame_status()
         if layer is not None and self.image_layer is not None:
             try:
                 self._ensure_segmentation_layer(self._stack())
