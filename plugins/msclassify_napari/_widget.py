@@ -316,11 +316,7 @@ class PixelClassifierWidget(QWidget):
         self.trees_spin.setValue(defaults.n_estimators)
         self.trees_spin.setToolTip(tips["n_estimators"])
         form.addRow("Trees", self.trees_spin)
-        self.more_button = QToolButton()
-        self.more_button.setText("More settings")
-        self.more_button.setCheckable(True)
-        self.more_button.setArrowType(Qt.RightArrow)
-        self.more_button.setToolButtonStyle(Qt.ToolButtonTextBesideIcon)
+        self.more_button = _section_button("More settings")
         form.addRow(self.more_button)
         self.advanced = QWidget()
         advanced = QFormLayout(self.advanced)
@@ -365,7 +361,8 @@ class PixelClassifierWidget(QWidget):
         self.train_progress.setMaximumHeight(6)
         form.addRow(self.train_progress)
 
-        self.more_button.toggled.connect(self._show_advanced)
+        self.more_button.toggled.connect(
+            lambda shown: _show_section(self.more_button, self.advanced, shown))
         self.train_button.clicked.connect(self.train)
         self.cancel_button.clicked.connect(self.cancel)
         self.live_check.toggled.connect(self.set_live_update)
@@ -384,11 +381,23 @@ class PixelClassifierWidget(QWidget):
         self.status_label.setWordWrap(True)
         form.addRow(self.status_label)
         self.result_labels = {}
+        # the model in one line; how fast and what it computes behind "Details" (keeps Save,
+        # Load and Export in view on a 1000 px high window)
+        self.details_button = _section_button("Details: speed, work, features")
+        self.details = QWidget()
+        details = QFormLayout(self.details)
+        details.setContentsMargins(0, 0, 0, 0)
         for name in ("Model", "Speed", "Work", "Features"):
             label = QLabel("–")
             label.setWordWrap(True)
-            form.addRow(name, label)
+            (form if name == "Model" else details).addRow(name, label)
+            if name == "Model":
+                form.addRow(self.details_button)
             self.result_labels[name] = label
+        self.details.setVisible(False)
+        form.addRow(self.details)
+        self.details_button.toggled.connect(
+            lambda shown: _show_section(self.details_button, self.details, shown))
         row = QHBoxLayout()
         self.show_checks = {}
         for key, (text, tip) in SHOW.items():
@@ -451,10 +460,6 @@ class PixelClassifierWidget(QWidget):
         self.load_button.clicked.connect(self._ask_load_model)
         self.export_button.clicked.connect(self._ask_export)
         return box
-
-    def _show_advanced(self, shown):
-        self.advanced.setVisible(shown)
-        self.more_button.setArrowType(Qt.DownArrow if shown else Qt.RightArrow)
 
     def _connect_viewer(self):
         # napari drops these connections itself once the widget is deleted
@@ -586,10 +591,18 @@ class PixelClassifierWidget(QWidget):
         self._fill_class_table()
         self._frame_status()
         if layer is not None and self.image_layer is not None:
-            try:
-                self._ensure_segmentation_layer(self._stack())
-            except ValueError:
-                pass                     # an image the classifier cannot take: said on Train
+            # the segmentation layer comes with the scribbles, so no job waits for napari to
+            # build a layer; in the next turn of the event loop, so the window draws the
+            # scribble layer in between (adding a Labels layer takes 0.1-0.4 s of napari's)
+            QTimer.singleShot(0, self._add_segmentation_layer)
+
+    def _add_segmentation_layer(self):
+        if self.scribble_layer is None or self.image_layer is None:
+            return
+        try:
+            self._ensure_segmentation_layer(self._stack())
+        except ValueError:
+            pass                         # an image the classifier cannot take: said on Train
 
     def _follow_scribbles(self, layer):
         if layer is self._scribble_layer:
@@ -1368,6 +1381,21 @@ def set_progress(bar, value, maximum=None, text_format=None):
         bar.setValue(value)
     finally:
         bar.setUpdatesEnabled(True)      # schedules one update
+
+
+def _section_button(text):
+    """A checkable arrow button that shows / hides a section (see `_show_section`)."""
+    button = QToolButton()
+    button.setText(text)
+    button.setCheckable(True)
+    button.setArrowType(Qt.RightArrow)
+    button.setToolButtonStyle(Qt.ToolButtonTextBesideIcon)
+    return button
+
+
+def _show_section(button, section, shown):
+    section.setVisible(shown)
+    button.setArrowType(Qt.DownArrow if shown else Qt.RightArrow)
 
 
 def _show_colorbar(layer):
