@@ -537,7 +537,7 @@ def test_second_image_with_four_classes_shows_its_own_result_on_top(make_napari_
         == names.index("photo scribbles") - 1
     assert names.index("flies") + 1 == names.index("flies segmentation")
     # and it is visible: the canvas changes where it is drawn
-    viewer.camera.center, viewer.camera.zoom = (48, 64), 5       # the photo fills the canvas
+    viewer.scene.camera.center, viewer.scene.camera.zoom = (48, 64), 5       # the photo fills the canvas
     shown = viewer.screenshot(canvas_only=True, flash=False)
     segmentation.visible = False
     hidden = viewer.screenshot(canvas_only=True, flash=False)

@@ -565,6 +565,7 @@ class PixelClassifierWidget(QWidget):
             self.cancel_batch()
         self._last_frame = None
         self._update_frame_range()
+        set_progress(self.apply_progress, 0, 1, "")     # the last run was another image's
         self.scribble_combo.blockSignals(True)
         self._choose_scribbles_for_image()
         self.scribble_combo.blockSignals(False)
@@ -1315,7 +1316,7 @@ class PixelClassifierWidget(QWidget):
 
     def _ask_export(self):
         dialog = self.export_dialog()
-        if dialog is None or dialog.exec_() != QDialog.Accepted:
+        if dialog is None or not dialog.exec():          # 1 = accepted (Qt5 and Qt6)
             return
         export, frames, file_format = dialog.request()
         name = f"{self.image_layer.name}_{export.kind}"
