@@ -200,6 +200,7 @@ def test_train_show_segment_apply_save_export(make_napari_viewer, plugin, flies,
     assert widget.predicted_frames == {1, 2, 3, 5, 6}
     assert widget.apply_progress.value() == widget.apply_progress.maximum() == 3
     assert "done in" in widget.apply_progress.text()
+    assert widget.status_label.text().startswith("Segmenting frames 1–3: done in")
     assert not segmentation.data[[0, 4, 7]].any()
     assert seg_of(segmentation.data[1:4], masks[1:4]) > MIN_SEG
 
@@ -214,6 +215,16 @@ def test_train_show_segment_apply_save_export(make_napari_viewer, plugin, flies,
         widget.export(tmp_path / "masks", export, [2, 3, 4], file_format)
     written = read_tiffs(tmp_path / "masks")
     assert written.dtype == np.uint8 and set(np.unique(written)) == {0, 255}
+    # beside it, the classes with the colours of the scribbles and the result
+    legend = (tmp_path / "masks_classes.csv").read_text().splitlines()
+    background_colour, fly_colour = (widget.class_table.item(row, 0).background().color().name()
+                                     for row in (0, 1))
+    assert legend == ["value,name,color", f"1,background,{background_colour}",
+                      f"2,fly,{fly_colour}"]
+    np.testing.assert_allclose(segmentation.colormap.map(np.array([FLY]))[0, :3],
+                               [int(fly_colour[i:i + 2], 16) / 255 for i in (1, 3, 5)],
+                               atol=1e-6)
+    assert "masks_classes.csv" in widget.status_label.text()
     np.testing.assert_array_equal(written[:2], (segmentation.data[2:4] == FLY) * 255)
     np.testing.assert_array_equal(written[2], (widget.classifier.predict(frames[4]) == FLY) * 255)
 
@@ -552,6 +563,16 @@ def test_second_image_with_four_classes_shows_its_own_result_on_top(make_napari_
     np.testing.assert_allclose(result_colours[1:, :3], scribble_colours[1:, :3])
     assert result_colours[0, 3] == 0 and segmentation.opacity < layer.opacity == 1
     assert widget.class_table.item(1, 0).background().color().name() == "#00ff00"
+
+    # ticking Live update after Train says that the quick model replaces Train's
+    from napari.utils.notifications import notification_manager
+    said = []
+    notification_manager.notification_ready.connect(lambda n: said.append(n.message))
+    run_job(qtbot, widget, lambda: widget.live_check.setChecked(True))
+    assert any("replaces the 10-tree model from Train" in message for message in said), said
+    assert widget.last_model.live and "quick live-update model" in \
+        widget.result_labels["Model"].text()
+    widget.live_check.setChecked(False)
 
     # one probability layer, of the class picked, in that class's colour, with its name
     assert widget.probability_class_combo.currentText() == "larva"

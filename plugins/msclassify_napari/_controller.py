@@ -46,11 +46,12 @@ __all__ = ["CLASS_COLORS_KEY", "CLASS_NAMES_KEY", "COST_COLORMAP", "ClassifierSe
            "LIVE_N_COST_SAMPLES", "LIVE_N_ESTIMATORS", "LIVE_WITHOUT_TEACHER", "LabelHints",
            "LayerSpec", "LiveUpdateScheduler", "PREDICT", "PROBABILITY_COLORMAP", "RETRAIN",
            "ResultRow", "SEGMENTATION_OPACITY", "ScribbledFrames", "Scribbles", "TRAIN",
-           "TrainedModel", "UNCERTAINTY_COLORMAP", "apply_to_frames", "class_colors",
+           "TrainedModel", "UNCERTAINTY_COLORMAP", "apply_to_frames", "class_colors", "class_legend_path",
            "class_names", "color_rgb", "cost_map_spec", "cost_summary", "describe_feature",
            "describe_model", "eta_text", "export_frames", "label_hints", "label_hints_spec",
            "load_classifier", "new_labels", "predict_frame", "probability_spec",
-           "segmentation_spec", "snapshot_scribbles", "uncertainty_spec", "update_job"]
+           "segmentation_spec", "snapshot_scribbles", "uncertainty_spec", "update_job",
+           "write_class_legend"]
 
 # Labels-layer metadata keys holding {label value: class name} and {label value: "#rrggbb"}.
 CLASS_NAMES_KEY = "msclassify_class_names"
@@ -819,6 +820,47 @@ def export_frames(classifier, stack, frame_indices, path, export, file_format="t
                 probabilities = None
             writer.write(position, labels, probabilities)
             yield index
+
+
+def class_legend_path(path):
+    """Where `write_class_legend` puts the legend of an export at ``path``: beside it.
+
+    Examples
+    --------
+    >>> class_legend_path("out/flies_mask").name, class_legend_path("out/flies.tif").name
+    ('flies_mask_classes.csv', 'flies_classes.csv')
+    """
+    path = Path(path)
+    stem = path.stem if path.suffix.lower() in (".tif", ".tiff") else path.name
+    return path.with_name(f"{stem}_classes.csv")
+
+
+def write_class_legend(path, values, names, colors):
+    """Write the classes of an export, ``value,name,color`` per line (``"#rrggbb"``: the
+    colours of the scribbles and the result), atomically, to `class_legend_path`.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> legend = write_class_legend(os.path.join(tempfile.mkdtemp(), "masks"), [1, 2],
+    ...                             ["background", "fly, adult"], ["#4c8dff", "#1fd655"])
+    >>> print(legend.read_text().strip())
+    value,name,color
+    1,background,#4c8dff
+    2,"fly, adult",#1fd655
+    """
+    import csv
+    import io
+    import os
+    text = io.StringIO()
+    writer = csv.writer(text, lineterminator="\n")
+    writer.writerow(["value", "name", "color"])
+    writer.writerows(zip((int(v) for v in values), names, colors))
+    legend = class_legend_path(path)
+    partial = legend.with_name(legend.name + ".partial")
+    partial.write_text(text.getvalue(), encoding="utf-8")
+    os.replace(partial, legend)
+    return legend
 
 
 def load_classifier(path, stack=None):

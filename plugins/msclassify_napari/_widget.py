@@ -26,6 +26,7 @@ import pandas as pd
 from napari.layers import Image, Labels
 from napari.qt.threading import create_worker
 from napari.utils import cancelable_progress
+from napari.utils.notifications import show_info
 from napari.utils.colormaps import CyclicLabelColormap
 from qtpy.QtCore import QSize, Qt, QTimer, Signal
 from qtpy.QtGui import QColor, QDoubleValidator, QKeySequence
@@ -45,7 +46,7 @@ from ._controller import (CLASS_COLORS_KEY, CLASS_NAMES_KEY, PREDICT, RETRAIN, T
                           TrainedModel, apply_to_frames, class_colors, class_names, color_rgb,
                           cost_map_spec, describe_model, eta_text, export_frames,
                           label_hints_spec, load_classifier, new_labels, probability_spec,
-                          segmentation_spec, uncertainty_spec, update_job)
+                          segmentation_spec, uncertainty_spec, update_job, write_class_legend)
 from ._notify import USER_ERRORS, notify_error
 
 __all__ = ["ExportDialog", "PixelClassifierWidget", "set_progress"]
@@ -876,10 +877,11 @@ class PixelClassifierWidget(QWidget):
             model = self.last_model
             if model is not None and not model.live:
                 live_trees = self.settings().for_live_update().n_estimators
-                self.status_label.setText(
-                    f"Live update: each stroke now trains a quick {live_trees}-tree model, "
-                    f"which replaces the {model.classifier.n_estimators}-tree model from Train "
-                    "(for saving and exporting too); press Train again for the full model.")
+                # a notification stays on screen while the status line moves on
+                show_info(f"Live update: each stroke now trains a quick {live_trees}-tree "
+                          f"model, which replaces the {model.classifier.n_estimators}-tree "
+                          "model from Train (for saving and exporting too); press Train again "
+                          "for the full model.")
             self.scheduler.request(RETRAIN)
         else:
             self.scheduler.cancel_pending()
@@ -1290,8 +1292,17 @@ class PixelClassifierWidget(QWidget):
         worker = create_worker(export_frames, self.classifier, stack, frames, path, export,
                                file_format, segmented, _ignore_errors=True)
         worker.yielded.connect(lambda _: self._batch_step())
-        worker.returned.connect(lambda _: self.status_label.setText(
-            f"Exported {len(frames)} frames to {path}"))
+        layer = self.scribble_layer
+        metadata = layer.metadata if layer is not None else {}
+        legend = (self.classifier.classes_, self._class_names_of_model(),
+                  class_colors(metadata, self.classifier.classes_))
+
+        def exported(_):
+            written = write_class_legend(path, *legend)
+            self.status_label.setText(f"Exported {len(frames)} frames to {path} (classes, "
+                                      f"names and colours in {written.name})")
+
+        worker.returned.connect(exported)
         return self._run_batch(worker, len(frames), f"Exporting frames {frames[0]}–{frames[-1]}")
 
     def _ask_save_model(self):
