@@ -40,6 +40,7 @@ main thread only; workers are not profiled).
 """
 
 import argparse
+import json
 import os
 import statistics
 import sys
@@ -49,7 +50,7 @@ from pathlib import Path
 
 import numpy as np
 
-from _common import REPO, command_line, cpu_model, print_table, write_results
+from _common import REPO, RESULTS, command_line, cpu_model, print_table, write_results
 
 sys.path.insert(0, str(REPO / "plugins"))
 
@@ -353,7 +354,8 @@ def multiclass_session(app, viewer, widget, monitor, paints, repeats, screenshot
     widget.image_combo.setCurrentText("larvae")
     row = measure_action(app, widget, monitor, paints, widget.new_scribble_layer,
                          viewer.layers.events.inserted)
-    rows.append({"action": "4 classes: New scribbles", **row})
+    rows.append({"action": "4 classes: New scribbles", **row,
+                 "slowdown": cpu_slowdown_now(), "load": os.getloadavg()[0]})
     layer = widget.scribble_layer
     for _ in range(2):
         widget.add_class_button.click()
@@ -584,6 +586,8 @@ def main():
     monitor.stop()
     rows.append(dock)
 
+    with open(RESULTS / "napari_rows.partial.json", "w") as fh:    # in case the summary fails
+        json.dump(rows + live + video + painting, fh, default=str)
     summary = []
     for action in dict.fromkeys(row["action"] for row in rows + live + video):
         chosen = [row for row in rows + live + video if row["action"] == action]
