@@ -50,7 +50,7 @@ from pathlib import Path
 
 import numpy as np
 
-from _common import REPO, RESULTS, command_line, cpu_model, print_table, write_results
+from _common import REPO, command_line, cpu_model, print_table, write_results
 
 sys.path.insert(0, str(REPO / "plugins"))
 
@@ -586,7 +586,7 @@ def main():
     monitor.stop()
     rows.append(dock)
 
-    with open(RESULTS / "napari_rows.partial.json", "w") as fh:    # in case the summary fails
+    with open(Path(tempfile.gettempdir()) / "napari_rows.json", "w") as fh:   # if the summary fails
         json.dump(rows + live + video + painting, fh, default=str)
     summary = []
     for action in dict.fromkeys(row["action"] for row in rows + live + video):
