@@ -1,7 +1,9 @@
 """The napari pixel classifier as a user meets it, on real fly frames: stroke -> repainted, stalls.
 
 Run (needs a display; Xvfb is enough):
-``xvfb-run -a python benchmarks/bench_napari.py [--repeats N] [--profile] [--screenshot PNG]``.
+``xvfb-run -a python benchmarks/bench_napari.py [--repeats N] [--profile] [--screenshot PNG]
+[--multiclass-screenshot PNG] [--skip-video]`` (``QT_API=pyqt6`` picks Qt 6 when several
+bindings are installed).
 Writes benchmarks/results/napari.json and prints two tables (actions; stages of a live update).
 
 The data are the 10 training frames of fly_masks_dev (1024x1024, decoded from
@@ -26,6 +28,15 @@ the widget docked; everything below goes through Qt's event loop:
   all 10 frames and exports them (0/255 masks of the fly class to TIFFs), and
   during each live update above (there it includes napari drawing the stroke
   itself). Target: <= 0.1 s.
+* **painting**: GUI time per mouse move (move event -> end of the canvas paint that shows
+  it) on a plain Labels layer, on a plain Labels layer with the widget's result under it, and on
+  the widget's scribble layer; interleaved, the order rotating (`measure_painting`).
+* **a second image, 4 classes**: the top-left 512 x 384 of fly_larvae_dev/img_1.png added over
+  the fly stack, chosen in the widget: New, 4 classes, Train, live strokes; checks that its
+  result is drawn right above it (`multiclass_session`).
+* **a long movie**: fly_sleap/clip.mp4 (1500 frames of 1024²) opened with the plugin's reader,
+  New scribbles for it, frame changes far along it, against napari's own add of an in-memory
+  image and of a Labels layer of the same shape (`video_session`; ``--skip-video``).
 * **bare canvas repaint (floor)**: the stall of one repaint of the canvas with
   nothing else to do, measured between the actions. Any update the user can see
   costs at least this much of the GUI thread: under Xvfb, Qt composes the
