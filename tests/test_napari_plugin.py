@@ -101,6 +101,24 @@ def test_sample_data_and_reader_in_the_viewer(make_napari_viewer, plugin, tmp_pa
     np.testing.assert_array_equal(np.asarray(layer.data[2]), frames[2])
 
 
+def test_videos_open_with_this_reader_without_asking_once_the_plugin_was_used(
+        make_napari_viewer, plugin, shared_data):
+    """Item 7 of issue 25: napari's built-in reader claims videos too (and would decode every
+    frame); opening an .mp4 asked which reader to use."""
+    from napari.settings import get_settings
+    video = str(shared_data("fly_sleap/clip.mp4"))
+    viewer = make_napari_viewer()
+    plugin.deactivate("msclassify")        # a fresh session: the plugin not used yet
+    assert "*.mp4" not in get_settings().plugins.extension2reader
+    viewer.window.add_plugin_dock_widget("msclassify", "Pixel classifier")   # first use
+    assert get_settings().plugins.extension2reader["*.mp4"] == "msclassify"
+    # what File > Open does (plugin=None: the preference, else a dialog when several readers
+    # claim the file; viewer.open's default, plugin="napari", would force napari's own reader)
+    [layer] = viewer.open(video, plugin=None)
+    assert isinstance(layer.data, LazyFrames) and layer.data.shape[0] > 1000
+    assert tuple(layer.contrast_limits) == (0, 255)
+
+
 # -- pixel classifier ----------------------------------------------------------------------------
 
 def read_tiffs(folder):
