@@ -46,6 +46,7 @@ from ._atomic import write_atomically
 from ._errors import FrameReadError, FrameReadWarning, FrameWriteError
 from ._frames import (IMAGE_EXTENSIONS, TIFF_EXTENSIONS, VIDEO_EXTENSIONS, FrameSource,
                       natural_sort_key)
+from ._manifest import check_not_an_input
 from ._open import open_frames, open_writer, read_label_stack
 from ._training import match_frames, read_training_frames
 from ._writers import BaseWriter, FrameWriter, TiffFolderWriter, TiffStackWriter
@@ -53,6 +54,6 @@ from ._zarr import ZarrWriter
 
 __all__ = ["IMAGE_EXTENSIONS", "TIFF_EXTENSIONS", "VIDEO_EXTENSIONS", "BaseWriter",
            "FrameReadError", "FrameReadWarning", "FrameSource", "FrameWriteError", "FrameWriter",
-           "TiffFolderWriter", "TiffStackWriter", "ZarrWriter", "match_frames",
-           "natural_sort_key", "open_frames", "open_writer", "read_label_stack",
+           "TiffFolderWriter", "TiffStackWriter", "ZarrWriter", "check_not_an_input",
+           "match_frames", "natural_sort_key", "open_frames", "open_writer", "read_label_stack",
            "read_training_frames", "write_atomically"]
