@@ -22,7 +22,7 @@ from qtpy.QtGui import QMouseEvent
 from qtpy.QtWidgets import QApplication
 
 __all__ = ["CanvasPaints", "EventLoopMonitor", "bare_repaint_stall", "canvas_position",
-           "canvas_widget", "cpu_slowdown", "stroke", "wait_until"]
+           "canvas_widget", "cpu_slowdown", "move", "press", "release", "stroke", "wait_until"]
 
 TICK_MS = 10
 
@@ -92,6 +92,20 @@ def _send(widget, kind, position, buttons):
     QApplication.sendEvent(widget, event)
 
 
+def press(widget, position):
+    """Left button pressed at canvas pixel ``position`` (a QPoint)."""
+    _send(widget, QEvent.MouseButtonPress, position, Qt.LeftButton)
+
+
+def move(widget, position):
+    """The mouse moved to ``position`` with the left button held."""
+    _send(widget, QEvent.MouseMove, position, Qt.LeftButton)
+
+
+def release(widget, position):
+    _send(widget, QEvent.MouseButtonRelease, position, Qt.NoButton)
+
+
 def stroke(viewer, points):
     """A left-button drag through data points ``[(y, x), ...]``: press, moves, release.
 
@@ -101,13 +115,13 @@ def stroke(viewer, points):
     app = QApplication.instance()
     widget = canvas_widget(viewer)
     positions = [canvas_position(viewer, point) for point in points]
-    _send(widget, QEvent.MouseButtonPress, positions[0], Qt.LeftButton)
+    press(widget, positions[0])
     for position in positions[1:]:
         app.processEvents()                      # a hand moves between events
-        _send(widget, QEvent.MouseMove, position, Qt.LeftButton)
+        move(widget, position)
     app.processEvents()
     released = time.perf_counter()
-    _send(widget, QEvent.MouseButtonRelease, positions[-1], Qt.NoButton)
+    release(widget, positions[-1])
     return released
 
 

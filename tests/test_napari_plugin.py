@@ -23,7 +23,7 @@ from msclassify import load_model
 from msclassify.datasets import load_sample_flies, sample_data_path
 from msclassify.metrics import label_instances, seg_score
 from msclassify.pixel import FrameExport
-from msclassify_napari._controller import PREDICT, RETRAIN, TRAIN
+from msclassify_napari._controller import CLASS_NAMES_KEY, PREDICT, RETRAIN, TRAIN
 from msclassify_napari._reader import LazyFrames
 from msclassify_napari._tabular_widget import TabularWidget
 from msclassify_napari._widget import PixelClassifierWidget
@@ -101,6 +101,24 @@ def test_sample_data_and_reader_in_the_viewer(make_napari_viewer, plugin, tmp_pa
     np.testing.assert_array_equal(np.asarray(layer.data[2]), frames[2])
 
 
+def test_videos_open_with_this_reader_without_asking_once_the_plugin_was_used(
+        make_napari_viewer, plugin, shared_data):
+    """Item 7 of issue 25: napari's built-in reader claims videos too (and would decode every
+    frame); opening an .mp4 asked which reader to use."""
+    from napari.settings import get_settings
+    video = str(shared_data("fly_sleap/clip.mp4"))
+    viewer = make_napari_viewer()
+    plugin.deactivate("msclassify")        # a fresh session: the plugin not used yet
+    assert "*.mp4" not in get_settings().plugins.extension2reader
+    viewer.window.add_plugin_dock_widget("msclassify", "Pixel classifier")   # first use
+    assert get_settings().plugins.extension2reader["*.mp4"] == "msclassify"
+    # what File > Open does (plugin=None: the preference, else a dialog when several readers
+    # claim the file; viewer.open's default, plugin="napari", would force napari's own reader)
+    [layer] = viewer.open(video, plugin=None)
+    assert isinstance(layer.data, LazyFrames) and layer.data.shape[0] > 1000
+    assert tuple(layer.contrast_limits) == (0, 255)
+
+
 # -- pixel classifier ----------------------------------------------------------------------------
 
 def read_tiffs(folder):
@@ -125,8 +143,9 @@ def test_train_show_segment_apply_save_export(make_napari_viewer, plugin, flies,
     assert started == [TRAIN]
     assert widget.classifier is not None, widget.status_label.text()
     # only the segmentation appears; the brush stays on the scribbles (item 1)
-    assert [layer.name for layer in viewer.layers] == ["flies", "fly masks (reference)",
-                                                       "flies segmentation", "scribbles"]
+    # right above its image, under the scribbles
+    assert [layer.name for layer in viewer.layers] == ["flies", "flies segmentation",
+                                                       "scribbles", "fly masks (reference)"]
     assert viewer.layers.selection.active is scribbles and scribbles.mode == "paint"
     segmentation = viewer.layers["flies segmentation"]
     assert segmentation.data.shape == (8, 1024, 1024)
@@ -157,7 +176,7 @@ def test_train_show_segment_apply_save_export(make_napari_viewer, plugin, flies,
         widget.show_checks[key].setChecked(True)
     run_job(qtbot, widget, lambda: widget.show_checks["hints"].setChecked(True))  # predicts
     for name in ("flies P(fly) (0–1)", "flies uncertainty (0 = sure)",
-                 "flies cost map (operations/pixel)", "flies where to label next"):
+                 "flies cost map (computation per pixel)", "flies where to label next"):
         layer = viewer.layers[name]
         assert layer.data.shape == (1, 1024, 1024) and layer.translate[0] == 5
         assert name.endswith("next") or layer.colorbar.visible
@@ -173,10 +192,10 @@ def test_train_show_segment_apply_save_export(make_napari_viewer, plugin, flies,
         assert all(uncertainty[hints == region].max() >= 0.25 for region in np.unique(hints)[1:])
     else:
         assert uncertainty.max() < 0.25 or "sure everywhere" in widget.status_label.text()
-    assert "operations/pixel" in widget.explain_label.text()
+    assert "decisions per pixel" in widget.explain_label.text()
     assert viewer.layers.selection.active is scribbles
     widget.show_checks["cost"].setChecked(False)
-    assert "flies cost map (operations/pixel)" not in viewer.layers
+    assert "flies cost map (computation per pixel)" not in viewer.layers
 
     screenshot = viewer.screenshot(canvas_only=False, flash=False)
     assert screenshot.ndim == 3 and screenshot.std() > 10
@@ -199,6 +218,7 @@ def test_train_show_segment_apply_save_export(make_napari_viewer, plugin, flies,
     assert widget.predicted_frames == {1, 2, 3, 5, 6}
     assert widget.apply_progress.value() == widget.apply_progress.maximum() == 3
     assert "done in" in widget.apply_progress.text()
+    assert widget.status_label.text().startswith("Segmenting frames 1–3: done in")
     assert not segmentation.data[[0, 4, 7]].any()
     assert seg_of(segmentation.data[1:4], masks[1:4]) > MIN_SEG
 
@@ -213,6 +233,16 @@ def test_train_show_segment_apply_save_export(make_napari_viewer, plugin, flies,
         widget.export(tmp_path / "masks", export, [2, 3, 4], file_format)
     written = read_tiffs(tmp_path / "masks")
     assert written.dtype == np.uint8 and set(np.unique(written)) == {0, 255}
+    # beside it, the classes with the colours of the scribbles and the result
+    legend = (tmp_path / "masks_classes.csv").read_text().splitlines()
+    background_colour, fly_colour = (widget.class_table.item(row, 0).background().color().name()
+                                     for row in (0, 1))
+    assert legend == ["value,name,color", f"1,background,{background_colour}",
+                      f"2,fly,{fly_colour}"]
+    np.testing.assert_allclose(segmentation.colormap.map(np.array([FLY]))[0, :3],
+                               [int(fly_colour[i:i + 2], 16) / 255 for i in (1, 3, 5)],
+                               atol=1e-6)
+    assert "masks_classes.csv" in widget.status_label.text()
     np.testing.assert_array_equal(written[:2], (segmentation.data[2:4] == FLY) * 255)
     np.testing.assert_array_equal(written[2], (widget.classifier.predict(frames[4]) == FLY) * 255)
 
@@ -465,7 +495,166 @@ def test_rgb_image(make_napari_viewer, plugin, qtbot):
     assert segmentation.shape == (64, 80)
     np.testing.assert_array_equal(segmentation == FLY, rectangle)
     widget.show_checks["cost"].setChecked(True)
-    assert viewer.layers["rgb cost map (operations/pixel)"].data.shape == (64, 80)
+    assert viewer.layers["rgb cost map (computation per pixel)"].data.shape == (64, 80)
+
+
+def four_class_photo(size=(96, 128)):
+    """A synthetic RGB photo of four classes (dark tray, pale larvae, brown feed, grey rim) and
+    scribbles of each: 1 tray, 2 larva, 3 feed, 4 rim."""
+    rng = np.random.default_rng(0)
+    height, width = size
+    classes = np.ones(size, np.uint8)
+    classes[:, :8] = classes[:, -8:] = 4                      # rim
+    classes[20:40, 20:60] = 2                                 # a larva
+    classes[60:85, 70:110] = 3                                # feed
+    colours = {1: (20, 20, 25), 2: (230, 220, 180), 3: (120, 80, 20), 4: (140, 140, 150)}
+    photo = np.zeros((*size, 3), np.uint8)
+    for value, colour in colours.items():
+        photo[classes == value] = colour
+    photo = np.clip(photo + rng.normal(0, 8, photo.shape), 0, 255).astype(np.uint8)
+    scribbles = np.zeros(size, np.uint8)
+    inner = {value: ndimage.binary_erosion(classes == value, iterations=3)
+             for value in colours}
+    for value, region in inner.items():
+        ys, xs = np.nonzero(region)
+        keep = rng.choice(len(ys), min(len(ys), 60), replace=False)
+        scribbles[ys[keep], xs[keep]] = value
+    return photo, classes, scribbles
+
+
+def test_second_image_with_four_classes_shows_its_own_result_on_top(make_napari_viewer, plugin,
+                                                                     flies, qtbot):
+    """Item 1 and 2 of issue 25: a 4-class RGB photo opened next to the fly movie."""
+    frames, _, scribbles = flies
+    viewer = make_napari_viewer(show=True)
+    viewer.window._qt_window.resize(1500, 1000)
+    viewer.add_image(frames, name="flies")
+    viewer.add_labels(scribbles, name="scribbles",
+                      metadata={CLASS_NAMES_KEY: {1: "background", 2: "fly"}})
+    widget = pixel_widget(viewer)
+    widget.trees_spin.setValue(10)
+    viewer.dims.set_current_step(0, 0)
+    run_job(qtbot, widget, widget.train)
+    fly_model = widget.classifier
+    fly_text = widget.result_labels["Model"].text()
+
+    photo, classes, painted = four_class_photo()
+    viewer.add_image(photo, name="photo", rgb=True)          # on top of the movie's layers
+    widget.image_combo.setCurrentText("photo")
+    # the Scribbles box follows the image (none fits yet); the Result panel is the photo's
+    assert widget.scribble_combo.currentIndex() == -1 and widget.scribble_layer is None
+    assert widget.classifier is None and widget.result_labels["Model"].text() == "–"
+    assert "Press New" in widget.status_label.text()
+    layer = widget.new_scribble_layer()
+    assert widget.scribble_combo.currentText() == "photo scribbles"
+    widget.add_class_button.click()
+    widget.add_class_button.click()
+    # four classes without scrolling
+    assert widget.class_table.rowCount() == 4
+    assert widget.class_table.verticalScrollBar().maximum() == 0
+    for row, name in enumerate(["tray (background)", "larva", "feed", "rim"]):
+        widget.class_table.item(row, 1).setText(name)
+    widget.set_class_color(2, "#00ff00")                     # larvae green, as chosen
+    layer.data[...] = painted
+    run_job(qtbot, widget, widget.train)
+    assert list(widget.classifier.classes_) == [1, 2, 3, 4]
+    segmentation = viewer.layers["photo segmentation"]
+    assert np.mean(segmentation.data == classes) > 0.9
+    # the result sits right above its image and under its scribbles, whatever came before
+    names = [layer.name for layer in viewer.layers]
+    assert names.index("photo") + 1 == names.index("photo segmentation") \
+        == names.index("photo scribbles") - 1
+    assert names.index("flies") + 1 == names.index("flies segmentation")
+    # and it is visible: the canvas changes where it is drawn
+    viewer.scene.camera.center, viewer.scene.camera.zoom = (48, 64), 5       # the photo fills the canvas
+    shown = viewer.screenshot(canvas_only=True, flash=False)
+    segmentation.visible = False
+    hidden = viewer.screenshot(canvas_only=True, flash=False)
+    segmentation.visible = True
+    assert np.mean(np.any(shown != hidden, axis=-1)) > 0.05
+    # one colour per class, the same in scribbles and result (drawn fainter); the tray (named
+    # background) not drawn in the result
+    values = np.array([1, 2, 3, 4])
+    scribble_colours = layer.colormap.map(values)
+    np.testing.assert_allclose(scribble_colours[1], [0, 1, 0, 1])
+    result_colours = segmentation.colormap.map(values)
+    np.testing.assert_allclose(result_colours[1:, :3], scribble_colours[1:, :3])
+    assert result_colours[0, 3] == 0 and segmentation.opacity < layer.opacity == 1
+    assert widget.class_table.item(1, 0).background().color().name() == "#00ff00"
+
+    # ticking Live update after Train says that the quick model replaces Train's
+    from napari.utils.notifications import notification_manager
+    said = []
+    notification_manager.notification_ready.connect(lambda n: said.append(n.message))
+    run_job(qtbot, widget, lambda: widget.live_check.setChecked(True))
+    assert any("replaces the 10-tree model from Train" in message for message in said), said
+    assert widget.last_model.live and "quick live-update model" in \
+        widget.result_labels["Model"].text()
+    widget.live_check.setChecked(False)
+
+    # one probability layer, of the class picked, in that class's colour, with its name
+    assert widget.probability_class_combo.currentText() == "larva"
+    widget.show_checks["probability"].setChecked(True)
+    [probability] = [layer for layer in viewer.layers if " P(" in layer.name]
+    assert probability.name == "photo P(larva) (0–1)"
+    assert probability.colorbar.visible and probability.name_overlay.visible
+    np.testing.assert_allclose(probability.colormap.colors[-1][:3], [0, 1, 0])
+    widget.probability_class_combo.setCurrentText("feed")
+    [probability] = [layer for layer in viewer.layers if " P(" in layer.name]
+    assert probability.name == "photo P(feed) (0–1)"
+    np.testing.assert_array_equal(probability.data, widget.last_prediction.probabilities[..., 2])
+    names = [layer.name for layer in viewer.layers]
+    assert names.index("photo segmentation") < names.index("photo P(feed) (0–1)") \
+        < names.index("photo scribbles")
+
+    # back to the movie: its scribbles, its model, its words
+    widget.image_combo.setCurrentText("flies")
+    assert widget.scribble_combo.currentText() == "scribbles"
+    assert widget.classifier is fly_model and widget.result_labels["Model"].text() == fly_text
+    assert [widget.class_table.item(r, 1).text() for r in range(2)] == ["background", "fly"]
+
+    # at 1000 px window height, Save / Load / Export are in view without scrolling
+    qtbot.wait(100)
+    from msclassify_napari._widget import _VerticalScrollArea
+    area = widget.findChild(_VerticalScrollArea)
+    for button in (widget.save_button, widget.load_button, widget.export_button):
+        bottom = button.mapTo(area.viewport(), button.rect().bottomLeft()).y()
+        assert bottom <= area.viewport().height(), (bottom, area.viewport().height())
+
+
+def test_new_scribbles_on_a_long_movie_allocate_nothing(make_napari_viewer, plugin, qtbot):
+    """Item 3: "New" on a 1500-frame 1024² movie (1.5 GB per label stack) is instant."""
+    movie = np.broadcast_to(np.uint8(7), (1500, 1024, 1024))      # no memory behind it
+    viewer = make_napari_viewer(show=True)
+    viewer.add_image(movie, name="movie", contrast_limits=(0, 255))
+    widget = pixel_widget(viewer)
+    monitor = EventLoopMonitor()
+    try:
+        # what napari itself takes to add and draw a Labels layer of that shape (np.zeros
+        # allocates lazily too)
+        for _ in range(2):                       # the second one: without one-time costs
+            monitor.mark()
+            plain_layer = viewer.add_labels(np.zeros(movie.shape, np.uint8), name="plain")
+            qtbot.wait(100)
+            plain = monitor.longest_gap()[0]
+            viewer.layers.remove(plain_layer)
+            qtbot.wait(50)
+        monitor.mark()
+        layer = widget.new_scribble_layer()
+        qtbot.wait(100)
+        stall = monitor.longest_gap()[0]
+    finally:
+        monitor.stop()
+    segmentation = viewer.layers["movie segmentation"]
+    assert layer.data.shape == segmentation.data.shape == (1500, 1024, 1024)
+    assert layer.data.nbytes_stored == segmentation.data.nbytes_stored == 0
+    viewer.dims.set_current_step(0, 1200)
+    stroke(viewer, [(500, 500 + step) for step in range(0, 30, 3)])
+    qtbot.wait(50)
+    assert layer.data.stored_frames() == [1200] and (layer.data[1200] == 1).sum() > 50
+    # New adds two layers, one per turn of the event loop: no stall longer than napari's own
+    # for one, plus 0.1 s per unit of CPU slowdown for ours
+    assert stall < plain + 0.1 * max(1.0, cpu_slowdown()), (stall, plain)
 
 
 def test_semi_supervised_checkbox_trains_a_grbb_model_from_few_scribbles(make_napari_viewer,
@@ -506,14 +695,18 @@ def test_clear_messages_instead_of_tracebacks(make_napari_viewer, plugin, qtbot,
     assert "at least two classes" in widget.status_label.text()
     widget.mu_edit.setText("-1")
     run_job(qtbot, widget, widget.train)
-    assert "μ must be" in widget.status_label.text()
+    assert "'Speed over accuracy' must be" in widget.status_label.text()
     with pytest.raises(ValueError, match="no model to save"):
         widget.save_model(tmp_path / "m.msc")
     with pytest.raises(ValueError, match="nothing to export"):
         widget.export(tmp_path / "out")
     (tmp_path / "junk.msc").write_bytes(b"not a model")
-    with pytest.raises(ValueError, match="corrupt"):
+    with pytest.raises(ValueError, match="junk.msc is another kind of file, not an msclassify"):
         widget.load_model(tmp_path / "junk.msc")
+    tifffile.imwrite(tmp_path / "frame.tif", np.zeros((8, 8), np.uint8))
+    widget._guarded(widget.load_model, tmp_path / "frame.tif")     # what "Load model…" calls
+    assert "frame.tif is a TIFF image, not an msclassify model file" in \
+        widget.status_label.text()
 
     # a deleted widget stops listening: painting, adding layers, moving sliders still work
     widget.live_check.setChecked(True)

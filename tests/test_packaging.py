@@ -26,7 +26,7 @@ REPO = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
 # distributions that are used without being imported by name
 NOT_IMPORTED = {
-    "pyqt5",          # napari[pyqt5]: the Qt binding behind qtpy
+    "pyqt6",          # napari[pyqt6]: the Qt binding behind qtpy
     "pytest-qt",      # pytest plugins, loaded by pytest
     "pytest-xvfb",
 }

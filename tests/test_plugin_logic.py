@@ -18,18 +18,22 @@ from msclassify.tabular import (DEFAULT_COST_TRADEOFFS, TabularData, cost_sweep,
                                 load_feature_costs, load_svmlight, split_train_test)
 from msclassify.features import FeatureSpec
 from msclassify.pixel import FrameExport
-from msclassify_napari._controller import (CLASS_NAMES_KEY, LIVE_N_COST_SAMPLES,
+from msclassify_napari._controller import (CLASS_COLORS_KEY, CLASS_NAMES_KEY,
+                                           DEFAULT_CLASS_COLORS, LIVE_N_COST_SAMPLES,
                                            LIVE_N_ESTIMATORS, LIVE_WITHOUT_TEACHER, PREDICT,
                                            RETRAIN, TRAIN,
                                            ClassifierSettings, CostSummary, FramePrediction,
                                            FrameStack, LabelHints, LiveUpdateScheduler,
                                            ScribbledFrames, TrainedModel, apply_to_frames,
-                                           class_names, cost_map_spec, describe_feature,
+                                           class_colors, class_names, color_rgb,
+                                           cost_map_spec, describe_feature,
                                            describe_model, eta_text, export_frames, label_hints,
-                                           label_hints_spec, load_classifier, probability_specs,
+                                           label_hints_spec, load_classifier, new_labels,
+                                           probability_spec,
                                            segmentation_spec, snapshot_scribbles,
                                            uncertainty_spec, update_job)
-from msclassify_napari._reader import LazyFrames, get_reader, read_frames
+from msclassify_napari._frame_labels import FrameLabels
+from msclassify_napari._reader import LazyFrames, activate, get_reader, read_frames
 from msclassify_napari._sample_data import sample_flies
 
 TABULAR = sample_data_path("tabular")
@@ -147,6 +151,57 @@ def test_scribbled_frames_follow_strokes_without_rescanning():
     assert tracked.frames == [] and not tracked.scanned
     flat = ScribbledFrames().snapshot(np.array([[1, 2]], np.uint8), FrameStack(np.zeros((1, 2))))
     assert flat.frame_indices == (0,)
+
+
+def test_frame_labels_store_only_written_frames_and_index_like_numpy():
+    reference = np.zeros((6, 5, 7), np.uint16)
+    labels = FrameLabels(6, (5, 7), np.uint16)
+    assert labels.shape == reference.shape and labels.ndim == 3 and len(labels) == 6
+    assert labels.nbytes_stored == 0 and labels.stored_frames() == []
+    row = np.random.default_rng(0).integers(0, 9, 7)
+    # napari's brush: one index array per axis, across two frames
+    stroke = (np.array([1, 1, 4, 4]), np.array([0, 2, 4, 4]), np.array([6, 1, 0, 3]))
+    for target in (reference, labels):
+        target[stroke] = 3
+        target[2, 1:3, 2:5] = 7                      # an integer frame and slices
+        target[-1, 0] = row                           # negative frame, a row
+        target[[0, 3], 4, 4] = 9                     # a list of frames
+    assert labels.stored_frames() == [0, 1, 2, 3, 4, 5]
+    for key in (1, -1, (2, 1), (slice(1, 5), slice(None), 2), [0, 4], stroke,
+                (np.array([4]), np.array([4]), np.array([3]))):
+        np.testing.assert_array_equal(labels[key], reference[key])
+    np.testing.assert_array_equal(np.asarray(labels), reference)
+    fresh = FrameLabels(3, (2, 2))
+    page = fresh[1]                         # a frame never written reads as zeros ...
+    page[0, 0] = 5                          # ... and writing to that copy changes nothing
+    assert fresh.stored_frames() == [] and fresh[1].sum() == 0
+    with pytest.raises(IndexError):
+        fresh[3]
+    with pytest.raises(TypeError, match="integer"):
+        FrameLabels(2, (2, 2), np.float32)
+
+
+def test_scribbles_in_frame_labels_are_found_without_a_scan():
+    frames, masks = two_region_stack()
+    stack = FrameStack(frames)
+    labels = new_labels(stack)
+    assert isinstance(labels, FrameLabels)
+    labels[1] = scribbles_for(masks, frame=1)[1]
+    labels[2, 0, 0] = 1
+    labels[2, 0, 0] = 0                          # painted, then erased: not a scribbled frame
+    tracked = ScribbledFrames()
+    tracked.rescan(labels)
+    assert tracked.frames == [1]
+    snapshot = snapshot_scribbles(labels, stack)
+    assert snapshot.frame_indices == (1,) and snapshot.classes.tolist() == [1, 2]
+
+
+def test_class_colours_from_metadata_or_the_default_palette():
+    assert class_colors({}, [1, 2, 11]) == [DEFAULT_CLASS_COLORS[0], DEFAULT_CLASS_COLORS[1],
+                                            DEFAULT_CLASS_COLORS[0]]
+    assert class_colors({CLASS_COLORS_KEY: {"3": "#123456"}}, [3]) == ["#123456"]
+    assert len(set(DEFAULT_CLASS_COLORS)) == len(DEFAULT_CLASS_COLORS) >= 4
+    assert color_rgb("#00ff80") == [0.0, 1.0, 128 / 255]
 
 
 def test_class_names_from_metadata():
@@ -346,6 +401,19 @@ def test_load_classifier_round_trip_and_checks(trained, tmp_path):
     CEGBClassifier(n_estimators=2).fit(X, X[:, 0] > 0).save(tmp_path / "tabular.msc")
     with pytest.raises(ValueError, match="not a pixel classifier"):
         load_classifier(tmp_path / "tabular.msc")
+    # picking an image instead of a model says what the file is
+    tifffile.imwrite(tmp_path / "frame.tif", frames[0])
+    with pytest.raises(ValueError, match=r"^frame.tif is a TIFF image, not an msclassify model "
+                                         r"file: choose a .msc file"):
+        load_classifier(tmp_path / "frame.tif")
+    (tmp_path / "notes.msc").write_text("hello")
+    with pytest.raises(ValueError, match="notes.msc is another kind of file, not an msclassify"):
+        load_classifier(tmp_path / "notes.msc")
+    truncated = (tmp_path / "pixel.msc").read_bytes()[:200]
+    (tmp_path / "cut.msc").write_bytes(truncated)       # a damaged model is still called one
+    with pytest.raises(ValueError) as damaged:
+        load_classifier(tmp_path / "cut.msc")
+    assert "not an msclassify model" not in str(damaged.value)
 
 
 def test_settings_make_the_classifier_with_library_defaults():
@@ -399,21 +467,28 @@ def test_describe_model_in_plain_words_with_exact_terms_in_tooltips(trained):
     tips = {row.label: row.tooltip for row in rows}
     assert text["Model"].startswith(f"full model ({SMALL.n_estimators} trees), trained in ")
     assert f"on {scribbles.n_labelled:,} scribbled pixels in 1 frame" in text["Model"]
-    assert "cost_tradeoff=0.0002 (μ)" in tips["Model"] and "split_cost=" in tips["Model"]
+    assert "cost_tradeoff=0.0002," in tips["Model"] and "split_cost=" in tips["Model"]
     fps = 1 / prediction.seconds
     assert text["Speed"] == (f"segments a 48×48 frame in {prediction.seconds * 1000:.0f} ms "
                              f"(~{fps:.0f} frames/s on this computer)")
     used = model.classifier.features_used_
     bank = model.classifier.bank_
     assert text["Work"].startswith(f"computes {len(used)} of {len(bank)} candidate image "
-                                   "features: ")
+                                   "features, ")
+    share = model.classifier.feature_cost_per_pixel_ / bank.batch_costs().sum()
+    assert text["Work"].endswith(("less than 1 %" if share < 0.01 else f"{share:.0%}"
+                                  .replace("%", " %")) + " of the time all of them would take")
     assert f"{cost.evaluation:.3g} operations per pixel" in tips["Work"]
     for feature in used:
         assert feature in tips["Features"]
-    assert text["Features"].count(";") == len(used) - 1
+    # at most three named in the panel, all of them in the tooltip
+    assert text["Features"].count(";") == min(len(used), 4) - 1
+    assert len(used) <= 3 or text["Features"].endswith(f"and {len(used) - 3} more (point here "
+                                                       "for all)")
     # no jargon in the words the panel shows
     for row in rows:
-        for term in ("μ", "α", "L0:", "L1:", "L2:", "L3:", "cost_tradeoff"):
+        for term in ("μ", "α", "L0:", "L1:", "L2:", "L3:", "cost_tradeoff", "1/",
+                     "operations"):
             assert term not in row.text
     live = next(update_job(RETRAIN, SMALL, stack, 0, scribbles))
     assert describe_model(live.classifier, live)[0].text.startswith(
@@ -425,7 +500,7 @@ def test_describe_model_in_plain_words_with_exact_terms_in_tooltips(trained):
     auto = clone(model.classifier).set_params(cost_tradeoff="auto")
     auto.__dict__.update({k: v for k, v in vars(model.classifier).items() if k.endswith("_")})
     tooltip = describe_model(auto)[0].tooltip
-    assert "cost_tradeoff='auto' (μ)" in tooltip
+    assert "cost_tradeoff='auto'," in tooltip
     assert f"cost_tradeoff_={model.classifier.cost_tradeoff_:g} ({auto.tradeoff_reason_})" in tooltip
 
 
@@ -528,8 +603,8 @@ def test_cancel_pending_and_bad_kind():
 def test_layer_specs_place_frame_results_at_their_frame(trained):
     _, _, stack, _, results = trained
     model, prediction, cost = results
-    specs = probability_specs("im", stack, prediction, {1: "square"}, scale=(2, 1, 1),
-                              translate=(10, 0, 5))
+    specs = [probability_spec("im", stack, prediction, 1, "square", "#ff8000", scale=(2, 1, 1),
+                              translate=(10, 0, 5))]
     specs.append(uncertainty_spec("im", stack, prediction, scale=(2, 1, 1), translate=(10, 0, 5)))
     assert [s.name for s in specs] == ["im P(square) (0–1)", "im uncertainty (0 = sure)"]
     for spec in specs:
@@ -538,9 +613,12 @@ def test_layer_specs_place_frame_results_at_their_frame(trained):
         # transparent where there is nothing to see
         assert spec.kwargs["colormap"]["colors"][0][3] == 0
     np.testing.assert_array_equal(specs[0].data[0], prediction.probabilities[:, :, 1])
+    # drawn in the class's colour, from transparent to nearly opaque
+    np.testing.assert_allclose(specs[0].kwargs["colormap"]["colors"],
+                               [[1, 128 / 255, 0, 0], [1, 128 / 255, 0, 0.85]])
     assert specs[1].kwargs["contrast_limits"] == (0.0, 0.5)
     cost_spec = cost_map_spec("im", stack, cost)
-    assert cost_spec.name == "im cost map (operations/pixel)"
+    assert cost_spec.name == "im cost map (computation per pixel)"
     assert cost_spec.data.shape == (1, 48, 48) and cost_spec.kwargs["translate"][0] == 2
     assert cost_spec.kwargs["contrast_limits"][1] == pytest.approx(
         float(np.percentile(cost.cost_map, 99.5)))
@@ -548,10 +626,13 @@ def test_layer_specs_place_frame_results_at_their_frame(trained):
     assert hints.layer_type == "labels" and hints.attributes == {"contour": 3}
     seg = segmentation_spec("im", stack, model.classifier.classes_)
     assert seg.layer_type == "labels" and seg.data.shape == (3, 48, 48)
-    assert seg.data.dtype == np.uint8 and not seg.data.any()
+    assert isinstance(seg.data, FrameLabels) and seg.data.stored_frames() == []   # nothing held
+    assert seg.data.dtype == np.uint8 and not np.asarray(seg.data).any()
+    assert seg.kwargs["opacity"] < 1             # fainter than the scribbles drawn over it
     assert segmentation_spec("im", stack, np.array([1, 300])).data.dtype == np.uint16
-    flat = probability_specs("im", FrameStack(np.zeros((48, 48))), prediction, {0: "a"})
-    assert flat[0].data.shape == (48, 48) and flat[0].kwargs["translate"] == (0.0, 0.0)
+    flat = probability_spec("im", FrameStack(np.zeros((48, 48))), prediction, 0, "a")
+    assert flat.data.shape == (48, 48) and flat.kwargs["translate"] == (0.0, 0.0)
+    assert segmentation_spec("im", FrameStack(np.zeros((48, 48)))).data.shape == (48, 48)
 
 
 # -- reader and sample data ----------------------------------------------------------------------
@@ -573,6 +654,7 @@ def test_tiff_stack_reads_lazily_frame_by_frame(tmp_path, monkeypatch):
     [(data, kwargs, layer_type)] = read_frames(str(path))
     assert layer_type == "image" and kwargs["name"] == "movie" and not kwargs["rgb"]
     assert isinstance(data, LazyFrames) and data.shape == (5, 16, 24) and data.ndim == 3
+    assert kwargs["contrast_limits"] == (0, 255)     # napari need not read frames to guess
     import msclassify.io as msio
     reads = []
     original = msio.FrameSource.read
@@ -590,6 +672,33 @@ def test_tiff_stack_reads_lazily_frame_by_frame(tmp_path, monkeypatch):
     assert data[3].flags.writeable is False             # cached frames are shared
     with pytest.raises(IndexError):
         data[..., 0]
+
+
+def test_deeper_stacks_take_contrast_limits_from_the_first_frame_only(tmp_path, monkeypatch):
+    frames = np.random.default_rng(1).integers(100, 4000, (4, 8, 8)).astype(np.uint16)
+    tifffile.imwrite(tmp_path / "deep.tif", frames)
+    import msclassify.io as msio
+    reads = []
+    original = msio.FrameSource.read
+    monkeypatch.setattr(msio.FrameSource, "read",
+                        lambda self, index: reads.append(index) or original(self, index))
+    [(_, kwargs, _)] = read_frames(str(tmp_path / "deep.tif"))
+    assert kwargs["contrast_limits"] == (frames[0].min(), frames[0].max()) and set(reads) == {0}
+
+
+def test_activate_makes_this_reader_napari_s_choice_for_videos_keeping_the_users():
+    class Plugins:
+        extension2reader = {"*.avi": "someone-else", "*.png": "other"}
+
+    class Settings:
+        plugins = Plugins()
+
+    settings = Settings()
+    activate(None, settings)
+    chosen = settings.plugins.extension2reader
+    assert chosen["*.mp4"] == chosen["*.webm"] == "msclassify"
+    assert chosen["*.avi"] == "someone-else" and chosen["*.png"] == "other"
+    assert "*.tif" not in chosen                     # TIFFs stay napari's to choose
 
 
 def test_grey_footage_stored_as_rgb_opens_grey_and_colour_stays_colour(tmp_path):

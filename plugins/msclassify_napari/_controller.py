@@ -21,7 +21,7 @@ here:
   generator between yields cancels.
 * `LiveUpdateScheduler` turns paint events into retrain jobs: it debounces, runs
   one job at a time and coalesces whatever arrives meanwhile into one follow-up.
-* `segmentation_spec`, `probability_specs`, `uncertainty_spec`, `cost_map_spec`
+* `segmentation_spec`, `probability_spec`, `uncertainty_spec`, `cost_map_spec`
   and `label_hints_spec` describe the output layers as `LayerSpec`s.
 """
 
@@ -29,6 +29,7 @@ import dataclasses
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
@@ -38,19 +39,27 @@ from msclassify import pixel
 from msclassify.pixel import FrameExport, PixelClassifier, label_dtype, load_pixel_model, \
     open_export
 
-__all__ = ["CLASS_NAMES_KEY", "COST_COLORMAP", "ClassifierSettings", "CostSummary",
-           "FramePrediction", "FrameStack", "LIVE_N_COST_SAMPLES", "LIVE_N_ESTIMATORS",
-           "LIVE_WITHOUT_TEACHER", "LabelHints", "LayerSpec", "LiveUpdateScheduler", "PREDICT",
-           "PROBABILITY_COLORMAP", "RETRAIN", "ResultRow", "ScribbledFrames", "Scribbles", "TRAIN",
-           "TrainedModel",
-           "UNCERTAINTY_COLORMAP", "apply_to_frames", "class_names", "cost_map_spec",
-           "cost_summary", "describe_feature", "describe_model", "eta_text", "export_frames",
-           "label_hints", "label_hints_spec", "load_classifier", "predict_frame",
-           "probability_specs", "segmentation_spec", "snapshot_scribbles", "uncertainty_spec",
-           "update_job"]
+from ._frame_labels import FrameLabels
 
-# Labels-layer metadata key holding {label value: class name}.
+__all__ = ["CLASS_COLORS_KEY", "CLASS_NAMES_KEY", "COST_COLORMAP", "ClassifierSettings",
+           "CostSummary", "DEFAULT_CLASS_COLORS", "FramePrediction", "FrameStack", "ImageModel",
+           "LIVE_N_COST_SAMPLES", "LIVE_N_ESTIMATORS", "LIVE_WITHOUT_TEACHER", "LabelHints",
+           "LayerSpec", "LiveUpdateScheduler", "PREDICT", "PROBABILITY_COLORMAP", "RETRAIN",
+           "ResultRow", "SEGMENTATION_OPACITY", "ScribbledFrames", "Scribbles", "TRAIN",
+           "TrainedModel", "UNCERTAINTY_COLORMAP", "apply_to_frames", "class_colors", "class_legend_path",
+           "class_names", "color_rgb", "cost_map_spec", "cost_summary", "describe_feature",
+           "describe_model", "eta_text", "export_frames", "label_hints", "label_hints_spec",
+           "load_classifier", "new_labels", "predict_frame", "probability_spec",
+           "segmentation_spec", "snapshot_scribbles", "uncertainty_spec", "update_job",
+           "write_class_legend"]
+
+# Labels-layer metadata keys holding {label value: class name} and {label value: "#rrggbb"}.
 CLASS_NAMES_KEY = "msclassify_class_names"
+CLASS_COLORS_KEY = "msclassify_class_colors"
+# Colours of classes 1, 2, 3, ... until the user picks others (the class table): distinct on
+# grey and colour images, the second one green (the object of a two-class task).
+DEFAULT_CLASS_COLORS = ("#4c8dff", "#1fd655", "#ff3d3d", "#ffd21f", "#c34dff", "#1fe5e5",
+                        "#ff8c1a", "#ff5ccd", "#a6e22e", "#8c6bb1")
 
 # Job kinds, ordered: a pending request is upgraded to the strongest one asked for.
 PREDICT, RETRAIN, TRAIN = 1, 2, 3
@@ -223,8 +232,28 @@ class Scribbles:
 
 
 def _scribbled(labels):
-    """Frames of a ``(T, H, W)`` label stack holding a label (scans the whole stack)."""
+    """Frames of a ``(T, H, W)`` label stack holding a label (a `FrameLabels` looks only at the
+    frames it stores; anything else is scanned whole)."""
+    if isinstance(labels, FrameLabels):
+        return {t for t in labels.stored_frames() if labels.frame(t).any()}
+    labels = np.asarray(labels)
     return {int(t) for t in np.flatnonzero(labels.reshape(labels.shape[0], -1).any(axis=1))}
+
+
+def new_labels(stack, dtype=np.uint8):
+    """An empty label image for ``stack``: a `FrameLabels` (frames allocated when written) for a
+    time stack, a NumPy array for one frame.
+
+    Examples
+    --------
+    >>> type(new_labels(FrameStack(np.zeros((1500, 64, 64), np.uint8)))).__name__
+    'FrameLabels'
+    >>> new_labels(FrameStack(np.zeros((64, 64, 3), np.uint8), rgb=True)).shape
+    (64, 64)
+    """
+    if stack.is_stack:
+        return FrameLabels(stack.n_frames, stack.frame_shape, dtype)
+    return np.zeros(stack.labels_shape, dtype)
 
 
 def snapshot_scribbles(labels, stack, frames=None):
@@ -256,7 +285,7 @@ def snapshot_scribbles(labels, stack, frames=None):
     if not np.issubdtype(dtype, np.integer):
         raise TypeError(f"scribbles must be an integer Labels layer, got dtype {dtype}")
     if stack.is_stack:
-        candidates = _scribbled(np.asarray(labels)) if frames is None else frames
+        candidates = _scribbled(labels) if frames is None else frames
         copies = [(t, np.array(labels[t])) for t in sorted(candidates)]
         copies = [(t, frame) for t, frame in copies if frame.any()]
     else:
@@ -320,14 +349,15 @@ class ScribbledFrames:
 
     def rescan(self, labels):
         """Scan every frame of the ``(T, H, W)`` label stack ``labels``."""
-        found = _scribbled(np.asarray(labels))
+        found = _scribbled(labels)
         with self._lock:
             self._frames |= found
             self._scanned = True
 
     def snapshot(self, labels, stack):
-        """`snapshot_scribbles` of the known frames (scanning first if never scanned)."""
-        if not stack.is_stack:
+        """`snapshot_scribbles` of the known frames (scanning first if never scanned; a
+        `FrameLabels` is always looked at whole: it knows its written frames)."""
+        if not stack.is_stack or isinstance(labels, FrameLabels):
             return snapshot_scribbles(labels, stack)
         if not self._scanned:
             self.rescan(labels)
@@ -345,6 +375,47 @@ def class_names(metadata, values):
     names = (metadata or {}).get(CLASS_NAMES_KEY, {})
     # keys may have become strings on a round trip through JSON
     return [str(names.get(int(v), names.get(str(int(v)), f"class {int(v)}"))) for v in values]
+
+
+def class_colors(metadata, values):
+    """Colour (``"#rrggbb"``) of each label value: from ``metadata[CLASS_COLORS_KEY]``, else
+    `DEFAULT_CLASS_COLORS` (cycled).
+
+    Examples
+    --------
+    >>> class_colors({CLASS_COLORS_KEY: {2: "#00ff00"}}, [1, 2])
+    ['#4c8dff', '#00ff00']
+    """
+    colors = (metadata or {}).get(CLASS_COLORS_KEY, {})
+    default = DEFAULT_CLASS_COLORS
+    return [str(colors.get(int(v), colors.get(str(int(v)), default[(int(v) - 1) % len(default)])))
+            for v in values]
+
+
+def color_rgb(color):
+    """``"#rrggbb"`` as three floats 0-1.
+
+    Examples
+    --------
+    >>> color_rgb("#ff8000")
+    [1.0, 0.5019607843137255, 0.0]
+    """
+    return [int(color[i:i + 2], 16) / 255 for i in (1, 3, 5)]
+
+
+@dataclass
+class ImageModel:
+    """What the widget knows about one image: its model, the last results, the frames
+    segmented. The widget keeps one per image, so choosing another image shows that image's
+    model, and choosing it back brings the first one back."""
+
+    classifier: PixelClassifier = None
+    training: "TrainedModel" = None         # how the classifier was trained here
+    prediction: "FramePrediction" = None    # the last frame segmented
+    cost: "CostSummary" = None
+    hints: "LabelHints" = None
+    origin: str = None                      # where a loaded model came from
+    predicted_frames: set = field(default_factory=set)
 
 
 # -- job results ---------------------------------------------------------------------------------
@@ -577,12 +648,22 @@ def describe_feature(spec, n_channels=1):
     return words
 
 
-def _fraction(part, whole):
-    """``part / whole`` in words: "1/12", or a percentage when it is large."""
+def _share(part, whole):
+    """``part / whole`` as a plain percentage.
+
+    Examples
+    --------
+    >>> _share(1, 665), _share(3, 100), _share(0, 10)
+    ('less than 1 %', '3 %', 'none')
+    """
     if whole <= 0 or part <= 0:
         return "none"
     ratio = part / whole
-    return f"{ratio:.0%}" if ratio > 0.3 else f"1/{round(1 / ratio)}"
+    return "less than 1 %" if ratio < 0.01 else f"{ratio * 100:.0f} %"
+
+
+# Features named in the Result panel (the rest in its tooltip): keeps the panel short.
+_FEATURES_SHOWN = 3
 
 
 def describe_model(classifier, training=None, prediction=None, cost=None, origin=None):
@@ -613,8 +694,8 @@ def describe_model(classifier, training=None, prediction=None, cost=None, origin
     tradeoff = params["cost_tradeoff"]     # a number, or "auto" (chosen while fitting)
     tradeoff = f"{tradeoff:g}" if isinstance(tradeoff, (int, float)) else repr(tradeoff)
     exact = (f"PixelClassifier(features={params['features']!r}, "
-             f"cost_tradeoff={tradeoff} (μ), "
-             f"split_cost={params['split_cost']:g} (α), n_estimators={params['n_estimators']}, "
+             f"cost_tradeoff={tradeoff}, "
+             f"split_cost={params['split_cost']:g}, n_estimators={params['n_estimators']}, "
              f"max_leaves={params['max_leaves']}, semi_supervised={params['semi_supervised']}, "
              f"n_cost_samples={params['n_cost_samples']})")
     chosen = getattr(classifier, "cost_tradeoff_", None)
@@ -642,9 +723,9 @@ def describe_model(classifier, training=None, prediction=None, cost=None, origin
             "probabilities and uncertainty. Batch prediction (Apply to frames, msclassify "
             "predict) skips the probabilities and is a little faster."))
     all_cost = float(bank.batch_costs().sum())
-    work = (f"computes {len(used)} of {len(bank)} candidate image features: "
-            f"{_fraction(classifier.feature_cost_per_pixel_, all_cost)} of the work of "
-            "computing all of them")
+    work = (f"computes {len(used)} of {len(bank)} candidate image features, "
+            f"{_share(classifier.feature_cost_per_pixel_, all_cost)} of the time all of them "
+            "would take")
     work_tip = (f"Feature cost: {classifier.feature_cost_per_pixel_:.3g} modelled operations per "
                 f"pixel (sum of the batch_cost γ of the features used) vs {all_cost:.3g} for "
                 "all candidates.")
@@ -654,9 +735,13 @@ def describe_model(classifier, training=None, prediction=None, cost=None, origin
                      "sharing each; the mean of the cost map).")
     rows.append(ResultRow("Work", work, work_tip))
     n_channels = classifier.n_channels_
-    rows.append(ResultRow("Features", "; ".join(describe_feature(spec, n_channels)
-                                                for spec in used) or "none",
-                          "\n".join(f"{spec.id}: {spec.name}" for spec in used)))
+    words = [describe_feature(spec, n_channels) for spec in used]
+    shown = "; ".join(words[:_FEATURES_SHOWN]) or "none"
+    if len(words) > _FEATURES_SHOWN:
+        shown += f"; and {len(words) - _FEATURES_SHOWN} more (point here for all)"
+    rows.append(ResultRow("Features", shown,
+                          "\n".join(f"{text} ({spec.id}: {spec.name})"
+                                    for text, spec in zip(words, used))))
     return rows
 
 
@@ -737,6 +822,47 @@ def export_frames(classifier, stack, frame_indices, path, export, file_format="t
             yield index
 
 
+def class_legend_path(path):
+    """Where `write_class_legend` puts the legend of an export at ``path``: beside it.
+
+    Examples
+    --------
+    >>> class_legend_path("out/flies_mask").name, class_legend_path("out/flies.tif").name
+    ('flies_mask_classes.csv', 'flies_classes.csv')
+    """
+    path = Path(path)
+    stem = path.stem if path.suffix.lower() in (".tif", ".tiff") else path.name
+    return path.with_name(f"{stem}_classes.csv")
+
+
+def write_class_legend(path, values, names, colors):
+    """Write the classes of an export, ``value,name,color`` per line (``"#rrggbb"``: the
+    colours of the scribbles and the result), atomically, to `class_legend_path`.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> legend = write_class_legend(os.path.join(tempfile.mkdtemp(), "masks"), [1, 2],
+    ...                             ["background", "fly, adult"], ["#4c8dff", "#1fd655"])
+    >>> print(legend.read_text().strip())
+    value,name,color
+    1,background,#4c8dff
+    2,"fly, adult",#1fd655
+    """
+    import csv
+    import io
+    import os
+    text = io.StringIO()
+    writer = csv.writer(text, lineterminator="\n")
+    writer.writerow(["value", "name", "color"])
+    writer.writerows(zip((int(v) for v in values), names, colors))
+    legend = class_legend_path(path)
+    partial = legend.with_name(legend.name + ".partial")
+    partial.write_text(text.getvalue(), encoding="utf-8")
+    os.replace(partial, legend)
+    return legend
+
+
 def load_classifier(path, stack=None):
     """Load a saved `PixelClassifier`, checking it fits the image's channels.
 
@@ -746,8 +872,30 @@ def load_classifier(path, stack=None):
         If the file holds another kind of model or was trained on images with
         another number of channels (e.g. RGB vs grey).
     """
+    _check_is_model_file(path)
     return load_pixel_model(path, None if stack is None else 3 if stack.rgb else 1,
                             "the selected image")
+
+
+# First bytes of files people pick by mistake in "Load model" (a model file is a zip container)
+_NOT_MODELS = {b"II*\0": "a TIFF image", b"MM\0*": "a TIFF image", b"\x89PNG": "a PNG image",
+               b"\xff\xd8\xff": "a JPEG image"}
+
+
+def _check_is_model_file(path):
+    """ValueError saying so when ``path`` is a readable file but no model container at all (a
+    damaged model file is left to `load_pixel_model` to describe)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4)
+    except OSError:
+        return                   # missing, a folder, unreadable: load_pixel_model says which
+    if head.startswith(b"PK"):
+        return
+    kind = next((kind for magic, kind in _NOT_MODELS.items() if head.startswith(magic)),
+                "another kind of file")
+    raise ValueError(f"{Path(path).name} is {kind}, not an msclassify model file: choose a "
+                     ".msc file saved with 'Save model…' (or `msclassify train`)")
 
 
 # -- live updates --------------------------------------------------------------------------------
@@ -881,27 +1029,33 @@ def _frame_placement(stack, frame_index, scale, translate):
     return (lambda image: image[np.newaxis]), placement
 
 
+# The segmentation is drawn fainter than the scribbles (opacity 1), so strokes stay apart from
+# the result of the same colour.
+SEGMENTATION_OPACITY = 0.45
+
+
 def segmentation_spec(image_name, stack, classes=(1, 2), scale=None, translate=None):
-    """The segmentation Labels layer: one label image per frame, 0 until predicted.
-
-    ``np.zeros`` leaves untouched pages unallocated, so a long stack costs
-    memory only for the frames that get predicted.
-    """
-    dtype = label_dtype(classes)
+    """The segmentation Labels layer: one label image per frame, 0 until predicted
+    (`new_labels`: a long stack costs memory only for the frames that get predicted)."""
     return LayerSpec(f"{image_name} segmentation", "labels",
-                     np.zeros(stack.labels_shape, dtype=dtype),
-                     {**_placement(stack, scale, translate), "opacity": 0.6})
+                     new_labels(stack, label_dtype(classes)),
+                     {**_placement(stack, scale, translate), "opacity": SEGMENTATION_OPACITY})
 
 
-def probability_specs(image_name, stack, prediction, names, scale=None, translate=None):
-    """Image layers of one frame's class probabilities (0-1), one per class in ``names``
-    (``{column: name}``)."""
+def probability_spec(image_name, stack, prediction, column, name, color=None, scale=None,
+                     translate=None):
+    """Image layer of one frame's probability (0-1) of the class in ``column`` of the
+    prediction, called ``name``, drawn from transparent (0) to ``color`` (``"#rrggbb"``, the
+    class's colour; default green)."""
     place, placement = _frame_placement(stack, prediction.frame_index, scale, translate)
-    return [LayerSpec(f"{image_name} P({name}) (0–1)", "image",
-                      place(np.ascontiguousarray(prediction.probabilities[:, :, column])),
-                      {**placement, "colormap": PROBABILITY_COLORMAP,
-                       "contrast_limits": (0.0, 1.0)})
-            for column, name in names.items()]
+    colormap = PROBABILITY_COLORMAP
+    if color is not None:
+        rgb = color_rgb(color)
+        colormap = {"name": f"msclassify probability {color}",
+                    "colors": [[*rgb, 0.0], [*rgb, 0.85]]}
+    return LayerSpec(f"{image_name} P({name}) (0–1)", "image",
+                     place(np.ascontiguousarray(prediction.probabilities[:, :, column])),
+                     {**placement, "colormap": colormap, "contrast_limits": (0.0, 1.0)})
 
 
 def uncertainty_spec(image_name, stack, prediction, scale=None, translate=None):
@@ -918,7 +1072,7 @@ def cost_map_spec(image_name, stack, summary, scale=None, translate=None):
     """Image layer of where the model spent computation (tree operations per pixel)."""
     place, placement = _frame_placement(stack, summary.frame_index, scale, translate)
     top = float(np.percentile(summary.cost_map, 99.5))
-    return LayerSpec(f"{image_name} cost map (operations/pixel)", "image",
+    return LayerSpec(f"{image_name} cost map (computation per pixel)", "image",
                      place(summary.cost_map),
                      {**placement, "colormap": COST_COLORMAP,
                       "contrast_limits": (0.0, top if top > 0 else 1.0)})

@@ -6,6 +6,12 @@ frame under the time slider and only that frame is decoded (by
 repeated slicing of the current frame, its thumbnail and the pixel-classifier
 widget reading the frame it segments decode it once.
 
+The layer gets its contrast limits from the dtype (8 bits) or the first frame,
+so napari does not decode frames across the movie to guess them (a second of
+seeking in a long video). napari's own reader also claims videos and would ask
+the user to choose; `activate` makes this reader the one napari uses for videos
+unless the user chose another.
+
 Only `msclassify.io` is imported: opening a file never waits for the
 classifier's libraries (Numba, scikit-learn) to load.
 """
@@ -18,7 +24,7 @@ import numpy as np
 
 from msclassify.io import TIFF_EXTENSIONS, VIDEO_EXTENSIONS, open_frames
 
-__all__ = ["LazyFrames", "get_reader", "read_frames"]
+__all__ = ["LazyFrames", "activate", "get_reader", "read_frames"]
 
 _EXTENSIONS = VIDEO_EXTENSIONS + TIFF_EXTENSIONS
 
@@ -100,6 +106,35 @@ class LazyFrames:
         return f"<LazyFrames {self.source.path!r}: shape {self.shape}, {self.dtype}>"
 
 
+def activate(context=None, settings=None):
+    """Make this plugin napari's reader for videos, for the extensions without a reader chosen.
+
+    Called by napari when the plugin is first used (``on_activate`` in napari.yaml). napari's
+    built-in reader claims videos too, so opening one asked the user to choose between the
+    two (and the built-in one decodes every frame into memory). A choice the user made
+    (Preferences > Plugins > File extension readers) is kept.
+    """
+    if settings is None:
+        from napari.settings import get_settings
+        settings = get_settings()
+    preferences = dict(settings.plugins.extension2reader)
+    missing = {f"*{extension}": "msclassify" for extension in VIDEO_EXTENSIONS
+               if f"*{extension}" not in preferences}
+    if missing:
+        settings.plugins.extension2reader = {**preferences, **missing}
+
+
+def _contrast_limits(data):
+    """8 bits: 0-255; else the first frame's range (napari would read frames across the
+    movie)."""
+    dtype = np.dtype(data.dtype)
+    if dtype == np.uint8:
+        return (0, 255)
+    first = np.asarray(data[0] if isinstance(data, LazyFrames) else data)
+    low, high = float(np.nanmin(first)), float(np.nanmax(first))
+    return (low, high if high > low else low + 1)
+
+
 def read_frames(path):
     """Read a video or TIFF stack as napari layer data (lazy when it has several frames).
 
@@ -116,5 +151,6 @@ def read_frames(path):
     source = open_frames(path, as_gray="auto")  # grey footage stored as RGB: grey
     data = source.read(0) if len(source) == 1 else LazyFrames(source)
     kwargs = {"name": Path(path).stem, "rgb": len(source.shape) == 3,
+              "contrast_limits": _contrast_limits(data),
               "metadata": {"msclassify_source": str(path), "n_frames": len(source)}}
     return [(data, kwargs, "image")]

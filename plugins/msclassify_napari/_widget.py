@@ -4,8 +4,12 @@ Everything that computes runs in napari worker threads (`create_worker`); the
 GUI thread only starts workers and puts their results into layers, so
 painting, panning and the time slider stay responsive:
 
-* the segmentation layer is created once, with the scribble layer (below it,
-  so scribbles stay visible), and then updated in place frame by frame;
+* the segmentation layer is created once, with the scribble layer, right above
+  its image (the scribbles above it, so they stay visible), and then updated in
+  place frame by frame; a movie's scribbles and segmentation store only the
+  frames written to (`FrameLabels`);
+* each image keeps its own model and results (`ImageModel`): choosing another
+  image in the Image box shows that image's scribbles, model and result;
 * probability, uncertainty, cost-map and "where to label next" layers exist
   only while their "Show" box is ticked, and only shown layers are updated;
 * the scribbled frames of a long movie are found once in a worker thread and
@@ -22,10 +26,12 @@ import pandas as pd
 from napari.layers import Image, Labels
 from napari.qt.threading import create_worker
 from napari.utils import cancelable_progress
-from napari.utils.colormaps import DirectLabelColormap
+from napari.utils.notifications import show_info
+from napari.utils.colormaps import CyclicLabelColormap
 from qtpy.QtCore import QSize, Qt, QTimer, Signal
 from qtpy.QtGui import QColor, QDoubleValidator, QKeySequence
-from qtpy.QtWidgets import (QButtonGroup, QCheckBox, QComboBox, QDialog, QDialogButtonBox,
+from qtpy.QtWidgets import (QButtonGroup, QCheckBox, QColorDialog, QComboBox, QDialog,
+                            QDialogButtonBox,
                             QDoubleSpinBox, QFileDialog, QFormLayout, QFrame, QGroupBox,
                             QHBoxLayout, QHeaderView, QLabel, QLineEdit, QProgressBar,
                             QPushButton, QRadioButton, QScrollArea, QShortcut, QSpinBox,
@@ -34,12 +40,13 @@ from qtpy.QtWidgets import (QButtonGroup, QCheckBox, QComboBox, QDialog, QDialog
 from msclassify.features import PRESETS, FeatureCache
 from msclassify.pixel import EXPORT_KINDS, FrameExport
 
-from ._controller import (CLASS_NAMES_KEY, PREDICT, RETRAIN, TRAIN, ClassifierSettings,
-                          CostSummary, FramePrediction, FrameStack, LabelHints,
-                          LiveUpdateScheduler, ScribbledFrames, TrainedModel, apply_to_frames,
-                          class_names, cost_map_spec, describe_model, eta_text, export_frames,
-                          label_hints_spec, load_classifier, probability_specs,
-                          segmentation_spec, uncertainty_spec, update_job)
+from ._controller import (CLASS_COLORS_KEY, CLASS_NAMES_KEY, PREDICT, RETRAIN, TRAIN,
+                          ClassifierSettings, CostSummary, FramePrediction, FrameStack,
+                          ImageModel, LabelHints, LiveUpdateScheduler, ScribbledFrames,
+                          TrainedModel, apply_to_frames, class_colors, class_names, color_rgb,
+                          cost_map_spec, describe_model, eta_text, export_frames,
+                          label_hints_spec, load_classifier, new_labels, probability_spec,
+                          segmentation_spec, uncertainty_spec, update_job, write_class_legend)
 from ._notify import USER_ERRORS, notify_error
 
 __all__ = ["ExportDialog", "PixelClassifierWidget", "set_progress"]
@@ -55,6 +62,10 @@ EDIT_DELAY_MS = 0
 FEATURE_CACHE_BYTES = 512 * 2**20
 # Metadata key marking the layers this widget made.
 OUTPUT_KEY = "msclassify_output"
+# Metadata key of a scribble layer: the name of the image it was made for.
+IMAGE_KEY = "msclassify_image"
+# Rows of the class table shown without scrolling.
+CLASS_ROWS = 5
 # "Segment this frame" from anywhere in the napari window.
 SEGMENT_SHORTCUT = "Shift+S"
 # Training progress is drawn at most this often: a progress bar repaints at once.
@@ -62,20 +73,22 @@ PROGRESS_INTERVAL_S = 0.1
 
 # The optional output layers, in the order of the "Show" boxes.
 SHOW = {
-    "probability": ("Probability", "Probability of each class (0–1), for the frame shown"),
+    "probability": ("Probability of", "Probability (0–1) of the class chosen next to it, for "
+                                      "the frame shown, drawn in the class's colour"),
     "uncertainty": ("Uncertainty", "1 − the largest class probability: 0 where the model is "
                                    "sure, 0.5 (two classes) where it hesitates"),
-    "cost": ("Cost map", "Where the model spent computation: operations per pixel of the "
-                         "tree decisions (bright = many decisions; pixels decided on coarse "
-                         "blocks cost little)"),
+    "cost": ("Cost map", "Where the model spent computation per pixel: modelled operations "
+                         "of the tree decisions (bright = many decisions; pixels decided on "
+                         "coarse blocks cost little)"),
     "hints": ("Where to label next", "Outlines the 5 regions of this frame where the model "
                                      "is least sure: scribble the right class there"),
 }
 _EXPLAIN = {
-    "probability": "<b>Probability</b>: bright = the model is sure the pixel is that class.",
+    "probability": "<b>Probability</b>: strong colour = the model is sure the pixel is that "
+                   "class.",
     "uncertainty": "<b>Uncertainty</b>: bright = the model hesitates between classes.",
-    "cost": "<b>Cost map</b>: computation per pixel (colour bar in operations/pixel); "
-            "dark where coarse blocks decide.",
+    "cost": "<b>Cost map</b>: bright where the model needs many decisions per pixel; dark "
+            "where coarse blocks decide.",
     "hints": "<b>Where to label next</b>: yellow outlines mark where the model is least sure; "
              "a scribble there helps most.",
 }
@@ -152,6 +165,12 @@ class ExportDialog(QDialog):
             "tiff-stack" if self.stack_radio.isChecked() else "tiff"
 
 
+def _image_model_attribute(name, doc):
+    """A widget attribute that is the chosen image's `ImageModel` field ``name``."""
+    return property(lambda self: getattr(self._image_model(), name),
+                    lambda self, value: setattr(self._image_model(), name, value), doc=doc)
+
+
 class PixelClassifierWidget(QWidget):
     """Scribble, train, see the result live, apply to frames, save the model, export.
 
@@ -173,16 +192,26 @@ class PixelClassifierWidget(QWidget):
     batch_done = Signal()
     _training_progress = Signal(int, int)
 
+    classifier = _image_model_attribute("classifier", "The chosen image's model (or None).")
+    last_model = _image_model_attribute("training", "`TrainedModel` of its last training.")
+    last_prediction = _image_model_attribute("prediction", "`FramePrediction` shown last.")
+    last_cost = _image_model_attribute("cost", "`CostSummary` of the last prediction.")
+    last_hints = _image_model_attribute("hints", "`LabelHints` of the last prediction.")
+    model_origin = _image_model_attribute("origin", "Where a loaded model came from.")
+    predicted_frames = _image_model_attribute("predicted_frames",
+                                              "Frames segmented by the current model.")
+
+    def _image_model(self, name=None):
+        """The `ImageModel` of image ``name`` (default: the one chosen in the Image box)."""
+        name = self.image_combo.currentText() if name is None else name
+        return self._models.setdefault(name, ImageModel())
+
     def __init__(self, napari_viewer, parent=None):
         super().__init__(parent)
         self.viewer = napari_viewer
-        self.classifier = None
-        self.last_model = None            # TrainedModel of the last training
-        self.last_prediction = None       # FramePrediction shown last
-        self.last_cost = None             # CostSummary of the last prediction
-        self.last_hints = None            # LabelHints of the last prediction
-        self.model_origin = None          # where a loaded model came from
-        self.predicted_frames = set()     # frames segmented by the current model
+        self._models = {}                 # image name -> ImageModel (see the properties below)
+        self._job_image = None            # name of the image the running job works on
+        self._batch_image = None          # ... and the running Apply / Export
         self.scribbled = ScribbledFrames()
         self._scribble_layer = None       # the Labels layer whose events we follow
         self._worker = None
@@ -240,7 +269,8 @@ class PixelClassifierWidget(QWidget):
         self.scribble_combo = QComboBox()
         self.scribble_combo.setToolTip("Labels layer with the scribbles (0 = unlabelled)")
         self.new_scribbles_button = QPushButton("New")
-        self.new_scribbles_button.setToolTip("Create an empty scribble layer for the image")
+        self.new_scribbles_button.setToolTip("Create an empty scribble layer for the image "
+                                             "(a movie's frames take memory once painted)")
         row.addWidget(self.scribble_combo, 1)
         row.addWidget(self.new_scribbles_button)
         form.addRow("Scribbles", row)
@@ -250,9 +280,10 @@ class PixelClassifierWidget(QWidget):
         self.class_table.horizontalHeader().setSectionResizeMode(1, QHeaderView.Stretch)
         self.class_table.verticalHeader().setDefaultSectionSize(22)
         self.class_table.setFixedHeight(self.class_table.horizontalHeader().sizeHint().height()
-                                        + 3 * 22 + 4)
+                                        + CLASS_ROWS * 22 + 4)
         self.class_table.setToolTip("Select a row to paint with that label; double-click a name "
-                                    "to edit it")
+                                    "to edit it, a label to choose its colour (scribbles, "
+                                    "result and probability use it)")
         self.add_class_button = QPushButton("Add class")
         form.addRow(self.class_table)
         form.addRow(self.add_class_button)
@@ -261,6 +292,7 @@ class PixelClassifierWidget(QWidget):
         self.image_combo.currentIndexChanged.connect(self._on_image_changed)
         self.class_table.itemChanged.connect(self._on_class_name_edited)
         self.class_table.currentCellChanged.connect(self._on_class_selected)
+        self.class_table.cellDoubleClicked.connect(self._on_class_double_clicked)
         self.add_class_button.clicked.connect(self._add_class)
         return box
 
@@ -279,17 +311,13 @@ class PixelClassifierWidget(QWidget):
         validator.setNotation(QDoubleValidator.ScientificNotation)
         self.mu_edit.setValidator(validator)
         self.mu_edit.setToolTip(tips["cost_tradeoff"])
-        form.addRow("Speed over accuracy (μ)", self.mu_edit)
+        form.addRow("Speed over accuracy", self.mu_edit)
         self.trees_spin = QSpinBox()
         self.trees_spin.setRange(1, 5000)
         self.trees_spin.setValue(defaults.n_estimators)
         self.trees_spin.setToolTip(tips["n_estimators"])
         form.addRow("Trees", self.trees_spin)
-        self.more_button = QToolButton()
-        self.more_button.setText("More settings")
-        self.more_button.setCheckable(True)
-        self.more_button.setArrowType(Qt.RightArrow)
-        self.more_button.setToolButtonStyle(Qt.ToolButtonTextBesideIcon)
+        self.more_button = _section_button("More settings")
         form.addRow(self.more_button)
         self.advanced = QWidget()
         advanced = QFormLayout(self.advanced)
@@ -299,7 +327,7 @@ class PixelClassifierWidget(QWidget):
         self.alpha_spin.setDecimals(2)
         self.alpha_spin.setValue(defaults.split_cost)
         self.alpha_spin.setToolTip(tips["split_cost"])
-        advanced.addRow("Cost per decision (α)", self.alpha_spin)
+        advanced.addRow("Cost per decision", self.alpha_spin)
         self.leaves_spin = QSpinBox()
         self.leaves_spin.setRange(2, 1024)
         self.leaves_spin.setValue(defaults.max_leaves)
@@ -334,7 +362,8 @@ class PixelClassifierWidget(QWidget):
         self.train_progress.setMaximumHeight(6)
         form.addRow(self.train_progress)
 
-        self.more_button.toggled.connect(self._show_advanced)
+        self.more_button.toggled.connect(
+            lambda shown: _show_section(self.more_button, self.advanced, shown))
         self.train_button.clicked.connect(self.train)
         self.cancel_button.clicked.connect(self.cancel)
         self.live_check.toggled.connect(self.set_live_update)
@@ -353,11 +382,23 @@ class PixelClassifierWidget(QWidget):
         self.status_label.setWordWrap(True)
         form.addRow(self.status_label)
         self.result_labels = {}
+        # the model in one line; how fast and what it computes behind "Details" (keeps Save,
+        # Load and Export in view on a 1000 px high window)
+        self.details_button = _section_button("Details: speed, work, features")
+        self.details = QWidget()
+        details = QFormLayout(self.details)
+        details.setContentsMargins(0, 0, 0, 0)
         for name in ("Model", "Speed", "Work", "Features"):
             label = QLabel("–")
             label.setWordWrap(True)
-            form.addRow(name, label)
+            (form if name == "Model" else details).addRow(name, label)
+            if name == "Model":
+                form.addRow(self.details_button)
             self.result_labels[name] = label
+        self.details.setVisible(False)
+        form.addRow(self.details)
+        self.details_button.toggled.connect(
+            lambda shown: _show_section(self.details_button, self.details, shown))
         row = QHBoxLayout()
         self.show_checks = {}
         for key, (text, tip) in SHOW.items():
@@ -365,11 +406,16 @@ class PixelClassifierWidget(QWidget):
             check.setToolTip(tip)
             check.toggled.connect(lambda on, key=key: self._on_show_toggled(key, on))
             self.show_checks[key] = check
+        self.probability_class_combo = QComboBox()
+        self.probability_class_combo.setToolTip("The class whose probability is shown")
+        self.probability_class_combo.currentIndexChanged.connect(self._on_probability_class)
         grid = QVBoxLayout()
-        for pair in (("probability", "uncertainty"), ("cost", "hints")):
+        for keys in (("probability",), ("uncertainty", "cost"), ("hints",)):
             line = QHBoxLayout()
-            for key in pair:
+            for key in keys:
                 line.addWidget(self.show_checks[key])
+            if keys == ("probability",):
+                line.addWidget(self.probability_class_combo, 1)
             grid.addLayout(line)
         row.addLayout(grid)
         form.addRow("Show", row)
@@ -416,10 +462,6 @@ class PixelClassifierWidget(QWidget):
         self.export_button.clicked.connect(self._ask_export)
         return box
 
-    def _show_advanced(self, shown):
-        self.advanced.setVisible(shown)
-        self.more_button.setArrowType(Qt.DownArrow if shown else Qt.RightArrow)
-
     def _connect_viewer(self):
         # napari drops these connections itself once the widget is deleted
         layers = self.viewer.layers
@@ -457,14 +499,37 @@ class PixelClassifierWidget(QWidget):
             if current in names:
                 combo.setCurrentText(current)
             elif kind is Labels:
-                preferred = [n for n in names if "scribble" in n.lower()]
-                if preferred:
-                    combo.setCurrentText(preferred[0])
+                self._choose_scribbles_for_image()
             combo.blockSignals(False)
         if self.image_combo.currentText() != image_before:
             self._on_image_changed()
         elif self.scribble_layer is not self._scribble_layer:
             self._on_scribble_layer_changed()
+
+    def _choose_scribbles_for_image(self):
+        """Select the scribble layer of the chosen image: the one made for it (New), else one
+        named like it, else any Labels layer of its shape with "scribble" in its name; none
+        if nothing fits (then New makes one)."""
+        image = self.image_layer
+        candidates = [layer for layer in self.viewer.layers
+                      if isinstance(layer, Labels) and not layer.metadata.get(OUTPUT_KEY)]
+        chosen = None
+        if image is not None:
+            stack = self._stack_or_none()
+            fits = [layer for layer in candidates
+                    if stack is not None and tuple(layer.data.shape) == stack.labels_shape]
+            ranked = ([layer for layer in candidates if layer.metadata.get(IMAGE_KEY) == image.name]
+                      + [layer for layer in fits if layer.name == f"{image.name} scribbles"]
+                      + [layer for layer in fits if "scribble" in layer.name.lower()]
+                      + fits)
+            chosen = ranked[0] if ranked else None
+        elif candidates:
+            preferred = [layer for layer in candidates if "scribble" in layer.name.lower()]
+            chosen = (preferred or [None])[0]
+        if chosen is None:
+            self.scribble_combo.setCurrentIndex(-1)
+        else:
+            self.scribble_combo.setCurrentText(chosen.name)
 
     def _stack(self):
         image = self.image_layer
@@ -473,7 +538,10 @@ class PixelClassifierWidget(QWidget):
         return FrameStack(image.data, rgb=image.rgb)
 
     def new_scribble_layer(self):
-        """Add an empty scribble Labels layer matching the image, ready to paint label 1."""
+        """Add an empty scribble Labels layer matching the image, ready to paint label 1.
+
+        A time stack gets a `FrameLabels`: a frame takes memory once painted on.
+        """
         try:
             stack = self._stack()
         except ValueError as exc:
@@ -481,20 +549,31 @@ class PixelClassifierWidget(QWidget):
             return None
         image = self.image_layer
         layer = self.viewer.add_labels(
-            np.zeros(stack.labels_shape, dtype=np.uint8), name=f"{image.name} scribbles",
-            scale=image.scale, translate=image.translate,
-            metadata={CLASS_NAMES_KEY: {1: "background", 2: "foreground"}})
+            new_labels(stack), name=f"{image.name} scribbles", scale=image.scale,
+            translate=image.translate, opacity=1.0,
+            metadata={CLASS_NAMES_KEY: {1: "background", 2: "foreground"},
+                      IMAGE_KEY: image.name})
         layer.brush_size = 5
         layer.selected_label = 1
         layer.mode = "paint"
         self.scribble_combo.setCurrentText(layer.name)
+        self._arrange_layers()
         return layer
 
     def _on_image_changed(self, *_):
-        self.predicted_frames.clear()
+        if self._worker is not None or self._batch_worker is not None:
+            self.cancel()                    # their results belong to the image before
+            self.cancel_batch()
         self._last_frame = None
         self._update_frame_range()
+        set_progress(self.apply_progress, 0, 1, "")     # the last run was another image's
+        self.scribble_combo.blockSignals(True)
+        self._choose_scribbles_for_image()
+        self.scribble_combo.blockSignals(False)
         self._on_scribble_layer_changed()
+        self._fill_probability_classes()
+        self._describe()
+        self._frame_status()
 
     def _update_frame_range(self):
         stack = self._stack_or_none() if self.image_layer is not None else None
@@ -512,11 +591,20 @@ class PixelClassifierWidget(QWidget):
                 layer.mode = "paint"
         self._follow_scribbles(layer)
         self._fill_class_table()
+        self._frame_status()
         if layer is not None and self.image_layer is not None:
-            try:
-                self._ensure_segmentation_layer(self._stack())
-            except ValueError:
-                pass                     # an image the classifier cannot take: said on Train
+            # the segmentation layer comes with the scribbles, so no job waits for napari to
+            # build a layer; in the next turn of the event loop, so the window draws the
+            # scribble layer in between (adding a Labels layer takes 0.1-0.4 s of napari's)
+            QTimer.singleShot(0, self._add_segmentation_layer)
+
+    def _add_segmentation_layer(self):
+        if self.scribble_layer is None or self.image_layer is None:
+            return
+        try:
+            self._ensure_segmentation_layer(self._stack())
+        except ValueError:
+            pass                         # an image the classifier cannot take: said on Train
 
     def _follow_scribbles(self, layer):
         if layer is self._scribble_layer:
@@ -531,13 +619,15 @@ class PixelClassifierWidget(QWidget):
             self._rescan_scribbles(layer)
 
     def _rescan_scribbles(self, layer):
-        """Find the scribbled frames of a stack in a worker thread (a movie is large)."""
+        """Find the scribbled frames of a stack in a worker thread (a movie is large; a
+        `FrameLabels` knows them at once)."""
         self.scribbled.reset()
         if layer.data.ndim == 3:
             create_worker(self.scribbled.rescan, layer.data, _start_thread=True)
 
     def _add_layer(self, spec):
-        """Update the layer called ``spec.name`` in place, or add it (keeping the selection)."""
+        """Update the layer called ``spec.name`` in place, or add it above its image (keeping
+        the selection)."""
         layers = self.viewer.layers
         if spec.name in layers:
             layer = layers[spec.name]
@@ -555,11 +645,30 @@ class PixelClassifierWidget(QWidget):
             spec.data, name=spec.name, metadata={OUTPUT_KEY: True}, **spec.kwargs)
         for key, value in spec.attributes.items():
             setattr(layer, key, value)
-        scribbles = self.scribble_layer
-        if scribbles is not None:     # below the scribbles, which stay visible on top
-            layers.move(layers.index(layer), layers.index(scribbles))
+        self._arrange_layers()
         self._keep_selected(active)
         return layer
+
+    def _arrange_layers(self):
+        """Put the chosen image's layers right above it, in drawing order: segmentation,
+        probability, uncertainty, cost map, where to label next, scribbles. Another image
+        added later (or moved up) never hides them; the scribbles stay on top of the result."""
+        image = self.image_layer
+        if image is None:
+            return
+        layers = self.viewer.layers
+        ours = [self._segmentation_layer(), *self._output_layers("probability"),
+                *self._output_layers("uncertainty"), *self._output_layers("cost"),
+                *self._output_layers("hints"), self.scribble_layer]
+        ours = [layer for layer in ours if layer is not None and layer in layers]
+        below = image
+        for layer in ours:
+            position = layers.index(below) + 1
+            if layers.index(layer) != position:
+                source = layers.index(layer)
+                layers.move(source, position if source > position else position - 1)
+                # napari moves to just before `dest` counted before the removal
+            below = layer
 
     def _keep_selected(self, layer):
         """Give the selection back to ``layer`` (napari selects every new layer), so the brush
@@ -568,8 +677,8 @@ class PixelClassifierWidget(QWidget):
             self.viewer.layers.selection.active = layer
 
     def _ensure_segmentation_layer(self, stack, classes=(1, 2)):
-        """The segmentation layer of the image, created (below the scribbles) if missing or of
-        the wrong shape."""
+        """The segmentation layer of the image, created (above the image, below the
+        scribbles) if missing or of the wrong shape."""
         segmentation = self._segmentation_layer()
         if segmentation is not None and segmentation.data.shape == stack.labels_shape \
                 and np.iinfo(segmentation.data.dtype).max >= int(np.max(classes)):
@@ -579,7 +688,7 @@ class PixelClassifierWidget(QWidget):
                                                          image.translate))
         self.predicted_frames.clear()
         if self.scribble_layer is not None:
-            self._publish_class_names(self.scribble_layer)
+            self._publish_classes(self.scribble_layer)
         return segmentation
 
     def _segmentation_layer(self):
@@ -610,8 +719,8 @@ class PixelClassifierWidget(QWidget):
 
     # -- classes ---------------------------------------------------------------------------------
     def _class_values(self, layer):
-        names = layer.metadata.get(CLASS_NAMES_KEY, {})
-        named = [int(value) for value in names]
+        named = [int(value) for key in (CLASS_NAMES_KEY, CLASS_COLORS_KEY)
+                 for value in layer.metadata.get(key, {})]
         return list(range(1, max([2, *named]) + 1))
 
     def _fill_class_table(self):
@@ -620,41 +729,38 @@ class PixelClassifierWidget(QWidget):
         self.class_table.setRowCount(0)
         if layer is not None:
             values = self._class_values(layer)
-            for row, (value, name) in enumerate(zip(values, class_names(layer.metadata, values))):
+            names = class_names(layer.metadata, values)
+            colors = class_colors(layer.metadata, values)
+            for row, (value, name, color) in enumerate(zip(values, names, colors)):
                 self.class_table.insertRow(row)
                 label_item = QTableWidgetItem(str(value))
                 label_item.setFlags(label_item.flags() & ~Qt.ItemIsEditable)
-                label_item.setBackground(_qcolor(layer.get_color(value)))
+                label_item.setBackground(QColor(color))
+                label_item.setForeground(QColor("black"))
+                label_item.setToolTip("Double-click to choose this class's colour")
                 self.class_table.setItem(row, 0, label_item)
                 self.class_table.setItem(row, 1, QTableWidgetItem(name))
-            self._publish_class_names(layer)
+            self._publish_classes(layer)
         self.class_table.blockSignals(False)
 
-    def _publish_class_names(self, layer):
-        """Name the classes in napari's status bar; colour the segmentation like the scribbles.
+    def _publish_classes(self, layer):
+        """Name the classes in napari's status bar; colour the scribbles and the segmentation
+        with the class colours.
 
-        In the segmentation, the class named "background" is transparent so the
+        In the segmentation, a class named "background" is transparent so the
         objects stand out over the image.
         """
         values = self._class_values(layer)
         names = class_names(layer.metadata, values)
+        colors = class_colors(layer.metadata, values)
         table = pd.DataFrame({"index": [0, *values], "class": ["unlabelled", *names]})
         layer.features = table
+        _set_class_colormap(layer, colors)
         segmentation = self._segmentation_layer()
         if segmentation is not None:
             segmentation.features = table
-            # a direct colormap: napari draws a cyclic one's label 1 even when it is the
-            # colormap's background_value (measured: the whole frame covered)
-            transparent = np.zeros(4, np.float32)
-            colors = {None: transparent, 0: transparent}
-            for value, name in zip(values, names):
-                colors[value] = transparent if "background" in name.lower() \
-                    else np.asarray(layer.get_color(value), np.float32)
-            colormap = DirectLabelColormap(color_dict=colors)
-            shown = np.array([0, *values])
-            if not isinstance(segmentation.colormap, DirectLabelColormap) or not np.array_equal(
-                    segmentation.colormap.map(shown), colormap.map(shown)):
-                segmentation.colormap = colormap
+            _set_class_colormap(segmentation, colors,
+                                ["background" in name.lower() for name in names])
 
     def _on_class_name_edited(self, item):
         layer = self.scribble_layer
@@ -664,7 +770,30 @@ class PixelClassifierWidget(QWidget):
         names = {int(k): v for k, v in layer.metadata.get(CLASS_NAMES_KEY, {}).items()}
         names[value] = item.text().strip() or f"class {value}"
         layer.metadata[CLASS_NAMES_KEY] = names
-        self._publish_class_names(layer)
+        self._publish_classes(layer)
+        self._fill_probability_classes()
+
+    def _on_class_double_clicked(self, row, column):
+        layer = self.scribble_layer
+        if layer is None or column != 0:
+            return
+        value = int(self.class_table.item(row, 0).text())
+        [current] = class_colors(layer.metadata, [value])
+        color = QColorDialog.getColor(QColor(current), self, f"Colour of class {value}")
+        if color.isValid():
+            self.set_class_color(value, color.name())
+
+    def set_class_color(self, value, color):
+        """Colour class ``value`` with ``color`` (``"#rrggbb"``) in the scribbles, the
+        segmentation and the probability layer."""
+        layer = self.scribble_layer
+        if layer is None:
+            raise ValueError("choose or create a scribble layer first")
+        colors = {int(k): v for k, v in layer.metadata.get(CLASS_COLORS_KEY, {}).items()}
+        colors[int(value)] = QColor(color).name()
+        layer.metadata[CLASS_COLORS_KEY] = colors
+        self._fill_class_table()
+        self._update_output("probability")
 
     def _on_class_selected(self, row, *_):
         layer = self.scribble_layer
@@ -685,6 +814,26 @@ class PixelClassifierWidget(QWidget):
         layer = self.scribble_layer
         return class_names(layer.metadata if layer is not None else {}, self.classifier.classes_)
 
+    def _fill_probability_classes(self):
+        """The classes of the chosen image's model in the "Probability of" box (the first one
+        not named background chosen)."""
+        combo = self.probability_class_combo
+        before = combo.currentData()
+        combo.blockSignals(True)
+        combo.clear()
+        if self.classifier is not None:
+            names = self._class_names_of_model()
+            for column, name in enumerate(names):
+                combo.addItem(name, column)
+            others = [column for column, name in enumerate(names)
+                      if "background" not in name.lower()]
+            combo.setCurrentIndex(before if before is not None and before < len(names)
+                                  else (others or [0])[0])
+        combo.blockSignals(False)
+
+    def _on_probability_class(self, *_):
+        self._update_output("probability")
+
     # -- settings --------------------------------------------------------------------------------
     def settings(self):
         """The `ClassifierSettings` shown in the widget (Train's; live updates derive theirs)."""
@@ -692,10 +841,10 @@ class PixelClassifierWidget(QWidget):
         try:
             mu = float(text)
         except ValueError:
-            raise ValueError(f"'Speed over accuracy' μ must be a number >= 0 (e.g. 2e-4), got "
+            raise ValueError(f"'Speed over accuracy' must be a number >= 0 (e.g. 2e-4), got "
                              f"{text!r}") from None
         if not np.isfinite(mu) or mu < 0:
-            raise ValueError(f"'Speed over accuracy' μ must be a finite number >= 0, got "
+            raise ValueError(f"'Speed over accuracy' must be a finite number >= 0, got "
                              f"{text!r}")
         return ClassifierSettings(features=self.features_combo.currentText(), cost_tradeoff=mu,
                                   split_cost=self.alpha_spin.value(),
@@ -725,6 +874,14 @@ class PixelClassifierWidget(QWidget):
             return
         self.scheduler.enabled = bool(enabled) and self._batch_worker is None
         if enabled:
+            model = self.last_model
+            if model is not None and not model.live:
+                live_trees = self.settings().for_live_update().n_estimators
+                # a notification stays on screen while the status line moves on
+                show_info(f"Live update: each stroke now trains a quick {live_trees}-tree "
+                          f"model, which replaces the {model.classifier.n_estimators}-tree "
+                          "model from Train (for saving and exporting too); press Train again "
+                          "for the full model.")
             self.scheduler.request(RETRAIN)
         else:
             self.scheduler.cancel_pending()
@@ -775,7 +932,27 @@ class PixelClassifierWidget(QWidget):
             return
         if self.scheduler.enabled:
             self.scheduler.request(PREDICT)
-        elif self._batch_worker is None and frame not in self.predicted_frames:
+        elif self._batch_worker is None and self._worker is None:
+            self._frame_status()
+
+    def _frame_status(self):
+        """Say whether the frame on screen is segmented (never a message about another
+        frame)."""
+        if self.image_layer is None:
+            return
+        if self.classifier is None:
+            self.status_label.setText(
+                "Scribble at least two classes (select a row above to paint it), then Train or "
+                "tick Live update." if self.scribble_layer is not None else
+                "Press New to scribble on this image, or Load model.")
+            return
+        try:
+            frame = self.current_frame()
+        except ValueError:
+            return
+        if frame in self.predicted_frames:
+            self.status_label.setText(f"Frame {frame} segmented.")
+        else:
             self.status_label.setText(f"Frame {frame} is not segmented yet: press 'Segment this "
                                       f"frame' ({SEGMENT_SHORTCUT}), tick Live update, or Apply "
                                       "to frames.")
@@ -811,6 +988,7 @@ class PixelClassifierWidget(QWidget):
             return
         self._cancel = threading.Event()
         self._last_frame = frame_index
+        self._job_image = self.image_combo.currentText()
         worker = create_worker(update_job, kind, settings, stack, frame_index,
                                scribbles=scribbles, classifier=self.classifier,
                                cancel=self._cancel, on_progress=self._training_progress.emit,
@@ -847,6 +1025,8 @@ class PixelClassifierWidget(QWidget):
         set_progress(self.train_progress, iteration, n_iterations)
 
     def _on_job_result(self, result):
+        if self._job_image != self.image_combo.currentText():
+            return       # another image was chosen meanwhile (the job was cancelled)
         if isinstance(result, TrainedModel):
             self.timeline.update(fit_started=result.finished_at - result.seconds,
                                  fit_done=result.finished_at)
@@ -874,14 +1054,16 @@ class PixelClassifierWidget(QWidget):
         self.model_origin = None
         self.last_cost = None
         self.predicted_frames.clear()
+        self._fill_probability_classes()
         # the Result panel is redrawn once, with the prediction that follows (each redraw
         # composes the window on the GUI thread while the worker predicts)
         self._panel_stale = True
 
     def _describe(self):
         self._panel_stale = False
-        rows = describe_model(self.classifier, self.last_model, self.last_prediction,
-                              self.last_cost, self.model_origin)
+        rows = [] if self.classifier is None else describe_model(
+            self.classifier, self.last_model, self.last_prediction, self.last_cost,
+            self.model_origin)
         shown = {row.label for row in rows}
         for row in rows:
             self.result_labels[row.label].setText(row.text)
@@ -906,7 +1088,7 @@ class PixelClassifierWidget(QWidget):
         for key in ("probability", "uncertainty"):
             self._update_output(key)
         self._describe()
-        self.status_label.setText(f"Frame {prediction.frame_index} segmented.")
+        self._frame_status()
 
     # -- optional output layers ------------------------------------------------------------------
     def _output_specs(self, key):
@@ -926,21 +1108,30 @@ class PixelClassifierWidget(QWidget):
             return []
         if key == "uncertainty":
             return [uncertainty_spec(image.name, stack, prediction, *place)]
-        names = self._class_names_of_model()
-        columns = {k: name for k, name in enumerate(names) if "background" not in name.lower()}
-        return probability_specs(image.name, stack, prediction,
-                                 columns or dict(enumerate(names)), *place)
+        column = self.probability_class_combo.currentData()
+        if column is None or column >= prediction.probabilities.shape[2]:
+            return []
+        value = self.classifier.classes_[column]
+        layer = self.scribble_layer
+        [color] = class_colors(layer.metadata if layer is not None else {}, [value])
+        return [probability_spec(image.name, stack, prediction, column,
+                                 self.probability_class_combo.currentText(), color, *place)]
 
     def _update_output(self, key):
         """Bring output ``key``'s layers up to date, if its "Show" box is ticked."""
         if not self.show_checks[key].isChecked():
             return
-        for spec in self._output_specs(key):
+        specs = self._output_specs(key)
+        names = {spec.name for spec in specs}
+        for layer in self._output_layers(key):      # e.g. another class's probability
+            if specs and layer.name not in names:
+                self.viewer.layers.remove(layer)
+        for spec in specs:
             layer = self._add_layer(spec)
             if key == "hints":
-                layer.colormap = _hint_colormap(layer)
-            elif not layer.colorbar.visible:
-                layer.colorbar.visible = True
+                _set_colormap(layer, _HINT_COLORS)     # every region in one bright colour
+            else:
+                _show_colorbar(layer)
 
     def _on_show_toggled(self, key, shown):
         if shown:
@@ -984,7 +1175,7 @@ class PixelClassifierWidget(QWidget):
     def _on_frame_segmented(self, item):
         index, labels = item
         segmentation = self._segmentation_layer()
-        if segmentation is None:
+        if segmentation is None or self._batch_image != self.image_combo.currentText():
             return
         if segmentation.data.ndim == 3:
             segmentation.data[index] = labels
@@ -998,6 +1189,7 @@ class PixelClassifierWidget(QWidget):
 
     def _run_batch(self, worker, n_steps, what):
         self._batch_what = what
+        self._batch_image = self.image_combo.currentText()
         self._batch_started = self._batch_reported = time.perf_counter()
         self._batch_steps_unreported = 0
         set_progress(self.apply_progress, 0, n_steps, f"{what}: %v / %m, {eta_text(0, n_steps, 0)}")
@@ -1040,6 +1232,8 @@ class PixelClassifierWidget(QWidget):
         if self.apply_progress.value() == self.apply_progress.maximum():
             set_progress(self.apply_progress, self.apply_progress.value(),
                          text_format=f"{self._batch_what}: %v / %m, done in {seconds:.0f} s")
+            if self.status_label.text() == f"{self._batch_what}…":   # nothing said since
+                self.status_label.setText(f"{self._batch_what}: done in {seconds:.0f} s.")
         self.batch_done.emit()
 
     def _set_batch_running(self, running):
@@ -1065,9 +1259,10 @@ class PixelClassifierWidget(QWidget):
         """Load a pixel classifier and segment the current frame with it."""
         stack = self._stack() if self.image_layer is not None else None
         self.classifier = load_classifier(path, stack)
-        self.last_model = self.last_prediction = self.last_cost = None
+        self.last_model = self.last_prediction = self.last_cost = self.last_hints = None
         self.model_origin = f"loaded from {Path(path).name}"
         self.predicted_frames.clear()
+        self._fill_probability_classes()
         self._describe()
         self.status_label.setText(f"Model loaded from {path}")
         if stack is not None:
@@ -1097,8 +1292,17 @@ class PixelClassifierWidget(QWidget):
         worker = create_worker(export_frames, self.classifier, stack, frames, path, export,
                                file_format, segmented, _ignore_errors=True)
         worker.yielded.connect(lambda _: self._batch_step())
-        worker.returned.connect(lambda _: self.status_label.setText(
-            f"Exported {len(frames)} frames to {path}"))
+        layer = self.scribble_layer
+        metadata = layer.metadata if layer is not None else {}
+        legend = (self.classifier.classes_, self._class_names_of_model(),
+                  class_colors(metadata, self.classifier.classes_))
+
+        def exported(_):
+            written = write_class_legend(path, *legend)
+            self.status_label.setText(f"Exported {len(frames)} frames to {path} (classes, "
+                                      f"names and colours in {written.name})")
+
+        worker.returned.connect(exported)
         return self._run_batch(worker, len(frames), f"Exporting frames {frames[0]}–{frames[-1]}")
 
     def _ask_save_model(self):
@@ -1123,7 +1327,7 @@ class PixelClassifierWidget(QWidget):
 
     def _ask_export(self):
         dialog = self.export_dialog()
-        if dialog is None or dialog.exec_() != QDialog.Accepted:
+        if dialog is None or not dialog.exec():          # 1 = accepted (Qt5 and Qt6)
             return
         export, frames, file_format = dialog.request()
         name = f"{self.image_layer.name}_{export.kind}"
@@ -1191,14 +1395,52 @@ def set_progress(bar, value, maximum=None, text_format=None):
         bar.setUpdatesEnabled(True)      # schedules one update
 
 
-def _hint_colormap(layer):
-    """Every hint region in one bright colour, 0 transparent (a direct colormap: napari drew the
-    regions of a two-colour cyclic one in its default colours)."""
-    if isinstance(layer.colormap, DirectLabelColormap):
-        return layer.colormap                 # set here before
-    return DirectLabelColormap(color_dict={None: _HINT_COLORS[1], 0: _HINT_COLORS[0]})
+def _section_button(text):
+    """A checkable arrow button that shows / hides a section (see `_show_section`)."""
+    button = QToolButton()
+    button.setText(text)
+    button.setCheckable(True)
+    button.setArrowType(Qt.RightArrow)
+    button.setToolButtonStyle(Qt.ToolButtonTextBesideIcon)
+    return button
 
 
-def _qcolor(rgba):
-    r, g, b, a = (int(round(255 * float(c))) for c in np.asarray(rgba).ravel()[:4])
-    return QColor(r, g, b, a)
+def _show_section(button, section, shown):
+    section.setVisible(shown)
+    button.setArrowType(Qt.DownArrow if shown else Qt.RightArrow)
+
+
+def _show_colorbar(layer):
+    """The layer's colour bar with its name above it, in the top right corner (napari stacks
+    the overlays sharing a corner, so the bars of several layers do not overlap)."""
+    if not layer.colorbar.visible:
+        layer.colorbar.size = (18, 90)
+        layer.colorbar.box = True
+        layer.colorbar.visible = True
+    if not layer.name_overlay.visible:
+        layer.name_overlay.position = layer.colorbar.position
+        layer.name_overlay.box = True
+        layer.name_overlay.visible = True
+
+
+def _set_colormap(layer, rgba):
+    """Colour label v of ``layer`` with ``rgba[v]`` (0: ``rgba[0]``; larger values cycle
+    through ``rgba[1:]``), unless it already is.
+
+    A cyclic colormap: napari maps it with a Numba kernel compiled once and cached on disk. A
+    direct colormap's kernel was compiled again in every session (3-10 s of the GUI thread the
+    first time the segmentation was coloured, e.g. on "New" scribbles; bench_napari.py)."""
+    rgba = np.asarray(rgba, np.float32)
+    current = layer.colormap
+    if isinstance(current, CyclicLabelColormap) and current.background_value == 0 \
+            and np.shape(current.colors) == rgba.shape and np.allclose(current.colors, rgba):
+        return
+    layer.colormap = CyclicLabelColormap(colors=rgba, background_value=0)
+
+
+def _set_class_colormap(layer, colors, transparent=None):
+    """Colour label v with class colour ``colors[v - 1]`` (``"#rrggbb"``), 0 and the classes
+    flagged in ``transparent`` not drawn."""
+    transparent = transparent or [False] * len(colors)
+    _set_colormap(layer, [[0, 0, 0, 0]] + [[*color_rgb(color), 0.0 if hidden else 1.0]
+                                            for color, hidden in zip(colors, transparent)])
