@@ -112,8 +112,9 @@ class ObjectPipeline:
         """Link a journaled frame's rows again (resuming), so the tracker continues."""
         if self.tracker is None or "track" not in table:
             return
-        tracked = table["track"].to_numpy() >= 0
-        self.tracker.link(frame, table[["centroid-0", "centroid-1"]].to_numpy()[tracked])
+        tracks = table["track"].to_numpy()
+        self.tracker.link(frame, table[["centroid-0", "centroid-1"]].to_numpy()[tracks >= 0],
+                          tracks[tracks >= 0])
 
     def record(self):
         """What makes the rows, for the table's journal (JSON-able)."""

@@ -163,7 +163,8 @@ class TableJournal:
         for line in lines[1:]:
             try:
                 entry = json.loads(line)
-                self._frames[int(entry["position"])] = pd.DataFrame(entry["rows"])
+                rows = pd.DataFrame(entry["rows"]).astype(entry["dtypes"])
+                self._frames[int(entry["position"])] = rows
             except (ValueError, KeyError, TypeError):
                 break
             good += len(line) + 1
@@ -181,7 +182,8 @@ class TableJournal:
     def append(self, position, table):
         """Journal the rows of ``position`` (flushed to disk before returning)."""
         rows = {name: _plain(table[name]) for name in table.columns}
-        line = json.dumps({"position": int(position), "rows": rows}) + "\n"
+        dtypes = {name: str(dtype) for name, dtype in table.dtypes.items()}
+        line = json.dumps({"position": int(position), "rows": rows, "dtypes": dtypes}) + "\n"
         try:
             with open(self.journal, "a") as file:
                 file.write(line)

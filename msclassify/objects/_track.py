@@ -5,7 +5,9 @@ links one frame at a time through its `trackpy.linking.Linker`: a track is
 extended by the object that minimises the summed squared displacement of all
 links within ``search_range``, and an object that vanishes is remembered for
 ``memory`` frames (gap closing: it is linked again when it reappears near where
-it was last seen). Track ids are final when a frame is linked, so tracks grow
+it was last seen). With ``motion="velocity"`` each track is expected where its
+last velocity takes it (two objects that cross keep their ids, where the
+nearest position would swap them). Track ids are final when a frame is linked, so tracks grow
 while frames are segmented, and replaying the frames of a table reproduces them
 (`ObjectTracker.replay`), which is how an interrupted run resumes.
 """
@@ -27,6 +29,9 @@ class ObjectTracker:
     memory : int
         Frames an object may vanish (missed, merged with another) and still
         continue its track when it reappears.
+    motion : {"velocity", "none"}
+        Where a track is expected in the next frame: moved on by its last
+        velocity (pixels per frame, from its last two positions), or where it was.
 
     Examples
     --------
@@ -42,20 +47,24 @@ class ObjectTracker:
     [1, 0]
     """
 
-    def __init__(self, search_range=100.0, memory=25):
+    def __init__(self, search_range=100.0, memory=25, motion="velocity"):
         if not (isinstance(search_range, (int, float)) and search_range > 0):
             raise ValueError(f"search_range must be a positive distance in pixels, got "
                              f"{search_range!r}")
         if not is_int(memory, 0):
             raise ValueError(f"memory must be an integer >= 0 (frames), got {memory!r}")
+        if motion not in ("velocity", "none"):
+            raise ValueError(f"motion must be 'velocity' or 'none', got {motion!r}")
         self.search_range = float(search_range)
         self.memory = int(memory)
+        self.motion = motion
+        self._velocity = {}      # trackpy's track object -> (frame, position, velocity)
         self._linker = None
         self._ids = {}           # trackpy's track object -> our track id
         self._n_tracks = 0
         self._last_frame = None
 
-    def link(self, frame, coordinates):
+    def link(self, frame, coordinates, ids=None):
         """Track id of each object of ``frame`` (after every earlier frame was linked).
 
         Parameters
@@ -64,6 +73,9 @@ class ObjectTracker:
             Frame number, larger than that of the previous call.
         coordinates : array-like (n, 2)
             The objects' centroids (row, column).
+        ids : array-like (n,), optional
+            The ids these objects got before (replaying a journal): the tracks
+            continue under them, even where trackpy breaks an exact tie otherwise.
 
         Returns
         -------
@@ -78,15 +90,42 @@ class ObjectTracker:
             raise ValueError(f"frames are linked in increasing order: frame {frame} after "
                              f"frame {self._last_frame}")
         if self._linker is None:
-            self._linker = Linker(self.search_range, memory=self.memory)
+            self._linker = Linker(self.search_range, memory=self.memory,
+                                  predictor=self._predict if self.motion == "velocity" else None)
             self._linker.init_level(coordinates, frame)
         else:
             self._linker.next_level(coordinates, frame)
         self._last_frame = frame
-        ids = np.array([self._id(point.track) for point in self._linker.hash.points],
-                       dtype=np.int64)
+        points = self._linker.hash.points
+        if ids is not None:
+            for point, known in zip(points, np.asarray(ids, dtype=np.int64).ravel()):
+                self._adopt(point.track, int(known))
+        ids = np.array([self._id(point.track) for point in points], dtype=np.int64)
+        for point in points:
+            last = self._velocity.get(point.track)
+            velocity = (np.zeros(2) if last is None else
+                        (np.asarray(point.pos) - last[1]) / (frame - last[0]))
+            self._velocity[point.track] = (frame, np.array(point.pos, dtype=np.float64),
+                                           velocity)
         self._forget_ended()
         return ids
+
+    def _predict(self, frame, points):
+        """Where trackpy should expect ``points`` (of earlier frames) in ``frame``."""
+        expected = []
+        for point in points:
+            seen, position, velocity = self._velocity[point.track]
+            expected.append(position + velocity * (frame - seen))
+        return np.array(expected, dtype=np.float64).reshape(-1, 2)
+
+    def _adopt(self, track, known):
+        """Give ``track`` the id ``known``; a track that held it takes ``track``'s old id."""
+        before = self._id(track)
+        for other, given in self._ids.items():
+            if given == known and other is not track:
+                self._ids[other] = before
+        self._ids[track] = known
+        self._n_tracks = max(self._n_tracks, known + 1)
 
     def _id(self, track):
         if track not in self._ids:
@@ -100,7 +139,10 @@ class ObjectTracker:
         alive |= {point.track for point in self._linker.mem_set}
         if len(self._ids) > 2 * len(alive) + 16:
             self._ids = {track: i for track, i in self._ids.items() if track in alive}
+            self._velocity = {track: v for track, v in self._velocity.items() if track in alive}
 
-    def replay(self, frames, coordinates):
-        """Link earlier frames again (resuming); returns their track ids as `link` does."""
-        return [self.link(frame, coords) for frame, coords in zip(frames, coordinates)]
+    def replay(self, frames, coordinates, ids=None):
+        """Link earlier frames again (resuming), with their recorded ``ids`` if given."""
+        ids = [None] * len(frames) if ids is None else ids
+        return [self.link(frame, coords, known)
+                for frame, coords, known in zip(frames, coordinates, ids)]
