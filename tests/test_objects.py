@@ -70,18 +70,32 @@ def _two_discs(gap):
             | ((yy - 15) ** 2 + (xx - 14 - gap) ** 2 < 81)).astype(np.int32)
 
 
-@pytest.mark.parametrize("landscape", ["distance", "probability"])
+@pytest.mark.parametrize("landscape", ["distance", "probability", "intensity"])
 def test_two_touching_discs_are_split_and_an_ellipse_is_not(landscape):
     discs = _two_discs(16)
     assert discs.max() == 1  # one component
     splitter = ObjectSplitter(landscape, depth=0.3, min_size=50)
-    split = splitter.split(discs, discs.astype(np.float32))
+    split = splitter.split(discs, discs.astype(np.float32), discs * 200.0)
     assert np.unique(split).tolist() == [0, 1, 2]
     areas = np.bincount(split.ravel())[1:]
     assert abs(int(areas[0]) - int(areas[1])) <= 0.05 * areas.sum()  # halves, up to the seam
     yy, xx = np.mgrid[:30, :50]
     ellipse = (((yy - 15) / 8.0) ** 2 + ((xx - 25) / 20.0) ** 2 < 1).astype(np.int32)
-    assert splitter.split(ellipse, ellipse.astype(np.float32)).max() == 1
+    assert splitter.split(ellipse, ellipse.astype(np.float32), ellipse * 200.0).max() == 1
+
+
+def test_a_bright_body_with_dim_wings_is_one_object_and_two_bodies_are_two():
+    """The intensity landscape: each body is one bright peak, the wings a dim shelf."""
+    yy, xx = np.mgrid[:40, :80]
+    image = np.zeros((40, 80))
+    for centre in (20, 52):
+        image += 150 * np.exp(-((yy - 20) ** 2 + (xx - centre) ** 2) / 40)
+    wings = (np.abs(yy - 20) < 12) & (xx > 5) & (xx < 75)
+    image[wings & (image < 30)] = 30
+    objects = wings.astype(np.int32)
+    assert ObjectSplitter("intensity").split(objects, image=image).max() == 2
+    one = image.copy(); one[:, 36:] = np.where(wings[:, 36:], 30, 0)
+    assert ObjectSplitter("intensity").split(objects, image=one).max() == 1
 
 
 # -- object classes and their costs -------------------------------------------------------------

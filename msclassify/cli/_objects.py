@@ -125,7 +125,7 @@ def _train_classifier(args, model, source, pipeline):
             probability = prediction.probabilities[..., list(pipeline.classes).index(
                 pipeline.target)]
         objects = find_objects(prediction.labels, pipeline.target, min_size=pipeline.min_size,
-                               split=pipeline.splitter, probability=probability)
+                               split=pipeline.splitter, probability=probability, image=image)
         try:
             labels.append(objects_at(objects, rows, where=str(args.object_labels)))
         except ValueError as exc:

@@ -24,10 +24,10 @@ _PROPERTIES = ("label", "area", "centroid", "bbox", "orientation", "axis_major_l
 SHAPE_COLUMNS = ("area", "centroid-0", "centroid-1", "bbox-0", "bbox-1", "bbox-2", "bbox-3",
                  "orientation", "axis_major_length", "axis_minor_length", "eccentricity",
                  "solidity")
-_INTENSITY = ("intensity_mean", "intensity_max")
+_INTENSITY = ("intensity_mean", "intensity_max", "centroid_weighted")
 
 
-def find_objects(labels, target, *, min_size=0, split=None, probability=None):
+def find_objects(labels, target, *, min_size=0, split=None, probability=None, image=None):
     """Numbered objects of class ``target`` in one frame's predicted classes.
 
     Parameters
@@ -42,6 +42,8 @@ def find_objects(labels, target, *, min_size=0, split=None, probability=None):
         Splits touching objects (see `ObjectSplitter`).
     probability : ndarray (H, W), optional
         The probability of ``target``, used by a splitter that splits on it.
+    image : ndarray, optional
+        The frame, used by a splitter that splits on its intensity.
 
     Returns
     -------
@@ -61,7 +63,7 @@ def find_objects(labels, target, *, min_size=0, split=None, probability=None):
     objects = FrameExport("instances", int(target), int(min_size)).convert(
         labels, None, [int(target)]).astype(np.int32)
     if split is not None:
-        objects = split.split(objects, probability)
+        objects = split.split(objects, probability, image)
     return objects
 
 
@@ -73,8 +75,12 @@ def measure_objects(objects, image=None, probability=None, *, frame=0):
     objects : ndarray of int (H, W)
         Objects numbered 1, 2, ... (0 = background), e.g. from `find_objects`.
     image : ndarray (H, W) or (H, W, C), optional
-        The frame: adds ``intensity_mean`` and ``intensity_max`` (per channel
-        ``intensity_mean-0``, ... for a multichannel frame, scikit-image's names).
+        The frame: adds ``intensity_mean``, ``intensity_max`` and the
+        intensity-weighted centroid ``centroid_weighted-0`` (row),
+        ``centroid_weighted-1`` (column), where bright pixels count more (a
+        fly's bright body more than its dim wings); per channel
+        (``intensity_mean-0``, ``centroid_weighted-0-0``, ...) for a
+        multichannel frame, scikit-image's names.
     probability : ndarray (H, W), optional
         The probability of the objects' class: adds ``probability_mean`` and
         ``probability_max``.
@@ -124,14 +130,17 @@ def measure_objects(objects, image=None, probability=None, *, frame=0):
 
 
 def _name_channels(columns, image, with_probability):
-    """regionprops_table's ``intensity_mean-K`` per channel -> the frame's and the probability's."""
+    """regionprops_table's ``intensity_mean-K`` per channel K -> the frame's and the probability's
+    (``probability_mean``); the probability-weighted centroid is left out."""
     n_image = 0 if image is None else (1 if image.ndim == 2 else image.shape[2])
     renamed = {}
     for name, values in columns.items():
         base, _, channel = name.rpartition("-")
-        if base in _INTENSITY:
+        if base.split("-")[0] in _INTENSITY:
             channel = int(channel)
             if channel == n_image and with_probability:
+                if base.startswith("centroid"):
+                    continue
                 name = base.replace("intensity", "probability")
             elif n_image == 1:
                 name = base

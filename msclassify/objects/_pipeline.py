@@ -90,7 +90,7 @@ class ObjectPipeline:
         elif self.needs_probabilities:
             raise ValueError("this object table needs the class probabilities of every frame")
         objects = find_objects(labels, self.target, min_size=self.min_size,
-                               split=self.splitter, probability=probability)
+                               split=self.splitter, probability=probability, image=image)
         table = measure_objects(objects, image,
                                 probability if self.probability_columns else None, frame=frame)
         if self.classifier is not None:

@@ -1,8 +1,8 @@
 """Splitting touching objects: a watershed from the deep maxima of a landscape.
 
 Two flies that touch are one connected component. Inside a component, the
-distance to its edge (or the class probability) has one high region per body,
-joined by a narrow neck where they touch. `ObjectSplitter` finds the maxima that
+distance to its edge, the class probability or the frame's brightness has one
+high region per body, joined by a narrow neck or a dimmer seam where they touch. `ObjectSplitter` finds the maxima that
 stand out by at least ``depth`` of the component's highest value (h-maxima, so
 a shallow dip between thorax and abdomen does not count) and floods the
 component from them (`skimage.segmentation.watershed`); a piece smaller than
@@ -24,6 +24,8 @@ _SIGMA = 2  # pixels: the probability's smoothing
 SPLIT_LANDSCAPES = {
     "distance": "distance of each pixel to the object's edge (shape alone)",
     "probability": "the class probability, smoothed by a Gaussian of sigma 2 px",
+    "intensity": "the frame's brightness, smoothed by a Gaussian of sigma 2 px (bright objects "
+                 "on a dark background, e.g. flies lit from below)",
 }
 
 
@@ -33,7 +35,7 @@ class ObjectSplitter:
 
     Parameters
     ----------
-    landscape : {"distance", "probability"}
+    landscape : {"distance", "probability", "intensity"}
         What is flooded (`SPLIT_LANDSCAPES`).
     depth : float in (0, 1)
         A maximum counts when it rises at least ``depth`` times the component's
@@ -48,14 +50,14 @@ class ObjectSplitter:
     >>> yy, xx = np.mgrid[:20, :34]
     >>> both = ((yy - 10) ** 2 + (xx - 10) ** 2 < 36) | ((yy - 10) ** 2 + (xx - 21) ** 2 < 36)
     >>> objects = both.astype(np.int32)
-    >>> np.unique(ObjectSplitter(depth=0.3).split(objects)).tolist()
+    >>> np.unique(ObjectSplitter().split(objects)).tolist()
     [0, 1, 2]
-    >>> np.unique(ObjectSplitter(depth=0.3, min_size=200).split(objects)).tolist()
+    >>> np.unique(ObjectSplitter(min_size=200).split(objects)).tolist()
     [0, 1]
     """
 
     landscape: str = "distance"
-    depth: float = 0.3
+    depth: float = 0.2
     min_size: int = 0
 
     def __post_init__(self):
@@ -68,7 +70,7 @@ class ObjectSplitter:
         if not is_int(self.min_size, 0):
             raise ValueError(f"min_size must be an integer >= 0 (pixels), got {self.min_size!r}")
 
-    def split(self, objects, probability=None):
+    def split(self, objects, probability=None, image=None):
         """``objects`` (numbered 1, 2, ...) with touching objects split, renumbered 1, 2, ...
 
         Parameters
@@ -76,12 +78,19 @@ class ObjectSplitter:
         objects : ndarray of int (H, W)
         probability : ndarray (H, W), optional
             Required by the ``probability`` landscape.
+        image : ndarray (H, W) or (H, W, C), optional
+            The frame; required by the ``intensity`` landscape (channels averaged).
         """
         objects = np.asarray(objects)
-        if self.landscape == "probability":
-            if probability is None:
-                raise ValueError("splitting on the probability needs the class probability")
-            probability = np.asarray(probability, dtype=np.float32)
+        surface = None
+        if self.landscape != "distance":
+            surface = probability if self.landscape == "probability" else image
+            if surface is None:
+                raise ValueError(f"splitting on the {self.landscape} needs the "
+                                 f"{'class probability' if self.landscape == 'probability' else 'frame'}")
+            surface = np.asarray(surface, dtype=np.float32)
+            if surface.ndim == 3:
+                surface = surface.mean(axis=-1)
         out = np.zeros(objects.shape, dtype=np.int32)
         n = 0
         sizes = np.bincount(objects.ravel())
@@ -91,7 +100,7 @@ class ObjectSplitter:
             inside = objects[box] == index
             pieces = None
             if sizes[index] >= 2 * max(self.min_size, 1):
-                pieces = self._pieces(inside, self._height(inside, box, probability))
+                pieces = self._pieces(inside, self._height(inside, box, surface))
             if pieces is None:
                 out[box][inside] = n + 1
                 n += 1
@@ -100,18 +109,19 @@ class ObjectSplitter:
                 n += int(pieces.max())
         return out
 
-    def _height(self, inside, box, probability):
-        """The landscape over one component's bounding box, 0 outside the component."""
+    def _height(self, inside, box, surface):
+        """The landscape over one component's bounding box, 0 outside the component (a
+        smoothed surface is made >= 0 inside it, so that 0 is its floor)."""
         if self.landscape == "distance":
             return ndi.distance_transform_edt(np.pad(inside, 1))[1:-1, 1:-1]
         # smoothed over the box and a margin of 3 sigma, so the edge of the box is smoothed alike
         margin = 3 * _SIGMA
         rows, cols = box
         top, left = max(rows.start - margin, 0), max(cols.start - margin, 0)
-        window = probability[top:rows.stop + margin, left:cols.stop + margin]
+        window = surface[top:rows.stop + margin, left:cols.stop + margin]
         smooth = ndi.gaussian_filter(window, _SIGMA)
         smooth = smooth[rows.start - top:rows.stop - top, cols.start - left:cols.stop - left]
-        return np.where(inside, smooth, 0)
+        return np.where(inside, smooth - min(float(smooth[inside].min()), 0.0), 0)
 
     def _pieces(self, inside, height):
         """The component flooded from its deep maxima, 1..k, or None when it stays whole."""
