@@ -71,7 +71,8 @@ class ObjectSplitter:
             raise ValueError(f"min_size must be an integer >= 0 (pixels), got {self.min_size!r}")
 
     def split(self, objects, probability=None, image=None):
-        """``objects`` (numbered 1, 2, ...) with touching objects split, renumbered 1, 2, ...
+        """``objects`` (numbered 1, 2, ...) with touching objects split; the first piece of a
+        split object keeps its number, the others are numbered after the last object.
 
         Parameters
         ----------
@@ -86,27 +87,23 @@ class ObjectSplitter:
         if self.landscape != "distance":
             surface = probability if self.landscape == "probability" else image
             if surface is None:
-                raise ValueError(f"splitting on the {self.landscape} needs the "
-                                 f"{'class probability' if self.landscape == 'probability' else 'frame'}")
-            surface = np.asarray(surface, dtype=np.float32)
-            if surface.ndim == 3:
-                surface = surface.mean(axis=-1)
-        out = np.zeros(objects.shape, dtype=np.int32)
-        n = 0
-        sizes = np.bincount(objects.ravel())
+                needed = "class probability" if self.landscape == "probability" else "frame"
+                raise ValueError(f"splitting on the {self.landscape} needs the {needed}")
+            surface = np.asarray(surface)
+        out = objects.astype(np.int32, copy=True)
+        n = int(out.max(initial=0))
         for index, box in enumerate(ndi.find_objects(objects), start=1):
             if box is None:
                 continue
             inside = objects[box] == index
-            pieces = None
-            if sizes[index] >= 2 * max(self.min_size, 1):
-                pieces = self._pieces(inside, self._height(inside, box, surface))
-            if pieces is None:
-                out[box][inside] = n + 1
-                n += 1
-            else:
-                out[box][inside] = pieces[inside] + n
-                n += int(pieces.max())
+            if np.count_nonzero(inside) < 2 * max(self.min_size, 1):
+                continue
+            pieces = self._pieces(inside, self._height(inside, box, surface))
+            if pieces is not None:
+                # the first piece keeps the number, the others are numbered after the last
+                moved = inside & (pieces > 1)
+                out[box][moved] = pieces[moved] - 1 + n
+                n += int(pieces.max()) - 1
         return out
 
     def _height(self, inside, box, surface):
@@ -118,7 +115,9 @@ class ObjectSplitter:
         margin = 3 * _SIGMA
         rows, cols = box
         top, left = max(rows.start - margin, 0), max(cols.start - margin, 0)
-        window = surface[top:rows.stop + margin, left:cols.stop + margin]
+        window = surface[top:rows.stop + margin, left:cols.stop + margin].astype(np.float32)
+        if window.ndim == 3:
+            window = window.mean(axis=-1)
         smooth = ndi.gaussian_filter(window, _SIGMA)
         smooth = smooth[rows.start - top:rows.stop - top, cols.start - left:cols.stop - left]
         return np.where(inside, smooth - min(float(smooth[inside].min()), 0.0), 0)
