@@ -4,14 +4,17 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from ..datasets import load_sample_flies
 from ..metrics import label_instances, seg_score
+from ..objects import ObjectPipeline, ObjectTracker, write_table
 from ..pixel import PixelClassifier
-from ..plotting import agreement_overlay, cost_map_figure
+from ..plotting import agreement_overlay, cost_map_figure, tracks_figure
 from ._common import make_output_folder, progress, say, training_callback, write_png
 
 _FLY = 2  # class value of "fly" in the sample data's scribbles (1 = background)
+_MIN_FLY = 500  # pixels: a sample fly covers about 2500
 
 
 def add_demo_command(commands, quiet):
@@ -20,11 +23,12 @@ def add_demo_command(commands, quiet):
         "demo", parents=[quiet], help="train on the sample fly frames and report SEG, cost, speed",
         description="Train a pixel classifier on the scribbles of the synthetic sample fly "
                     "frames, predict the other frames and report SEG against the exact masks, "
-                    "the evaluation cost and frames/s; writes an overlay and a cost map (PNG) "
-                    "and the model.")
+                    "the evaluation cost and frames/s; writes an overlay and a cost map (PNG), "
+                    "the table of the flies in every frame with their tracks (CSV) and a plot "
+                    "of the tracks, and the model.")
     demo.add_argument("-o", "--output", default="msclassify-demo",
-                      help="folder for overlay.png, cost_map.png and model.msc "
-                           "(default: %(default)s)")
+                      help="folder for overlay.png, cost_map.png, objects.csv, tracks.png and "
+                           "model.msc (default: %(default)s)")
     demo.set_defaults(run=_cmd_demo)
 
 
@@ -71,6 +75,9 @@ def _cmd_demo(args):
                f"{clf.booster_.n_trees} trees) + {cost.features / pixels:.2f} for the features "
                f"= {cost.total / pixels:.2f}")
 
+    _write_tracks(args, out, frames, [predictions[held_out.index(t)] if t in held_out
+                                       else clf.predict(frames[t]) for t in range(len(frames))])
+
     model_path = out / "model.msc"
     clf.save(model_path)
     overlay_path, cost_path = out / "overlay.png", out / "cost_map.png"
@@ -84,6 +91,21 @@ def _cmd_demo(args):
     say(args, f"wrote {model_path}; try: msclassify info {model_path}")
     say(args, f"done in {time.perf_counter() - start:.1f} s")
     return 0
+
+
+def _write_tracks(args, out, frames, predictions):
+    """The flies of every frame, measured and tracked: objects.csv and tracks.png."""
+    pipeline = ObjectPipeline(_FLY, min_size=_MIN_FLY, tracker=ObjectTracker(search_range=50))
+    tables = [pipeline.frame_table(labels, frame, None, t)
+              for t, (frame, labels) in enumerate(zip(frames, predictions))]
+    table = pd.concat(tables, ignore_index=True)
+    table_path, plot_path = out / "objects.csv", out / "tracks.png"
+    write_table(table, table_path, overwrite=True)
+    write_png(plot_path, tracks_figure(frames[-1], table, f"tracks over {len(frames)} frames "
+                                                          "(dot: last position)"), crop=True)
+    n_tracks = int(table["track"].max()) + 1 if len(table) else 0
+    say(args, f"wrote {table_path} ({len(table)} objects of at least {_MIN_FLY} px in "
+               f"{len(frames)} frames, {n_tracks} tracks) and {plot_path}")
 
 
 def _list(indices):
