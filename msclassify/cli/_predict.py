@@ -3,11 +3,11 @@
 import contextlib
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
 from ..io import FrameReadError, open_frames
+from ..modelfile import open_model_file
 from ..pixel import EXPORT_KINDS, FrameExport, batch, check_channels, load_pixel_model, open_export
 from ._common import EXIT_INTERRUPTED, PROG, CommandError, positive_int, progress, say
 from ._objects import add_object_arguments, check_object_arguments, open_object_table
@@ -88,7 +88,8 @@ def _parse_frames(text, n_frames, source):
 
 def _cmd_predict(args):
     check_object_arguments(args)
-    model = load_pixel_model(args.model)
+    model_file = open_model_file(args.model)  # read once: parsed, digested, shipped to workers
+    model = load_pixel_model(model_file)
     with open_frames(args.input, as_gray=model.n_channels_ == 1) as source:
         channels = 1 if len(source.shape) == 2 else source.shape[2]
         try:
@@ -98,7 +99,7 @@ def _cmd_predict(args):
         selection = _parse_frames(args.frames, len(source), args.input)
         classes = np.asarray(model.classes_)
         export = _frame_export(args, classes)
-        provenance = batch.prediction_provenance(args.model, source, selection,
+        provenance = batch.prediction_provenance(model_file, source, selection,
                                                  args.probabilities, export)
         try:
             writer = None if args.output is None else open_export(
@@ -120,8 +121,8 @@ def _cmd_predict(args):
             if done and todo:
                 say(args, f"resuming: {len(done)} of {len(selection)} frames are already in "
                            f"{where}")
-            status = (_run_prediction(args, model, frames, writer, selection, todo) if todo
-                      else 0)
+            status = (_run_prediction(args, model, model_file, frames, writer, selection, todo)
+                      if todo else 0)
             if not todo:
                 say(args, f"all {len(selection)} frames are already in {where}; nothing to do")
             if status == 0 and args.table is not None:
@@ -153,7 +154,7 @@ def _frame_export(args, classes):
         raise CommandError(f"--export {args.export}: {exc}") from None
 
 
-def _run_prediction(args, model, source, writer, selection, todo):
+def _run_prediction(args, model, model_file, source, writer, selection, todo):
     model_bytes, cluster = None, contextlib.nullcontext()
     if args.workers is not None or args.scheduler is not None:
         try:
@@ -161,7 +162,7 @@ def _run_prediction(args, model, source, writer, selection, todo):
         except ImportError:
             raise CommandError("--workers and --scheduler need Dask: pip install "
                                "'msclassify[dask]'") from None
-        model_bytes = Path(args.model).read_bytes()
+        model_bytes = model_file.content
         cluster = (batch.local_cluster(args.workers) if args.workers is not None
                    else batch.connect(args.scheduler))
     written = 0
