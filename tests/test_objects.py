@@ -1,6 +1,7 @@
 """Objects: hand-checkable tables, splitting, the object classifier's costs, tracks that cross,
 the CLI's --table with resume and its bad input."""
 
+import contextlib
 import json
 
 import numpy as np
@@ -274,6 +275,22 @@ def crossing_run(tmp_path_factory):
     return folder
 
 
+@contextlib.contextmanager
+def _interrupted_after(n_frames, monkeypatch):
+    """Ctrl-C once ``n_frames`` frames are in the table (as a user's, between two frames)."""
+    write, calls = ObjectTableWriter.write, []
+
+    def interrupted(self, position, labels, probabilities=None):
+        if len(calls) == n_frames:
+            raise KeyboardInterrupt
+        calls.append(position)
+        write(self, position, labels, probabilities)
+
+    monkeypatch.setattr(ObjectTableWriter, "write", interrupted)
+    yield
+    monkeypatch.setattr(ObjectTableWriter, "write", write)
+
+
 def _predict(folder, *extra):
     return main(["predict", str(folder / "model.msc"), str(folder / "frames.tif"), "--quiet",
                  *map(str, extra)])
@@ -297,19 +314,9 @@ def test_cli_resumes_an_interrupted_table(crossing_run, tmp_path, monkeypatch):
     assert _predict(crossing_run, *args) == 0
     expected = read_table(tmp_path / "objects.parquet")
     (tmp_path / "objects.parquet").unlink()
-    write = ObjectTableWriter.write
-    calls = []
-
-    def interrupted(self, position, labels, probabilities=None):
-        if len(calls) == 12:
-            raise KeyboardInterrupt
-        calls.append(position)
-        write(self, position, labels, probabilities)
-
-    monkeypatch.setattr(ObjectTableWriter, "write", interrupted)
-    assert _predict(crossing_run, *args, "--overwrite") == 130
+    with _interrupted_after(12, monkeypatch):
+        assert _predict(crossing_run, *args, "--overwrite") == 130
     assert not (tmp_path / "objects.parquet").exists()
-    monkeypatch.setattr(ObjectTableWriter, "write", write)
     assert _predict(crossing_run, *args) == 0
     pd.testing.assert_frame_equal(read_table(tmp_path / "objects.parquet"), expected)
 
@@ -358,17 +365,8 @@ def test_cli_refuses_an_existing_table_and_a_changed_input_on_resume(crossing_ru
     tifffile.imwrite(tmp_path / "frames.tif", frames)
     command = ["predict", str(crossing_run / "model.msc"), str(tmp_path / "frames.tif"),
                "--quiet", "--table", str(tmp_path / "t.csv")]
-    write, calls = ObjectTableWriter.write, []
-
-    def interrupted(self, position, labels, probabilities=None):
-        if len(calls) == 5:
-            raise KeyboardInterrupt
-        calls.append(position)
-        write(self, position, labels, probabilities)
-
-    monkeypatch.setattr(ObjectTableWriter, "write", interrupted)
-    assert main(command) == 130
-    monkeypatch.setattr(ObjectTableWriter, "write", write)
+    with _interrupted_after(5, monkeypatch):
+        assert main(command) == 130
     journal = tmp_path / ".t.csv.journal"
     lines = journal.read_text()
     tifffile.imwrite(tmp_path / "frames.tif", frames[:20])
