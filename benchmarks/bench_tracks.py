@@ -2,6 +2,10 @@
 
 Run: ``python benchmarks/bench_tracks.py [--stop N] [--model PATH]``. Writes
 benchmarks/results/tracks.json, docs/objects_tracks.png, and prints a table.
+``--cli-frames N --model PATH`` instead times the whole pipeline as a user runs it,
+``msclassify predict MODEL VIDEO --frames 0:N --table T.csv --tracks --min-size 500
+--split intensity`` (no frames written), in-process and with ``--workers 2``,
+interleaved, with the load average at each start (results/tracks_cli.json).
 
 The pixel model is the default `PixelClassifier(random_state=0)` trained on the
 scribbles of ``fly_masks_dev`` (10 frames of this video; ``--model`` reuses a
@@ -190,11 +194,49 @@ def plot_tracks(table, centres, background, path, title):
     plt.close(fig)
 
 
+def cli_throughput(model, n_frames, rounds=1):
+    """Wall time, CPU time and load of the ``predict --table`` command, in-process and on 2
+    Dask workers, ``rounds`` times each, interleaved."""
+    import subprocess
+    rows = []
+    for round_ in range(rounds):
+        for extra in ([], ["--workers", "2"]):
+            with tempfile.TemporaryDirectory(prefix="bench_tracks_") as folder:
+                command = [sys.executable, "-m", "msclassify.cli", "predict", str(model),
+                           str(VIDEO), "--frames", f"0:{n_frames}", "--table",
+                           str(Path(folder) / "objects.csv"), "--tracks", "--min-size", "500",
+                           "--split", "intensity", "--quiet", *extra]
+                load = os.getloadavg()[0]
+                before = resource.getrusage(resource.RUSAGE_CHILDREN)
+                start = time.perf_counter()
+                subprocess.run(command, check=True, env=dict(os.environ, PYTHONPATH=str(REPO)))
+                wall = time.perf_counter() - start
+                after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+            rows.append({"config": "in-process" if not extra else "2 Dask workers",
+                         "round": round_, "frames": n_frames, "frames/s": n_frames / wall,
+                         "CPU ms/frame": 1e3 * cpu / n_frames, "load at start": load,
+                         "command": " ".join(command[1:])})
+    return rows
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--stop", type=int, default=3000, help="frames 0..STOP-1 (default all)")
     parser.add_argument("--model", help="a saved pixel model instead of training one")
+    parser.add_argument("--cli-frames", type=int,
+                        help="time the predict --table command on this many frames instead")
     args = parser.parse_args()
+    if args.cli_frames:
+        if not args.model:
+            sys.exit("--cli-frames needs --model (a saved pixel model)")
+        rows = cli_throughput(args.model, args.cli_frames)
+        print(f"CPU {cpu_model()}; whole pipeline (segment + measure + split + track), start-up "
+              "included")
+        print_table(rows, ["config", "round", "frames", "frames/s", "CPU ms/frame",
+                           "load at start"])
+        print(f"wrote {write_results('tracks_cli', {'rows': rows})}")
+        return
     if not VIDEO.exists() or not SLEAP.exists():
         sys.exit(f"{VIDEO} or {SLEAP} not found; clone the repository next to shared/")
     import pandas as pd
