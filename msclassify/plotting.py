@@ -6,6 +6,8 @@
     a matplotlib figure of a cost map (`msclassify.PixelClassifier.cost_map`)
 `cost_sweep_figure`
     a matplotlib figure of a cost sweep (`msclassify.tabular.cost_sweep`)
+`tracks_figure`
+    a matplotlib figure of object tracks over a frame (`msclassify.objects` tables)
 `save_png`
     an RGB image or a figure written atomically as PNG
 
@@ -25,7 +27,8 @@ import numpy as np
 
 from .io import write_atomically
 
-__all__ = ["agreement_overlay", "cost_map_figure", "cost_sweep_figure", "save_png"]
+__all__ = ["agreement_overlay", "cost_map_figure", "cost_sweep_figure", "save_png",
+           "tracks_figure"]
 
 _HIT, _FALSE, _MISSED = (0.1, 0.9, 0.2), (1, 0.1, 0.1), (0.2, 0.4, 1)
 
@@ -93,6 +96,44 @@ def cost_sweep_figure(sweep, title):
 
     figure = _figure(figsize=(6, 4.5), dpi=110, tight_layout=True)
     plot_cost_sweep(sweep, figure.add_subplot()).set_title(title, fontsize=9)
+    return figure
+
+
+def tracks_figure(frame, table, title="tracks", reference=None):
+    """A matplotlib figure of the tracks of an object table drawn over a frame.
+
+    Parameters
+    ----------
+    frame : ndarray (H, W) or (H, W, 3)
+        Shown in grey under the tracks.
+    table : pandas.DataFrame
+        Columns ``track`` (-1 = not tracked), ``frame``, ``centroid-0``, ``centroid-1``.
+    title : str
+    reference : sequence of ndarray (T, 2), optional
+        Other paths (row, column) drawn wide and pale under the tracks, e.g. a
+        reference tracker's.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    figure = _figure(figsize=(7, 7), dpi=110, tight_layout=True)
+    axes = figure.add_subplot()
+    axes.imshow(frame, cmap="gray")
+    for k, path in enumerate(reference or ()):
+        axes.plot(path[:, 1], path[:, 0], color="white", lw=3, alpha=0.35,
+                  label="reference" if k == 0 else None)
+    colours = [f"C{k}" for k in range(10)]
+    tracked = table[table["track"] >= 0].sort_values(["track", "frame"])
+    for track, rows in tracked.groupby("track"):
+        axes.plot(rows["centroid-1"], rows["centroid-0"], lw=1, color=colours[int(track) % 10],
+                  label=f"track {track} ({len(rows)} frames)")
+        axes.plot(rows["centroid-1"].iloc[-1], rows["centroid-0"].iloc[-1], "o", ms=3,
+                  color=colours[int(track) % 10])
+    axes.set_title(title, fontsize=9)
+    if len(tracked):
+        axes.legend(loc="lower right", fontsize=7)
+    axes.set_axis_off()
     return figure
 
 

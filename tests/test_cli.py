@@ -25,6 +25,7 @@ import msclassify.io as msio
 from msclassify import CEGBClassifier, load_model
 from msclassify.cli import main
 from msclassify.io import open_writer, read_label_stack, read_training_frames
+from msclassify.objects import read_table
 from msclassify.pixel import PixelClassifier, batch
 
 REPO = Path(__file__).resolve().parents[1]
@@ -708,3 +709,9 @@ def test_demo_trains_predicts_and_reports(tmp_path):
     assert 0.002 < green.mean() < 0.05  # flies cover a few percent of the arena
     assert iio.imread(out / "cost_map.png").ndim == 3
     assert isinstance(load_model(out / "model.msc"), PixelClassifier)
+    # the four sample flies, measured and tracked through the 8 frames
+    assert re.search(r"objects\.csv \(32 objects of at least 500 px in 8 frames, 4 tracks\)",
+                     result.stdout), result.stdout
+    table = read_table(out / "objects.csv")
+    assert table.groupby("track")["frame"].apply(list).tolist() == [list(range(8))] * 4
+    assert iio.imread(out / "tracks.png").ndim == 3

@@ -7,16 +7,19 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from ..datasets import load_sample_flies
 from ..io import write_atomically
 from ..metrics import label_instances, seg_score
+from ..objects import ObjectPipeline, ObjectTracker, write_table
 from ..pixel import PixelClassifier
-from ..plotting import agreement_overlay, cost_map_figure
+from ..plotting import agreement_overlay, cost_map_figure, tracks_figure
 from ._common import CommandError, make_output_folder, progress, say, training_callback, write_png
 
 _FLY = 2  # class value of "fly" in the sample data's scribbles (1 = background)
-_DEMO_FILES = ("model.msc", "overlay.png", "cost_map.png")
+_MIN_FLY = 500  # pixels: a sample fly covers about 2500
+_DEMO_FILES = ("model.msc", "overlay.png", "cost_map.png", "objects.csv", "tracks.png")
 _RECORD = "msclassify_demo.json"  # what the demo wrote into -o: only those files are replaced
 
 
@@ -26,12 +29,13 @@ def add_demo_command(commands, quiet):
         "demo", parents=[quiet], help="train on the sample fly frames and report SEG, cost, speed",
         description="Train a pixel classifier on the scribbles of the synthetic sample fly "
                     "frames, predict the other frames and report SEG against the exact masks, "
-                    "the evaluation cost and frames/s; writes an overlay and a cost map (PNG) "
-                    "and the model.")
+                    "the evaluation cost and frames/s; writes an overlay and a cost map (PNG), "
+                    "the table of the flies in every frame with their tracks (CSV) and a plot "
+                    "of the tracks, and the model.")
     demo.add_argument("-o", "--output", default="msclassify-demo",
-                      help="folder for overlay.png, cost_map.png and model.msc; a file of "
-                           "those names the demo did not write there is never replaced "
-                           "(default: %(default)s)")
+                      help="folder for overlay.png, cost_map.png, objects.csv, tracks.png and "
+                           "model.msc; a file of those names the demo did not write there is "
+                           "never replaced (default: %(default)s)")
     demo.set_defaults(run=_cmd_demo)
 
 
@@ -126,8 +130,12 @@ def _cmd_demo(args):
                f"{clf.booster_.n_trees} trees) + {cost.features / pixels:.2f} for the features "
                f"= {cost.total / pixels:.2f}")
 
-    model_path, overlay_path, cost_path = (out / name for name in _DEMO_FILES)
+    model_path, overlay_path, cost_path, table_path, plot_path = (out / name
+                                                                  for name in _DEMO_FILES)
     _check_demo_folder(out)  # again: the folder may have changed while training
+    _write_tracks(args, out, table_path, plot_path, frames,
+                  [predictions[held_out.index(t)] if t in held_out else clf.predict(frames[t])
+                   for t in range(len(frames))])
     clf.save(model_path)
     _record_demo_file(out, model_path)
     write_png(overlay_path, agreement_overlay(frames[shown], predictions[0] == _FLY,
@@ -142,6 +150,22 @@ def _cmd_demo(args):
     say(args, f"wrote {model_path}; try: msclassify info {model_path}")
     say(args, f"done in {time.perf_counter() - start:.1f} s")
     return 0
+
+
+def _write_tracks(args, out, table_path, plot_path, frames, predictions):
+    """The flies of every frame, measured and tracked: ``table_path`` (CSV) and ``plot_path``."""
+    pipeline = ObjectPipeline(_FLY, min_size=_MIN_FLY, tracker=ObjectTracker(search_range=50))
+    tables = [pipeline.frame_table(labels, frame, None, t)
+              for t, (frame, labels) in enumerate(zip(frames, predictions))]
+    table = pd.concat(tables, ignore_index=True)
+    write_table(table, table_path, overwrite=True)
+    _record_demo_file(out, table_path)
+    write_png(plot_path, tracks_figure(frames[-1], table, f"tracks over {len(frames)} frames "
+                                                          "(dot: last position)"), crop=True)
+    _record_demo_file(out, plot_path)
+    n_tracks = int(table["track"].max()) + 1 if len(table) else 0
+    say(args, f"wrote {table_path} ({len(table)} objects of at least {_MIN_FLY} px in "
+               f"{len(frames)} frames, {n_tracks} tracks) and {plot_path}")
 
 
 def _list(indices):

@@ -10,6 +10,7 @@ from ..io import FrameReadError, open_frames
 from ..modelfile import open_model_file
 from ..pixel import EXPORT_KINDS, FrameExport, batch, check_channels, load_pixel_model, open_export
 from ._common import EXIT_INTERRUPTED, PROG, CommandError, positive_int, progress, say
+from ._objects import add_object_arguments, check_object_arguments, open_object_table
 from ._volumes import add_volume_options, predict_volumes, uses_volumes
 
 _CHUNK_SIZE = 4  # frames per Dask task
@@ -28,8 +29,9 @@ def add_predict_command(commands, quiet):
     predict.add_argument("model", help="model file from msclassify train")
     predict.add_argument("input", help="video (mp4, avi, ...), multi-page TIFF, image folder or "
                                        "quoted glob such as 'frames/*.png'")
-    predict.add_argument("-o", "--output", required=True,
-                         help="output folder (tif: one label TIFF per frame) or zarr store")
+    predict.add_argument("-o", "--output",
+                         help="output folder (tif: one label TIFF per frame) or zarr store "
+                              "(optional with --table)")
     predict.add_argument("--probabilities", action="store_true",
                          help="also write float32 class probabilities for every frame")
     predict.add_argument("--format", choices=("tif", "tiff", "zarr", "tiff-stack"),
@@ -45,7 +47,7 @@ def add_predict_command(commands, quiet):
                          help="the class exported by --export mask/instances/probability "
                               "(default for a two-class model: its second class, e.g. 2)")
     predict.add_argument("--min-size", type=int, metavar="PIXELS",
-                         help="--export instances: drop objects smaller than this "
+                         help="--export instances and --table: drop objects smaller than this "
                               "(default: 0, keep all)")
     predict.add_argument("--frames", metavar="START:STOP[:STEP]",
                          help="predict only these frames (Python slice of the frame numbers)")
@@ -62,6 +64,7 @@ def add_predict_command(commands, quiet):
                               "over (by default a matching output is resumed and any other "
                               "refused)")
     add_volume_options(predict, predicting=True)
+    add_object_arguments(predict)
     predict.set_defaults(run=_cmd_predict)
 
 
@@ -71,9 +74,10 @@ def _check_options(args):
         raise CommandError("--class chooses the class of --export mask, instances or "
                            "probability; --export labels writes every class: drop --class or "
                            "choose one of those exports")
-    if args.export != "instances" and args.min_size is not None:
-        raise CommandError(f"--min-size applies to --export instances only (objects), not "
-                           f"--export {args.export}: drop it or use --export instances")
+    if args.export != "instances" and args.min_size is not None and args.table is None:
+        raise CommandError(f"--min-size applies to --export instances and --table (objects), "
+                           f"not --export {args.export}: drop it, use --export instances or "
+                           "add --table")
     if args.chunk_size is not None and args.workers is None and args.scheduler is None:
         raise CommandError("--chunk-size sets the frames per Dask task: give it with --workers "
                            "or --scheduler, or drop it")
@@ -104,6 +108,7 @@ def _parse_frames(text, n_frames, source):
 
 def _cmd_predict(args):
     _check_options(args)
+    check_object_arguments(args)
     model_file = open_model_file(args.model)  # read once: parsed, digested, shipped to workers
     model = load_pixel_model(model_file)
     if uses_volumes(args, [args.input]):
@@ -123,25 +128,41 @@ def _cmd_predict(args):
         provenance = batch.prediction_provenance(model_file, source, selection,
                                                  args.probabilities, export)
         try:
-            writer = open_export(args.output, len(selection), source.shape[:2], export, classes,
-                                 names=[source.name(i) for i in selection],
-                                 n_classes=classes.size if args.probabilities else None,
-                                 format="tiff" if args.format == "tif" else args.format,
-                                 provenance=provenance, overwrite=args.overwrite,
-                                 inputs=[*source.files(), args.model])
+            writer = None if args.output is None else open_export(
+                args.output, len(selection), source.shape[:2], export, classes,
+                names=[source.name(i) for i in selection],
+                n_classes=classes.size if args.probabilities else None,
+                format="tiff" if args.format == "tif" else args.format,
+                provenance=provenance, overwrite=args.overwrite,
+                inputs=[*source.files(), args.model])
         except ValueError as exc:
             raise CommandError(str(exc)) from None
+        frames = source
+        if args.table is not None:
+            writer, frames = open_object_table(args, model, source, selection, writer,
+                                               provenance)
+        where = _destination(args)
         with writer:
             done = set(writer.completed())
             todo = [position for position in range(len(selection)) if position not in done]
-            if not todo:
-                say(args, f"all {len(selection)} frames are already in {args.output}; nothing "
-                           "to do")
-                return 0
-            if done:
+            if done and todo:
                 say(args, f"resuming: {len(done)} of {len(selection)} frames are already in "
-                           f"{args.output}")
-            return _run_prediction(args, model, model_file, source, writer, selection, todo)
+                           f"{where}")
+            status = (_run_prediction(args, model, model_file, frames, writer, selection, todo)
+                      if todo else 0)
+            if not todo:
+                say(args, f"all {len(selection)} frames are already in {where}; nothing to do")
+            if status == 0 and args.table is not None:
+                table = writer.finish()
+                say(args, f"wrote {len(table)} objects of {len(selection)} frames to {args.table}"
+                    + (f" ({table['track'].max() + 1} tracks)" if "track" in table and len(table)
+                       else ""))
+            return status
+
+
+def _destination(args):
+    """Where the run writes: -o, --table or both."""
+    return " and ".join(path for path in (args.output, args.table) if path)
 
 
 def _frame_export(args, classes):
@@ -155,7 +176,8 @@ def _frame_export(args, classes):
         say(args, f"exporting class {target} (the model's second class; choose another with "
                   "--class)")
     try:
-        return FrameExport(args.export, target, args.min_size or 0).check_classes(classes)
+        min_size = args.min_size if args.export == "instances" and args.min_size else 0
+        return FrameExport(args.export, target, min_size).check_classes(classes)
     except ValueError as exc:
         raise CommandError(f"--export {args.export}: {exc}") from None
 
@@ -195,16 +217,19 @@ def _run_prediction(args, model, model_file, source, writer, selection, todo):
                 print(f"{PROG} predict: interrupted; the TIFF stack {args.output} was not written "
                       "(a stack is written in one go).", file=sys.stderr)
                 return EXIT_INTERRUPTED
+            where = _destination(args)
             print(f"{PROG} predict: interrupted; {done} of {len(selection)} frames are complete "
-                  f"in {args.output}. Run the same command again to resume.", file=sys.stderr)
+                  f"in {where}. Run the same command again to resume.", file=sys.stderr)
             return EXIT_INTERRUPTED
         except (FrameReadError, batch.BatchError) as exc:
             done = len(selection) - len(todo) + written
             error = FrameReadError if isinstance(exc, FrameReadError) else CommandError
-            resume = (f"; the {done} frames written to {args.output} stay valid and a re-run "
+            where = _destination(args)
+            resume = (f"; the {done} frames written to {where} stay valid and a re-run "
                       "resumes after them") if done else ""
             raise error(f"{exc}{resume}") from None
     elapsed = time.perf_counter() - start
-    say(args, f"wrote {written} frames to {args.output} in {elapsed:.1f} s "
+    where = _destination(args)
+    say(args, f"wrote {written} frames to {where} in {elapsed:.1f} s "
                f"({written / elapsed:.2f} frames/s)")
     return 0

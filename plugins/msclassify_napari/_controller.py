@@ -36,7 +36,7 @@ import numpy as np
 from scipy import ndimage
 
 from msclassify import pixel
-from msclassify.pixel import FrameExport, PixelClassifier, label_dtype, load_pixel_model, \
+from msclassify.pixel import PixelClassifier, label_dtype, load_pixel_model, \
     open_export
 
 from ._frame_labels import FrameLabels
