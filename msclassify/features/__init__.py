@@ -34,7 +34,9 @@ from ._bank import FeatureBank, FeatureLevels
 from ._cache import FeatureCache
 from ._pyramid import PyramidImage, as_frame_stack, intensity_scale
 from ._specs import FILTERS, N_LEVELS, PRESETS, FeatureSpec, make_id, modelled_batch_cost, parse_id
+from ._support import support_pixels, support_radius
 
 __all__ = ["FILTERS", "N_LEVELS", "PRESETS", "FeatureBank", "FeatureCache", "FeatureLevels",
            "FeatureSpec",
-           "PyramidImage", "as_frame_stack", "intensity_scale", "make_id", "modelled_batch_cost", "parse_id"]
+           "PyramidImage", "as_frame_stack", "intensity_scale", "make_id", "modelled_batch_cost", "parse_id",
+           "support_pixels", "support_radius"]

@@ -16,6 +16,9 @@ blocks and computes only the features the model uses. The pieces:
     a saved classifier, checked to be one and to fit the frames at hand
 `predict_frame`, `FramePrediction`, `most_probable`, `label_dtype`
     one frame's labels, probabilities and uncertainty from one pass; the labels' dtype
+`ChunkPlan`, `predict_chunks`, `predict_chunk`, `model_halo`, `feature_halos`
+    images larger than memory: chunk by chunk through block-aligned windows with exact halos,
+    identical to predicting them whole
 `FrameExport`, `open_export`, `TiffStackWriter`
     what to write per frame (class values, a 0/255 mask, objects, a probability) and where
     (a folder of TIFFs, a zarr store, one TIFF stack)
@@ -34,6 +37,7 @@ Examples
 """
 
 from ._apply import FramePrediction, label_dtype, most_probable, predict_frame
+from ._chunks import ChunkPlan, feature_halos, model_halo, predict_chunk, predict_chunks
 from ._classifier import (ImageCost, PixelClassifier, check_channels, load_pixel_model,
                           training_set)
 from ._export import EXPORT_FORMATS, EXPORT_KINDS, FrameExport, TiffStackWriter, open_export
@@ -41,8 +45,8 @@ from ._intensity import IntensityRange
 from ._multiscale import MultiscaleResult, predict_multiscale
 from ._semi_supervised import UnlabelledPixels, jittered_grid
 
-__all__ = ["EXPORT_FORMATS", "EXPORT_KINDS", "FrameExport", "FramePrediction", "ImageCost",
+__all__ = ["ChunkPlan", "EXPORT_FORMATS", "EXPORT_KINDS", "FrameExport", "FramePrediction", "ImageCost",
            "IntensityRange", "MultiscaleResult", "PixelClassifier", "TiffStackWriter",
-           "UnlabelledPixels", "check_channels", "jittered_grid", "label_dtype",
-           "load_pixel_model", "most_probable", "open_export", "predict_frame",
-           "predict_multiscale", "training_set"]
+           "UnlabelledPixels", "check_channels", "feature_halos", "jittered_grid", "label_dtype",
+           "load_pixel_model", "model_halo", "most_probable", "open_export", "predict_chunk",
+           "predict_chunks", "predict_frame", "predict_multiscale", "training_set"]
