@@ -141,3 +141,50 @@ def test_synthetic_multiclass_rgb_with_upsampled_features_is_exact():
         got_labels, got_proba = predict_chunks(model, image, chunks, ("class", "proba"))
         assert np.array_equal(got_labels, model.predict(image)), chunks
         np.testing.assert_allclose(got_proba, model.predict_proba(image), rtol=0, atol=1e-6)
+
+
+_BOUNDED_MEMORY_SCRIPT = r"""
+import resource, sys
+import numpy as np, zarr
+from msclassify import PixelClassifier
+from msclassify.pixel import predict_chunks
+
+folder, n = sys.argv[1], int(sys.argv[2])
+rng = np.random.default_rng(0)
+tile = rng.normal(80, 10, (512, 512)); tile[100:300, 150:400] += 100
+tile = np.clip(tile, 0, 255).astype(np.uint8)
+labels = np.zeros(tile.shape, np.uint8); labels[5:20, 5:500] = 1; labels[180:220, 250:300] = 2
+model = PixelClassifier("fast", n_estimators=5, random_state=0).fit(tile, labels)
+image = zarr.create_array(f"{folder}/in.zarr", shape=(n, n), chunks=(512, 512), dtype=np.uint8)
+for y in range(0, n, 512):
+    for x in range(0, n, 512):
+        image[y:y + 512, x:x + 512] = np.roll(tile, (y + x) // 7, axis=1)
+out = [zarr.create_array(f"{folder}/labels.zarr", shape=(n, n), chunks=(256, 256),
+                         dtype=np.uint8),
+       zarr.create_array(f"{folder}/proba.zarr", shape=(n, n, 2), chunks=(256, 256, 2),
+                         dtype=np.float32)]
+predict_chunks(model, tile, 256, ("class", "proba"))                     # compile, warm up
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+predict_chunks(model, image, 256, ("class", "proba"), out=out)
+after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+corner = model.predict(image[:512, :512])
+print((after - before) * 1024, int((out[0][:512, :512] == corner).all()))
+"""
+
+
+@pytest.mark.slow
+def test_memory_depends_on_the_chunk_not_the_image(tmp_path):
+    """A 4096x4096 image (16.7 Mpx) from a zarr store into zarr stores: the peak RSS grows by
+    far less than one float32 plane of the image (67 MB), which the whole-image path
+    allocates many of (its features, probabilities and accumulators)."""
+    import subprocess
+    import sys
+
+    n = 4096
+    run = subprocess.run([sys.executable, "-c", _BOUNDED_MEMORY_SCRIPT, str(tmp_path), str(n)],
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-2000:]
+    grown, corner_ok = (int(v) for v in run.stdout.split())
+    assert corner_ok == 1
+    one_plane = n * n * 4
+    assert grown < one_plane / 2, f"peak RSS grew by {grown / 2**20:.0f} MB"
