@@ -247,16 +247,21 @@ def _n_workers(client):
     return len(client.scheduler_info(n_workers=-1)["workers"])
 
 
-def _predict_on_cluster(client, model_bytes, source, writer, todo, frame_index, probabilities,
-                        chunk_size, on_frame):
-    from distributed import KilledWorker
-
+def _wait_for_workers(client):
+    """BatchError unless the cluster has a worker (or one joins within a minute)."""
     if _n_workers(client) == 0:
         try:
             client.wait_for_workers(1, timeout=_WORKER_WAIT_SECONDS)
         except TimeoutError:
             raise BatchError(f"the Dask cluster at {client.scheduler.address} has no workers; "
                              "start some with: dask worker SCHEDULER_ADDRESS") from None
+
+
+def _predict_on_cluster(client, model_bytes, source, writer, todo, frame_index, probabilities,
+                        chunk_size, on_frame):
+    from distributed import KilledWorker
+
+    _wait_for_workers(client)
     plugin_name = f"msclassify-model-{uuid.uuid4().hex}"
     client.register_plugin(_ModelPlugin(model_bytes, _workers_per_host(client)), name=plugin_name)
     dtype = np.dtype(writer.dtype)
