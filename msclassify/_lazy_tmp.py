@@ -210,7 +210,7 @@ def _zarr_chunk_checker(array, description, axes):
     return check
 
 
-def _open_zarr(path):
+def _open_zarr(path, allow_missing):
     from .io import FrameReadError
     import zarr
 
@@ -256,7 +256,7 @@ def _open_zarr(path):
     axes = _axes_for(node.shape, description, names)
     chunks = [node.chunks[axes.index(a)] for a in _SPATIAL]
     return LazyImage(node, description, axes, chunks,
-                     _zarr_chunk_checker(node, description, axes))
+                     None if allow_missing else _zarr_chunk_checker(node, description, axes))
 
 
 def _open_h5(path, dataset):
@@ -301,7 +301,7 @@ def _open_tiff(path):
     return LazyImage(array, description, axes, [array.chunks[axes.index(a)] for a in _SPATIAL])
 
 
-def open_image(spec):
+def open_image(spec, allow_missing=False):
     """Open one large 2-D image lazily.
 
     Parameters
@@ -310,6 +310,9 @@ def open_image(spec):
         An OME-Zarr image (NGFF v0.4 / v0.5; level 0 of its multiscales), a zarr
         array, ``file.h5:/group/dataset`` (HDF5), or a TIFF file (tiled or
         pyramidal: read tile by tile, level 0).
+    allow_missing : bool, optional
+        Read a zarr chunk that was never written as the array's fill value (right
+        for sparse scribbles) instead of refusing it (right for an image).
 
     Returns
     -------
@@ -331,6 +334,6 @@ def open_image(spec):
     if path.suffix.lower() in _TIFF_SUFFIXES:
         return _open_tiff(path)
     if path.is_dir():
-        return _open_zarr(path)
+        return _open_zarr(path, allow_missing)
     raise FrameReadError(f"{path} is not a zarr store, an HDF5 dataset (file.h5:/path) or a "
                          "TIFF file")

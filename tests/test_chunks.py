@@ -188,3 +188,30 @@ def test_memory_depends_on_the_chunk_not_the_image(tmp_path):
     assert corner_ok == 1
     one_plane = n * n * 4
     assert grown < one_plane / 2, f"peak RSS grew by {grown / 2**20:.0f} MB"
+
+
+def test_training_windows_give_the_scribbles_their_whole_image_features():
+    from msclassify.features import FeatureBank
+    from msclassify.pixel import training_windows
+
+    rng = np.random.default_rng(4)
+    image = rng.integers(0, 256, (1203, 1000)).astype(np.uint8)
+    labels = np.zeros(image.shape, np.uint8)
+    labels[5, 3:40] = 1                   # at the top edge
+    labels[510:513, 400:600] = 2          # across chunk borders
+    labels[1200:1203, 990:1000] = 1       # in the last partial block
+    frames, label_frames = training_windows(image, labels, "default", chunks=512)
+    assert sum(int((lab > 0).sum()) for lab in label_frames) == int((labels > 0).sum())
+    assert sum(f.size for f in frames) < image.size        # only around the scribbles
+    bank = FeatureBank("default")
+    ys, xs = np.nonzero(labels)
+    whole = bank.gather(image, ys, xs)
+    rows = []
+    for frame, lab in zip(frames, label_frames):
+        fy, fx = np.nonzero(lab)
+        rows.append((lab[fy, fx], bank.gather(frame, fy, fx)))
+    got = np.concatenate([r for _, r in rows])
+    values = np.concatenate([v for v, _ in rows])
+    order = np.lexsort((whole.T[::-1]))
+    assert np.array_equal(np.sort(values), np.sort(labels[ys, xs]))
+    assert np.array_equal(got[np.lexsort(got.T[::-1])], whole[order])

@@ -10,6 +10,7 @@ import numpy as np
 from ..io import FrameReadError, open_frames
 from ..pixel import EXPORT_KINDS, FrameExport, batch, check_channels, load_pixel_model, open_export
 from ._common import EXIT_INTERRUPTED, PROG, CommandError, positive_int, progress, say
+from ._large import DEFAULT_CHUNK, predict_large, wants_large
 
 
 def add_predict_command(commands, quiet):
@@ -53,6 +54,12 @@ def add_predict_command(commands, quiet):
                          help="predict on an existing Dask cluster, e.g. tcp://host:8786")
     predict.add_argument("--chunk-size", type=positive_int, default=4, metavar="N",
                          help="frames per Dask task (default: %(default)s)")
+    predict.add_argument("--chunks", type=positive_int, metavar="PIXELS",
+                         help="predict one large image chunk by chunk (PIXELS a side; default "
+                              f"{DEFAULT_CHUNK} for zarr and HDF5 inputs, which always take "
+                              "this path) into an OME-Zarr store of labels (-o OUT.zarr), with "
+                              "bounded memory, identical to predicting it whole; input: "
+                              "OME-Zarr, zarr array, file.h5:/dataset or a (tiled) TIFF")
     predict.add_argument("--overwrite", action="store_true",
                          help="delete an existing output of msclassify at -o first and start "
                               "over (by default a matching output is resumed and any other "
@@ -84,6 +91,8 @@ def _parse_frames(text, n_frames, source):
 
 
 def _cmd_predict(args):
+    if wants_large(args):
+        return predict_large(args, _cluster(args))
     model = load_pixel_model(args.model)
     with open_frames(args.input, as_gray=model.n_channels_ == 1) as source:
         channels = 1 if len(source.shape) == 2 else source.shape[2]
@@ -133,17 +142,23 @@ def _frame_export(args, classes):
         raise CommandError(f"--export {args.export}: {exc}") from None
 
 
+def _cluster(args):
+    """A context manager giving the Dask client --workers/--scheduler ask for, or None."""
+    if args.workers is None and args.scheduler is None:
+        return contextlib.nullcontext()
+    try:
+        import distributed  # noqa: F401
+    except ImportError:
+        raise CommandError("--workers and --scheduler need Dask: pip install "
+                           "'msclassify[dask]'") from None
+    return (batch.local_cluster(args.workers) if args.workers is not None
+            else batch.connect(args.scheduler))
+
+
 def _run_prediction(args, model, source, writer, selection, todo):
-    model_bytes, cluster = None, contextlib.nullcontext()
-    if args.workers is not None or args.scheduler is not None:
-        try:
-            import distributed  # noqa: F401
-        except ImportError:
-            raise CommandError("--workers and --scheduler need Dask: pip install "
-                               "'msclassify[dask]'") from None
-        model_bytes = Path(args.model).read_bytes()
-        cluster = (batch.local_cluster(args.workers) if args.workers is not None
-                   else batch.connect(args.scheduler))
+    cluster = _cluster(args)
+    model_bytes = None if args.workers is None and args.scheduler is None else \
+        Path(args.model).read_bytes()
     written = 0
 
     def on_frame(position):

@@ -9,7 +9,8 @@ import numpy as np
 from ..io import read_training_frames
 from ..modelfile import check_model_path
 from ..pixel import PixelClassifier
-from ._common import progress, say, tradeoff_lines, training_callback
+from ._common import positive_int, progress, say, tradeoff_lines, training_callback
+from ._large import DEFAULT_CHUNK, is_large_image, large_training_frames
 
 
 def cost_tradeoff_value(text):
@@ -80,6 +81,11 @@ def add_train_command(commands, quiet):
     train.add_argument("--labels", nargs="+", required=True, metavar="LABELS",
                        help="label images for each IMAGES input, in the same order")
     train.add_argument("-o", "--output", required=True, help="model file to write (*.msc)")
+    train.add_argument("--chunks", type=positive_int, metavar="PIXELS",
+                       help="one large image (OME-Zarr, zarr, file.h5:/dataset or TIFF; zarr and "
+                            "HDF5 always take this path) scribbled in places: read it only "
+                            "around the scribbles, chunk by chunk (PIXELS a side, default "
+                            f"{DEFAULT_CHUNK})")
     colour = train.add_mutually_exclusive_group()
     colour.add_argument("--gray", dest="as_gray", action="store_const", const=True,
                         default="auto",
@@ -114,11 +120,14 @@ def _add_model_options(parser):
 def _cmd_train(args):
     output = Path(args.output)
     check_model_path(output)  # before training, not after it
-    frames, labels = read_training_frames(args.images, args.labels, as_gray=args.as_gray)
     params = {name: getattr(args, name) for name in (*_MODEL_OPTIONS, *_MODEL_FLAGS)
               if hasattr(args, name)}
     features = args.features.split(",") if "," in args.features or ":" in args.features \
         else args.features
+    if args.chunks is not None or any(is_large_image(path) for path in args.images):
+        frames, labels = large_training_frames(args, features)
+    else:
+        frames, labels = read_training_frames(args.images, args.labels, as_gray=args.as_gray)
     clf = PixelClassifier(features=features, **params)
     classes, counts = np.unique(np.concatenate([lab[lab > 0] for lab in labels]),
                                 return_counts=True)

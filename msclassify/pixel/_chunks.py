@@ -37,7 +37,8 @@ import numpy as np
 from ..features import N_LEVELS, PyramidImage, support_pixels
 from ._multiscale import predict_multiscale
 
-__all__ = ["BLOCK", "ChunkPlan", "feature_halos", "model_halo", "predict_chunk", "predict_chunks"]
+__all__ = ["BLOCK", "ChunkPlan", "feature_halos", "model_halo", "predict_chunk", "predict_chunks",
+           "training_windows"]
 
 # The coarsest pyramid block: windows and prediction regions start on its grid.
 BLOCK = 2 ** (N_LEVELS - 1)
@@ -56,6 +57,22 @@ def _as_tuple(value, ndim, name):
                                      for v in value):
         raise ValueError(f"{name} must be an int or {ndim} ints, got {value!r}")
     return tuple(int(v) for v in value)
+
+
+def _widen(region, shape, halo, block):
+    """``region`` (slices starting on the block grid) widened by ``halo`` (rounded up to the
+    block) on every side, its end on the grid, clipped to ``shape`` (see `ChunkPlan.window`)."""
+    halo = _round_up(halo, block)
+    window = []
+    for s, size in zip(region, shape):
+        start, stop = max(s.start - halo, 0), min(_round_up(s.stop, block) + halo, size)
+        if stop == size:
+            # The image's last partial block is padded by reflecting the pixels before
+            # its end: the window must hold them, as the whole image does.
+            mirror = 2 * size - _round_up(size, block)
+            start = min(start, max(mirror - mirror % block, 0))
+        window.append(slice(start, stop))
+    return tuple(window)
 
 
 class ChunkPlan:
@@ -138,17 +155,8 @@ class ChunkPlan:
         last block (or at the image's end). ``halo`` defaults to the plan's;
         it is rounded up to a multiple of the block.
         """
-        halo = self.halo if halo is None else _round_up(halo, self.block)
-        window = []
-        for s, size in zip(self.region(index), self.shape):
-            start, stop = max(s.start - halo, 0), min(_round_up(s.stop, self.block) + halo, size)
-            if stop == size:
-                # The image's last partial block is padded by reflecting the pixels before
-                # its end: the window must hold them, as the whole image does.
-                mirror = 2 * size - _round_up(size, self.block)
-                start = min(start, max(mirror - mirror % self.block, 0))
-            window.append(slice(start, stop))
-        return tuple(window)
+        halo = self.halo if halo is None else halo
+        return _widen(self.region(index), self.shape, halo, self.block)
 
 
 def feature_halos(model):
@@ -323,3 +331,69 @@ def predict_chunks(model, image, chunks=1024, outputs=("class",), out=None, on_c
         if on_chunk is not None:
             on_chunk(index, plan)
     return out
+
+
+def training_windows(image, labels, features="default", chunks=1024):
+    """Crops of a large image around its scribbles, to train on without reading it whole.
+
+    The label image is read chunk by chunk; for each chunk holding scribbles, the
+    box around them is widened by the halo of the *candidate* features (the
+    largest `msclassify.features.support_pixels` of the bank) on the block grid,
+    so every scribbled pixel's features in its crop equal those of the whole
+    image (the halo rule of `ChunkPlan`). Pass the crops to `PixelClassifier.fit`.
+    What differs from training on the whole image: the pixels that stand for the
+    image in the cost terms, and the distillation teacher's pixels, are drawn
+    from the crops (docs/large_images.md, *Training on part of a big image*).
+
+    Parameters
+    ----------
+    image, labels : array_like
+        ``(H, W[, C])`` and ``(H, W)`` (0 = unlabelled), ndarrays or lazy arrays.
+    features : str, FeatureBank or sequence of str
+        The candidate features, as `PixelClassifier`'s ``features``.
+    chunks : int, optional
+        Size of the label chunks scanned (one crop per chunk holding scribbles).
+
+    Returns
+    -------
+    frames, label_frames : list of ndarray
+        One crop of the image and of the labels per scribbled chunk; each label
+        crop holds only that chunk's scribbles (none is counted twice).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> image = np.zeros((2000, 1500), np.uint8)
+    >>> labels = np.zeros((2000, 1500), np.uint8); labels[100, 90:120] = 1; labels[1900, 7] = 2
+    >>> frames, label_frames = training_windows(image, labels, "fine", chunks=512)
+    >>> [f.shape for f in frames], sum(int((lab > 0).sum()) for lab in label_frames)
+    ([(88, 112), (88, 48)], 31)
+    """
+    from ._classifier import _make_bank
+
+    shape = tuple(labels.shape[:2])
+    if tuple(image.shape[:2]) != shape:
+        raise ValueError(f"the image is {tuple(image.shape[:2])} but the labels are {shape}; "
+                         "scribble on the image itself")
+    bank = _make_bank(features, 1 if len(image.shape) == 2 else int(image.shape[2]))
+    halo = max((support_pixels(spec) for spec in bank.specs), default=0)
+    plan = ChunkPlan(shape, chunks)
+    frames, label_frames = [], []
+    for index in plan:
+        chunk = plan.chunk(index)
+        scribbles = np.asarray(_read(labels, chunk))
+        ys, xs = np.nonzero(scribbles)
+        if ys.size == 0:
+            continue
+        box = tuple(slice(c.start + lo - (c.start + lo) % BLOCK, c.start + hi + 1)
+                    for c, lo, hi in ((chunk[0], ys.min(), ys.max()), (chunk[1], xs.min(),
+                                                                        xs.max())))
+        window = _widen(box, shape, halo, BLOCK)
+        crop = np.zeros(tuple(w.stop - w.start for w in window), dtype=scribbles.dtype)
+        crop[ys + chunk[0].start - window[0].start, xs + chunk[1].start - window[1].start] = \
+            scribbles[ys, xs]
+        frames.append(_read(image, window))
+        label_frames.append(crop)
+    if not frames:
+        raise ValueError("the labels hold no scribbles (0 is unlabelled, 1, 2, ... are classes)")
+    return frames, label_frames
