@@ -232,3 +232,24 @@ def test_resume_after_kill_9_rewrites_no_finished_chunk(tmp_path):
     assert np.array_equal(root["labels/classes/0"][:], model.predict(image))
     np.testing.assert_allclose(np.moveaxis(root["probabilities/0"][:], 0, -1),
                                model.predict_proba(image), atol=1e-6, rtol=0)
+
+
+@pytest.mark.slow
+def test_on_a_dask_cluster_the_store_is_identical(tmp_path):
+    from msclassify.pixel.batch import local_cluster
+
+    model, image = _model((300, 260))
+    model.save(tmp_path / "m.msc")
+    stores = []
+    for name, workers in (("here", None), ("dask", 2)):
+        writer = ChunkedLabelWriter(tmp_path / f"{name}.zarr", image.shape, (96, 80),
+                                    model.classes_, n_classes=2)
+        if workers is None:
+            predict_to_store(model, image, writer, probabilities=True)
+        else:
+            with local_cluster(workers) as client:
+                assert predict_to_store(model, image, writer, probabilities=True, client=client,
+                                        model_bytes=(tmp_path / "m.msc").read_bytes()) == 16
+        stores.append(zarr.open_group(str(tmp_path / f"{name}.zarr"), mode="r"))
+    for key in ("labels/classes/0", "probabilities/0"):
+        assert np.array_equal(stores[0][key][:], stores[1][key][:]), key
