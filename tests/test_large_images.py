@@ -14,10 +14,8 @@ import tifffile
 import zarr
 
 from msclassify import PixelClassifier
-from msclassify._lazy_tmp import open_image
-from msclassify._ngff_tmp import ChunkedLabelWriter
-from msclassify.io import FrameReadError, FrameWriteError
-from msclassify.pixel._large import predict_to_store
+from msclassify.io import ChunkedLabelWriter, FrameReadError, FrameWriteError, open_image
+from msclassify.pixel import predict_to_store
 
 IMAGE = (np.arange(70 * 90) * 7 % 251).astype(np.uint8).reshape(70, 90)
 RGB = np.stack([IMAGE, 255 - IMAGE, IMAGE // 2], axis=-1)
@@ -185,9 +183,8 @@ def test_chunked_job_into_the_store_equals_whole_image(tmp_path):
 _INTERRUPTED_JOB = r"""
 import sys, time
 from msclassify import load_model
-from msclassify._lazy_tmp import open_image
-from msclassify._ngff_tmp import ChunkedLabelWriter
-from msclassify.pixel._large import predict_to_store
+from msclassify.io import ChunkedLabelWriter, open_image
+from msclassify.pixel import predict_to_store
 
 model_path, image_path, out = sys.argv[1:4]
 model, image = load_model(model_path), open_image(image_path)

@@ -2,15 +2,12 @@
 
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-from .._lazy_tmp import is_large_image, open_image
-from .._ngff_tmp import ChunkedLabelWriter
-from ..io import FrameReadError
-from ..pixel import (ChunkPlan, batch, check_channels, large_provenance, load_pixel_model,
-                     model_halo, predict_to_store, training_windows)
+from ..io import ChunkedLabelWriter, FrameReadError, is_large_image, open_image
+from ..pixel import (ChunkPlan, batch, check_channels, label_dtype, large_provenance,
+                     load_pixel_model, model_halo, predict_to_store, training_windows)
 from ._common import EXIT_INTERRUPTED, PROG, CommandError, progress, say
 
 DEFAULT_CHUNK = 1024
@@ -32,11 +29,12 @@ def _check_options(args):
                            "chunk by chunk (its output is an OME-Zarr store of labels)")
 
 
-def predict_large(args, cluster):
-    """Run the chunked prediction that ``args`` asks for; ``cluster`` is a context manager
-    giving a Dask client or None."""
+def predict_large(args, model_file, cluster):
+    """Run the chunked prediction that ``args`` asks for with the model in ``model_file`` (a
+    `msclassify.modelfile.ModelFile`); ``cluster`` is a context manager giving a Dask client
+    or None."""
     _check_options(args)
-    model = load_pixel_model(args.model)
+    model = load_pixel_model(model_file)
     image = open_image(args.input)
     channels = 1 if image.ndim == 2 else image.shape[2]
     try:
@@ -50,8 +48,9 @@ def predict_large(args, cluster):
     except ValueError as exc:
         raise CommandError(f"--chunks {size}: {exc}") from None
     classes = np.asarray(model.classes_)
-    provenance = large_provenance(args.model, image, chunks, args.probabilities)
+    provenance = large_provenance(model_file, image, chunks, args.probabilities)
     writer = ChunkedLabelWriter(args.output, image.shape[:2], chunks, classes,
+                                dtype=label_dtype(classes),
                                 n_classes=classes.size if args.probabilities else None,
                                 provenance=provenance, overwrite=args.overwrite)
     n_chunks = writer.grid[0] * writer.grid[1]
@@ -61,7 +60,7 @@ def predict_large(args, cluster):
         return 0
     if done:
         say(args, f"resuming: {done} of {n_chunks} chunks are already in {args.output}")
-    model_bytes = Path(args.model).read_bytes() if args.workers or args.scheduler else None
+    model_bytes = model_file.content if args.workers or args.scheduler else None
     written = 0
     start = time.perf_counter()
     with progress(n_chunks, "predicting", args.quiet, initial=done, unit="chunk") as bar:

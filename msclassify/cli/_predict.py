@@ -3,11 +3,11 @@
 import contextlib
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
 from ..io import FrameReadError, open_frames
+from ..modelfile import open_model_file
 from ..pixel import EXPORT_KINDS, FrameExport, batch, check_channels, load_pixel_model, open_export
 from ._common import EXIT_INTERRUPTED, PROG, CommandError, positive_int, progress, say
 from ._large import DEFAULT_CHUNK, predict_large, wants_large
@@ -91,9 +91,10 @@ def _parse_frames(text, n_frames, source):
 
 
 def _cmd_predict(args):
+    model_file = open_model_file(args.model)  # read once: parsed, digested, shipped to workers
     if wants_large(args):
-        return predict_large(args, _cluster(args))
-    model = load_pixel_model(args.model)
+        return predict_large(args, model_file, _cluster(args))
+    model = load_pixel_model(model_file)
     with open_frames(args.input, as_gray=model.n_channels_ == 1) as source:
         channels = 1 if len(source.shape) == 2 else source.shape[2]
         try:
@@ -103,7 +104,7 @@ def _cmd_predict(args):
         selection = _parse_frames(args.frames, len(source), args.input)
         classes = np.asarray(model.classes_)
         export = _frame_export(args, classes)
-        provenance = batch.prediction_provenance(args.model, source, selection,
+        provenance = batch.prediction_provenance(model_file, source, selection,
                                                  args.probabilities, export)
         try:
             writer = open_export(args.output, len(selection), source.shape[:2], export, classes,
@@ -123,7 +124,7 @@ def _cmd_predict(args):
             if done:
                 say(args, f"resuming: {len(done)} of {len(selection)} frames are already in "
                            f"{args.output}")
-            return _run_prediction(args, model, source, writer, selection, todo)
+            return _run_prediction(args, model, model_file, source, writer, selection, todo)
 
 
 def _frame_export(args, classes):
@@ -155,10 +156,10 @@ def _cluster(args):
             else batch.connect(args.scheduler))
 
 
-def _run_prediction(args, model, source, writer, selection, todo):
+def _run_prediction(args, model, model_file, source, writer, selection, todo):
     cluster = _cluster(args)
     model_bytes = None if args.workers is None and args.scheduler is None else \
-        Path(args.model).read_bytes()
+        model_file.content
     written = 0
 
     def on_frame(position):

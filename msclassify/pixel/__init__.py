@@ -24,9 +24,9 @@ blocks and computes only the features the model uses. The pieces:
 `predict_to_store`, `large_provenance`
     such an image into a resumable OME-Zarr store (`msclassify.io.ChunkedLabelWriter`), here
     or on a Dask cluster
-`FrameExport`, `open_export`, `TiffStackWriter`
+`FrameExport`, `open_export`
     what to write per frame (class values, a 0/255 mask, objects, a probability) and where
-    (a folder of TIFFs, a zarr store, one TIFF stack)
+    (a folder of TIFFs, a zarr store, one TIFF stack: `msclassify.io`'s writers)
 `msclassify.pixel.batch`
     streaming many frames into a resumable writer, here or on a Dask cluster
 
@@ -46,15 +46,15 @@ from ._chunks import (ChunkPlan, feature_halos, model_halo, predict_chunk, predi
                       training_windows)
 from ._classifier import (ImageCost, PixelClassifier, check_channels, load_pixel_model,
                           training_set)
-from ._export import EXPORT_FORMATS, EXPORT_KINDS, FrameExport, TiffStackWriter, open_export
+from ._export import EXPORT_FORMATS, EXPORT_KINDS, FrameExport, open_export
 from ._intensity import IntensityRange
 from ._large import large_provenance, predict_to_store
 from ._multiscale import MultiscaleResult, predict_multiscale
 from ._semi_supervised import UnlabelledPixels, jittered_grid
 
-__all__ = ["ChunkPlan", "EXPORT_FORMATS", "EXPORT_KINDS", "FrameExport", "FramePrediction", "ImageCost",
-           "IntensityRange", "MultiscaleResult", "PixelClassifier", "TiffStackWriter",
-           "UnlabelledPixels", "check_channels", "feature_halos", "jittered_grid", "label_dtype",
-           "large_provenance", "load_pixel_model", "model_halo", "most_probable", "open_export", "predict_chunk",
+__all__ = ["ChunkPlan", "EXPORT_FORMATS", "EXPORT_KINDS", "FrameExport", "FramePrediction",
+           "ImageCost", "IntensityRange", "MultiscaleResult", "PixelClassifier", "UnlabelledPixels",
+           "check_channels", "feature_halos", "jittered_grid", "label_dtype", "large_provenance",
+           "load_pixel_model", "model_halo", "most_probable", "open_export", "predict_chunk",
            "predict_chunks", "predict_frame", "predict_multiscale", "predict_to_store",
-           "training_windows", "training_set"]
+           "training_set", "training_windows"]

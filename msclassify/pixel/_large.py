@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..modelfile import model_digest
+from ..modelfile import open_model_file
 from ._chunks import ChunkPlan, feature_halos, predict_chunk
 
 __all__ = ["large_provenance", "predict_to_store"]
@@ -25,14 +25,23 @@ __all__ = ["large_provenance", "predict_to_store"]
 _CHUNKS_PER_WORKER = 2
 
 
-def large_provenance(model_path, image, chunks, probabilities):
-    """What makes a chunked prediction, for its store's manifest (`ChunkedLabelWriter`).
+def large_provenance(model_file, image, chunks, probabilities):
+    """What makes a chunked prediction, for its store's manifest (`msclassify.io.ChunkedLabelWriter`).
 
-    ``image.identity()`` (a `msclassify.io.LazyImage`'s: description, shape, dtype,
-    fingerprint) and the model file's SHA-256; paths are for messages only.
+    The model file's SHA-256 and ``image.identity()`` (a `msclassify.io.LazyImage`'s:
+    description, shape, dtype, a fingerprint of its pixels); paths are recorded for
+    messages only, so a moved model or input of the same content resumes.
+
+    Parameters
+    ----------
+    model_file : str, Path or msclassify.modelfile.ModelFile
+    image : msclassify.io.LazyImage
+    chunks : (int, int)
+    probabilities : bool
     """
-    return {"model": {"path": str(Path(model_path).absolute()),
-                      "sha256": model_digest(model_path)},
+    model_file = open_model_file(model_file)
+    return {"model": {"path": str(Path(model_file.path).absolute()),
+                      "sha256": model_file.sha256},
             "input": image.identity(), "chunks": [int(c) for c in chunks],
             "probabilities": bool(probabilities)}
 
@@ -71,12 +80,12 @@ def predict_to_store(model, image, writer, *, probabilities=False, client=None, 
     --------
     >>> import numpy as np, tempfile, os
     >>> from msclassify import PixelClassifier
-    >>> from msclassify._ngff_tmp import ChunkedLabelWriter
+    >>> from msclassify.io import ChunkedLabelWriter
     >>> image = np.zeros((96, 80)); image[20:70, 10:60] = 1
     >>> labels = np.zeros((96, 80), np.uint8); labels[:3] = 1; labels[40:50, 30:40] = 2
     >>> clf = PixelClassifier("fast", n_estimators=5, random_state=0).fit(image, labels)
     >>> path = os.path.join(tempfile.mkdtemp(), "out.zarr")
-    >>> writer = ChunkedLabelWriter(path, image.shape, (48, 48), clf.classes_)
+    >>> writer = ChunkedLabelWriter(path, image.shape, (48, 48), clf.classes_, dtype=np.uint8)
     >>> predict_to_store(clf, image, writer), predict_to_store(clf, image, writer)
     (4, 0)
     """

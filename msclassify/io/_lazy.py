@@ -22,6 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ._errors import FrameReadError
+
 __all__ = ["LazyImage", "is_large_image", "open_image"]
 
 NGFF_VERSIONS = ("0.4", "0.5")
@@ -134,7 +136,6 @@ class LazyImage:
 
 
 def _read_error(image, ys, xs, exc):
-    from .io import FrameReadError
     return FrameReadError(f"{image.description}: cannot read pixels y {ys.start}..{ys.stop}, "
                           f"x {xs.start}..{xs.stop} ({type(exc).__name__}: {exc}); the file is "
                           "damaged or truncated there: re-copy or re-export it")
@@ -142,7 +143,6 @@ def _read_error(image, ys, xs, exc):
 
 def _axes_for(shape, description, names=None):
     """Per stored axis "y"/"x"/"c" or 0 (a length-1 axis to drop), from NGFF names or shape."""
-    from .io import FrameReadError
     if names is not None:
         axes = []
         for name, size in zip(names, shape):
@@ -168,7 +168,6 @@ def _axes_for(shape, description, names=None):
 
 
 def _check_dtype(array, description):
-    from .io import FrameReadError
     dtype = np.dtype(array.dtype)
     if dtype.kind not in "biuf":
         raise FrameReadError(f"{description} holds {dtype} values; msclassify reads integer, "
@@ -178,7 +177,6 @@ def _check_dtype(array, description):
 def _zarr_chunk_checker(array, description, axes):
     """A check that every chunk a window touches exists (zarr reads a missing chunk as its
     fill value, silently); local stores only, where a chunk is a file."""
-    from .io import FrameReadError
     root = getattr(array.store, "root", None)
     if root is None:
         return None
@@ -211,7 +209,6 @@ def _zarr_chunk_checker(array, description, axes):
 
 
 def _open_zarr(path, allow_missing):
-    from .io import FrameReadError
     import zarr
 
     try:
@@ -260,7 +257,6 @@ def _open_zarr(path, allow_missing):
 
 
 def _open_h5(path, dataset):
-    from .io import FrameReadError
     import h5py
 
     if not Path(path).is_file():
@@ -285,7 +281,6 @@ def _open_h5(path, dataset):
 
 
 def _open_tiff(path):
-    from .io import FrameReadError
     import tifffile
     import zarr
 
@@ -324,7 +319,6 @@ def open_image(spec, allow_missing=False):
         Missing file or dataset, a group that is no image, an unknown NGFF
         version, more than one time point or plane, a non-numeric dtype.
     """
-    from .io import FrameReadError
     h5 = _split_h5(spec)
     if h5 is not None:
         return _open_h5(*h5)

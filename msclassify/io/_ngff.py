@@ -25,6 +25,9 @@ from pathlib import Path
 
 import numpy as np
 
+from ._errors import FrameWriteError, _write_error
+from ._manifest import _provenance_difference, _remove_output
+
 __all__ = ["ChunkedLabelWriter", "label_colours"]
 
 _FORMAT = "msclassify-chunks"
@@ -84,8 +87,9 @@ class ChunkedLabelWriter:
     chunks : (int, int)
         The chunk each `write_chunk` call writes (the last ones may be smaller).
     classes : sequence of int
-        Class values (the labels' values); the labels' dtype is the smallest
-        unsigned integer that holds them.
+        Class values (the labels' values).
+    dtype : numpy dtype, optional
+        Of the stored labels (an unsigned integer type holding every class).
     class_names : sequence of str, optional
         Shown by viewers (``image-label`` properties); default ``"class V"``.
     n_classes : int, optional
@@ -112,11 +116,10 @@ class ChunkedLabelWriter:
     {(1, 0)}
     """
 
-    def __init__(self, path, shape, chunks, classes, *, class_names=None, n_classes=None,
-                 provenance=None, overwrite=False, name="classes"):
+    def __init__(self, path, shape, chunks, classes, *, dtype=np.uint8, class_names=None,
+                 n_classes=None, provenance=None, overwrite=False, name="classes"):
         import zarr
 
-        from .io import FrameWriteError, _remove_output, _write_error
         self.path = Path(path)
         self.shape = tuple(int(v) for v in shape)
         self.chunks = tuple(int(v) for v in chunks)
@@ -125,8 +128,11 @@ class ChunkedLabelWriter:
                              "ints each")
         self.grid = tuple(-(-s // c) for s, c in zip(self.shape, self.chunks))
         self.classes = [int(v) for v in classes]
-        self.dtype = np.dtype(np.uint8 if max(self.classes) < 256 else np.uint16
-                              if max(self.classes) < 65536 else np.uint32)
+        self.dtype = np.dtype(dtype)
+        if self.dtype.kind != "u" or max(self.classes) > np.iinfo(self.dtype).max \
+                or min(self.classes) < 0:
+            raise ValueError(f"classes {min(self.classes)}..{max(self.classes)} do not fit labels "
+                             f"of dtype {self.dtype}; choose a wider unsigned integer dtype")
         self.class_names = ([f"class {v}" for v in self.classes] if class_names is None
                             else [str(n) for n in class_names])
         if len(self.class_names) != len(self.classes):
@@ -170,7 +176,6 @@ class ChunkedLabelWriter:
                 "provenance": self.provenance}
 
     def _check_manifest(self, found):
-        from .io import FrameWriteError, _provenance_difference
         start_over = ("to start over, delete it with overwrite=True (msclassify predict "
                       "--overwrite), or write to another output")
         if not isinstance(found, dict) or found.get("format") != _FORMAT:
@@ -244,7 +249,6 @@ class ChunkedLabelWriter:
         """Write chunk ``index``: its labels ``(h, w)`` (every pyramid level is derived), and
         ``(h, w, n_classes)`` probabilities exactly when the writer has ``n_classes``; then
         mark it done. Raises FrameWriteError naming the chunk when the disk refuses."""
-        from .io import _write_error
         index = tuple(int(i) for i in index)
         window = self.chunk(index)
         expected = tuple(s.stop - s.start for s in window)
