@@ -12,6 +12,7 @@ prediction in flight (docs/large_images.md, *Memory*).
 import contextlib
 import uuid
 from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -98,16 +99,43 @@ def predict_to_store(model, image, writer, *, probabilities=False, client=None, 
     todo = [index for index in plan if index not in done]
     outputs = _outputs(probabilities)
     if client is None:
-        for index in todo:
-            results = predict_chunk(model, image, plan, index, outputs, groups)
-            writer.write_chunk(index, *results)
-            if on_chunk is not None:
-                on_chunk(index)
-        return len(todo)
+        return _here(model, image, plan, todo, writer, outputs, groups, on_chunk)
     if model_bytes is None:
         raise ValueError("predicting on a Dask cluster needs model_bytes (the model file's "
                          "content), which are shipped to the workers")
     return _on_cluster(client, model_bytes, image, plan, todo, writer, outputs, on_chunk)
+
+
+def _read_window(image, plan, index):
+    window = plan.window(index)
+    return _Window(np.asarray(image[window]), tuple(w.start for w in window), plan.shape)
+
+
+def _here(model, image, plan, todo, writer, outputs, groups, on_chunk):
+    """Predict in this process, reading the next window and writing the last chunk on two
+    threads meanwhile (zarr's and h5py's decoding and compression overlap the prediction;
+    one chunk is read ahead and one written behind, so memory holds at most three)."""
+    with ThreadPoolExecutor(1) as reader, ThreadPoolExecutor(1) as writing:
+        ahead = reader.submit(_read_window, image, plan, todo[0]) if todo else None
+        behind = None
+        for position, index in enumerate(todo):
+            window = ahead.result()
+            if position + 1 < len(todo):
+                ahead = reader.submit(_read_window, image, plan, todo[position + 1])
+            results = predict_chunk(model, window, plan, index, outputs, groups)
+            if behind is not None:
+                _finish(behind, on_chunk)
+            behind = (writing.submit(writer.write_chunk, index, *results), index)
+        if behind is not None:
+            _finish(behind, on_chunk)
+    return len(todo)
+
+
+def _finish(written, on_chunk):
+    future, index = written
+    future.result()
+    if on_chunk is not None:
+        on_chunk(index)
 
 
 class _Window:
