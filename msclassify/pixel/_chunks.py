@@ -175,6 +175,24 @@ def feature_halos(model):
     return [(int(h), used[halos == h]) for h in np.unique(halos)]
 
 
+# Features of a smaller halo are computed on the window of a larger one when that window
+# has at most this many times the pixels: a pyramid built once costs less than the margin.
+_MERGE_RATIO = 1.1
+
+
+def _merge_groups(groups, side):
+    """``groups`` with each merged into the next larger halo's while, for chunks of ``side``
+    pixels, that window holds at most ``_MERGE_RATIO`` times its pixels (results unchanged:
+    a larger halo is exact too)."""
+    merged = []
+    for halo, indices in reversed(groups):
+        if merged and ((side + 2 * merged[-1][0]) / (side + 2 * halo)) ** 2 <= _MERGE_RATIO:
+            merged[-1] = (merged[-1][0], np.concatenate([merged[-1][1], indices]))
+        else:
+            merged.append((halo, indices))
+    return merged[::-1]
+
+
 def model_halo(model):
     """The largest halo, in full-resolution pixels, any window of ``model`` needs.
 
@@ -231,6 +249,7 @@ def predict_chunk(model, image, plan, index, outputs=("class",), groups=None):
         Per output: the chunk's labels ``(h, w)`` or probabilities ``(h, w, n_classes)``.
     """
     groups = feature_halos(model) if groups is None else groups
+    groups = _merge_groups(groups, min(plan.chunks))
     for name in outputs:
         if name not in CHUNK_OUTPUTS:
             raise ValueError(f"outputs must be among {CHUNK_OUTPUTS}, got {name!r}")
