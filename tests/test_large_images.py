@@ -250,3 +250,36 @@ def test_on_a_dask_cluster_the_store_is_identical(tmp_path):
         stores.append(zarr.open_group(str(tmp_path / f"{name}.zarr"), mode="r"))
     for key in ("labels/classes/0", "probabilities/0"):
         assert np.array_equal(stores[0][key][:], stores[1][key][:]), key
+
+
+def test_command_line_trains_around_scribbles_and_predicts_chunk_by_chunk(tmp_path, capsys):
+    from msclassify.cli import main
+
+    model, image = _model((300, 260))
+    scribbles = np.zeros(image.shape, np.uint8)
+    scribbles[3:8, 3:250] = 1
+    scribbles[120:135, 80:110] = 2
+    store = zarr.create_array(str(tmp_path / "in.zarr"), shape=image.shape, chunks=(64, 64),
+                              dtype=np.uint8)
+    store[:] = image
+    with h5py.File(tmp_path / "scribbles.h5", "w") as f:
+        f.create_dataset("labels", data=scribbles)
+    assert main(["train", str(tmp_path / "in.zarr"), "--labels",
+                 f"{tmp_path / 'scribbles.h5'}:/labels", "-o", str(tmp_path / "m.msc"),
+                 "--features", "L0:gauss:s3.5:c0", "--n-estimators", "5", "--chunks", "128",
+                 "-q"]) == 0                                    # halo: radius 11 -> 16 px
+    out = tmp_path / "out.zarr"
+    args = ["predict", str(tmp_path / "m.msc"), str(tmp_path / "in.zarr"), "-o", str(out), "-q"]
+    assert main(args + ["--chunks", "96"]) == 0
+    from msclassify import load_model
+    trained = load_model(tmp_path / "m.msc")
+    labels = zarr.open_group(str(out), mode="r")["labels/classes/0"][:]
+    assert np.array_equal(labels, trained.predict(image))
+    assert main(args + ["--chunks", "96"]) == 0                    # resumed: nothing to do
+    capsys.readouterr()
+    assert main(args + ["--chunks", "8"]) == 1
+    error = capsys.readouterr().err.strip()
+    assert "--chunks 8" in error and "halo of 16 pixels" in error and len(error.splitlines()) == 1
+    assert main(args + ["--chunks", "128"]) == 1                   # another job: refused
+    assert "made by something else: chunks: [96, 96] there, [128, 128] now" in \
+        capsys.readouterr().err
