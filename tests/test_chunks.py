@@ -8,7 +8,7 @@ import pytest
 from msclassify import PixelClassifier
 from msclassify.features import (FILTERS, FeatureSpec, PyramidImage, support_pixels,
                                  support_radius)
-from msclassify.pixel import ChunkPlan, model_halo, predict_chunks
+from msclassify.pixel import ChunkPlan, model_halo, predict_chunks, predict_region
 
 
 def test_plan_geometry_by_hand():
@@ -141,6 +141,10 @@ def test_synthetic_multiclass_rgb_with_upsampled_features_is_exact():
         got_labels, got_proba = predict_chunks(model, image, chunks, ("class", "proba"))
         assert np.array_equal(got_labels, model.predict(image)), chunks
         np.testing.assert_allclose(got_proba, model.predict_proba(image), rtol=0, atol=1e-6)
+    whole = model.predict(image)
+    for region in ((slice(0, 37), slice(90, 133)), (slice(141, 150), slice(3, 11)),
+                   (slice(60, 61), slice(None))):
+        assert np.array_equal(predict_region(model, image, region), whole[region]), region
 
 
 _BOUNDED_MEMORY_SCRIPT = r"""

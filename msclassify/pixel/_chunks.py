@@ -38,7 +38,7 @@ from ..features import N_LEVELS, PyramidImage, support_pixels
 from ._multiscale import predict_multiscale
 
 __all__ = ["BLOCK", "ChunkPlan", "feature_halos", "model_halo", "predict_chunk", "predict_chunks",
-           "training_windows"]
+           "predict_region", "training_windows"]
 
 # The coarsest pyramid block: windows and prediction regions start on its grid.
 BLOCK = 2 ** (N_LEVELS - 1)
@@ -416,3 +416,47 @@ def training_windows(image, labels, features="default", chunks=1024):
     if not frames:
         raise ValueError("the labels hold no scribbles (0 is unlabelled, 1, 2, ... are classes)")
     return frames, label_frames
+
+
+def predict_region(model, image, region, output="class"):
+    """Predict one region of a large image exactly as predicting the whole image would.
+
+    The region's window (`ChunkPlan`'s rules: block grid, the model's halo, clipped at
+    the image's edges) is read and predicted, and the region cropped from it: for
+    the part of an image on screen (napari's "Segment visible region").
+
+    Parameters
+    ----------
+    model : PixelClassifier
+    image : array_like
+        ``(H, W)`` or ``(H, W, C)``, an ndarray or a lazy image.
+    region : (slice, slice)
+        Rows and columns, within the image.
+    output : {"class", "proba"}, optional
+
+    Returns
+    -------
+    ndarray
+        The region's labels ``(h, w)`` or probabilities ``(h, w, n_classes)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from msclassify import PixelClassifier
+    >>> image = np.zeros((120, 100)); image[30:90, 20:70] = 1
+    >>> labels = np.zeros((120, 100), np.uint8); labels[:3] = 1; labels[50:60, 40:50] = 2
+    >>> clf = PixelClassifier("fast", n_estimators=5, random_state=0).fit(image, labels)
+    >>> region = (slice(25, 61), slice(13, 90))
+    >>> bool((predict_region(clf, image, region) == clf.predict(image)[region]).all())
+    True
+    """
+    shape = tuple(image.shape[:2])
+    region = tuple(slice(*r.indices(n)) for r, n in zip(region, shape))
+    if any(r.stop <= r.start for r in region):
+        raise ValueError(f"region {region} holds no pixel of an image of shape {shape}")
+    aligned = tuple(slice(r.start - r.start % BLOCK, r.stop) for r in region)
+    window = _widen(aligned, shape, model_halo(model), BLOCK)
+    data = _read(image, window)
+    values = model.predict(data) if output == "class" else model.predict_proba(data)
+    return values[tuple(slice(r.start - w.start, r.stop - w.start)
+                        for r, w in zip(region, window))]
