@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from ._errors import FrameWriteError, _write_error
+from ._frames import _Opened
 from ._manifest import _provenance_difference, _remove_output
 
 __all__ = ["ChunkedLabelWriter", "label_colours"]
@@ -75,7 +76,7 @@ def _multiscales(name, axes, n_levels, channel=False):
 _YX = [{"name": "y", "type": "space"}, {"name": "x", "type": "space"}]
 
 
-class ChunkedLabelWriter:
+class ChunkedLabelWriter(_Opened):
     """Writes the labels (and probabilities) of one large image to OME-Zarr, chunk by chunk.
 
     Parameters
@@ -283,15 +284,5 @@ class ChunkedLabelWriter:
                 done.add(index)
         return done
 
-    def close(self):
-        """Nothing to flush: every chunk is durable once written."""
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc_info):
-        self.close()
-
-    def __repr__(self):
-        return (f"<ChunkedLabelWriter {str(self.path)!r}: {self.shape} in {self.chunks} "
-                f"chunks, {self.n_levels} levels>")
+    def _contents(self):
+        return f"{self.shape} in {self.chunks} chunks, {self.n_levels} levels"

@@ -9,9 +9,6 @@ re-run skips the finished chunks. Memory: one window and its features per
 prediction in flight (docs/large_images.md, *Memory*).
 """
 
-import contextlib
-import uuid
-from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -21,10 +18,6 @@ from ..modelfile import open_model_file
 from ._chunks import ChunkPlan, feature_halos, predict_chunk
 
 __all__ = ["large_provenance", "predict_to_store"]
-
-# Chunks in flight per Dask worker: one running, one queued.
-_CHUNKS_PER_WORKER = 2
-
 
 def large_provenance(model_file, image, chunks, probabilities):
     """What makes a chunked prediction, for its store's manifest (`msclassify.io.ChunkedLabelWriter`).
@@ -163,49 +156,25 @@ def _predict_remote(data, origin, shape, chunks, halo, index, plugin_name, outpu
 
 
 def _on_cluster(client, model_bytes, image, plan, todo, writer, outputs, on_chunk):
-    from distributed import KilledWorker
-
-    from .batch import BatchError, _ModelPlugin, _n_workers, _wait_for_workers, _workers_per_host
-
-    _wait_for_workers(client)
-    plugin_name = f"msclassify-model-{uuid.uuid4().hex}"
-    client.register_plugin(_ModelPlugin(model_bytes, _workers_per_host(client)), name=plugin_name)
-    widest = plan.halo
-    pending = deque()
-    remaining = iter(todo)
-
-    def submit_next():
-        index = next(remaining, None)
-        if index is None:
-            return
-        window = plan.window(index, widest)
-        data = np.asarray(image[window])
-        future = client.submit(_predict_remote, data, tuple(w.start for w in window), plan.shape,
-                               plan.chunks, plan.halo, index, plugin_name, outputs,
-                               key=f"msclassify-chunk-{plugin_name[-8:]}-{index[0]}-{index[1]}",
-                               pure=False)
-        pending.append((index, future))
+    from .batch import _run_on_cluster
 
     written = 0
-    try:
-        for _ in range(_CHUNKS_PER_WORKER * max(1, _n_workers(client))):
-            submit_next()
-        while pending:
-            index, future = pending[0]
-            try:
-                results = future.result()
-            except KilledWorker as exc:
-                raise BatchError(f"a Dask worker died while predicting chunk {index} ({exc}); it "
-                                 "may have run out of memory: use smaller chunks or fewer "
-                                 "workers per machine") from None
-            writer.write_chunk(index, *results)
-            written += 1
-            if on_chunk is not None:
-                on_chunk(index)
-            pending.popleft()[1].release()
-            submit_next()
-    finally:
-        client.cancel([future for _, future in pending], force=True)
-        with contextlib.suppress(Exception):
-            client.unregister_worker_plugin(plugin_name)
+
+    def submit(index, plugin_name):
+        window = plan.window(index)
+        return client.submit(_predict_remote, np.asarray(image[window]),
+                             tuple(w.start for w in window), plan.shape, plan.chunks, plan.halo,
+                             index, plugin_name, outputs,
+                             key=f"msclassify-chunk-{plugin_name[-8:]}-{index[0]}-{index[1]}",
+                             pure=False)
+
+    def finish(index, results):
+        nonlocal written
+        writer.write_chunk(index, *results)
+        written += 1
+        if on_chunk is not None:
+            on_chunk(index)
+
+    _run_on_cluster(client, model_bytes, todo, submit, finish, lambda index: f"chunk {index}",
+                   "use smaller chunks or fewer workers per machine")
     return written

@@ -83,11 +83,11 @@ class LargeImageJob:
     --------
     >>> import numpy as np
     >>> from msclassify import PixelClassifier
-    >>> image = np.zeros((120, 100)); image[30:90, 20:70] = 1
-    >>> labels = np.zeros((120, 100), np.uint8); labels[:3] = 1; labels[50:60, 40:50] = 2
-    >>> job = LargeImageJob(PixelClassifier("fast", n_estimators=5).fit(image, labels), image)
-    >>> job.visible_region([[-40, 10], [60, 500]])
-    (slice(0, 61, None), slice(10, 100, None))
+    >>> image = np.eye(64)
+    >>> job = LargeImageJob(PixelClassifier("fast", n_estimators=2).fit(image, image.astype(int) + 1),
+    ...                     image)
+    >>> job.visible_region([[-40, 10], [60, 500]])      # corners on screen, clipped
+    (slice(0, 61, None), slice(10, 64, None))
     """
 
     def __init__(self, model, image):
@@ -233,20 +233,31 @@ class LargeImageWidget(_qt_widget_base()):
             self._job = (key, LargeImageJob(load_pixel_model(key[0]), path))
         return self._job[1]
 
-    def segment_visible(self):
+    def _start(self, function, *args, returned=None, yielded=None):
+        """Run ``function(*args)`` on a napari worker thread; errors go to the status line."""
         from napari.qt.threading import create_worker
-        try:
-            job = self.job()
-            region = job.visible_region(self._image_layer().corner_pixels)
-        except (ValueError, OSError) as exc:
-            self.status.setText(str(exc))
-            return
-        self.status.setText("segmenting the visible region...")
-        worker = create_worker(job.segment_region, region)
-        worker.returned.connect(self._show_region)
+        worker = create_worker(function, *args)
+        for signal, slot in ((worker.returned, returned), (getattr(worker, "yielded", None),
+                                                           yielded)):
+            if slot is not None:
+                signal.connect(slot)
         worker.errored.connect(lambda exc: self.status.setText(str(exc)))
         worker.start()
         self.worker = worker
+
+    def _job_or_say(self):
+        try:
+            return self.job()
+        except (ValueError, OSError) as exc:
+            self.status.setText(str(exc))
+            return None
+
+    def segment_visible(self):
+        job = self._job_or_say()
+        if job is not None:
+            self.status.setText("segmenting the visible region...")
+            region = job.visible_region(self._image_layer().corner_pixels)
+            self._start(job.segment_region, region, returned=self._show_region)
 
     def _show_region(self, result):
         labels, offset = result
@@ -258,19 +269,11 @@ class LargeImageWidget(_qt_widget_base()):
         self.status.setText(f"segmented {labels.shape[0]}x{labels.shape[1]} pixels at {offset}")
 
     def segment_whole(self):
-        from napari.qt.threading import create_worker
-        try:
-            job = self.job()
-        except (ValueError, OSError) as exc:
-            self.status.setText(str(exc))
-            return
-        output = self.output_path.text() or str(Path(job.image.description.split(" ")[0])
-                                                .with_suffix(".labels.zarr"))
-        worker = create_worker(job.segment_whole_steps, output)
-        worker.yielded.connect(self._progress)
-        worker.errored.connect(lambda exc: self.status.setText(str(exc)))
-        worker.start()
-        self.worker = worker
+        job = self._job_or_say()
+        if job is not None:
+            output = self.output_path.text() or str(
+                Path(job.image.description.split(" ")[0]).with_suffix(".labels.zarr"))
+            self._start(job.segment_whole_steps, output, yielded=self._progress)
 
     def _progress(self, item):
         if item[0] == "finished":
