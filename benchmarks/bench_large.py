@@ -251,10 +251,30 @@ def main():
     columns = ["method", "size", "megapixels", "chunks", "seconds", "mpixel_per_s",
                "peak_rss_mb", "load_average"]
     print_table(rows, columns)
+    ratios = throughput_ratios(rows)
+    for chunks, values in ratios.items():
+        print(f"chunked {chunks} / in memory, throughput on the same pixels: median "
+              f"{np.median(values):.2f} over {len(values)} pairs ({min(values):.2f}-"
+              f"{max(values):.2f})")
     write_results("large_quick" if args.quick else "large", {
         "image_bytes": args.size ** 2 * 2, "numba_threads": os.environ.get("NUMBA_NUM_THREADS"),
-        "rows": rows})
+        "rows": rows, "throughput_ratios": ratios})
     _plot(rows, REPO / "docs" / ("large_images_quick.png" if args.quick else "large_images.png"))
+
+
+def throughput_ratios(rows):
+    """``{chunks: [chunked / in-memory throughput]}`` for each in-memory run and the chunked
+    runs on the same image that followed it in the same round."""
+    ratios, memory = {}, None
+    for row in rows:
+        if row["method"] == "memory":
+            memory = row
+        elif row["method"] == "chunked" and memory is not None and row["size"] == memory["size"]:
+            ratios.setdefault(row["chunks"], []).append(row["mpixel_per_s"]
+                                                        / memory["mpixel_per_s"])
+        else:
+            memory = None
+    return ratios
 
 
 def _plot(rows, path):
