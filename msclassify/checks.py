@@ -25,9 +25,17 @@ import os
 import stat
 from numbers import Integral, Real
 
+try:
+    import resource
+except ImportError:  # Windows
+    resource = None
+
 import numpy as np
 
-__all__ = ["as_seed", "check_int", "check_number", "check_per_feature", "file_problem", "is_int"]
+__all__ = ["as_seed", "available_memory", "check_int", "check_number", "check_per_feature",
+           "file_problem", "is_int", "physical_memory"]
+
+_CGROUP = "/sys/fs/cgroup"
 
 
 def is_int(value, minimum=None):
@@ -150,3 +158,58 @@ def file_problem(path):
         return "is a folder, not a file"
     kind = next((name for test, name in _SPECIAL_FILES if test(mode)), "a special file")
     return f"is {kind}, not a regular file; save its content to a file first"
+
+
+def available_memory():
+    """Bytes this process may still allocate: free RAM, within its cgroup and ``ulimit -v``.
+
+    Reads Linux's ``/proc`` and cgroup files; elsewhere the machine's physical memory
+    is the only bound known.
+
+    Examples
+    --------
+    >>> 0 <= available_memory() <= physical_memory()
+    True
+    """
+    limits = [_kib_field("/proc/meminfo", "MemAvailable") or physical_memory()]
+    try:
+        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+        if soft != resource.RLIM_INFINITY:
+            limits.append(soft - _kib_field("/proc/self/status", "VmSize"))
+    except (ValueError, OSError, AttributeError, TypeError):
+        pass
+    try:
+        with open(os.path.join(_CGROUP, "memory.max")) as fh:
+            cap = fh.read().strip()
+        if cap != "max":
+            with open(os.path.join(_CGROUP, "memory.current")) as fh:
+                limits.append(int(cap) - int(fh.read().strip()))
+    except (OSError, ValueError):
+        pass
+    return max(0, min(limits))
+
+
+def _kib_field(path, name):
+    """The ``name:  N kB`` field of a /proc file, in bytes (None if absent)."""
+    try:
+        with open(path) as fh:
+            for line in fh:
+                if line.startswith(name + ":"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def physical_memory():
+    """Bytes of physical memory of this machine (2**62, "unknown", where it cannot be read).
+
+    Examples
+    --------
+    >>> physical_memory() > 2**20
+    True
+    """
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return 2**62

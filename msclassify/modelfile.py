@@ -31,10 +31,13 @@ Anything else wrong raises `ModelFileError` too: one line naming the file, the
 problem and the fix, never another exception.
 """
 
+import errno
 import hashlib
 import io
 import json
+import os
 import re
+import tempfile
 import zipfile
 import zlib
 from numbers import Integral, Real
@@ -139,6 +142,15 @@ def check_model_path(path):
         what = problem if problem else "exists and is not an msclassify model file"
         raise ModelFileError(f"cannot save the model to {path}: it {what}; it is not replaced: "
                              "choose another path or delete it first")
+    try:  # a read-only folder or disk: say so now, not after training
+        fd, probe = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        fix = ("the disk is full: free space or write to another disk"
+               if exc.errno in (errno.ENOSPC, errno.EDQUOT) else
+               "the folder is not writable: choose a writable folder")
+        raise ModelFileError(f"cannot write {path} ({exc.strerror or exc}): {fix}") from None
 
 
 class ModelFile(NamedTuple):
@@ -314,6 +326,10 @@ def read_model(path):
             if bad is not None:
                 raise ModelFileError(f"model file {path} is corrupt (entry {bad} fails its "
                                      "checksum); re-copy, re-save or re-train the model")
+            if "model.json" not in zf.namelist():
+                raise ModelFileError(f"{path} is a zip file but not an msclassify model file (it "
+                                     "holds no model.json); give a model saved by msclassify "
+                                     "train or save")
             header = json.loads(zf.read("model.json"))
             if not isinstance(header, dict) or header.get("format") != FORMAT_NAME:
                 raise ModelFileError(f"{path} is not an msclassify model file (its model.json "

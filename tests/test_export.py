@@ -138,5 +138,5 @@ def test_tiff_stack_appears_only_when_complete(tmp_path):
     stack = tifffile.imread(path)
     assert stack.dtype == np.uint16 and stack[:, 0, 0].tolist() == [7, 8]
     assert [p.name for p in tmp_path.iterdir()] == ["masks.tif"]
-    with pytest.raises(FrameWriteError, match="already exists"):
+    with pytest.raises(FrameWriteError, match="already holds a TIFF stack msclassify wrote"):
         TiffStackWriter(path, 2, (2, 3), np.uint8)

@@ -53,7 +53,7 @@ def test_svmlight_query_file_width_absent_and_sentinel(tmp_path):
     ("1 1:0.5\n0 2:abc\n", r"line 2: value 'abc' of feature 2 is not a number"),
     ("1 1:0.5\nx 2:1\n", r"line 2: label 'x' is not a number"),
     ("1 3:1 2:1\n", r"line 1: feature ids must increase"),
-    ("1 1:1\n1 0:1\n", r"line 2: feature id 0 is below 1; pass zero_based=True"),
+    ("1 1:1\n1 0:1\n", r"line 2: feature id 0, but svmlight feature ids start at 1; add 1 to every"),
     ("1 1:1 junk\n", r"line 1: 'junk' is not of the form feature_id:value"),
     ("1 qid:1 1:1\n1 1:1\n", r"line 2: no qid field"),
     ("1 qid:a 1:1\n", r"line 1: query id 'a'"),

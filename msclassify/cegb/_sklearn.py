@@ -22,7 +22,12 @@ _BUDGET_ATTRIBUTES = ("budget_", "validation_cost_", "validation_score_")
 
 
 class _CEGBBase(PrefixBudgetMixin, BaseEstimator):
-    """Shared constructor, fit plumbing, cost reporting, budgets and saving."""
+    """Shared constructor, fit plumbing, cost reporting, budgets and saving.
+
+    A fitted model may carry ``column_names_``, the names of its training columns
+    (``msclassify tabular train`` sets them from the data file's header); they are
+    saved with it, so data whose columns come in another order is matched by name.
+    """
 
     _model_kind = None
     _objectives = ("regression",)  # what a model file of this class may hold
@@ -116,9 +121,12 @@ class _CEGBBase(PrefixBudgetMixin, BaseEstimator):
         write_model(path, self._model_kind, meta, arrays)
 
     def _extra_meta(self):
-        if not hasattr(self, "budget_"):
-            return {}
-        return {"budget": {name: getattr(self, name) for name in _BUDGET_ATTRIBUTES}}
+        meta = {}
+        if getattr(self, "column_names_", None) is not None:
+            meta["column_names"] = [str(name) for name in self.column_names_]
+        if hasattr(self, "budget_"):
+            meta["budget"] = {name: getattr(self, name) for name in _BUDGET_ATTRIBUTES}
+        return meta
 
     @classmethod
     def _from_model_file(cls, meta, arrays):
@@ -132,6 +140,12 @@ class _CEGBBase(PrefixBudgetMixin, BaseEstimator):
         return estimator
 
     def _restore_extra(self, meta):
+        names = meta.get("column_names")
+        if names is not None:
+            if not isinstance(names, list) or len(names) != self.n_features_in_ or \
+                    not all(isinstance(name, str) for name in names):
+                raise ModelFileError(f"column_names must be {self.n_features_in_} strings")
+            self.column_names_ = tuple(names)
         budget = meta.get("budget", {})
         if not isinstance(budget, dict):
             raise ModelFileError("budget must be a JSON object")

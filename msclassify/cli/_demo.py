@@ -1,17 +1,23 @@
 """``msclassify demo``: train on the sample fly frames, report SEG, cost and speed, write PNGs."""
 
+import hashlib
+import json
+import os
 import time
 from pathlib import Path
 
 import numpy as np
 
 from ..datasets import load_sample_flies
+from ..io import write_atomically
 from ..metrics import label_instances, seg_score
 from ..pixel import PixelClassifier
 from ..plotting import agreement_overlay, cost_map_figure
-from ._common import make_output_folder, progress, say, training_callback, write_png
+from ._common import CommandError, make_output_folder, progress, say, training_callback, write_png
 
 _FLY = 2  # class value of "fly" in the sample data's scribbles (1 = background)
+_DEMO_FILES = ("model.msc", "overlay.png", "cost_map.png")
+_RECORD = "msclassify_demo.json"  # what the demo wrote into -o: only those files are replaced
 
 
 def add_demo_command(commands, quiet):
@@ -23,15 +29,64 @@ def add_demo_command(commands, quiet):
                     "the evaluation cost and frames/s; writes an overlay and a cost map (PNG) "
                     "and the model.")
     demo.add_argument("-o", "--output", default="msclassify-demo",
-                      help="folder for overlay.png, cost_map.png and model.msc "
+                      help="folder for overlay.png, cost_map.png and model.msc; a file of "
+                           "those names the demo did not write there is never replaced "
                            "(default: %(default)s)")
     demo.set_defaults(run=_cmd_demo)
+
+
+def _check_demo_folder(out):
+    """CommandError if writing the demo's files into ``out`` would replace a file of the user's.
+
+    The demo records the SHA-256 of every file it writes in ``msclassify_demo.json``;
+    only a file that still matches its record is replaced.
+    """
+    record = _demo_record(out)
+    for name in (*_DEMO_FILES, _RECORD):
+        path = out / name
+        if not os.path.lexists(path):
+            continue
+        if name == _RECORD:
+            if record is None:
+                raise CommandError(f"{path} exists but is not a record msclassify demo wrote; "
+                                   "choose another folder with -o")
+            continue
+        if path.is_symlink() or not path.is_file() or record.get(name) != _digest(path):
+            raise CommandError(f"{path} exists and was not written by msclassify demo (or was "
+                               "changed since), so it is never replaced: choose another "
+                               "folder with -o")
+
+
+def _demo_record(out):
+    """{file name: SHA-256} of the files the demo wrote into ``out`` ({} if none)."""
+    try:
+        record = json.loads((out / _RECORD).read_text())
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError):
+        return None
+    if not isinstance(record, dict) or record.get("format") != "msclassify-demo":
+        return None
+    files = record.get("files")
+    return files if isinstance(files, dict) else None
+
+
+def _digest(path):
+    return hashlib.sha256(path.read_bytes()).hexdigest()  # a few kB each
+
+
+def _record_demo_file(out, path):
+    record = _demo_record(out) or {}
+    record[path.name] = _digest(path)
+    text = json.dumps({"format": "msclassify-demo", "files": record}, indent=1).encode()
+    write_atomically(out / _RECORD, lambda file: file.write(text))
 
 
 def _cmd_demo(args):
     start = time.perf_counter()
     out = Path(args.output)
     make_output_folder(out)
+    _check_demo_folder(out)
     frames, masks, scribbles = load_sample_flies()
     scribbled = [t for t in range(len(frames)) if scribbles[t].any()]
     held_out = [t for t in range(len(frames)) if t not in scribbled]
@@ -71,13 +126,16 @@ def _cmd_demo(args):
                f"{clf.booster_.n_trees} trees) + {cost.features / pixels:.2f} for the features "
                f"= {cost.total / pixels:.2f}")
 
-    model_path = out / "model.msc"
+    model_path, overlay_path, cost_path = (out / name for name in _DEMO_FILES)
+    _check_demo_folder(out)  # again: the folder may have changed while training
     clf.save(model_path)
-    overlay_path, cost_path = out / "overlay.png", out / "cost_map.png"
+    _record_demo_file(out, model_path)
     write_png(overlay_path, agreement_overlay(frames[shown], predictions[0] == _FLY,
                                               masks[shown] > 0))
+    _record_demo_file(out, overlay_path)
     write_png(cost_path, cost_map_figure(clf.cost_map(frames[shown]),
                                          f"evaluation cost, frame {shown}"), crop=True)
+    _record_demo_file(out, cost_path)
     say(args, f"wrote {overlay_path} (frame {shown}: green = fly found, red = background "
                "called fly, blue = fly missed)")
     say(args, f"wrote {cost_path} (evaluation operations per pixel, frame {shown})")

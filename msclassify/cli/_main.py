@@ -35,8 +35,17 @@ def build_parser():
     return parser
 
 
+# What the library's messages call a parameter, and the command-line option that sets it.
+_OPTION_NAMES = {"overwrite=True": "--overwrite", "cost_tradeoff='auto'": "--cost-tradeoff auto",
+                 "semi_supervised=True": "--semi-supervised",
+                 "cost_tradeoff=": "--cost-tradeoff "}
+
+
 def _one_line(exc):
-    return " ".join(str(exc).split()) or type(exc).__name__
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    for parameter, option in _OPTION_NAMES.items():
+        text = text.replace(parameter, option)
+    return text
 
 
 def _warning_printer(command):
@@ -97,7 +106,7 @@ def main(argv=None):
                 raise
             print(f"{PROG} {args.command}: error: {_one_line(exc)}", file=sys.stderr)
             return EXIT_ERROR
-        except (ValueError, TypeError, OSError) as exc:
+        except (ValueError, TypeError, OSError, MemoryError) as exc:
             # Raised by the library for bad input (e.g. labels of one class only); the
             # message says what was wrong, --traceback says where.
             if args.traceback:

@@ -12,6 +12,8 @@ from ..pixel import EXPORT_KINDS, FrameExport, batch, check_channels, load_pixel
 from ._common import EXIT_INTERRUPTED, PROG, CommandError, positive_int, progress, say
 from ._large import DEFAULT_CHUNK, predict_large, wants_large
 
+_CHUNK_SIZE = 4  # frames per Dask task
+
 
 def add_predict_command(commands, quiet):
     """Add ``predict`` to the ``msclassify`` sub-parsers ``commands``."""
@@ -42,9 +44,9 @@ def add_predict_command(commands, quiet):
     predict.add_argument("--class", dest="export_class", type=int, metavar="VALUE",
                          help="the class exported by --export mask/instances/probability "
                               "(default for a two-class model: its second class, e.g. 2)")
-    predict.add_argument("--min-size", type=int, default=0, metavar="PIXELS",
+    predict.add_argument("--min-size", type=int, metavar="PIXELS",
                          help="--export instances: drop objects smaller than this "
-                              "(default: %(default)s, keep all)")
+                              "(default: 0, keep all)")
     predict.add_argument("--frames", metavar="START:STOP[:STEP]",
                          help="predict only these frames (Python slice of the frame numbers)")
     cluster = predict.add_mutually_exclusive_group()
@@ -52,8 +54,9 @@ def add_predict_command(commands, quiet):
                          help="predict on a local Dask cluster of N worker processes")
     cluster.add_argument("--scheduler", metavar="ADDRESS",
                          help="predict on an existing Dask cluster, e.g. tcp://host:8786")
-    predict.add_argument("--chunk-size", type=positive_int, default=4, metavar="N",
-                         help="frames per Dask task (default: %(default)s)")
+    predict.add_argument("--chunk-size", type=positive_int, metavar="N",
+                         help="frames per Dask task, with --workers or --scheduler (default: "
+                              f"{_CHUNK_SIZE})")
     predict.add_argument("--chunks", type=positive_int, metavar="PIXELS",
                          help="predict one large image chunk by chunk (PIXELS a side; default "
                               f"{DEFAULT_CHUNK} for zarr and HDF5 inputs, which always take "
@@ -65,6 +68,20 @@ def add_predict_command(commands, quiet):
                               "over (by default a matching output is resumed and any other "
                               "refused)")
     predict.set_defaults(run=_cmd_predict)
+
+
+def _check_options(args):
+    """CommandError for an option that does nothing with the others given."""
+    if args.export == "labels" and args.export_class is not None:
+        raise CommandError("--class chooses the class of --export mask, instances or "
+                           "probability; --export labels writes every class: drop --class or "
+                           "choose one of those exports")
+    if args.export != "instances" and args.min_size is not None:
+        raise CommandError(f"--min-size applies to --export instances only (objects), not "
+                           f"--export {args.export}: drop it or use --export instances")
+    if args.chunk_size is not None and args.workers is None and args.scheduler is None:
+        raise CommandError("--chunk-size sets the frames per Dask task: give it with --workers "
+                           "or --scheduler, or drop it")
 
 
 def _parse_frames(text, n_frames, source):
@@ -91,6 +108,7 @@ def _parse_frames(text, n_frames, source):
 
 
 def _cmd_predict(args):
+    _check_options(args)
     model_file = open_model_file(args.model)  # read once: parsed, digested, shipped to workers
     if wants_large(args):
         return predict_large(args, model_file, _cluster(args))
@@ -111,7 +129,8 @@ def _cmd_predict(args):
                                  names=[source.name(i) for i in selection],
                                  n_classes=classes.size if args.probabilities else None,
                                  format="tiff" if args.format == "tif" else args.format,
-                                 provenance=provenance, overwrite=args.overwrite)
+                                 provenance=provenance, overwrite=args.overwrite,
+                                 inputs=[*source.files(), args.model])
         except ValueError as exc:
             raise CommandError(str(exc)) from None
         with writer:
@@ -138,7 +157,7 @@ def _frame_export(args, classes):
         say(args, f"exporting class {target} (the model's second class; choose another with "
                   "--class)")
     try:
-        return FrameExport(args.export, target, args.min_size).check_classes(classes)
+        return FrameExport(args.export, target, args.min_size or 0).check_classes(classes)
     except ValueError as exc:
         raise CommandError(f"--export {args.export}: {exc}") from None
 
@@ -174,7 +193,8 @@ def _run_prediction(args, model, model_file, source, writer, selection, todo):
             with cluster as client:
                 batch.predict_to_writer(model, source, writer, todo, frame_index=selection,
                                          probabilities=writer.needs_probabilities, client=client,
-                                         model_bytes=model_bytes, chunk_size=args.chunk_size,
+                                         model_bytes=model_bytes,
+                                         chunk_size=args.chunk_size or _CHUNK_SIZE,
                                          on_frame=on_frame)
         except KeyboardInterrupt:
             bar.close()

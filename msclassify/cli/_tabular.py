@@ -24,6 +24,7 @@ import argparse
 import inspect
 import json
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -141,6 +142,11 @@ def _cmd_train(args):
     model = CEGBClassifier(cost_tradeoff=args.cost_tradeoff, growth=args.growth,
                            feature_costs=costs, **params)
     task = "ranking (binary relevance: grade > 0)" if train.qid is not None else "classification"
+    if train.qid is None and _looks_graded(train.y):
+        warnings.warn(f"{args.data} has no queries (no qid fields, no {args.data}.query file), so "
+                      f"its labels {', '.join(map(str, np.unique(train.y)))} are trained as "
+                      f"{np.unique(train.y).size} classes; if they are relevance grades, put the "
+                      ".query file next to it")
     say(args, f"training on {train.n_samples} rows x {train.n_features} features, {task}"
                + (f"; validating on {validation.n_samples} rows" if validation is not None else ""))
     start = time.perf_counter()
@@ -168,9 +174,17 @@ def _cmd_train(args):
         cost = model.prediction_cost(validation.X)
         say(args, f"validation: mean prediction cost {_cost_text(cost)}; "
                    f"{_score_text(score_model(model, validation))}")
+    model.column_names_ = train.feature_names  # evaluate matches a CSV's columns by name
     model.save(output)
     say(args, f"saved {output}")
     return 0
+
+
+def _looks_graded(labels):
+    """Whether ``labels`` look like LETOR relevance grades: three or more of 0, 1, ..., 4."""
+    values = np.unique(labels)
+    return (values.dtype.kind in "iuf" and 3 <= values.size and values.min() == 0
+            and values.max() <= 4 and np.all(values == np.round(values)))
 
 
 # -- evaluate ----------------------------------------------------------------------------------
@@ -188,7 +202,17 @@ def _cmd_evaluate(args):
     json_path = None if args.json is None else _check_output_file(args.json, "scores")
     n_features = model.n_features_in_
     data = load_table_for_model(args.data, n_features, model.features_used(), args.format,
-                                label_column=args.label_column)
+                                label_column=args.label_column,
+                                column_names=getattr(model, "column_names_", None))
+    unknown = np.setdiff1d(np.unique(data.y), model.classes_) if data.qid is None else []
+    if len(unknown):
+        why = (f"graded relevance of ranking data? Its queries are missing: put "
+               f"{args.data}.query next to it or give every line a qid"
+               if _looks_graded(data.y) and model.classes_.tolist() == [0, 1] else
+               "scores would count every such row as wrong: give data of the model's classes")
+        raise CommandError(f"{args.data} holds labels {', '.join(map(str, unknown[:5]))}, which "
+                           f"{args.model} does not predict (its classes: "
+                           f"{', '.join(map(str, model.classes_))}); {why}")
     if args.costs is not None:
         model = with_feature_costs(model, load_feature_costs(args.costs, n_features))
     cost = model.prediction_cost(data.X)

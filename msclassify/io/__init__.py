@@ -51,6 +51,7 @@ from ._errors import FrameReadError, FrameReadWarning, FrameWriteError
 from ._frames import (IMAGE_EXTENSIONS, TIFF_EXTENSIONS, VIDEO_EXTENSIONS, FrameSource,
                       natural_sort_key)
 from ._lazy import LazyImage, is_large_image, open_image
+from ._manifest import check_not_an_input
 from ._ngff import ChunkedLabelWriter, label_colours
 from ._open import open_frames, open_writer, read_label_stack
 from ._training import match_frames, read_training_frames
@@ -58,7 +59,8 @@ from ._writers import BaseWriter, FrameWriter, TiffFolderWriter, TiffStackWriter
 from ._zarr import ZarrWriter
 
 __all__ = ["IMAGE_EXTENSIONS", "TIFF_EXTENSIONS", "VIDEO_EXTENSIONS", "BaseWriter",
-           "ChunkedLabelWriter", "FrameReadError", "FrameReadWarning", "FrameSource", "FrameWriteError", "FrameWriter",
-           "LazyImage", "TiffFolderWriter", "TiffStackWriter", "ZarrWriter", "is_large_image",
-           "label_colours", "match_frames", "natural_sort_key", "open_frames", "open_image", "open_writer", "read_label_stack",
+           "ChunkedLabelWriter", "FrameReadError", "FrameReadWarning", "FrameSource",
+           "FrameWriteError", "FrameWriter", "LazyImage", "TiffFolderWriter", "TiffStackWriter",
+           "ZarrWriter", "check_not_an_input", "is_large_image", "label_colours", "match_frames",
+           "natural_sort_key", "open_frames", "open_image", "open_writer", "read_label_stack",
            "read_training_frames", "write_atomically"]

@@ -186,6 +186,10 @@ class FrameSource(_Opened):
         """List of all frame names, in frame order (see `name`)."""
         return [self.name(index) for index in range(self._n_frames)]
 
+    def files(self):
+        """The files (or the folder) the frames are read from, as Paths."""
+        return list(self._source_files or [Path(self.path)])
+
     def identity(self):
         """What identifies these frames, for the record an output keeps of what made it.
 
@@ -198,7 +202,7 @@ class FrameSource(_Opened):
             the first and last MiB of the first and last file, which is cheap for
             an hour of video and tells any two recordings apart.
         """
-        files = self._source_files or [Path(self.path)]
+        files = self.files()
         digest = hashlib.sha256()
         size = 0
         for file in files:

@@ -1,5 +1,7 @@
 """Frames from single-image files: a folder, a glob pattern or a list of images."""
 
+import os
+
 import imageio.v3 as iio
 import numpy as np
 import tifffile
@@ -70,7 +72,12 @@ class _ImageFilesSource(FrameSource):
 
 
 def _image_files_in(folder):
-    files = [entry for entry in folder.iterdir()
-             if entry.is_file() and not entry.name.startswith(".")
-             and entry.suffix.lower() in IMAGE_EXTENSIONS]
+    images = [entry for entry in folder.iterdir()
+              if not entry.name.startswith(".") and entry.suffix.lower() in IMAGE_EXTENSIONS]
+    broken = [entry for entry in images if entry.is_symlink() and not entry.exists()]
+    if broken:  # a frame that is not there: skipping it would shift every later frame
+        raise FrameReadError(f"{broken[0]} in folder {folder} is a broken link (to "
+                             f"{os.readlink(broken[0])}, which does not exist); restore its "
+                             "target or remove the link")
+    files = [entry for entry in images if entry.is_file()]
     return sorted(files, key=lambda path: natural_sort_key(path.name))

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..checks import is_int
 from ._errors import FrameReadWarning, FrameWriteError, _write_error
-from ._frames import _is_zarr
+from ._frames import _default_names, _is_zarr
 
 
 _MANIFEST_NAME = "msclassify_frames.json"
@@ -91,25 +91,72 @@ def _output_kind(path):
     if _is_zarr(path):
         try:
             metadata = json.loads((path / "zarr.json").read_text())
-            return "zarr" if "msclassify" in metadata.get("attributes", {}) else None
+            recorded = "msclassify" in metadata.get("attributes", {})
         except (OSError, ValueError, AttributeError):
             return None
+        # only the arrays msclassify writes; anything a user added keeps the store
+        ours = {"zarr.json", "labels", "done", "probabilities"}
+        return "zarr" if recorded and all(entry.name in ours and not entry.is_symlink()
+                                          for entry in path.iterdir()) else None
     entries = list(path.iterdir())
     if not entries:
         return "empty"
-    if not (path / _MANIFEST_NAME).is_file():
+    try:  # only the frames the manifest names (version 1: frame_000000, ...) are msclassify's
+        manifest = json.loads((path / _MANIFEST_NAME).read_text())
+        if manifest.get("format") != _MANIFEST_FORMAT:
+            return None
+        names = manifest.get("names") or _default_names(min(int(manifest["n_frames"]), 10**7))
+        files = {f"{name}.tif" for name in names}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
 
     def ours(entry, inside_probabilities=False):
-        if entry.name.startswith("."):
-            return entry.name.endswith(".tmp") and entry.is_file()
+        if entry.is_symlink():
+            return False
+        if entry.name.startswith("."):  # a temporary file of write_atomically
+            return (entry.is_file() and entry.name.endswith(".tmp")
+                    and entry.name[1:].rsplit(".", 2)[0] in files | {_MANIFEST_NAME})
         if entry.is_file():
-            return entry.suffix == ".tif" or (entry.name == _MANIFEST_NAME
-                                              and not inside_probabilities)
+            return entry.name in files or (entry.name == _MANIFEST_NAME
+                                           and not inside_probabilities)
         return (entry.is_dir() and entry.name == "probabilities" and not inside_probabilities
                 and all(ours(child, True) for child in entry.iterdir()))
 
     return "tiff" if all(ours(entry) for entry in entries) else None
+
+
+def check_not_an_input(output, inputs):
+    """Raise FrameWriteError if ``output`` is, holds or links to one of ``inputs``.
+
+    Writing (or, with ``overwrite=True``, deleting) there would destroy an input,
+    such as the video being predicted or the model file. Symbolic and hard links
+    count as the file they point to.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> video = os.path.join(tempfile.mkdtemp(), "video.mp4")
+    >>> open(video, "wb").close()
+    >>> check_not_an_input(video + ".labels", [video])  # another path: fine
+    >>> check_not_an_input(video, [video])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    msclassify.io.FrameWriteError: the output ...video.mp4 is the input ...video.mp4; writing there would destroy it: ...
+    """
+    output = Path(output)
+    real_output = Path(os.path.realpath(output))
+    for item in inputs:
+        item = Path(item)
+        if not os.path.exists(item):
+            continue
+        real_item = Path(os.path.realpath(item))
+        same = real_item == real_output or (os.path.exists(output)
+                                            and os.path.samefile(output, item))
+        if same or real_output in real_item.parents:
+            how = "is" if same else "holds"
+            raise FrameWriteError(f"the output {output} {how} the input {item}; writing there "
+                                  "would destroy it: choose another output path",
+                                  filename=str(output))
 
 
 def _remove_output(path):

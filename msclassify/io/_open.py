@@ -94,6 +94,12 @@ def open_frames(source, *, as_gray=False):
     path = Path(source)
     if not path.exists():
         if any(char in str(source) for char in "*?["):
+            broken = [match for match in glob.glob(str(source)) if not os.path.exists(match)
+                      and Path(match).suffix.lower() in IMAGE_EXTENSIONS]
+            if broken:
+                raise FrameReadError(f"{broken[0]} (matched by {source!r}) is a broken link (to "
+                                     f"{os.readlink(broken[0])}, which does not exist); restore "
+                                     "its target or remove the link")
             paths = sorted((Path(match) for match in glob.glob(str(source))
                             if Path(match).is_file()
                             and Path(match).suffix.lower() in IMAGE_EXTENSIONS),

@@ -180,6 +180,10 @@ def _tiff_layout(tiff, path, log):
                              f"{declared} frame(s) but it holds {max(n_series, n_pages)}; "
                              "re-export it")
     dataoffset, pages = series.dataoffset, None
+    stored_bytes = frame_bytes
+    if dtype == bool:  # 1-bit pixels, 8 to a byte per row: decoded page by page, not mapped
+        dataoffset = None
+        stored_bytes = frame_shape[0] * -(-int(np.prod(frame_shape[1:])) // 8)
     if dataoffset is not None:
         data_end = file_size
         if declared is not None and n_series < declared and broken and tiff.is_imagej:
@@ -206,7 +210,7 @@ def _tiff_layout(tiff, path, log):
         available = 0
         for page in pages[:1] if planes else pages:
             end, stored = _page_extent(page) if page is not None else (file_size + 1, 0)
-            page_frame_bytes = frame_bytes * (shape[0] if planes else 1)
+            page_frame_bytes = stored_bytes * (shape[0] if planes else 1)
             compressed = getattr(page, "compression", 1) not in (1, None)
             if end > file_size or not stored or (
                     not compressed and stored < page_frame_bytes) or (

@@ -1,8 +1,11 @@
 """Writers of one image per frame: the shared base, a folder of TIFFs and one TIFF stack."""
 
+import errno
+import glob
 import json
 import os
-import tempfile
+import secrets
+import time
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +19,15 @@ from ._manifest import (_MANIFEST_FORMAT, _MANIFEST_NAME, _MANIFEST_VERSION, _de
                         _provenance_difference, _remove_output)
 from ._tiff import _tiff_is_complete
 
+try:
+    import fcntl
+except ImportError:  # Windows: abandoned temporary files are left for the user to delete
+    fcntl = None
+
 __all__ = ["BaseWriter", "FrameWriter", "TiffFolderWriter", "TiffStackWriter"]
+
+_STACK_FORMAT = "msclassify-stack"
+_ABANDONED_AFTER = 10.0  # seconds: an unlocked temporary file older than this is abandoned
 
 
 class BaseWriter(_Opened):
@@ -141,15 +152,16 @@ class FrameWriter(BaseWriter):
 
     def _check_manifest(self, found):
         """FrameWriteError unless the output at ``path`` holds this very prediction."""
-        start_over = (f"to start over, delete it with overwrite=True (msclassify predict "
-                      f"--overwrite), or write to another output")
+        start_over = "to start over, delete it with overwrite=True, or write to another output"
+        # a damaged record no longer says what is msclassify's: overwrite would refuse it
+        unrecorded = "move it away or write to another output"
         if not isinstance(found, dict) or found.get("format") != _MANIFEST_FORMAT:
             raise FrameWriteError(f"output {self.path} has an unreadable record of what it "
-                                  f"holds; {start_over}")
+                                  f"holds; {unrecorded}")
         version = found.get("format_version", 0)
         if not is_int(version):
             raise FrameWriteError(f"output {self.path} has a damaged record of what it holds "
-                                  f"(format_version {version!r}); {start_over}")
+                                  f"(format_version {version!r}); {unrecorded}")
         if version > _MANIFEST_VERSION:
             raise FrameWriteError(f"output {self.path} was written by a newer msclassify; upgrade "
                                   "or choose another output")
@@ -203,8 +215,6 @@ class FrameWriter(BaseWriter):
                 raise ValueError(f"probabilities of frame {index} have shape "
                                  f"{probabilities.shape}, expected {expected}")
         return index, labels, probabilities
-
-
 
 
 class TiffFolderWriter(FrameWriter):
@@ -301,6 +311,12 @@ class TiffStackWriter(BaseWriter):
     complete. Not resumable: an interrupted stack is deleted, and `completed`
     is always empty. Fiji opens the file as a stack of ``n_frames`` slices.
 
+    The stack records that msclassify wrote it (and ``provenance``, what made
+    it) in its image description. An existing file is never replaced unless it
+    is such a stack and ``overwrite`` is true; a stack finished by another run
+    while this one ran is not replaced either. Temporary files left by a killed
+    run (``.NAME.*.tmp``, locked while in use) are removed by the next run.
+
     Examples
     --------
     >>> import tempfile, os
@@ -309,29 +325,50 @@ class TiffStackWriter(BaseWriter):
     ...     writer.write(0, np.zeros((2, 3), np.uint8)); writer.write(1, np.ones((2, 3), np.uint8))
     >>> tifffile.imread(path).shape
     (2, 2, 3)
+    >>> TiffStackWriter(path, 2, (2, 3), np.uint8)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    msclassify.io.FrameWriteError: ...masks.tif already holds a TIFF stack msclassify wrote; ...
     """
 
-    def __init__(self, path, n_frames, frame_shape, dtype, *, overwrite=False):
+    def __init__(self, path, n_frames, frame_shape, dtype, *, provenance=None, overwrite=False):
         self.path = Path(path)
         self.n_frames = int(n_frames)
         self.frame_shape = tuple(int(size) for size in frame_shape)
         self.dtype = np.dtype(dtype)
+        self._record = {"format": _STACK_FORMAT, "n_frames": self.n_frames,
+                        "frame_shape": list(self.frame_shape), "dtype": self.dtype.str,
+                        "provenance": provenance}
+        self._overwrite = bool(overwrite)
         self._next = 0
-        if self.path.is_dir() or (self.path.exists() and not overwrite):
-            raise FrameWriteError(f"{self.path} already exists; choose another file name or "
-                                  "replace it (overwrite=True; msclassify predict --overwrite) (a TIFF stack is written in one "
-                                  "go, not resumed)")
+        self._file = self._tiff = None
+        self._check_target()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd, temporary = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp",
-                                             dir=self.path.parent)
-            os.close(fd)
+            _remove_abandoned(self.path)
+            self._file, self._temporary = _locked_temporary(self.path)
         except OSError as exc:
             raise FrameWriteError(f"cannot write {self.path} ({exc.strerror or exc}): choose a "
                                   "writable folder", errno=exc.errno,
                                   filename=str(self.path)) from None
-        self._temporary = Path(temporary)
-        self._tiff = tifffile.TiffWriter(self._temporary, bigtiff=self._bytes() >= 2**32 - 2**25)
+        self._tiff = tifffile.TiffWriter(self._file, bigtiff=self._bytes() >= 2**32 - 2**25)
+
+    def _check_target(self):
+        """FrameWriteError unless ``path`` is free, or a stack of msclassify's to overwrite."""
+        if self.path.is_dir():
+            raise FrameWriteError(f"{self.path} is a folder; -o names the TIFF stack file of "
+                                  "--format tiff-stack (e.g. masks.tif)", filename=str(self.path))
+        if not os.path.lexists(self.path):
+            return
+        if self.path.is_symlink() or _stack_record(self.path) is None:
+            raise FrameWriteError(f"{self.path} already exists and is not a TIFF stack msclassify "
+                                  "wrote, so it is never replaced: choose another file name",
+                                  filename=str(self.path))
+        if not self._overwrite:
+            raise FrameWriteError(f"{self.path} already holds a TIFF stack msclassify wrote; "
+                                  "replace it with overwrite=True or choose another file name "
+                                  "(a TIFF stack is written in one go, not resumed)",
+                                  filename=str(self.path))
 
     def _bytes(self):
         return self.n_frames * int(np.prod(self.frame_shape)) * self.dtype.itemsize
@@ -348,7 +385,8 @@ class TiffStackWriter(BaseWriter):
             raise ValueError(f"frame {index} has shape {image.shape}, expected {self.frame_shape}")
         try:
             self._tiff.write(image.astype(self.dtype, copy=False), contiguous=True,
-                             photometric="minisblack")
+                             photometric="minisblack",
+                             metadata={"msclassify": self._record} if index == 0 else {})
         except OSError as exc:
             self._discard()
             raise FrameWriteError(f"cannot write {self.path} ({exc.strerror or exc})",
@@ -363,18 +401,79 @@ class TiffStackWriter(BaseWriter):
 
     def _finish(self):
         self._tiff.close()
-        with open(self._temporary, "rb+") as file:
-            os.fsync(file.fileno())
-        os.replace(self._temporary, self.path)
         self._tiff = None
+        try:
+            self._file.flush()
+            os.fsync(self._file.fileno())
+            if self._overwrite:
+                self._check_target()  # still a stack of msclassify's (or nothing)
+                os.replace(self._temporary, self.path)
+            else:
+                try:  # a hard link never replaces a file that appeared meanwhile
+                    os.link(self._temporary, self.path)
+                except FileExistsError:
+                    raise FrameWriteError(f"{self.path} was written by another run while this "
+                                          "one ran; this run's stack is discarded: choose "
+                                          "another file name", filename=str(self.path)) from None
+                except OSError:  # no hard links on this file system
+                    if os.path.lexists(self.path):
+                        raise
+                    os.replace(self._temporary, self.path)
+        except BaseException:
+            self._discard()
+            raise
+        self._discard()
 
     def _discard(self):
         if self._tiff is not None:
             self._tiff.close()
             self._tiff = None
-        self._temporary.unlink(missing_ok=True)
+        if self._file is not None:
+            self._temporary.unlink(missing_ok=True)
+            self._file.close()  # releases the lock
+            self._file = None
 
     def close(self):
         """Finish; a stack that misses frames is deleted."""
-        if self._tiff is not None:
-            self._discard()
+        self._discard()
+
+
+def _stack_record(path):
+    """The record of a TIFF stack msclassify wrote at ``path``, else None."""
+    try:
+        with tifffile.TiffFile(path) as tiff:
+            record = json.loads(tiff.pages[0].description or "null")["msclassify"]
+        return record if record.get("format") == _STACK_FORMAT else None
+    except Exception:  # not a TIFF, no description, not ours: all mean "not ours"
+        return None
+
+
+def _locked_temporary(path):
+    """A new hidden ``.NAME.*.tmp`` file next to ``path``, open and locked: (file, Path)."""
+    for _ in range(100):
+        temporary = path.parent / f".{path.name}.{secrets.token_hex(4)}.tmp"
+        try:  # permissions of an ordinary file (the umask applies), as every other output
+            fd = os.open(temporary, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o666)
+        except FileExistsError:
+            continue
+        os.close(fd)
+        file = open(temporary, "r+b")  # by name: tifffile needs a file object with a real .name
+        if fcntl is not None:
+            fcntl.flock(file.fileno(), fcntl.LOCK_EX)
+        return file, temporary
+    raise FileExistsError(errno.EEXIST, "no free temporary file name", str(path))
+
+
+def _remove_abandoned(path):
+    """Delete the temporary files of runs killed while writing ``path`` (unlocked, not new)."""
+    if fcntl is None:
+        return
+    for temporary in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
+        try:
+            with open(temporary, "rb") as file:
+                if time.time() - os.fstat(file.fileno()).st_mtime < _ABANDONED_AFTER:
+                    continue  # another run may have just created it, not yet locked it
+                fcntl.flock(file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                temporary.unlink()
+        except OSError:  # locked by a live run, or already gone
+            continue

@@ -7,6 +7,7 @@ trained to save is the time it actually saves.
 """
 
 import functools
+import warnings
 from typing import NamedTuple
 
 import numpy as np
@@ -22,6 +23,7 @@ from ..modelfile import (ModelFileError, build_model, estimator_params, model_cl
 from ._apply import most_probable
 from ._distill import DISTILL_BAND, fit_teacher, teacher_pixels
 from ._intensity import IntensityRange
+from ._memory import check_frame_memory, frame_bytes
 from ._multiscale import predict_multiscale
 from ._semi_supervised import UnlabelledPixels
 from ._tradeoff import auto_tradeoff, read_tradeoff_record, tradeoff_record
@@ -30,6 +32,7 @@ __all__ = ["ImageCost", "PixelClassifier", "check_channels", "load_pixel_model",
 
 _MODEL_KIND = "pixel_classifier"
 _STRATEGIES = ("multiscale", "per_pixel")
+_FEW_PIXELS = 10  # labelled pixels of a class below which fit warns
 # Per-feature costs come from the feature bank, so the CEGB parameters that take
 # arrays (feature_costs, feature_batch_costs, feature_share) are not parameters here.
 _CEGB_PARAMS = ("n_estimators", "learning_rate", "max_leaves", "max_depth", "min_samples_leaf",
@@ -389,6 +392,7 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
             self.cost_tradeoff_, self.tradeoff_path_ = cost_tradeoff, None
             self.tradeoff_reason_ = f"cost_tradeoff={cost_tradeoff:g} was given"
         self._prepare()
+        _warn_if_trivial(self, pairs)
         return self
 
     def _teacher_features(self, bank):
@@ -456,6 +460,12 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
 
     def _predict(self, image, strategy="multiscale", output="raw", cost_map=False):
         """Raw scores, probabilities or classes of one frame (see `predict_multiscale`)."""
+        height, width = np.shape(self._check_frame(image))[:2]
+        shares = self.bank_.shares()[self._used] if strategy == "multiscale" else \
+            np.ones(self._used.size)
+        needed = frame_bytes(height, width, shares, self.booster_.n_outputs, self.classes_.size,
+                             output == "proba") + 8 * height * width * bool(cost_map)
+        check_frame_memory(needed, (height, width))
         image = self._pyramid(image)
         if strategy not in _STRATEGIES:
             raise ValueError(f"strategy must be one of {_STRATEGIES}, got {strategy!r}")
@@ -689,6 +699,23 @@ def _make_bank(features, n_channels):
         raise ValueError(f"the feature bank is for {bank.n_channels}-channel images but the "
                          f"training images have {n_channels} channel(s)")
     return bank
+
+
+def _warn_if_trivial(model, pairs):
+    """Warn when a fitted model cannot tell its classes apart, or a class has a few pixels."""
+    counts = {int(value): sum(int(np.count_nonzero(lab == value)) for _, lab in pairs)
+              for value in model.classes_}
+    few = [f"class {value}: {count} pixel{'s' if count > 1 else ''}"
+           for value, count in counts.items() if count < _FEW_PIXELS]
+    scribble = "scribble more pixels of every class and train again"
+    if not model.features_used_:
+        warnings.warn("the model uses no feature, so it predicts the same class for every "
+                      "pixel"
+                      + (f" ({', '.join(few)} labelled)" if few else "") + f": {scribble}",
+                      UserWarning, stacklevel=3)
+    elif few:
+        warnings.warn(f"{', '.join(few)} labelled, too few to learn from (at least "
+                      f"{_FEW_PIXELS} each): {scribble}", UserWarning, stacklevel=3)
 
 
 def _frame_channels(frame):

@@ -29,7 +29,7 @@ import numpy as np
 from skimage.measure import label as connected_components
 
 from ..checks import is_int
-from ..io import BaseWriter, TiffStackWriter, open_writer
+from ..io import BaseWriter, TiffStackWriter, check_not_an_input, open_writer
 from ._apply import label_dtype
 
 __all__ = ["EXPORT_FORMATS", "EXPORT_KINDS", "FrameExport", "open_export"]
@@ -58,9 +58,10 @@ class FrameExport:
         See the module docstring (`EXPORT_KINDS`).
     target : int, optional
         The class value exported by ``mask``, ``instances`` and ``probability``
-        (e.g. 2 for the fly class); required for them, unused by ``labels``.
+        (e.g. 2 for the fly class); required for them, refused for ``labels``.
     min_size : int
-        ``instances``: objects with fewer pixels are dropped (0 keeps all).
+        ``instances``: objects with fewer pixels are dropped (0 keeps all);
+        refused (unless 0) for the other kinds, which have no objects.
 
     Examples
     --------
@@ -91,6 +92,12 @@ class FrameExport:
                              "2 for the objects of class 2")
         if not is_int(self.min_size, 0):
             raise ValueError(f"min_size must be an integer >= 0 (pixels), got {self.min_size!r}")
+        if self.kind == "labels" and self.target is not None:
+            raise ValueError("exporting 'labels' writes every class; a target class applies to "
+                             "mask, instances and probability exports only")
+        if self.kind != "instances" and self.min_size:
+            raise ValueError(f"min_size applies to 'instances' exports only, not {self.kind!r} "
+                             "(a minimum object size needs objects)")
 
     @property
     def needs_probabilities(self):
@@ -177,7 +184,7 @@ class _ExportWriter(BaseWriter):
 
 
 def open_export(path, n_frames, frame_shape, export, classes, *, names=None, format="tiff",
-                n_classes=None, provenance=None, overwrite=False):
+                n_classes=None, provenance=None, overwrite=False, inputs=()):
     """Open an output that writes `FrameExport` ``export`` of each predicted frame.
 
     Parameters
@@ -201,7 +208,11 @@ def open_export(path, n_frames, frame_shape, export, classes, *, names=None, for
         What makes the frames, recorded by a folder or zarr store so that only
         the same prediction resumes (see `msclassify.io.open_writer`).
     overwrite : bool, default False
-        Replace an existing output msclassify wrote at ``path``.
+        Replace an existing output msclassify wrote at ``path`` (never anything else).
+    inputs : sequence of paths, optional
+        Files the output must not be, hold or link to, such as the input frames
+        (`msclassify.io.FrameSource.files`) and the model file: refused with a
+        FrameWriteError (`msclassify.io.check_not_an_input`).
 
     Returns
     -------
@@ -227,9 +238,11 @@ def open_export(path, n_frames, frame_shape, export, classes, *, names=None, for
     if n_classes is not None and (export.kind != "labels" or format == "tiff-stack"):
         raise ValueError("all class probabilities are stored only next to class labels in a "
                          "folder or zarr store; export one class's probability instead")
+    check_not_an_input(path, inputs)
     dtype = export.dtype(classes)
     if format == "tiff-stack":
-        writer = TiffStackWriter(path, n_frames, frame_shape, dtype, overwrite=overwrite)
+        writer = TiffStackWriter(path, n_frames, frame_shape, dtype, provenance=provenance,
+                                 overwrite=overwrite)
     else:
         writer = open_writer(path, n_frames, frame_shape, dtype=dtype, names=names,
                              n_classes=n_classes, format=format, provenance=provenance,

@@ -17,11 +17,23 @@ model file) and reads every frame in those units:
   for a model trained on floats beyond 1 (raw units), they are taken as they are.
 
 A frame whose values cannot be in those units is refused with a ValueError
-saying which conversion to use, rather than labelled wrongly: values far beyond
-the training dtype's range (a 12- or 16-bit frame for a uint8 model), floats
-within 0-1 for a model trained on frames reaching well beyond 1 (or the
-reverse). Models saved before this was recorded keep the old rule: every frame
-normalised by its own dtype.
+saying which conversion to use, rather than labelled wrongly, for every pair of
+dtypes:
+
+* values beyond the training dtype's range by more than 1/16 of it (a 16-bit
+  frame, or negative int16 values, for a uint8 model);
+* another bit depth: a largest value more than 4 times the training frames'
+  (and above 8 bits: 16-bit frames for a model trained on 12-bit ones), below
+  1/8 of it while above 8 bits (12-bit frames for a 16-bit model), or within
+  8 bits while the training frames reached more than 4 times that (8-bit
+  video, uint16 files holding 0-255 or float32 0-255 frames for a 16-bit
+  model);
+* floats or bools within 0-1 for a model trained on frames reaching well
+  beyond 1, or the reverse.
+
+A uniform frame (every pixel equal, such as a black frame) says nothing about
+its units and is read as it is. Models saved before this was recorded keep the
+old rule: every frame normalised by its own dtype.
 """
 
 from numbers import Real
@@ -35,6 +47,13 @@ __all__ = ["IntensityRange"]
 
 # A model trained on frames reaching at least this is in "raw" units, not 0-1.
 _RAW = 2.0
+# Frames whose largest value is more than this many times the training frames' largest (or the
+# training frames' more than this many times the frames', 8-bit ones) are of another bit depth.
+_DEPTH = 4
+# Beyond 8 bits, frames whose largest value is below the training frames' largest by more than
+# this factor are of a lower bit depth (16-bit vs 12-bit is 16x); within 8 bits they are dark.
+_DARKER = 8
+_EIGHT_BIT = 255.0
 
 
 class IntensityRange(NamedTuple):
@@ -56,7 +75,7 @@ class IntensityRange(NamedTuple):
     >>> units.scale_for(np.array([[0.1, 0.8]]))
     Traceback (most recent call last):
         ...
-    ValueError: the frame holds float64 values 0.1..0.8, within 0..1, but the model was trained on uint8 frames with values 10..200, which it divides by 255: give frames in those units (e.g. (frame * 255).astype(np.uint8))
+    ValueError: the frame holds float64 values 0.1..0.8, within 0..1, but the model was trained on uint8 frames with values 10..200, which it divides by 255: give frames in those units (e.g. (frame * 255).astype(np.uint8)) or train a model on frames like these
     """
 
     dtype: np.dtype
@@ -109,35 +128,65 @@ class IntensityRange(NamedTuple):
         """
         image = np.asarray(image)
         dtype = image.dtype
-        float_frame = dtype.kind == "f"
-        if dtype == self.dtype and not float_frame:
-            return intensity_scale(dtype)
-        trained_integers = self.dtype.kind in "iu"
+        unit_frame = dtype.kind in "fb"     # floats and bools are not normalised by dtype
+        if dtype == self.dtype and dtype.itemsize == 1:
+            return intensity_scale(dtype)   # uint8 on a uint8 model: nothing to check
         low, high = (float(image.min()), float(image.max())) if image.size else (0.0, 0.0)
+        uniform = low == high   # no information about its units: read as it is
         values = f"the frame holds {dtype.name} values {low:.6g}..{high:.6g}"
         trained = (f"the model was trained on {self.dtype.name} frames with values "
                    f"{self.low:.6g}..{self.high:.6g}")
-        if trained_integers:
+        retrain = "or train a model on frames like these"
+        normalised = self.dtype.kind not in "iu" and self.high < _RAW
+        if normalised:  # trained on 0-1 floats (or bools): fractions of full scale
+            if not unit_frame:
+                return intensity_scale(dtype)
+            if high >= _RAW and not uniform:
+                raise ValueError(f"{values}, but {trained}: divide them by their full scale "
+                                 f"(e.g. frame / 255 for 8-bit values) {retrain}")
+            return 1.0
+        if self.dtype.kind in "iu":
             info = np.iinfo(self.dtype)
             span = float(info.max) - float(info.min)
-            if high > info.max + span or low < info.min - span:
+            if high > info.max + span / 16 or low < info.min - span / 16:
+                fix = (f"e.g. frame / {max(high, 1) / info.max:.3g}" if high > info.max
+                       else f"e.g. frame - frame.min() for values from {info.min} up")
                 raise ValueError(f"{values}, far outside the {info.min}..{info.max} of the "
                                  f"{self.dtype.name} frames the model was trained on (values "
-                                 f"{self.low:.6g}..{self.high:.6g}): convert them to "
-                                 f"that range (e.g. frame / {max(high, 1) / info.max:.3g}) or "
-                                 "train a model on frames like these")
-            if float_frame and 0 < high <= 1 and self.high >= _RAW:
-                raise ValueError(f"{values}, within 0..1, but {trained}, which it divides by "
-                                 f"{info.max}: give frames in those units (e.g. (frame * "
-                                 f"{info.max}).astype(np.{self.dtype.name}))")
-            return intensity_scale(self.dtype)
-        normalised = self.high < _RAW  # trained on 0-1 floats (or bools): fractions of full scale
-        if not float_frame:
-            return intensity_scale(dtype) if normalised else 1.0
-        if normalised and high >= _RAW:
-            raise ValueError(f"{values}, but {trained}: divide them by their full scale (e.g. "
-                             "frame / 255 for 8-bit values) or train a model on frames like these")
-        if not normalised and 0 < high <= 1:
-            raise ValueError(f"{values}, within 0..1, but {trained}: give frames in those units "
-                             "or train a model on frames like these")
-        return 1.0
+                                 f"{self.low:.6g}..{self.high:.6g}): convert them to that range "
+                                 f"({fix}) {retrain}")
+            scale = intensity_scale(self.dtype)
+        else:
+            scale = 1.0  # trained on floats in raw units: every frame is taken as it is
+        if uniform:
+            return scale
+        if unit_frame and high <= 1 and self.high >= _RAW:
+            full = (f"{info.max}).astype(np.{self.dtype.name})" if self.dtype.kind in "iu"
+                    else f"{self.high:.6g})")
+            raise ValueError(f"{values}, within 0..1, but {trained}"
+                             + (f", which it divides by {info.max}" if self.dtype.kind in "iu"
+                                else "") + f": give frames in those units (e.g. (frame * {full}) "
+                             f"{retrain}")
+        if high > _DEPTH * max(self.high, _EIGHT_BIT):
+            raise ValueError(f"{values}, more than {_DEPTH}x the largest value the model was "
+                             f"trained on ({trained}): frames of a higher bit depth (e.g. 16-bit "
+                             "frames for a model trained on 12-bit ones)? Convert them to the "
+                             f"training units (e.g. frame / {_power_of_two(high / self.high)}) "
+                             f"{retrain}")
+        if _EIGHT_BIT < high < self.high / _DARKER:
+            raise ValueError(f"{values}, less than 1/{_DARKER} of the largest value the model "
+                             f"was trained on ({trained}): frames of a lower bit depth (e.g. "
+                             "12-bit frames for a model trained on 16-bit ones)? Convert them "
+                             f"to the training units (e.g. frame * "
+                             f"{_power_of_two(self.high / high)}) {retrain}")
+        if high <= _EIGHT_BIT < self.high / _DEPTH:
+            raise ValueError(f"{values}, within 8 bits, but {trained}: 8-bit frames for a model "
+                             "of a higher bit depth? Convert them to the training units (e.g. "
+                             f"frame * {_power_of_two(self.high / max(high, 1))}; 8-bit to "
+                             f"16-bit is frame * 257) {retrain}")
+        return scale
+
+
+def _power_of_two(ratio):
+    """The power of two nearest ``ratio`` (bit-depth factors are powers of two)."""
+    return 2 ** int(np.round(np.log2(max(ratio, 1.0))))

@@ -21,8 +21,10 @@ import logging
 import os
 import signal
 import threading
+import time
 import uuid
 from collections import deque
+from concurrent.futures import CancelledError
 from pathlib import Path
 
 import numpy as np
@@ -44,6 +46,10 @@ DEFAULT_CHUNK_SIZE = 4
 _CHUNKS_PER_WORKER = 2
 # How long a run on a cluster without workers waits for one to join.
 _WORKER_WAIT_SECONDS = 60
+# While waiting for a chunk: how often the cluster is checked, and how long it may have no
+# scheduler or no worker before the run ends (a message well within 30 s).
+_POLL_SECONDS = 1.0
+_LOST_SECONDS = 15.0
 
 
 class BatchError(RuntimeError):
@@ -279,7 +285,7 @@ def _run_on_cluster(client, model_bytes, items, submit, finish, describe, hint):
         while pending:
             item, future = pending[0]
             try:
-                result = future.result()
+                result = _result(client, future, describe(item))
             except KilledWorker as exc:
                 raise BatchError(f"a Dask worker died while predicting {describe(item)} ({exc}); "
                                  f"it may have run out of memory: {hint}") from None
@@ -314,6 +320,37 @@ def _predict_on_cluster(client, model_bytes, source, writer, todo, frame_index, 
     _run_on_cluster(client, model_bytes, _frame_chunks(todo, chunk_size), submit, finish,
                    lambda chunk: f"frames {chunk[0]}..{chunk[-1]}", "use fewer workers per machine")
     return written
+
+
+def _result(client, future, what):
+    """``future.result()``, or BatchError once the cluster cannot deliver it.
+
+    Dask waits for ever for a worker when every worker has gone, and keeps
+    reconnecting to a scheduler that has gone: both are checked every
+    `_POLL_SECONDS` and end the run after `_LOST_SECONDS`.
+    """
+    from distributed.comm import CommClosedError
+
+    lost_since = None
+    while True:
+        try:
+            return future.result(timeout=_POLL_SECONDS)
+        except TimeoutError:
+            pass
+        except (CancelledError, CommClosedError):  # the scheduler restarted or went away
+            raise BatchError(f"the connection to the Dask scheduler was lost while predicting "
+                             f"{what}; restart the cluster") from None
+        if client.status != "running":
+            problem = "the connection to the Dask scheduler is lost"
+        elif _n_workers(client) == 0:
+            problem = "every Dask worker has left the cluster"
+        else:
+            lost_since = None
+            continue
+        lost_since = time.monotonic() if lost_since is None else lost_since
+        if time.monotonic() - lost_since >= _LOST_SECONDS:
+            raise BatchError(f"{problem} (for {_LOST_SECONDS:.0f} s, while predicting {what}); "
+                             "restart the cluster")
 
 
 @contextlib.contextmanager
@@ -389,5 +426,13 @@ def connect(address, timeout=30):
     except (OSError, ValueError) as exc:
         raise BatchError(f"cannot connect to the Dask scheduler at {address} ({exc}); check the "
                          "address (tcp://HOST:8786) or start one with: dask scheduler") from None
-    with client:
-        yield client
+    # A lost scheduler is reported as one BatchError; the client's own log of its
+    # attempts to reconnect (tracebacks at ERROR level) would bury that line.
+    log = logging.getLogger("distributed.client")
+    level = log.level
+    log.setLevel(logging.CRITICAL)
+    try:
+        with client:
+            yield client
+    finally:
+        log.setLevel(level)

@@ -87,6 +87,10 @@ def load_csv(path, label_column, delimiter=",", missing_tokens=MISSING_TOKENS,
                 except ValueError:
                     raise ValueError(f"CSV file {path}, line {line}, column {header[column]!r}: "
                                      f"{cell!r} is not a number") from None
+                if math.isinf(values[-1]):
+                    raise ValueError(f"CSV file {path}, line {line}, column {header[column]!r}: "
+                                     f"{cell!r} is infinite; replace it by a large finite "
+                                     "number or leave the cell empty (missing)")
             rows.append(values)
     if not rows:
         raise ValueError(f"CSV file {path} has a header but no data rows")

@@ -17,6 +17,7 @@ from ._csv import load_csv
 from ._data import TabularData
 from ._miniboone import load_miniboone
 from ._svmlight import load_svmlight
+from ._text import data_lines
 
 __all__ = ["FILE_FORMATS", "load_table", "load_table_for_model", "load_train_test",
            "split_train_test"]
@@ -77,8 +78,23 @@ def load_table(path, file_format="auto", *, label_column="label", n_features=Non
     if file_format == "csv":
         return load_csv(path, label_column, missing_sentinel=missing_sentinel)
     if file_format == "miniboone":
-        return load_miniboone(path, missing_sentinel=missing_sentinel)
-    return load_svmlight(path, n_features=n_features, missing_sentinel=missing_sentinel)
+        data = load_miniboone(path, missing_sentinel=missing_sentinel)
+    else:
+        data = load_svmlight(path, n_features=n_features, missing_sentinel=missing_sentinel)
+    _check_finite(path, data, skip_lines=int(file_format == "miniboone"))
+    return data
+
+
+def _check_finite(path, data, skip_lines):
+    """ValueError naming the file, line and feature of the first infinite value in ``data``."""
+    infinite = np.isinf(data.X)
+    if not infinite.any():
+        return
+    row, column = (int(index[0]) for index in np.nonzero(infinite))
+    line = next((number for index, (number, _) in enumerate(data_lines(path, skip_lines))
+                 if index == row), "?")
+    raise ValueError(f"data file {path}, line {line}: feature {data.feature_names[column]} is "
+                     f"{data.X[row, column]:g}; replace infinite values by large finite numbers")
 
 
 def split_train_test(data, test_fraction=0.3, random_state=0):
@@ -220,7 +236,7 @@ def _with_columns(data, n_features):
 
 
 def load_table_for_model(path, n_features, used_features, file_format="auto", *,
-                         label_column="label"):
+                         label_column="label", column_names=None):
     """Load data to score a model trained on ``n_features`` columns that splits on ``used_features``.
 
     An svmlight file may leave out its last feature ids on every line (they read as
@@ -228,11 +244,15 @@ def load_table_for_model(path, n_features, used_features, file_format="auto", *,
     never looks at the missing ones. Otherwise the model would score zeros in place
     of real features, which is refused.
 
+    With ``column_names`` (the model's training columns, ``column_names_``), the
+    columns of a CSV file are matched by their header names, in any order.
+
     Raises
     ------
     ValueError
         Naming the file: more columns than the model, fewer columns in a CSV or
-        MiniBooNE file, or an svmlight file without features the model uses.
+        MiniBooNE file, an svmlight file without features the model uses, or a
+        CSV file without a column the model was trained on.
 
     Examples
     --------
@@ -247,6 +267,9 @@ def load_table_for_model(path, n_features, used_features, file_format="auto", *,
     ValueError: ...holds feature ids up to 2 ... but the model splits on feature 4 ...
     """
     data = load_table(path, file_format, label_column=label_column)
+    if column_names is not None and (file_format if file_format != "auto"
+                                     else _sniff_format(path)) == "csv":
+        return _columns_by_name(data, path, tuple(column_names))
     if data.n_features == n_features:
         return data
     if data.n_features > n_features or not _is_svmlight(path, file_format):
@@ -259,3 +282,18 @@ def load_table_for_model(path, n_features, used_features, file_format="auto", *,
                          f"{max(missing) + 1} of its {n_features}: it would score zeros in its "
                          "place; give data with the same features as the training data")
     return _with_columns(data, n_features)
+
+
+def _columns_by_name(data, path, names):
+    """``data`` with its columns in the order of ``names`` (a CSV's header names)."""
+    if data.feature_names == names:
+        return data
+    missing = [name for name in names if name not in data.feature_names]
+    extra = [name for name in data.feature_names if name not in names]
+    if missing or extra:
+        problem = (f"has no column {missing[0]!r}" if missing else
+                   f"has a column {extra[0]!r}")
+        raise ValueError(f"CSV file {path} {problem}, but the model was trained on the columns "
+                         f"{', '.join(names)}; give data with the same columns (in any order)")
+    order = [data.feature_names.index(name) for name in names]
+    return TabularData(np.ascontiguousarray(data.X[:, order]), data.y, data.qid, names)

@@ -1,11 +1,11 @@
 """svmlight / LETOR files (``label [qid:q] fid:value ... # comment``) and ``.query`` files."""
 
-import os
 from pathlib import Path
 
 import numpy as np
 from sklearn.datasets import load_svmlight_file
 
+from ..checks import physical_memory
 from ._data import TabularData, labels_as_numbers, run_lengths
 from ._text import check_file, data_lines
 
@@ -72,22 +72,15 @@ def _explain_svmlight_error(path, zero_based, n_features):
                 return f"{where}: value {value!r} of feature {key} is not a number"
             fid = int(key)
             if fid < lowest:
-                return (f"{where}: feature id {fid} is below {lowest}; pass zero_based=True for "
-                        "files whose feature ids start at 0")
+                return (f"{where}: feature id {fid}, but svmlight feature ids start at "
+                        f"{lowest}; add 1 to every feature id of the file (it numbers them "
+                        "from 0)")
             if fid <= previous:
                 return f"{where}: feature ids must increase along a line ({fid} after {previous})"
             if n_features is not None and fid - lowest >= n_features:
                 return f"{where}: feature id {fid} does not fit n_features={n_features}"
             previous = fid
     return None
-
-
-def _memory_bytes():
-    """Physical memory of this machine (a bound on any table loaded here)."""
-    try:
-        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError, AttributeError):  # not on Linux/macOS
-        return 2**36
 
 
 def _check_dense_size(path, sparse, zero_based):
@@ -97,7 +90,7 @@ def _check_dense_size(path, sparse, zero_based):
     """
     n_rows, n_columns = sparse.shape
     needed = n_rows * n_columns * 8
-    if needed <= _memory_bytes() // 2:
+    if needed <= physical_memory() // 2:
         return
     row = int(np.searchsorted(sparse.indptr, int(np.argmax(sparse.indices)), side="right") - 1) \
         if sparse.nnz else 0
@@ -191,7 +184,8 @@ def load_svmlight(path, n_features=None, query_file="auto", zero_based=False, ab
         if qid is not None:
             if not np.array_equal(run_lengths(qid), sizes):
                 raise ValueError(f"the groups of {query_file} disagree with the qid fields of "
-                                 f"{path}; pass query_file=None to use the qid fields")
+                                 f"{path}; keep one of the two (delete the .query file to "
+                                 "use the qid fields)")
         else:
             qid = from_sizes
 
