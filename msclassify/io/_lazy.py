@@ -178,15 +178,11 @@ def _zarr_chunk_checker(array, description, axes):
     """A check that every chunk a window touches exists (zarr reads a missing chunk as its
     fill value, silently); local stores only, where a chunk is a file."""
     root = getattr(array.store, "root", None)
-    if root is None:
-        return None
+    encode = getattr(array.metadata, "encode_chunk_key", None)
+    if root is None or encode is None or getattr(array, "shards", None) is not None:
+        return None          # a remote or sharded store: a chunk is not one file
     folder = Path(root) / array.path
-    grid = array.metadata.chunk_grid if hasattr(array.metadata, "chunk_grid") else None
     chunk_shape = array.chunks
-    sharded = getattr(array, "shards", None) is not None
-    if sharded or grid is None and not hasattr(array.metadata, "encode_chunk_key"):
-        return None
-    encode = array.metadata.encode_chunk_key
     y_axis, x_axis = axes.index("y"), axes.index("x")
 
     def check(ys, xs):
