@@ -1,7 +1,6 @@
 """Large images: lazy readers of every format on tiny stores, their errors, the OME-Zarr
 label writer (layout, resume after an interrupted write, a full disk) and the chunked job."""
 
-import json
 import os
 import signal
 import subprocess

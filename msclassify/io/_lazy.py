@@ -17,7 +17,6 @@ or axes this reader does not know.
 
 import hashlib
 import itertools
-import json
 from pathlib import Path
 
 import numpy as np

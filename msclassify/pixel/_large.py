@@ -20,7 +20,7 @@ from ._chunks import ChunkPlan, feature_halos, predict_chunk
 __all__ = ["large_provenance", "predict_to_store"]
 
 def large_provenance(model_file, image, chunks, probabilities):
-    """What makes a chunked prediction, for its store's manifest (`msclassify.io.ChunkedLabelWriter`).
+    """What makes a chunked prediction, for its store's record (`msclassify.io.ChunkedLabelWriter`).
 
     The model file's SHA-256 and ``image.identity()`` (a `msclassify.io.LazyImage`'s:
     description, shape, dtype, a fingerprint of its pixels); paths are recorded for

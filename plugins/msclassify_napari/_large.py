@@ -84,8 +84,8 @@ class LargeImageJob:
     >>> import numpy as np
     >>> from msclassify import PixelClassifier
     >>> image = np.eye(64)
-    >>> job = LargeImageJob(PixelClassifier("fast", n_estimators=2).fit(image, image.astype(int) + 1),
-    ...                     image)
+    >>> model = PixelClassifier("fast", n_estimators=2).fit(image, image.astype(int) + 1)
+    >>> job = LargeImageJob(model, image)
     >>> job.visible_region([[-40, 10], [60, 500]])      # corners on screen, clipped
     (slice(0, 61, None), slice(10, 64, None))
     """
