@@ -10,6 +10,7 @@ from ..io import FrameReadError, open_frames
 from ..modelfile import open_model_file
 from ..pixel import EXPORT_KINDS, FrameExport, batch, check_channels, load_pixel_model, open_export
 from ._common import EXIT_INTERRUPTED, PROG, CommandError, positive_int, progress, say
+from ._large import DEFAULT_CHUNK, predict_large, wants_large
 from ._objects import add_object_arguments, check_object_arguments, open_object_table
 from ._volumes import add_volume_options, predict_volumes, uses_volumes
 
@@ -59,6 +60,12 @@ def add_predict_command(commands, quiet):
     predict.add_argument("--chunk-size", type=positive_int, metavar="N",
                          help="frames per Dask task, with --workers or --scheduler (default: "
                               f"{_CHUNK_SIZE})")
+    predict.add_argument("--chunks", type=positive_int, metavar="PIXELS",
+                         help="predict one large image chunk by chunk (PIXELS a side; default "
+                              f"{DEFAULT_CHUNK} for zarr and HDF5 inputs, which always take "
+                              "this path) into an OME-Zarr store of labels (-o OUT.zarr), with "
+                              "bounded memory, identical to predicting it whole; input: "
+                              "OME-Zarr, zarr array, file.h5:/dataset or a (tiled) TIFF")
     predict.add_argument("--overwrite", action="store_true",
                          help="delete an existing output of msclassify at -o first and start "
                               "over (by default a matching output is resumed and any other "
@@ -110,6 +117,8 @@ def _cmd_predict(args):
     _check_options(args)
     check_object_arguments(args)
     model_file = open_model_file(args.model)  # read once: parsed, digested, shipped to workers
+    if wants_large(args):
+        return predict_large(args, model_file, _cluster(args))
     model = load_pixel_model(model_file)
     if uses_volumes(args, [args.input]):
         return predict_volumes(args, model, model_file)
@@ -182,17 +191,23 @@ def _frame_export(args, classes):
         raise CommandError(f"--export {args.export}: {exc}") from None
 
 
+def _cluster(args):
+    """A context manager giving the Dask client --workers/--scheduler ask for, or None."""
+    if args.workers is None and args.scheduler is None:
+        return contextlib.nullcontext()
+    try:
+        import distributed  # noqa: F401
+    except ImportError:
+        raise CommandError("--workers and --scheduler need Dask: pip install "
+                           "'msclassify[dask]'") from None
+    return (batch.local_cluster(args.workers) if args.workers is not None
+            else batch.connect(args.scheduler))
+
+
 def _run_prediction(args, model, model_file, source, writer, selection, todo):
-    model_bytes, cluster = None, contextlib.nullcontext()
-    if args.workers is not None or args.scheduler is not None:
-        try:
-            import distributed  # noqa: F401
-        except ImportError:
-            raise CommandError("--workers and --scheduler need Dask: pip install "
-                               "'msclassify[dask]'") from None
-        model_bytes = model_file.content
-        cluster = (batch.local_cluster(args.workers) if args.workers is not None
-                   else batch.connect(args.scheduler))
+    cluster = _cluster(args)
+    model_bytes = None if args.workers is None and args.scheduler is None else \
+        model_file.content
     written = 0
 
     def on_frame(position):

@@ -9,7 +9,8 @@ import numpy as np
 from ..io import read_training_frames
 from ..modelfile import check_model_path
 from ..pixel import PixelClassifier
-from ._common import progress, say, tradeoff_lines, training_callback
+from ._common import CommandError, positive_int, progress, say, tradeoff_lines, training_callback
+from ._large import DEFAULT_CHUNK, is_large_image, large_training_frames
 from ._volumes import add_volume_options, train_summary, train_volumes, uses_volumes
 
 
@@ -81,6 +82,11 @@ def add_train_command(commands, quiet):
     train.add_argument("--labels", nargs="+", required=True, metavar="LABELS",
                        help="label images for each IMAGES input, in the same order")
     train.add_argument("-o", "--output", required=True, help="model file to write (*.msc)")
+    train.add_argument("--chunks", type=positive_int, metavar="PIXELS",
+                       help="one large image (OME-Zarr, zarr, file.h5:/dataset or TIFF; zarr and "
+                            "HDF5 always take this path) scribbled in places: read it only "
+                            "around the scribbles, chunk by chunk (PIXELS a side, default "
+                            f"{DEFAULT_CHUNK})")
     colour = train.add_mutually_exclusive_group()
     colour.add_argument("--gray", dest="as_gray", action="store_const", const=True,
                         default="auto",
@@ -121,11 +127,18 @@ def _cmd_train(args):
     features = args.features.split(",") if "," in args.features or ":" in args.features \
         else args.features
     if uses_volumes(args, args.images):
+        if args.chunks is not None:
+            raise CommandError("--chunks reads large 2-D images around their scribbles; volumes "
+                               "are read whole: drop --chunks")
         clf, frames, labels = train_volumes(
             args, lambda spacing: PixelClassifier(features=features, spacing=spacing, **params))
         say(args, train_summary(args, clf, frames))
     else:
-        frames, labels = read_training_frames(args.images, args.labels, as_gray=args.as_gray)
+        if args.chunks is not None or any(is_large_image(path) for path in args.images):
+            frames, labels = large_training_frames(args, features)
+        else:
+            frames, labels = read_training_frames(args.images, args.labels,
+                                                  as_gray=args.as_gray)
         clf = PixelClassifier(features=features, **params)
     classes, counts = np.unique(np.concatenate([lab[lab > 0] for lab in labels]),
                                 return_counts=True)

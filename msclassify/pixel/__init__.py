@@ -16,6 +16,14 @@ blocks and computes only the features the model uses. The pieces:
     a saved classifier, checked to be one and to fit the frames at hand
 `predict_frame`, `FramePrediction`, `most_probable`, `label_dtype`
     one frame's labels, probabilities and uncertainty from one pass; the labels' dtype
+`ChunkPlan`, `predict_chunks`, `predict_chunk`, `predict_region`, `model_halo`, `feature_halos`
+    images larger than memory: chunk by chunk through block-aligned windows with exact halos,
+    identical to predicting them whole
+`training_windows`
+    crops of such an image around its scribbles, to train on (exact features there)
+`predict_to_store`, `large_provenance`
+    such an image into a resumable OME-Zarr store (`msclassify.io.ChunkedLabelWriter`), here
+    or on a Dask cluster
 `FrameExport`, `open_export`
     what to write per frame (class values, a 0/255 mask, objects, a probability) and where
     (a folder of TIFFs, a zarr store, one TIFF stack: `msclassify.io`'s writers)
@@ -34,14 +42,20 @@ Examples
 """
 
 from ._apply import FramePrediction, label_dtype, most_probable, predict_frame
+from ._chunks import (ChunkPlan, feature_halos, model_halo, predict_chunk, predict_chunks,
+                      predict_region, training_windows)
 from ._classifier import (ImageCost, PixelClassifier, check_channels, load_pixel_model,
                           training_set)
 from ._export import EXPORT_FORMATS, EXPORT_KINDS, FrameExport, open_export
 from ._intensity import IntensityRange
+from ._large import large_provenance, predict_to_store
 from ._multiscale import MultiscaleResult, predict_multiscale
 from ._semi_supervised import UnlabelledPixels, jittered_grid
 
-__all__ = ["EXPORT_FORMATS", "EXPORT_KINDS", "FrameExport", "FramePrediction", "ImageCost",
-           "IntensityRange", "MultiscaleResult", "PixelClassifier", "UnlabelledPixels",
-           "check_channels", "jittered_grid", "label_dtype", "load_pixel_model", "most_probable",
-           "open_export", "predict_frame", "predict_multiscale", "training_set"]
+__all__ = ["ChunkPlan", "EXPORT_FORMATS", "EXPORT_KINDS", "FrameExport", "FramePrediction",
+           "ImageCost", "IntensityRange", "MultiscaleResult", "PixelClassifier", "UnlabelledPixels",
+           "check_channels", "feature_halos", "jittered_grid", "label_dtype", "large_provenance",
+           "load_pixel_model", "model_halo", "most_probable", "open_export", "predict_chunk",
+           "predict_chunks", "predict_frame", "predict_multiscale", "predict_region",
+           "predict_to_store",
+           "training_set", "training_windows"]

@@ -247,61 +247,82 @@ def _n_workers(client):
     return len(client.scheduler_info(n_workers=-1)["workers"])
 
 
-def _predict_on_cluster(client, model_bytes, source, writer, todo, frame_index, probabilities,
-                        chunk_size, on_frame):
-    from distributed import KilledWorker
-
+def _wait_for_workers(client):
+    """BatchError unless the cluster has a worker (or one joins within a minute)."""
     if _n_workers(client) == 0:
         try:
             client.wait_for_workers(1, timeout=_WORKER_WAIT_SECONDS)
         except TimeoutError:
             raise BatchError(f"the Dask cluster at {client.scheduler.address} has no workers; "
                              "start some with: dask worker SCHEDULER_ADDRESS") from None
+
+
+def _run_on_cluster(client, model_bytes, items, submit, finish, describe, hint):
+    """Run one task per item on the cluster, ``_CHUNKS_PER_WORKER`` per worker in flight.
+
+    The model travels once, to a worker plugin. ``submit(item, plugin_name)`` returns the
+    item's future, ``finish(item, result)`` takes the results in submission order (the
+    driver writes them). A dead worker raises BatchError naming ``describe(item)`` and the
+    ``hint``; whatever stops the run drops every task still on the cluster (a shared
+    cluster would otherwise keep them), and everything finished so far stays finished.
+    """
+    from distributed import KilledWorker
+
+    _wait_for_workers(client)
     plugin_name = f"msclassify-model-{uuid.uuid4().hex}"
     client.register_plugin(_ModelPlugin(model_bytes, _workers_per_host(client)), name=plugin_name)
-    dtype = np.dtype(writer.dtype)
-    chunks = _frame_chunks(todo, chunk_size)
+    remaining = iter(items)
     pending = deque()
 
     def submit_next():
-        chunk = next(chunks, None)
-        if chunk is None:
-            return
-        frames = np.stack([source.read(frame_index[position]) for position in chunk])
-        future = client.submit(_predict_chunk, frames, plugin_name, probabilities, dtype,
-                               key=f"msclassify-predict-{plugin_name[-8:]}-{chunk[0]}",
-                               pure=False)
-        pending.append((chunk, future))
+        item = next(remaining, None)
+        if item is not None:
+            pending.append((item, submit(item, plugin_name)))
 
-    written = 0
     try:
         for _ in range(_CHUNKS_PER_WORKER * max(1, _n_workers(client))):
             submit_next()
         while pending:
-            chunk, future = pending[0]
+            item, future = pending[0]
             try:
-                labels, proba = _result(client, future, chunk)
+                result = _result(client, future, describe(item))
             except KilledWorker as exc:
-                raise BatchError(f"a Dask worker died while predicting frames {chunk[0]}.."
-                                 f"{chunk[-1]} ({exc}); it may have run out of memory: use fewer "
-                                 "workers per machine") from None
-            for offset, position in enumerate(chunk):
-                writer.write(position, labels[offset], None if proba is None else proba[offset])
-                written += 1
-                if on_frame is not None:
-                    on_frame(position)
+                raise BatchError(f"a Dask worker died while predicting {describe(item)} ({exc}); "
+                                 f"it may have run out of memory: {hint}") from None
+            finish(item, result)
             pending.popleft()[1].release()
             submit_next()
     finally:
-        # Ctrl-C or an error: drop every chunk still on the cluster (a shared cluster
-        # would otherwise keep them); every frame written so far is complete.
         client.cancel([future for _, future in pending], force=True)
         with contextlib.suppress(Exception):
             client.unregister_worker_plugin(plugin_name)
+
+
+def _predict_on_cluster(client, model_bytes, source, writer, todo, frame_index, probabilities,
+                        chunk_size, on_frame):
+    dtype = np.dtype(writer.dtype)
+    written = 0
+
+    def submit(chunk, plugin_name):
+        frames = np.stack([source.read(frame_index[position]) for position in chunk])
+        return client.submit(_predict_chunk, frames, plugin_name, probabilities, dtype,
+                             key=f"msclassify-predict-{plugin_name[-8:]}-{chunk[0]}", pure=False)
+
+    def finish(chunk, result):
+        nonlocal written
+        labels, proba = result
+        for offset, position in enumerate(chunk):
+            writer.write(position, labels[offset], None if proba is None else proba[offset])
+            written += 1
+            if on_frame is not None:
+                on_frame(position)
+
+    _run_on_cluster(client, model_bytes, _frame_chunks(todo, chunk_size), submit, finish,
+                   lambda chunk: f"frames {chunk[0]}..{chunk[-1]}", "use fewer workers per machine")
     return written
 
 
-def _result(client, future, chunk):
+def _result(client, future, what):
     """``future.result()``, or BatchError once the cluster cannot deliver it.
 
     Dask waits for ever for a worker when every worker has gone, and keeps
@@ -318,7 +339,7 @@ def _result(client, future, chunk):
             pass
         except (CancelledError, CommClosedError):  # the scheduler restarted or went away
             raise BatchError(f"the connection to the Dask scheduler was lost while predicting "
-                             f"frames {chunk[0]}..{chunk[-1]}; restart the cluster") from None
+                             f"{what}; restart the cluster") from None
         if client.status != "running":
             problem = "the connection to the Dask scheduler is lost"
         elif _n_workers(client) == 0:
@@ -328,8 +349,8 @@ def _result(client, future, chunk):
             continue
         lost_since = time.monotonic() if lost_since is None else lost_since
         if time.monotonic() - lost_since >= _LOST_SECONDS:
-            raise BatchError(f"{problem} (for {_LOST_SECONDS:.0f} s, while predicting frames "
-                             f"{chunk[0]}..{chunk[-1]}); restart the cluster")
+            raise BatchError(f"{problem} (for {_LOST_SECONDS:.0f} s, while predicting {what}); "
+                             "restart the cluster")
 
 
 @contextlib.contextmanager

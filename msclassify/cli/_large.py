@@ -1,0 +1,129 @@
+"""``msclassify predict`` of one image larger than memory: chunk by chunk into OME-Zarr."""
+
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ..io import ChunkedLabelWriter, FrameReadError, check_not_an_input, is_large_image, open_image
+from ..pixel import (ChunkPlan, batch, check_channels, label_dtype, large_provenance,
+                     load_pixel_model, model_halo, predict_to_store, training_windows)
+from ._common import EXIT_INTERRUPTED, PROG, CommandError, progress, say
+
+DEFAULT_CHUNK = 1024
+
+
+def wants_large(args):
+    """True if ``msclassify predict`` should take the chunked path: --chunks was given, or
+    the input is a zarr store or an HDF5 dataset (``file.h5:/path``)."""
+    return args.chunks is not None or is_large_image(args.input)
+
+
+def _check_options(args):
+    given = [name for name, used in (("--frames", args.frames is not None),
+                                     ("--export", args.export != "labels"),
+                                     ("--format", args.format not in ("tif", "tiff", "zarr")),
+                                     ("--table", args.table is not None),
+                                     ("--axes", args.axes is not None),
+                                     ("--spacing", args.spacing is not None),
+                                     ("--per-slice", args.per_slice))
+             if used]
+    if given:
+        raise CommandError(f"{', '.join(given)} do(es) not apply to one large image predicted "
+                           "chunk by chunk (its output is an OME-Zarr store of labels)")
+    if args.output is None:
+        raise CommandError("a large image is predicted into an OME-Zarr store: give it with -o "
+                           "(e.g. -o labels.zarr)")
+
+
+def _input_file(spec):
+    """The file or folder an input reads (``file.h5`` of ``file.h5:/path``)."""
+    path = Path(str(spec))
+    return path if path.exists() else Path(str(spec).split(":", 1)[0])
+
+
+def predict_large(args, model_file, cluster):
+    """Run the chunked prediction that ``args`` asks for with the model in ``model_file`` (a
+    `msclassify.modelfile.ModelFile`); ``cluster`` is a context manager giving a Dask client
+    or None."""
+    _check_options(args)
+    check_not_an_input(args.output, [_input_file(args.input), args.model])
+    model = load_pixel_model(model_file)
+    if model.bank_.grid is not None:
+        raise CommandError(f"{args.model} is a volume model; chunked prediction of volumes is "
+                           "not supported yet: predict the volume with --axes")
+    image = open_image(args.input)
+    channels = 1 if image.ndim == 2 else image.shape[2]
+    try:
+        check_channels(model, channels, args.input, args.model)
+    except ValueError as exc:
+        raise CommandError(str(exc)) from None
+    size = args.chunks or DEFAULT_CHUNK
+    chunks = (min(size, image.shape[0]), min(size, image.shape[1]))
+    try:
+        ChunkPlan(image.shape[:2], chunks, model_halo(model)).check_chunks()
+    except ValueError as exc:
+        raise CommandError(f"--chunks {size}: {exc}") from None
+    classes = np.asarray(model.classes_)
+    provenance = large_provenance(model_file, image, chunks, args.probabilities)
+    writer = ChunkedLabelWriter(args.output, image.shape[:2], chunks, classes,
+                                dtype=label_dtype(classes),
+                                n_classes=classes.size if args.probabilities else None,
+                                provenance=provenance, overwrite=args.overwrite)
+    n_chunks = writer.grid[0] * writer.grid[1]
+    done = len(writer.completed())
+    if done == n_chunks:
+        say(args, f"all {n_chunks} chunks are already in {args.output}; nothing to do")
+        return 0
+    if done:
+        say(args, f"resuming: {done} of {n_chunks} chunks are already in {args.output}")
+    model_bytes = model_file.content if args.workers or args.scheduler else None
+    written = 0
+    start = time.perf_counter()
+    with progress(n_chunks, "predicting", args.quiet, initial=done, unit="chunk") as bar:
+        def on_chunk(index):
+            nonlocal written
+            written += 1
+            bar.update(1)
+
+        try:
+            with cluster as client:
+                predict_to_store(model, image, writer, probabilities=args.probabilities,
+                                 client=client, model_bytes=model_bytes, on_chunk=on_chunk)
+        except KeyboardInterrupt:
+            bar.close()
+            print(f"{PROG} predict: interrupted; {done + written} of {n_chunks} chunks are "
+                  f"complete in {args.output}. Run the same command again to resume.",
+                  file=sys.stderr)
+            return EXIT_INTERRUPTED
+        except (FrameReadError, batch.BatchError) as exc:
+            error = FrameReadError if isinstance(exc, FrameReadError) else CommandError
+            raise error(f"{exc}; the {done + written} chunks written to {args.output} stay "
+                        "valid and a re-run resumes after them") from None
+    elapsed = time.perf_counter() - start
+    pixels = image.shape[0] * image.shape[1] * written / n_chunks
+    say(args, f"wrote {written} chunks of {chunks[0]}x{chunks[1]} to {args.output} in "
+              f"{elapsed:.1f} s ({pixels / elapsed / 1e6:.2f} Mpixel/s); labels: "
+              f"{args.output}/labels/{writer.name}")
+    return 0
+
+
+def large_training_frames(args, features):
+    """``msclassify train`` on one large image: crops around its scribbles (`training_windows`)."""
+    if len(args.images) != 1 or len(args.labels) != 1:
+        raise CommandError("a large image trains alone: give one IMAGES input and one --labels "
+                           "input of the same size")
+    image, labels = open_image(args.images[0]), open_image(args.labels[0], allow_missing=True)
+    if labels.ndim != 2:
+        raise CommandError(f"--labels {args.labels[0]} has shape {labels.shape}; expected one "
+                           "(H, W) label image")
+    try:
+        frames, label_frames = training_windows(image, labels, features,
+                                                args.chunks or DEFAULT_CHUNK)
+    except ValueError as exc:
+        raise CommandError(str(exc)) from None
+    read = sum(frame.shape[0] * frame.shape[1] for frame in frames)
+    say(args, f"read {len(frames)} crop(s) around the scribbles: {read / 1e6:.1f} of "
+              f"{image.shape[0] * image.shape[1] / 1e6:.1f} Mpixel")
+    return frames, label_frames

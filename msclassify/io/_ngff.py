@@ -1,0 +1,288 @@
+"""OME-Zarr (NGFF 0.5) labels of a large image, written chunk by chunk, resumably.
+
+The store a `ChunkedLabelWriter` makes is what a lab opens in napari (with
+napari-ome-zarr), QuPath, Fiji's MoBIE or any NGFF viewer::
+
+    OUT.zarr/                       {"ome": {"version": "0.5"}, "msclassify": manifest}
+      labels/                       {"ome": {"labels": ["classes"]}}
+        classes/                    multiscales (y, x) + image-label (colours, class names)
+          0, 1, 2, ...              the class map, then every 2nd pixel of it, ...
+      probabilities/                multiscales (c, y, x), float32 (when asked for)
+        0
+      msclassify_done               one uint8 per chunk: 1 once all of the chunk is written
+
+Every chunk of every array is written by zarr to a temporary file and renamed,
+and a chunk's ``msclassify_done`` marker is set after all its data, so whatever
+stops a run (Ctrl-C, kill -9, a full disk) leaves complete chunks only; a re-run
+with the same manifest skips them (they are never rewritten) and does the rest.
+The pyramid levels are written with the chunk they come from (level k keeps
+every 2**k-th pixel, as label pyramids must: no mixed classes), so a level-k
+chunk is ``chunks >> k`` and the chunk size must be divisible by ``2**k``.
+"""
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from ._errors import FrameWriteError, _write_error
+from ._frames import _Opened
+from ._manifest import _provenance_difference, _remove_output
+
+__all__ = ["ChunkedLabelWriter", "label_colours"]
+
+_FORMAT = "msclassify-chunks"
+_VERSION = 1
+_DONE = "msclassify_done"
+NGFF_VERSION = "0.5"
+# Coarser levels are added while the level is at least this large along its longer side.
+_MIN_LEVEL_SIDE = 256
+# ... and its chunks at least this large.
+_MIN_LEVEL_CHUNK = 32
+# Tableau 10: distinct on a dark or a light image.
+_PALETTE = ((31, 119, 180), (255, 127, 14), (44, 160, 44), (214, 39, 40), (148, 103, 189),
+            (140, 86, 75), (227, 119, 194), (127, 127, 127), (188, 189, 34), (23, 190, 207))
+
+
+def label_colours(classes):
+    """``{class value: [r, g, b, a]}``: Tableau 10 colours, the first class transparent.
+
+    Examples
+    --------
+    >>> label_colours([1, 2])
+    {1: [31, 119, 180, 0], 2: [255, 127, 14, 255]}
+    """
+    return {int(value): list(_PALETTE[i % len(_PALETTE)]) + [0 if i == 0 else 255]
+            for i, value in enumerate(classes)}
+
+
+def _n_levels(shape, chunks):
+    levels = 1
+    while (max(shape) >> levels >= _MIN_LEVEL_SIDE
+           and all(c % (1 << levels) == 0 and c >> levels >= _MIN_LEVEL_CHUNK for c in chunks)):
+        levels += 1
+    return levels
+
+
+def _multiscales(name, axes, n_levels, channel=False):
+    datasets = []
+    for level in range(n_levels):
+        scale = [float(1 << level)] * 2
+        datasets.append({"path": str(level), "coordinateTransformations": [
+            {"type": "scale", "scale": ([1.0] if channel else []) + scale}]})
+    return [{"name": name, "axes": axes, "datasets": datasets}]
+
+
+_YX = [{"name": "y", "type": "space"}, {"name": "x", "type": "space"}]
+
+
+class ChunkedLabelWriter(_Opened):
+    """Writes the labels (and probabilities) of one large image to OME-Zarr, chunk by chunk.
+
+    Parameters
+    ----------
+    path : str or Path
+        The store (``*.zarr``); created, or resumed if it holds this very job.
+    shape : (int, int)
+        ``(H, W)`` of the image.
+    chunks : (int, int)
+        The chunk each `write_chunk` call writes (the last ones may be smaller).
+    classes : sequence of int
+        Class values (the labels' values).
+    dtype : numpy dtype, optional
+        Of the stored labels (an unsigned integer type holding every class).
+    class_names : sequence of str, optional
+        Shown by viewers (``image-label`` properties); default ``"class V"``.
+    n_classes : int, optional
+        Also store float32 class probabilities ``(n_classes, H, W)``.
+    provenance : dict, optional
+        What makes the labels (JSON values), kept in the manifest: a store is
+        resumed only if it records the same (entries named ``path`` ignored).
+    overwrite : bool, optional
+        Delete a store msclassify wrote at ``path`` first.
+    name : str, optional
+        Name of the label image inside ``labels/``.
+
+    Examples
+    --------
+    >>> import numpy as np, tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "out.zarr")
+    >>> writer = ChunkedLabelWriter(path, (40, 50), (32, 32), [1, 2])
+    >>> writer.grid, writer.completed()
+    ((2, 2), set())
+    >>> writer.write_chunk((1, 0), np.full((8, 32), 2, np.uint8))
+    >>> writer.completed()
+    {(1, 0)}
+    >>> ChunkedLabelWriter(path, (40, 50), (32, 32), [1, 2]).completed()   # resumed
+    {(1, 0)}
+    """
+
+    def __init__(self, path, shape, chunks, classes, *, dtype=np.uint8, class_names=None,
+                 n_classes=None, provenance=None, overwrite=False, name="classes"):
+        import zarr
+
+        self.path = Path(path)
+        self.shape = tuple(int(v) for v in shape)
+        self.chunks = tuple(int(v) for v in chunks)
+        if len(self.shape) != 2 or len(self.chunks) != 2 or min(self.shape + self.chunks) < 1:
+            raise ValueError(f"shape {self.shape} and chunks {self.chunks} must be two positive "
+                             "ints each")
+        self.grid = tuple(-(-s // c) for s, c in zip(self.shape, self.chunks))
+        self.classes = [int(v) for v in classes]
+        self.dtype = np.dtype(dtype)
+        if self.dtype.kind != "u" or max(self.classes) > np.iinfo(self.dtype).max \
+                or min(self.classes) < 0:
+            raise ValueError(f"classes {min(self.classes)}..{max(self.classes)} do not fit labels "
+                             f"of dtype {self.dtype}; choose a wider unsigned integer dtype")
+        self.class_names = ([f"class {v}" for v in self.classes] if class_names is None
+                            else [str(n) for n in class_names])
+        if len(self.class_names) != len(self.classes):
+            raise ValueError(f"{len(self.class_names)} class names for {len(self.classes)} "
+                             "classes")
+        self.n_classes = None if n_classes is None else int(n_classes)
+        self.n_levels = _n_levels(self.shape, self.chunks)
+        self.name = name
+        self.provenance = None if provenance is None else json.loads(json.dumps(provenance))
+        if overwrite:
+            _remove_output(self.path)
+        try:
+            if self.path.exists() and not (self.path / "zarr.json").is_file() and (
+                    not self.path.is_dir() or any(self.path.iterdir())):
+                raise FrameWriteError(f"output {self.path} exists and is not a zarr store; "
+                                      "choose a new path (e.g. ending in .zarr)")
+            try:
+                self._root = zarr.open_group(str(self.path), mode="a", zarr_format=3)
+            except zarr.errors.ContainsArrayError:
+                raise FrameWriteError(f"zarr store {self.path} is an array not written by "
+                                      "msclassify; choose a new path") from None
+            found = self._root.attrs.get("msclassify")
+            if found is None:
+                if list(self._root.keys()):
+                    raise FrameWriteError(f"zarr store {self.path} already holds arrays not "
+                                          "written by msclassify; choose a new path")
+                self._create()
+            else:
+                self._check_manifest(found)
+                self._open()
+        except FrameWriteError:
+            raise
+        except OSError as exc:
+            raise _write_error(self.path, exc, writing_frame=False) from None
+
+    # -- layout ----------------------------------------------------------------------------
+    def _manifest(self):
+        return {"format": _FORMAT, "format_version": _VERSION, "shape": list(self.shape),
+                "chunks": list(self.chunks), "dtype": self.dtype.str, "classes": self.classes,
+                "n_classes": self.n_classes, "levels": self.n_levels, "name": self.name,
+                "provenance": self.provenance}
+
+    def _check_manifest(self, found):
+        start_over = ("to start over, delete it with overwrite=True (msclassify predict "
+                      "--overwrite), or write to another output")
+        if not isinstance(found, dict) or found.get("format") != _FORMAT:
+            raise FrameWriteError(f"output {self.path} holds another kind of msclassify output; "
+                                  f"{start_over}")
+        if found.get("format_version", 0) > _VERSION:
+            raise FrameWriteError(f"output {self.path} was written by a newer msclassify; "
+                                  "upgrade or choose another output")
+        difference = _provenance_difference(found.get("provenance"), self.provenance)
+        if difference:
+            raise FrameWriteError(f"output {self.path} was made by something else: {difference}; "
+                                  f"resuming would mix the two; {start_over}")
+        expected = self._manifest()
+        different = [key for key in ("shape", "chunks", "dtype", "classes", "n_classes",
+                                     "levels", "name") if found.get(key) != expected[key]]
+        if different:
+            raise FrameWriteError(
+                f"output {self.path} holds a different job ("
+                + ", ".join(f"{key} {found.get(key)} there, {expected[key]} now"
+                            for key in different) + f"); {start_over}")
+
+    def _create(self):
+        # Manifest first, arrays after: a crash in between leaves a store this writer completes.
+        self._root.attrs.update({"ome": {"version": NGFF_VERSION}, "msclassify": self._manifest()})
+        labels = self._root.require_group("labels")
+        labels.attrs["ome"] = {"version": NGFF_VERSION, "labels": [self.name]}
+        image = labels.require_group(self.name)
+        colours = label_colours(self.classes)
+        image.attrs["ome"] = {
+            "version": NGFF_VERSION,
+            "multiscales": _multiscales(self.name, _YX, self.n_levels),
+            "image-label": {
+                "colors": [{"label-value": v, "rgba": colours[v]} for v in self.classes],
+                "properties": [{"label-value": v, "name": n}
+                               for v, n in zip(self.classes, self.class_names)],
+                "source": {"image": "../../"}}}
+        for level in range(self.n_levels):
+            image.create_array(str(level), shape=self._level_shape(level),
+                               chunks=tuple(c >> level for c in self.chunks), dtype=self.dtype,
+                               fill_value=0, dimension_names=("y", "x"),
+                               config={"write_empty_chunks": True})
+        if self.n_classes is not None:
+            proba = self._root.require_group("probabilities")
+            proba.attrs["ome"] = {"version": NGFF_VERSION, "multiscales": _multiscales(
+                "probabilities", [{"name": "c", "type": "channel"}] + _YX, 1, channel=True)}
+            proba.create_array("0", shape=(self.n_classes,) + self.shape,
+                               chunks=(self.n_classes,) + self.chunks, dtype=np.float32,
+                               fill_value=0, dimension_names=("c", "y", "x"),
+                               config={"write_empty_chunks": True})
+        self._root.create_array(_DONE, shape=self.grid, chunks=(1, 1), dtype=np.uint8,
+                                fill_value=0, config={"write_empty_chunks": True})
+        self._open()
+
+    def _open(self):
+        image = self._root["labels"][self.name]
+        self._levels = [image[str(level)] for level in range(self.n_levels)]
+        self._proba = None if self.n_classes is None else self._root["probabilities"]["0"]
+        self._done = self._root[_DONE]
+
+    def _level_shape(self, level):
+        step = 1 << level
+        return tuple(-(-s // step) for s in self.shape)
+
+    def chunk(self, index):
+        """The image pixels of chunk ``index``: one slice per axis."""
+        return tuple(slice(i * c, min((i + 1) * c, s))
+                     for i, c, s in zip(index, self.chunks, self.shape))
+
+    # -- writing ---------------------------------------------------------------------------
+    def write_chunk(self, index, labels, probabilities=None):
+        """Write chunk ``index``: its labels ``(h, w)`` (every pyramid level is derived), and
+        ``(h, w, n_classes)`` probabilities exactly when the writer has ``n_classes``; then
+        mark it done. Raises FrameWriteError naming the chunk when the disk refuses."""
+        index = tuple(int(i) for i in index)
+        window = self.chunk(index)
+        expected = tuple(s.stop - s.start for s in window)
+        labels = np.asarray(labels)
+        if labels.shape != expected:
+            raise ValueError(f"labels of chunk {index} have shape {labels.shape}, expected "
+                             f"{expected}")
+        if (probabilities is None) != (self.n_classes is None):
+            raise ValueError("pass probabilities to write_chunk() if and only if the writer has "
+                             f"n_classes (it has n_classes={self.n_classes})")
+        labels = labels.astype(self.dtype, copy=False)
+        try:
+            if probabilities is not None:
+                self._proba[(slice(None),) + window] = np.moveaxis(
+                    np.asarray(probabilities, dtype=np.float32), -1, 0)
+            for level, array in enumerate(self._levels):
+                step = 1 << level
+                array[tuple(slice(s.start // step, -(-s.stop // step)) for s in window)] = \
+                    labels[::step, ::step]
+            self._done[index] = 1
+        except OSError as exc:
+            raise _write_error(self.path / f"chunk {index}", exc) from None
+
+    def completed(self):
+        """Chunks already written in full (their marker is set and their files exist)."""
+        done = set()
+        for index in zip(*np.nonzero(self._done[:])):
+            index = tuple(int(i) for i in index)
+            first = self._levels[0]
+            key = first.metadata.encode_chunk_key(index)
+            if (self.path / first.path / key).is_file():
+                done.add(index)
+        return done
+
+    def _contents(self):
+        return f"{self.shape} in {self.chunks} chunks, {self.n_levels} levels"

@@ -1,0 +1,462 @@
+"""Chunked prediction: an image predicted window by window, identical to predicting it whole.
+
+An image too large for memory is cut into chunks (any size; the last ones along
+an axis may be smaller). Each chunk is predicted from a *window* of the image
+around it and cropped, and the result is the same as predicting the whole image
+in memory: labels bit for bit, probabilities to the last float32 bit. Three
+rules make it exact (docs/large_images.md, *The chunk plan*):
+
+* **Aligned to the coarsest block grid.** A chunk's prediction region starts at
+  the multiple of ``BLOCK`` (8, the coarsest pyramid block) at or before the
+  chunk, and every window starts at a multiple of ``BLOCK`` and ends at one (or
+  at the image's end). So the pyramid's block means and the predictor's blocks
+  are those of the whole image, and at the image's last partial block the
+  window is padded exactly as the whole image is (a window that ends there
+  reaches back far enough to hold the pixels that padding reflects).
+* **A halo from the features the model uses.** A feature on level L reads the
+  level image within `msclassify.features.support_radius` level pixels, i.e.
+  ``support_pixels`` full-resolution pixels; every kernel reflects at the border
+  of what it is given, so values farther than that from a window's artificial
+  border are exact. The features are grouped by that halo (rounded up to a
+  multiple of ``BLOCK``) and each group is computed on its own window: the
+  full-resolution features, which cost most per pixel, get the small halo, the
+  8x8-block features the large one, which on their level costs 1/64.
+* **Clipped at the image edges.** A window never reaches past the image: where
+  the halo would, the window ends at the image's edge, and the filters' and the
+  pyramid's reflection there is the whole image's.
+
+`ChunkPlan` is the geometry alone, for any number of axes (2-D images now,
+volumes later); `predict_chunks` runs a `PixelClassifier` through it.
+"""
+
+import itertools
+import math
+
+import numpy as np
+
+from ..features import N_LEVELS, PyramidImage, support_pixels
+from ._multiscale import predict_multiscale
+
+__all__ = ["BLOCK", "ChunkPlan", "feature_halos", "model_halo", "predict_chunk", "predict_chunks",
+           "predict_region", "training_windows"]
+
+# The coarsest pyramid block: windows and prediction regions start on its grid.
+BLOCK = 2 ** (N_LEVELS - 1)
+CHUNK_OUTPUTS = ("class", "proba")
+
+
+def _round_up(value, multiple):
+    return -(-int(value) // multiple) * multiple
+
+
+def _as_tuple(value, ndim, name):
+    if np.ndim(value) == 0:
+        value = (value,) * ndim
+    value = tuple(value)
+    if len(value) != ndim or not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+                                     for v in value):
+        raise ValueError(f"{name} must be an int or {ndim} ints, got {value!r}")
+    return tuple(int(v) for v in value)
+
+
+def _widen(region, shape, halo, block):
+    """``region`` (slices starting on the block grid) widened by ``halo`` (rounded up to the
+    block) on every side, its end on the grid, clipped to ``shape`` (see `ChunkPlan.window`)."""
+    halo = _round_up(halo, block)
+    window = []
+    for s, size in zip(region, shape):
+        start, stop = max(s.start - halo, 0), min(_round_up(s.stop, block) + halo, size)
+        if stop == size:
+            # The image's last partial block is padded by reflecting the pixels before
+            # its end: the window must hold them, as the whole image does.
+            mirror = 2 * size - _round_up(size, block)
+            start = min(start, max(mirror - mirror % block, 0))
+        window.append(slice(start, stop))
+    return tuple(window)
+
+
+class ChunkPlan:
+    """Chunks of an image and the block-aligned windows that predict them exactly.
+
+    Parameters
+    ----------
+    shape : tuple of int
+        Spatial shape of the image (any number of axes).
+    chunks : int or tuple of int
+        Chunk size per axis (one int for all); chunks tile the image from its
+        origin, the last one along an axis may be smaller.
+    halo : int, optional
+        The largest halo any window needs, in full-resolution pixels (rounded up
+        to a multiple of ``block``); see `model_halo`.
+    block : int, optional
+        The grid windows are aligned to (``BLOCK`` = 8 for the image pyramid).
+
+    Examples
+    --------
+    >>> plan = ChunkPlan((100, 70), 48, halo=10)
+    >>> plan.grid, plan.halo, len(plan)
+    ((3, 2), 16, 6)
+    >>> plan.chunk((1, 1)), plan.region((1, 1))
+    ((slice(48, 96, None), slice(48, 70, None)), (slice(48, 96, None), slice(48, 70, None)))
+    >>> plan.window((1, 1))            # 16 px around the region, clipped at the image's end
+    (slice(32, 100, None), slice(32, 70, None))
+    >>> ChunkPlan((100, 70), 37).region((1, 0))   # starts on the 8-pixel grid
+    (slice(32, 74, None), slice(0, 37, None))
+    """
+
+    def __init__(self, shape, chunks, halo=0, block=BLOCK):
+        self.shape = _as_tuple(shape, len(tuple(shape)), "shape")
+        ndim = len(self.shape)
+        self.chunks = _as_tuple(chunks, ndim, "chunks")
+        if min(self.shape) < 1 or min(self.chunks) < 1:
+            raise ValueError(f"shape {self.shape} and chunks {self.chunks} must be positive")
+        self.block = int(block)
+        self.halo = _round_up(max(int(halo), 0), self.block)
+        self.grid = tuple(-(-size // chunk) for size, chunk in zip(self.shape, self.chunks))
+
+    def check_chunks(self):
+        """ValueError if a chunk is smaller than the halo (unless it spans its axis): each
+        window would then compute several times its chunk's pixels."""
+        for axis, (size, chunk) in enumerate(zip(self.shape, self.chunks)):
+            if chunk < min(self.halo, size):
+                raise ValueError(
+                    f"chunk size {chunk} along axis {axis} is smaller than the model's halo of "
+                    f"{self.halo} pixels, so each window would compute several times its chunk; "
+                    f"use chunks of at least {self.halo} pixels (e.g. {max(4 * self.halo, 256)})")
+        return self
+
+    def __len__(self):
+        return math.prod(self.grid)
+
+    def __iter__(self):
+        """Chunk indices in C order (row by row)."""
+        return itertools.product(*(range(n) for n in self.grid))
+
+    def _check_index(self, index):
+        index = tuple(int(i) for i in index)
+        if len(index) != len(self.grid) or any(not 0 <= i < n for i, n in zip(index, self.grid)):
+            raise IndexError(f"chunk index {index} is outside the chunk grid {self.grid}")
+        return index
+
+    def chunk(self, index):
+        """The chunk's own pixels: one slice per axis."""
+        index = self._check_index(index)
+        return tuple(slice(i * c, min((i + 1) * c, size))
+                     for i, c, size in zip(index, self.chunks, self.shape))
+
+    def region(self, index):
+        """What is predicted for the chunk: the chunk, its start moved back to the block grid."""
+        return tuple(slice(s.start - s.start % self.block, s.stop) for s in self.chunk(index))
+
+    def window(self, index, halo=None):
+        """The input a chunk's features need: its region widened by ``halo`` on every side.
+
+        The window starts on the block grid and ends on it beyond the region's
+        last block (or at the image's end). ``halo`` defaults to the plan's;
+        it is rounded up to a multiple of the block.
+        """
+        halo = self.halo if halo is None else halo
+        return _widen(self.region(index), self.shape, halo, self.block)
+
+
+def feature_halos(model):
+    """The used features of a fitted `PixelClassifier`, grouped by the halo they need.
+
+    Returns
+    -------
+    list of (int, ndarray of int64)
+        ``(halo, bank indices)`` per group, smallest halo first; a halo is the
+        largest `msclassify.features.support_pixels` of the group's features,
+        rounded up to a multiple of ``BLOCK``.
+    """
+    used = np.asarray(model.booster_.features_used(), dtype=np.int64)
+    halos = np.array([_round_up(support_pixels(model.bank_.specs[i]), BLOCK) for i in used],
+                     dtype=np.int64)
+    return [(int(h), used[halos == h]) for h in np.unique(halos)]
+
+
+# Features of a smaller halo are computed on the window of a larger one when that window
+# has at most this many times the pixels: a pyramid built once costs less than the margin.
+_MERGE_RATIO = 1.1
+
+
+def _merge_groups(groups, side):
+    """``groups`` with each merged into the next larger halo's while, for chunks of ``side``
+    pixels, that window holds at most ``_MERGE_RATIO`` times its pixels (results unchanged:
+    a larger halo is exact too)."""
+    merged = []
+    for halo, indices in reversed(groups):
+        if merged and ((side + 2 * merged[-1][0]) / (side + 2 * halo)) ** 2 <= _MERGE_RATIO:
+            merged[-1] = (merged[-1][0], np.concatenate([merged[-1][1], indices]))
+        else:
+            merged.append((halo, indices))
+    return merged[::-1]
+
+
+def model_halo(model):
+    """The largest halo, in full-resolution pixels, any window of ``model`` needs.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from msclassify import PixelClassifier
+    >>> image = np.zeros((32, 32)); image[8:24, 8:24] = 1
+    >>> labels = np.zeros((32, 32), np.uint8); labels[:2] = 1; labels[14:18, 14:18] = 2
+    >>> clf = PixelClassifier(["L0:intensity:c0", "L3:gauss:s1.0:c0"], n_estimators=3,
+    ...                       distill_weight=0).fit(image, labels)
+    >>> model_halo(clf) in (0, 24)
+    True
+    """
+    return max((halo for halo, _ in feature_halos(model)), default=0)
+
+
+def _read(image, window):
+    """The window of ``image`` (anything sliceable: ndarray, zarr, h5py, dask) as an ndarray."""
+    data = image[window]
+    compute = getattr(data, "compute", None)     # a dask array reads lazily
+    return np.asarray(compute() if callable(compute) else data)
+
+
+def _intensity_scale(model, window_data):
+    if model.intensity_ is None:
+        return None
+    return model.intensity_.scale_for(window_data)
+
+
+def predict_chunk(model, image, plan, index, outputs=("class",), groups=None):
+    """Predict one chunk of ``image`` exactly as predicting the whole image would.
+
+    Parameters
+    ----------
+    model : PixelClassifier
+        Fitted.
+    image : array_like
+        ``(H, W)`` or ``(H, W, C)``: an ndarray or anything sliceable that returns
+        one (a zarr array, an h5py dataset, a dask array). Only the chunk's
+        window is read.
+    plan : ChunkPlan
+        Over ``image``'s spatial shape, with at least `model_halo` halo.
+    index : tuple of int
+        The chunk.
+    outputs : sequence of {"class", "proba"}
+        What to return, in this order (computed from one set of features).
+    groups : list, optional
+        `feature_halos` of the model (computed if not given).
+
+    Returns
+    -------
+    list of ndarray
+        Per output: the chunk's labels ``(h, w)`` or probabilities ``(h, w, n_classes)``.
+    """
+    groups = feature_halos(model) if groups is None else groups
+    groups = _merge_groups(groups, min(plan.chunks))
+    for name in outputs:
+        if name not in CHUNK_OUTPUTS:
+            raise ValueError(f"outputs must be among {CHUNK_OUTPUTS}, got {name!r}")
+    widest = max((halo for halo, _ in groups), default=0)
+    if widest > plan.halo:
+        raise ValueError(f"the chunk plan's halo ({plan.halo} px) is smaller than the model "
+                         f"needs ({widest} px); build it with halo=model_halo(model)")
+    region = plan.region(index)
+    outer = plan.window(index, widest)
+    data = _read(image, outer)
+    scale = _intensity_scale(model, data)
+    n_features = model.booster_.n_features
+    feature_level = np.full(n_features, -1, dtype=np.int64)
+    feature_slot = np.zeros(n_features, dtype=np.int64)
+    per_level = [[] for _ in range(N_LEVELS)]
+    padded = tuple(_round_up(s.stop - s.start, BLOCK) for s in region)
+    for halo, indices in groups:
+        window = plan.window(index, halo)
+        inner = tuple(slice(w.start - o.start, w.stop - o.start) for w, o in zip(window, outer))
+        pyramid = PyramidImage(data[inner], intensity_scale=scale)
+        levels = model.bank_.compute_levels(pyramid, indices)
+        del pyramid
+        for level, array in enumerate(levels.arrays):
+            if array.shape[-1] == 0:
+                continue
+            crop = tuple(slice((r.start - w.start) >> level, (r.start - w.start + p) >> level)
+                         for r, w, p in zip(region, window, padded))
+            columns = levels.feature_indices[levels.columns[level]]
+            feature_level[columns] = level
+            feature_slot[columns] = sum(a.shape[-1] for a in per_level[level]) + \
+                np.arange(columns.size)
+            per_level[level].append(array[crop])
+    arrays = [np.concatenate(parts, axis=-1) if parts else
+              np.zeros(tuple(p >> level for p in padded) + (0,), np.float32)
+              for level, parts in enumerate(per_level)]
+    shape = tuple(s.stop - s.start for s in region)
+    crop = tuple(slice(c.start - r.start, c.stop - r.start)
+                 for c, r in zip(plan.chunk(index), region))
+    results = []
+    for name in outputs:
+        values = predict_multiscale(model.booster_, arrays, feature_level, feature_slot, shape,
+                                    output=name, classes=model.classes_).values
+        results.append(np.ascontiguousarray(values[crop]))
+    return results
+
+
+def predict_chunks(model, image, chunks=1024, outputs=("class",), out=None, on_chunk=None):
+    """Predict a large image chunk by chunk, identical to predicting it whole.
+
+    Memory holds one chunk's window and its features at a time, whatever the
+    image's size (docs/large_images.md, *Memory*).
+
+    Parameters
+    ----------
+    model : PixelClassifier
+        Fitted.
+    image : array_like
+        ``(H, W)`` or ``(H, W, C)`` like the training frames: an ndarray or a lazy
+        array (zarr, h5py, dask, `msclassify.io` readers); read window by window.
+    chunks : int or (int, int), optional
+        Chunk size; at least the model's halo (`model_halo`), else ValueError.
+    outputs : sequence of {"class", "proba"}, optional
+    out : sequence of array_like, optional
+        One writable array per output (numpy, zarr, ...) of the image's shape
+        (``(H, W, n_classes)`` for probabilities); default new ndarrays.
+    on_chunk : callable, optional
+        ``on_chunk(index, plan)`` after each chunk is written.
+
+    Returns
+    -------
+    list
+        ``out``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from msclassify import PixelClassifier
+    >>> rng = np.random.default_rng(0)
+    >>> image = rng.normal(0.2, 0.05, (100, 90)); image[30:70, 20:60] += 0.6
+    >>> labels = np.zeros((100, 90), np.uint8); labels[2:8, 2:80] = 1; labels[45:55, 35:45] = 2
+    >>> clf = PixelClassifier(n_estimators=10, random_state=0).fit(image, labels)
+    >>> (labels_out,) = predict_chunks(clf, image, chunks=max(model_halo(clf), 40))
+    >>> bool((labels_out == clf.predict(image)).all())
+    True
+    """
+    outputs = tuple(outputs)
+    shape = tuple(image.shape[:2])
+    groups = feature_halos(model)
+    plan = ChunkPlan(shape, chunks, max((h for h, _ in groups), default=0)).check_chunks()
+    if out is None:
+        n_classes = len(model.classes_)
+        out = [np.empty(shape, dtype=model.classes_.dtype) if name == "class" else
+               np.empty(shape + (n_classes,), dtype=np.float32) for name in outputs]
+    for index in plan:
+        chunk = plan.chunk(index)
+        for target, values in zip(out, predict_chunk(model, image, plan, index, outputs, groups)):
+            target[chunk] = values
+        if on_chunk is not None:
+            on_chunk(index, plan)
+    return out
+
+
+def training_windows(image, labels, features="default", chunks=1024):
+    """Crops of a large image around its scribbles, to train on without reading it whole.
+
+    The label image is read chunk by chunk; for each chunk holding scribbles, the
+    box around them is widened by the halo of the *candidate* features (the
+    largest `msclassify.features.support_pixels` of the bank) on the block grid,
+    so every scribbled pixel's features in its crop equal those of the whole
+    image (the halo rule of `ChunkPlan`). Pass the crops to `PixelClassifier.fit`.
+    What differs from training on the whole image: the pixels that stand for the
+    image in the cost terms, and the distillation teacher's pixels, are drawn
+    from the crops (docs/large_images.md, *Training on part of a big image*).
+
+    Parameters
+    ----------
+    image, labels : array_like
+        ``(H, W[, C])`` and ``(H, W)`` (0 = unlabelled), ndarrays or lazy arrays.
+    features : str, FeatureBank or sequence of str
+        The candidate features, as `PixelClassifier`'s ``features``.
+    chunks : int, optional
+        Size of the label chunks scanned (one crop per chunk holding scribbles).
+
+    Returns
+    -------
+    frames, label_frames : list of ndarray
+        One crop of the image and of the labels per scribbled chunk; each label
+        crop holds only that chunk's scribbles (none is counted twice).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> image = np.zeros((2000, 1500), np.uint8)
+    >>> labels = np.zeros((2000, 1500), np.uint8); labels[100, 90:120] = 1; labels[1900, 7] = 2
+    >>> frames, label_frames = training_windows(image, labels, "fine", chunks=512)
+    >>> [f.shape for f in frames], sum(int((lab > 0).sum()) for lab in label_frames)
+    ([(88, 112), (88, 48)], 31)
+    """
+    from ._classifier import _make_bank
+
+    shape = tuple(labels.shape[:2])
+    if tuple(image.shape[:2]) != shape:
+        raise ValueError(f"the image is {tuple(image.shape[:2])} but the labels are {shape}; "
+                         "scribble on the image itself")
+    bank = _make_bank(features, 1 if len(image.shape) == 2 else int(image.shape[2]))
+    halo = max((support_pixels(spec) for spec in bank.specs), default=0)
+    plan = ChunkPlan(shape, chunks)
+    frames, label_frames = [], []
+    for index in plan:
+        chunk = plan.chunk(index)
+        scribbles = np.asarray(_read(labels, chunk))
+        ys, xs = np.nonzero(scribbles)
+        if ys.size == 0:
+            continue
+        box = tuple(slice(c.start + lo - (c.start + lo) % BLOCK, c.start + hi + 1)
+                    for c, lo, hi in ((chunk[0], ys.min(), ys.max()), (chunk[1], xs.min(),
+                                                                        xs.max())))
+        window = _widen(box, shape, halo, BLOCK)
+        crop = np.zeros(tuple(w.stop - w.start for w in window), dtype=scribbles.dtype)
+        crop[ys + chunk[0].start - window[0].start, xs + chunk[1].start - window[1].start] = \
+            scribbles[ys, xs]
+        frames.append(_read(image, window))
+        label_frames.append(crop)
+    if not frames:
+        raise ValueError("the labels hold no scribbles (0 is unlabelled, 1, 2, ... are classes)")
+    return frames, label_frames
+
+
+def predict_region(model, image, region, output="class"):
+    """Predict one region of a large image exactly as predicting the whole image would.
+
+    The region's window (`ChunkPlan`'s rules: block grid, the model's halo, clipped at
+    the image's edges) is read and predicted, and the region cropped from it: for
+    the part of an image on screen (napari's "Segment visible region").
+
+    Parameters
+    ----------
+    model : PixelClassifier
+    image : array_like
+        ``(H, W)`` or ``(H, W, C)``, an ndarray or a lazy image.
+    region : (slice, slice)
+        Rows and columns, within the image.
+    output : {"class", "proba"}, optional
+
+    Returns
+    -------
+    ndarray
+        The region's labels ``(h, w)`` or probabilities ``(h, w, n_classes)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from msclassify import PixelClassifier
+    >>> image = np.zeros((120, 100)); image[30:90, 20:70] = 1
+    >>> labels = np.zeros((120, 100), np.uint8); labels[:3] = 1; labels[50:60, 40:50] = 2
+    >>> clf = PixelClassifier("fast", n_estimators=5, random_state=0).fit(image, labels)
+    >>> region = (slice(25, 61), slice(13, 90))
+    >>> bool((predict_region(clf, image, region) == clf.predict(image)[region]).all())
+    True
+    """
+    shape = tuple(image.shape[:2])
+    region = tuple(slice(*r.indices(n)) for r, n in zip(region, shape))
+    if any(r.stop <= r.start for r in region):
+        raise ValueError(f"region {region} holds no pixel of an image of shape {shape}")
+    aligned = tuple(slice(r.start - r.start % BLOCK, r.stop) for r in region)
+    window = _widen(aligned, shape, model_halo(model), BLOCK)
+    data = _read(image, window)
+    values = model.predict(data) if output == "class" else model.predict_proba(data)
+    return values[tuple(slice(r.start - w.start, r.stop - w.start)
+                        for r, w in zip(region, window))]
