@@ -4,8 +4,9 @@
 multi-scale predictor, which evaluates the trees coarse to fine on pyramid
 blocks and computes only the features the model uses. The pieces:
 
-`PixelClassifier`, `ImageCost`, `training_set`
-    the estimator, its per-image prediction cost and the rows it trains the core on
+`PixelClassifier`, `ImageCost`, `training_set`, `TrainingProgress`
+    the estimator, its per-image prediction cost, the rows it trains the core on and
+    the progress reports of its ``fit`` (stage, fraction done, ETA)
 `predict_multiscale`, `MultiscaleResult`
     tree evaluation on pyramid blocks, coarse to fine
 `UnlabelledPixels`, `jittered_grid`
@@ -39,10 +40,11 @@ from ._classifier import (ImageCost, PixelClassifier, check_channels, load_pixel
 from ._export import EXPORT_FORMATS, EXPORT_KINDS, FrameExport, TiffStackWriter, open_export
 from ._intensity import IntensityRange
 from ._multiscale import MultiscaleResult, predict_multiscale
+from ._progress import TrainingProgress
 from ._semi_supervised import UnlabelledPixels, jittered_grid
 
 __all__ = ["EXPORT_FORMATS", "EXPORT_KINDS", "FrameExport", "FramePrediction", "ImageCost",
-           "IntensityRange", "MultiscaleResult", "PixelClassifier", "TiffStackWriter",
+           "IntensityRange", "MultiscaleResult", "PixelClassifier", "TiffStackWriter", "TrainingProgress",
            "UnlabelledPixels", "check_channels", "jittered_grid", "label_dtype",
            "load_pixel_model", "most_probable", "open_export", "predict_frame",
            "predict_multiscale", "training_set"]

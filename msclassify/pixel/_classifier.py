@@ -20,15 +20,21 @@ from ..graph import check_graph_params
 from ..modelfile import (ModelFileError, estimator_params, load_model, model_classes,
                          model_number, write_model)
 from ._apply import most_probable
+from ._balance import class_balanced_weights
 from ._distill import DISTILL_BAND, fit_teacher, teacher_pixels
 from ._intensity import IntensityRange
 from ._multiscale import predict_multiscale
 from ._semi_supervised import UnlabelledPixels
-from ._tradeoff import auto_tradeoff, read_tradeoff_record, tradeoff_record
+from ._progress import ProgressTracker, stage_weights
+from ._tradeoff import AUTO_PATH, auto_tradeoff, read_tradeoff_record, tradeoff_record
 
 __all__ = ["ImageCost", "PixelClassifier", "check_channels", "load_pixel_model", "training_set"]
 
 _MODEL_KIND = "pixel_classifier"
+_BALANCE = "both"
+# Features of the training frames kept during one fit (when no feature_cache is given), so
+# that distillation does not compute them twice: one 1024x1024 frame takes ~126 MB.
+_FIT_CACHE_BYTES = 512 << 20
 _STRATEGIES = ("multiscale", "per_pixel")
 # Per-feature costs come from the feature bank, so the CEGB parameters that take
 # arrays (feature_costs, feature_batch_costs, feature_share) are not parameters here.
@@ -256,7 +262,7 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
                  max_bins=255, subsample=1.0, colsample=1.0, random_state=None,
                  share_mode="path", growth="best_first", hessian="exact",
                  feature_cost_mode="lazy", evaluation_cost_mode="leaf", n_cost_samples=16384,
-                 distill_weight=3.0, n_distill_pixels=25000,
+                 distill_weight=3.0, n_distill_pixels=25000, class_weight="balanced",
                  semi_supervised=False, n_unlabelled=4096, n_neighbors=9,
                  laplacian_regularization=0.0):
         self.features = features
@@ -282,13 +288,14 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         self.n_cost_samples = n_cost_samples
         self.distill_weight = distill_weight
         self.n_distill_pixels = n_distill_pixels
+        self.class_weight = class_weight
         self.semi_supervised = semi_supervised
         self.n_unlabelled = n_unlabelled
         self.n_neighbors = n_neighbors
         self.laplacian_regularization = laplacian_regularization
 
     # -- training ------------------------------------------------------------------------------
-    def fit(self, images, labels, callback=None, feature_cache=None):
+    def fit(self, images, labels, callback=None, feature_cache=None, progress=None):
         """Train on labelled pixels of one or several frames.
 
         Parameters
@@ -306,13 +313,20 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         feature_cache : msclassify.features.FeatureCache, optional
             Reuse the features of frames seen in earlier fits (interactive
             retraining after each stroke computes a frame's features once).
+        progress : callable, optional
+            ``progress(report)`` with a `msclassify.pixel.TrainingProgress` (stage,
+            step, n_steps, fraction, eta_s, elapsed_s) as every stage advances:
+            ``"features"`` per frame, ``"teacher"`` and the model (``"model"``, or
+            ``"μ path k/7"`` with ``cost_tradeoff="auto"``) per iteration,
+            ``"distillation"`` per frame, and ``"done"`` at the end.
 
         Returns
         -------
         self
         """
-        if callback is not None and not callable(callback):
-            raise TypeError(f"callback must be callable or None, got {type(callback).__name__}")
+        for name, value in (("callback", callback), ("progress", progress)):
+            if value is not None and not callable(value):
+                raise TypeError(f"{name} must be callable or None, got {type(value).__name__}")
         if feature_cache is not None and not isinstance(feature_cache, FeatureCache):
             raise TypeError(f"feature_cache must be a msclassify.features.FeatureCache or None, "
                             f"got {type(feature_cache).__name__}")
@@ -332,16 +346,22 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         bank = _make_bank(self.features, n_channels)
         seed = as_seed(self.random_state)
         rng = np.random.default_rng(seed)
-        frame_levels = bank.compute_levels if feature_cache is None else \
-            functools.partial(feature_cache.levels, bank)
-        compute_levels = frame_levels
+        if feature_cache is None:      # the teacher's pass reads the same features again
+            feature_cache = FeatureCache(max_bytes=_FIT_CACHE_BYTES)
+        frame_levels = functools.partial(feature_cache.levels, bank)
+        teacher_features = self._teacher_features(bank)
+        multi = classes.size > 2
+        tracker = self._progress_tracker(progress, pairs, bank, n_channels, n_cost_samples,
+                                         teacher_features, classes.size if multi else 1,
+                                         cost_tradeoff == "auto")
+        tracker.start("features", len(pairs))
+        compute_levels = _counting(frame_levels, tracker.step)
         unlabelled = None
         if self.semi_supervised:
             unlabelled = UnlabelledPixels(pairs, self.n_unlabelled, rng)
             compute_levels = unlabelled.gathering(compute_levels)
         X, y, sample_weight, cost_weight, pixels_per_image = training_set(
             compute_levels, pairs, classes, n_cost_samples, rng)
-        multi = classes.size > 2
         objective = "multiclass" if multi else "binary"
         params = {name: getattr(self, name) for name in _CEGB_PARAMS}
         params["random_state"] = seed
@@ -349,11 +369,17 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         params["feature_share"] = bank.shares()
         params["feature_costs"] = None
         scribbled_rows = np.flatnonzero(sample_weight > 0)   # before teacher-labelled rows
-        teacher_features = self._teacher_features(bank)
+        balanced = class_balanced_weights(y, sample_weight, classes.size)
+        if self._check_class_weight() == "balanced":
+            sample_weight = balanced if _BALANCE in ("both", "student") else sample_weight
         if teacher_features is not None:
-            teacher = fit_teacher(X, y, sample_weight, params, teacher_features, objective,
-                                  classes.size if multi else None)
-            X_t, y_t, weight_t = teacher_pixels(frame_levels, pairs, teacher, teacher_features,
+            tracker.start("teacher", self.n_estimators)
+            teacher = fit_teacher(X, y, balanced if self.class_weight == "balanced" and _BALANCE in ("both", "teacher") else sample_weight, params, teacher_features, objective,
+                                  classes.size if multi else None,
+                                  callback=lambda iteration, _: tracker.step(iteration))
+            tracker.start("distillation", len(pairs))
+            X_t, y_t, weight_t = teacher_pixels(_counting(frame_levels, tracker.step), pairs,
+                                                teacher, teacher_features,
                                                 self.n_distill_pixels, DISTILL_BAND, rng)
             weight_t *= float(self.distill_weight) * sample_weight.sum() / weight_t.sum()
             X, y = np.concatenate([X, X_t]), np.concatenate([y, y_t])
@@ -370,11 +396,19 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         self.teacher_features_ = None if teacher_features is None else \
             [bank.ids[i] for i in teacher_features]
 
+        fits = iter(range(1, len(AUTO_PATH) + 2))
+
         def fit_core(cost_tradeoff, weights, callback):
             params["cost_tradeoff"] = float(cost_tradeoff) * float(weights.sum()) / pixels_per_image
+            tracker.start("model" if self.cost_tradeoff != "auto" else
+                          f"μ path {next(fits)}/{len(AUTO_PATH) + 1}", params["n_estimators"])
+
+            def report(iteration, n_iterations):
+                tracker.step(iteration)
+                return callback is not None and callback(iteration, n_iterations)
             booster = train(X, y, objective if unlabelled is None else graph_objective, params,
                             n_classes=classes.size if multi else None, sample_weight=weights,
-                            cost_weight=cost_weight, callback=callback)
+                            cost_weight=cost_weight, callback=report)
             # The graph objective is the logistic/softmax loss plus smoothing: same link.
             booster.objective = objective
             return booster
@@ -389,7 +423,22 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
             self.cost_tradeoff_, self.tradeoff_path_ = cost_tradeoff, None
             self.tradeoff_reason_ = f"cost_tradeoff={cost_tradeoff:g} was given"
         self._prepare()
+        tracker.done()
         return self
+
+    def _progress_tracker(self, progress, pairs, bank, n_channels, n_cost_samples,
+                          teacher_features, n_outputs, auto):
+        """A `ProgressTracker` for this fit, its stages weighted by `stage_weights`."""
+        n_pixels = sum(lab.size for _, lab in pairs)
+        n_scribbled = sum(int(np.count_nonzero(lab)) for _, lab in pairs)
+        distill = teacher_features is not None
+        n_rows = n_scribbled + n_cost_samples + (
+            len(pairs) * int(self.n_distill_pixels) if distill else 0)
+        plan = stage_weights(n_pixels, n_channels, n_scribbled,
+                             0 if not distill else teacher_features.size, n_rows, len(bank),
+                             int(self.n_estimators), n_outputs, distill,
+                             len(AUTO_PATH) + 1 if auto else 1)
+        return ProgressTracker(progress, plan)
 
     def _teacher_features(self, bank):
         """Bank indices the distillation teacher uses (level 0), or None if there is none.
@@ -406,6 +455,11 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         if weight == 0 or self.semi_supervised or full_resolution.size in (0, len(bank)):
             return None
         return full_resolution
+
+    def _check_class_weight(self):
+        if self.class_weight not in (None, "balanced"):
+            raise ValueError(f"class_weight must be 'balanced' or None, got {self.class_weight!r}")
+        return self.class_weight
 
     def _check_tradeoff_params(self):
         """``(cost_tradeoff, tolerance)``: "auto" or a float >= 0, and a float >= 0."""
@@ -686,6 +740,18 @@ def _make_bank(features, n_channels):
         raise ValueError(f"the feature bank is for {bank.n_channels}-channel images but the "
                          f"training images have {n_channels} channel(s)")
     return bank
+
+
+def _counting(compute_levels, step):
+    """``compute_levels`` that reports ``step(k)`` after the k-th frame it computed."""
+    count = [0]
+
+    def counted(frame):
+        levels = compute_levels(frame)
+        count[0] += 1
+        step(count[0])
+        return levels
+    return counted
 
 
 def _frame_channels(frame):

@@ -32,24 +32,27 @@ membrane F1 0.691 (7.9x). Without distillation the same bank at cost_tradeoff
 import numpy as np
 from scipy import ndimage as ndi
 
-from ..cegb import train
-from ._multiscale import predict_multiscale
+from ..cegb import most_probable_class, train
 
-__all__ = ["DISTILL_BAND", "EDGE_SHARE", "EDGE_WEIGHT", "fit_teacher", "teacher_band",
-           "teacher_pixels"]
+__all__ = ["DISTILL_BAND", "EDGE_SHARE", "EDGE_WEIGHT", "TEACHER_STRIDE", "fit_teacher",
+           "teacher_band", "teacher_pixels"]
 
 # Half-width of the band around the teacher's class changes, in pixels.
 DISTILL_BAND = 3
 # Share of a frame's teacher-labelled pixels drawn from the band, and their share of its weight.
 EDGE_SHARE = 0.75
 EDGE_WEIGHT = 0.5
+# The teacher's outlines are found on every TEACHER_STRIDE-th pixel (4x fewer predictions).
+TEACHER_STRIDE = 2
 
 
-def fit_teacher(X, y, sample_weight, params, feature_indices, objective, n_classes):
+def fit_teacher(X, y, sample_weight, params, feature_indices, objective, n_classes,
+                callback=None):
     """Plain gradient boosting (cost_tradeoff 0) on columns ``feature_indices`` of the labelled rows.
 
     ``params`` are the core parameters of the student (the tree settings are
     shared); rows with zero ``sample_weight`` (cost samples) are left out.
+    ``callback(iteration, n_iterations)`` follows the boosting (progress).
     Returns the teacher `msclassify.cegb.Booster` over those columns.
     """
     labelled = sample_weight > 0
@@ -57,7 +60,8 @@ def fit_teacher(X, y, sample_weight, params, feature_indices, objective, n_class
                           feature_batch_costs=None,
                           feature_share=np.asarray(params["feature_share"])[feature_indices])
     return train(np.ascontiguousarray(X[labelled][:, feature_indices]), y[labelled], objective,
-                 teacher_params, n_classes=n_classes, sample_weight=sample_weight[labelled])
+                 teacher_params, n_classes=n_classes, sample_weight=sample_weight[labelled],
+                 callback=callback)
 
 
 def teacher_band(classes, band):
@@ -86,8 +90,15 @@ def teacher_band(classes, band):
     return change
 
 
-def teacher_pixels(compute_levels, pairs, teacher, feature_indices, n_pixels, band, rng):
+def teacher_pixels(compute_levels, pairs, teacher, feature_indices, n_pixels, band, rng,
+                   stride=TEACHER_STRIDE):
     """Rows labelled by ``teacher``: ``n_pixels`` per frame, near its outlines and anywhere.
+
+    The teacher's outlines are found on a grid of every ``stride``-th pixel (its
+    class map at ``1/stride`` resolution: ``stride**2`` times fewer predictions
+    than the whole frame); the edge pixels are drawn from the full-resolution
+    pixels of the grid cells within ``ceil(band / stride)`` cells of a class
+    change, and every drawn pixel gets the teacher's class at that pixel.
 
     Parameters
     ----------
@@ -96,13 +107,15 @@ def teacher_pixels(compute_levels, pairs, teacher, feature_indices, n_pixels, ba
         (`msclassify.features.FeatureLevels`, all features in bank order).
     pairs : list of (frame, labels)
     teacher : msclassify.cegb.Booster
-        Trained on bank columns ``feature_indices``.
+        Trained on bank columns ``feature_indices`` (all full-resolution features).
     feature_indices : ndarray of int
     n_pixels : int
         Teacher-labelled pixels per frame (fewer if the frame is smaller).
     band : int
         Half-width in pixels of the band around the teacher's class changes.
     rng : numpy.random.Generator
+    stride : int, optional
+        Spacing of the grid the outlines are found on (1: every pixel).
 
     Returns
     -------
@@ -118,10 +131,18 @@ def teacher_pixels(compute_levels, pairs, teacher, feature_indices, n_pixels, ba
     for frame, _ in pairs:
         levels = compute_levels(frame)
         height, width = levels.shape
-        classes = predict_multiscale(teacher, levels.arrays, levels.level[feature_indices],
-                                     levels.slot[feature_indices], levels.shape,
-                                     output="class").values
-        edge_ys, edge_xs = np.nonzero(teacher_band(classes, band))
+        slots = levels.slot[feature_indices]
+        grid = levels.arrays[0][:height:stride, :width:stride][:, :, slots]
+        coarse = most_probable_class(teacher.predict_raw(
+            np.ascontiguousarray(grid.reshape(-1, slots.size)))).reshape(grid.shape[:2])
+        cells = np.flatnonzero(teacher_band(coarse, -(-int(band) // stride)))
+        # every full-resolution pixel of those cells (cells on the last row/column may be cut)
+        offy, offx = np.divmod(np.arange(stride * stride), stride)
+        cell_y, cell_x = np.divmod(cells, coarse.shape[1])
+        edge_ys = (cell_y[:, None] * stride + offy[None, :]).ravel()
+        edge_xs = (cell_x[:, None] * stride + offx[None, :]).ravel()
+        inside = (edge_ys < height) & (edge_xs < width)
+        edge_ys, edge_xs = edge_ys[inside], edge_xs[inside]
         n_total = min(int(n_pixels), height * width)
         n_edge = min(int(round(EDGE_SHARE * n_total)), edge_ys.size)
         n_flat = n_total - n_edge
@@ -129,8 +150,10 @@ def teacher_pixels(compute_levels, pairs, teacher, feature_indices, n_pixels, ba
         flat_ys, flat_xs = np.divmod(rng.choice(height * width, n_flat, replace=False), width)
         ys = np.concatenate([edge_ys[pick], flat_ys])
         xs = np.concatenate([edge_xs[pick], flat_xs])
-        rows.append(levels.gather(ys, xs))
-        targets.append(classes[ys, xs].astype(np.float64))
+        gathered = levels.gather(ys, xs)
+        rows.append(gathered)
+        targets.append(most_probable_class(teacher.predict_raw(
+            np.ascontiguousarray(gathered[:, feature_indices]))).astype(np.float64))
         edge_weight = EDGE_WEIGHT if n_edge else 0.0
         weights.append(np.concatenate([np.full(n_edge, edge_weight / max(n_edge, 1)),
                                        np.full(n_flat, (1 - edge_weight) / max(n_flat, 1))]))
