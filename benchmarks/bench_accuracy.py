@@ -43,6 +43,8 @@ Methods (`METHODS`; pass ``--methods`` to pick; a method is any object with
 * ``ours no distillation``: the defaults with ``distill_weight=0``: trained on
   the scribbles alone, no teacher (what distillation buys, and what it costs in
   training time).
+* ``ours unbalanced``: the defaults with ``class_weight=None``: every labelled
+  pixel weighs 1 (the default before issue 24; what class balancing buys).
 * ``ours auto``: ``cost_tradeoff="auto"`` (default ``tolerance``): the
   cost_tradeoff chosen on held-out scribbles; the JSON row holds its path table
   and reason.
@@ -209,7 +211,8 @@ def make_methods(mu_path, seeds=(0,)):
     from lightgbm import LGBMClassifier
     from sklearn.ensemble import RandomForestClassifier
     methods = [Ours("ours default"), Ours("ours no distillation", distill_weight=0.0),
-               Ours("ours auto", cost_tradeoff="auto")]
+               Ours("ours auto", cost_tradeoff="auto"),
+               Ours("ours unbalanced", class_weight=None)]
     methods += [Ours(f"ours mu={mu:g}", cost_tradeoff=mu) for mu in mu_path]
     bank = ilastik_bank()
     methods += [

@@ -31,10 +31,14 @@ from ._tradeoff import AUTO_PATH, auto_tradeoff, read_tradeoff_record, tradeoff_
 __all__ = ["ImageCost", "PixelClassifier", "check_channels", "load_pixel_model", "training_set"]
 
 _MODEL_KIND = "pixel_classifier"
-_BALANCE = "both"
 # Features of the training frames kept during one fit (when no feature_cache is given), so
 # that distillation does not compute them twice: one 1024x1024 frame takes ~126 MB.
 _FIT_CACHE_BYTES = 512 << 20
+# The models of the cost_tradeoff="auto" path train on 1 in this many of the rows that are
+# not scribbles (teacher-labelled pixels, cost samples); the refit uses all.
+_PATH_ROW_SHARE = 4
+# ... and grow 1 in this many of its trees.
+_PATH_TREE_SHARE = 2
 _STRATEGIES = ("multiscale", "per_pixel")
 # Per-feature costs come from the feature bank, so the CEGB parameters that take
 # arrays (feature_costs, feature_batch_costs, feature_share) are not parameters here.
@@ -369,12 +373,11 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         params["feature_share"] = bank.shares()
         params["feature_costs"] = None
         scribbled_rows = np.flatnonzero(sample_weight > 0)   # before teacher-labelled rows
-        balanced = class_balanced_weights(y, sample_weight, classes.size)
         if self._check_class_weight() == "balanced":
-            sample_weight = balanced if _BALANCE in ("both", "student") else sample_weight
+            sample_weight = class_balanced_weights(y, sample_weight, classes.size)
         if teacher_features is not None:
             tracker.start("teacher", self.n_estimators)
-            teacher = fit_teacher(X, y, balanced if self.class_weight == "balanced" and _BALANCE in ("both", "teacher") else sample_weight, params, teacher_features, objective,
+            teacher = fit_teacher(X, y, sample_weight, params, teacher_features, objective,
                                   classes.size if multi else None,
                                   callback=lambda iteration, _: tracker.step(iteration))
             tracker.start("distillation", len(pairs))
@@ -397,18 +400,31 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
             [bank.ids[i] for i in teacher_features]
 
         fits = iter(range(1, len(AUTO_PATH) + 2))
+        light = None if cost_tradeoff != "auto" else \
+            _path_rows(sample_weight, cost_weight, scribbled_rows, rng)
 
-        def fit_core(cost_tradeoff, weights, callback):
-            params["cost_tradeoff"] = float(cost_tradeoff) * float(weights.sum()) / pixels_per_image
+        def fit_core(cost_tradeoff, weights, callback, path=False):
+            rows_X, rows_y, cost, fit_params = X, y, cost_weight, params
+            if path:                # the path only ranks the values: fewer rows and trees
+                rows, scale = light
+                rows_X, rows_y, weights, cost = X[rows], y[rows], weights[rows] * scale, \
+                    cost_weight[rows] * scale
+                fit_params = dict(params, n_estimators=max(1, params["n_estimators"]
+                                                           // _PATH_TREE_SHARE))
+            fit_params["cost_tradeoff"] = float(cost_tradeoff) * float(weights.sum()) \
+                / pixels_per_image
+            n_trees = fit_params["n_estimators"]
             tracker.start("model" if self.cost_tradeoff != "auto" else
-                          f"μ path {next(fits)}/{len(AUTO_PATH) + 1}", params["n_estimators"])
+                          f"μ path {next(fits)}/{len(AUTO_PATH) + 1}", n_trees)
 
             def report(iteration, n_iterations):
                 tracker.step(iteration)
-                return callback is not None and callback(iteration, n_iterations)
-            booster = train(X, y, objective if unlabelled is None else graph_objective, params,
-                            n_classes=classes.size if multi else None, sample_weight=weights,
-                            cost_weight=cost_weight, callback=report)
+                # callback counts a path fit as if it had the refit's n_estimators iterations
+                full = params["n_estimators"]
+                return callback is not None and callback(iteration * full // n_trees, full)
+            booster = train(rows_X, rows_y, objective if unlabelled is None else graph_objective,
+                            fit_params, n_classes=classes.size if multi else None,
+                            sample_weight=weights, cost_weight=cost, callback=report)
             # The graph objective is the logistic/softmax loss plus smoothing: same link.
             booster.objective = objective
             return booster
@@ -437,7 +453,8 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         plan = stage_weights(n_pixels, n_channels, n_scribbled,
                              0 if not distill else teacher_features.size, n_rows, len(bank),
                              int(self.n_estimators), n_outputs, distill,
-                             len(AUTO_PATH) + 1 if auto else 1)
+                             len(AUTO_PATH) + 1 if auto else 1,
+                             (n_scribbled + (n_rows - n_scribbled) / _PATH_ROW_SHARE) / n_rows)
         return ProgressTracker(progress, plan)
 
     def _teacher_features(self, bank):
@@ -740,6 +757,20 @@ def _make_bank(features, n_channels):
         raise ValueError(f"the feature bank is for {bank.n_channels}-channel images but the "
                          f"training images have {n_channels} channel(s)")
     return bank
+
+
+def _path_rows(sample_weight, cost_weight, scribbled_rows, rng):
+    """Rows the models of the ``cost_tradeoff="auto"`` path train on, and their weight scale.
+
+    Every scribbled row, and one in `_PATH_ROW_SHARE` of the other rows (teacher-labelled
+    pixels, cost samples), drawn at random; the scale (1 for scribbles, the inverse share
+    for the rest) keeps the total loss and cost weights of each kind.
+    """
+    others = np.setdiff1d(np.arange(sample_weight.size), scribbled_rows)
+    keep = np.sort(rng.choice(others, int(np.ceil(others.size / _PATH_ROW_SHARE)), replace=False))
+    rows = np.union1d(scribbled_rows, keep)
+    scale = np.where(np.isin(rows, scribbled_rows), 1.0, others.size / max(keep.size, 1))
+    return rows, scale
 
 
 def _counting(compute_levels, step):

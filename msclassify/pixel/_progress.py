@@ -51,14 +51,16 @@ class TrainingProgress(NamedTuple):
 
 
 def stage_weights(n_pixels, n_channels, n_scribbled, n_teacher_features, n_rows, n_features,
-                  n_estimators, n_outputs, distill, n_fits):
+                  n_estimators, n_outputs, distill, n_fits, path_rows=1.0):
     """Expected time of each stage of a fit, in arbitrary units: ``[(stage, weight), ...]``.
 
     A linear cost model (coefficients fitted to ``benchmarks/bench_training.py``
     on 1024x1024 fly frames and an RGB photo): features cost per pixel and
     channel, a boosting iteration per row-feature of its training set and per
     tree, the teacher's labelling per pixel (a quarter of them, see
-    `msclassify.pixel._distill.TEACHER_STRIDE`) and per tree.
+    `msclassify.pixel._distill.TEACHER_STRIDE`) and per tree. With ``n_fits > 1``
+    (``cost_tradeoff="auto"``) the first ``n_fits - 1`` fits train half the trees
+    on the share ``path_rows`` of the rows.
     """
     trees = n_estimators * n_outputs
     plan = [("features", 1.0 * n_pixels * n_channels / 1e6)]
@@ -69,7 +71,9 @@ def stage_weights(n_pixels, n_channels, n_scribbled, n_teacher_features, n_rows,
     if n_fits == 1:
         plan.append(("model", per_fit))
     else:
-        plan += [(f"μ path {k}/{n_fits}", per_fit) for k in range(1, n_fits + 1)]
+        path_fit = trees / 2 * (8e-3 + 1.2e-9 * n_rows * path_rows * n_features)
+        plan += [(f"μ path {k}/{n_fits}", path_fit) for k in range(1, n_fits)]
+        plan.append((f"μ path {n_fits}/{n_fits}", per_fit))
     return plan
 
 
