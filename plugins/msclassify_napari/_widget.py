@@ -39,7 +39,7 @@ from ._controller import (CLASS_NAMES_KEY, PREDICT, RETRAIN, TRAIN, ClassifierSe
                           LiveUpdateScheduler, ScribbledFrames, TrainedModel, apply_to_frames,
                           class_names, cost_map_spec, describe_model, eta_text, export_frames,
                           label_hints_spec, load_classifier, probability_specs,
-                          segmentation_spec, uncertainty_spec, update_job)
+                          segmentation_spec, training_status, uncertainty_spec, update_job)
 from ._notify import USER_ERRORS, notify_error
 
 __all__ = ["ExportDialog", "PixelClassifierWidget", "set_progress"]
@@ -171,7 +171,7 @@ class PixelClassifierWidget(QWidget):
     segmentation_updated = Signal(int)
     job_done = Signal()
     batch_done = Signal()
-    _training_progress = Signal(int, int)
+    _training_progress = Signal(object)        # msclassify.pixel.TrainingProgress
 
     def __init__(self, napari_viewer, parent=None):
         super().__init__(parent)
@@ -813,7 +813,7 @@ class PixelClassifierWidget(QWidget):
         self._last_frame = frame_index
         worker = create_worker(update_job, kind, settings, stack, frame_index,
                                scribbles=scribbles, classifier=self.classifier,
-                               cancel=self._cancel, on_progress=self._training_progress.emit,
+                               cancel=self._cancel, on_stage=self._training_progress.emit,
                                feature_cache=self.feature_cache,
                                hints=self.show_checks["hints"].isChecked(),
                                cost=kind == TRAIN or self.show_checks["cost"].isChecked(),
@@ -839,12 +839,15 @@ class PixelClassifierWidget(QWidget):
         self.scheduler.job_finished()
         self.job_done.emit()
 
-    def _show_training_progress(self, iteration, n_iterations):
+    def _show_training_progress(self, report):
+        """Stage, percent and ETA of the fit in the status line; the fraction on the bar."""
         now = time.perf_counter()
-        if iteration < n_iterations and now - self._progress_drawn < PROGRESS_INTERVAL_S:
+        if report.fraction < 1 and now - self._progress_drawn < PROGRESS_INTERVAL_S:
             return
         self._progress_drawn = now
-        set_progress(self.train_progress, iteration, n_iterations)
+        set_progress(self.train_progress, round(1000 * report.fraction), 1000)
+        if report.stage != "done":
+            self.status_label.setText(f"Training: {training_status(report)}")
 
     def _on_job_result(self, result):
         if isinstance(result, TrainedModel):
