@@ -99,8 +99,10 @@ class PixelClassifier(BaseEstimator):
         on the held-out scribbles and the balanced agreement with the
         ``cost_tradeoff=0`` model on uniformly drawn pixels it is sure of
         (probability >= 0.9). Training computes the features once and fits 7
-        models (about twice the time of one fit on 1024x1024 fly frames, whose
-        features dominate). ``cost_tradeoff_``, ``tradeoff_path_`` and
+        models; the 6 of the path grow half the trees on every scribbled pixel
+        and a quarter of the other rows (teacher-labelled pixels, cost samples):
+        about 3x the CPU time of one fit on a 1024x1024 fly frame
+        (``benchmarks/bench_training.py``, docs/scribbles.md). ``cost_tradeoff_``, ``tradeoff_path_`` and
         ``tradeoff_reason_`` say what was chosen and why; the model file keeps them.
     tolerance : float, optional
         With ``cost_tradeoff="auto"``: held-out score (a balanced accuracy, 0-1)
@@ -128,6 +130,13 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
     n_distill_pixels : int, optional
         Teacher-labelled pixels drawn per labelled frame, three quarters of them
         within 3 px of the teacher's class changes (`msclassify.pixel._distill`).
+    class_weight : {"balanced", None}, optional
+        ``"balanced"`` (default): the labelled pixels of every class weigh the
+        same in total, however many of each were scribbled (a 1-px brush along
+        membranes labels ~7 interior pixels for each membrane pixel; unweighted,
+        the model learns that ratio as a prior and shrinks the thin class). The
+        distillation teacher and the model both train with these weights. None:
+        every labelled pixel weighs 1. See docs/scribbles.md for the measurements.
     semi_supervised : bool, optional
         Also learn from unlabelled pixels (GRBB, `msclassify.baselines.GRBBClassifier`):
         the gradients of the scribbled pixels are propagated over a kNN graph on
