@@ -1,5 +1,6 @@
 """Shared plumbing of the benchmark scripts: data location, timing, JSON and tables."""
 
+import datetime
 import json
 import os
 import platform
@@ -45,8 +46,12 @@ def cpu_model():
 
 
 def machine():
+    """What ran a benchmark, and when: Python, cores, CPU model, platform, UTC date and time,
+    and the load average (1, 5, 15 min) when the results were written."""
     return {"python": platform.python_version(), "cpus": os.cpu_count(), "cpu": cpu_model(),
-            "platform": platform.platform()}
+            "platform": platform.platform(),
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "load_average": [round(load, 2) for load in os.getloadavg()]}
 
 
 def command_line(runner="python"):

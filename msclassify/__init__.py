@@ -16,7 +16,7 @@ __version__ = "0.1.0"
 # name -> module that defines it
 _EXPORTS = {
     "CEGBClassifier": ".cegb", "CEGBRegressor": ".cegb", "GreedyMiserClassifier": ".cegb",
-    "GreedyMiserRegressor": ".cegb", "ModelFileError": ".modelfile", "load_model": ".modelfile",
+    "GreedyMiserRegressor": ".cegb", "ModelFileError": ".modelfile", "load_model": ".models",
     "PixelClassifier": ".pixel", "datasets": ".datasets", "metrics": ".metrics",
 }
 

@@ -2,8 +2,11 @@
 
 `write_model` and `read_model` write and validate the container for every model
 class (each class's ``save`` and ``_from_model_file`` hold what it stores);
-`load_model` opens any saved model by the kind recorded in its file. Loading
-never executes code: JSON is parsed with :mod:`json` and arrays are read from
+`build_model` makes a model of a given class from what `read_model` returned
+(``msclassify.load_model`` picks the class by the kind recorded in the file). A
+`ModelFile` holds a file's bytes, read once (`open_model_file`): a prediction
+run parses them, records their digest and ships them to Dask workers without
+reading the file again. Loading never executes code: JSON is parsed with :mod:`json` and arrays are read from
 their ``.npy`` headers without pickle, so a model file from an untrusted source
 can at worst fail validation. Files are written to a temporary sibling and
 renamed into place, so an interrupted save never leaves a half-written model
@@ -29,7 +32,6 @@ problem and the fix, never another exception.
 """
 
 import hashlib
-import importlib
 import io
 import json
 import re
@@ -37,15 +39,16 @@ import zipfile
 import zlib
 from numbers import Integral, Real
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
 from .checks import file_problem
 from .io import write_atomically
 
-__all__ = ["MAX_ARRAY_BYTES", "ModelFileError", "check_model_path", "estimator_params",
-           "is_model_file", "load_model", "model_array", "model_classes", "model_digest",
-           "model_number", "model_numbers", "read_model", "write_model"]
+__all__ = ["MAX_ARRAY_BYTES", "ModelFile", "ModelFileError", "build_model", "check_model_path",
+           "estimator_params", "is_model_file", "model_array", "model_classes", "model_number",
+           "model_numbers", "open_model_file", "read_model", "write_model"]
 
 FORMAT_NAME = "msclassify-model"
 FORMAT_VERSION = 1
@@ -53,6 +56,8 @@ FORMAT_VERSION = 1
 MAX_ARRAY_BYTES = 2**30
 # model.json of a forest of thousands of trees is a few hundred kB.
 _MAX_JSON_BYTES = 2**26
+# A model file larger than this is not read into memory (the largest written here are a few MB).
+_MAX_FILE_BYTES = 2**30
 # Deflate shrinks data by at most about 1032x; an entry claiming more is damaged or a bomb.
 _MAX_DEFLATE_RATIO = 1100
 _ARRAY_NAME = re.compile(r"[A-Za-z0-9_]{1,64}")
@@ -136,13 +141,67 @@ def check_model_path(path):
                              "choose another path or delete it first")
 
 
-def model_digest(path):
-    """SHA-256 of a model file's bytes (hex): what made an output, for its record."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(2**20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+class ModelFile(NamedTuple):
+    """A model file's bytes, read once: parsed, digested and shipped from memory.
+
+    Attributes
+    ----------
+    path : Path
+        Where it was read from (for messages).
+    content : bytes
+        The whole file.
+
+    Examples
+    --------
+    >>> import numpy as np, tempfile, os
+    >>> from msclassify import CEGBRegressor
+    >>> path = os.path.join(tempfile.mkdtemp(), "m.msc")
+    >>> CEGBRegressor(n_estimators=2).fit(np.arange(9.0)[:, None], np.arange(9.0)).save(path)
+    >>> model_file = open_model_file(path)
+    >>> read_model(model_file)[0], len(model_file.sha256)
+    ('cegb_regressor', 64)
+    """
+
+    path: Path
+    content: bytes
+
+    @property
+    def sha256(self):
+        """SHA-256 of the content (hex): what made an output, for its record."""
+        return hashlib.sha256(self.content).hexdigest()
+
+
+def open_model_file(path):
+    """Read a model file's bytes once, as a `ModelFile` (see `read_model` for what is checked).
+
+    Raises
+    ------
+    ModelFileError
+        If ``path`` does not exist, is a folder, cannot be read or is far larger
+        than any model.
+    """
+    if isinstance(path, ModelFile):
+        return path
+    path = Path(path)
+    problem = file_problem(path)
+    if problem == "does not exist":
+        raise ModelFileError(f"model file {path} does not exist; check the path")
+    if problem == "is a folder, not a file":
+        found = sorted(path.glob("*.msc"))
+        hint = f" (it holds {found[0].name})" if found else ""
+        raise ModelFileError(f"{path} is a folder, not a model file{hint}; give the .msc file "
+                             "written by train or save")
+    if problem:
+        raise ModelFileError(f"model file {path} {problem}")
+    try:
+        size = path.stat().st_size
+        if size > _MAX_FILE_BYTES:
+            raise ModelFileError(f"{path} is {size / 2**30:.1f} GiB, far larger than any model "
+                                 "file; give the .msc file written by train or save")
+        return ModelFile(path, path.read_bytes())
+    except OSError as exc:
+        raise ModelFileError(f"model file {path} cannot be read ({exc.strerror or exc}); check "
+                             "its permissions") from None
 
 
 def write_model(path, kind, meta, arrays):
@@ -220,6 +279,11 @@ def _read_array(zf, info, path):
 def read_model(path):
     """Read and validate a model file written by `write_model`.
 
+    Parameters
+    ----------
+    path : str, Path or ModelFile
+        The file, or its bytes read by `open_model_file`.
+
     Returns
     -------
     kind : str
@@ -232,19 +296,10 @@ def read_model(path):
         If the file is missing, not a model file, corrupt, truncated, or written
         by a newer format version.
     """
-    path = Path(path)
-    problem = file_problem(path)
-    if problem == "does not exist":
-        raise ModelFileError(f"model file {path} does not exist; check the path")
-    if problem == "is a folder, not a file":
-        found = sorted(path.glob("*.msc"))
-        hint = f" (it holds {found[0].name})" if found else ""
-        raise ModelFileError(f"{path} is a folder, not a model file{hint}; give the .msc file "
-                             "written by train or save")
-    if problem:
-        raise ModelFileError(f"model file {path} {problem}")
+    model_file = open_model_file(path)
+    path = model_file.path
     try:
-        with zipfile.ZipFile(path) as zf:
+        with zipfile.ZipFile(io.BytesIO(model_file.content)) as zf:
             infos = zf.infolist()
             for info in infos:
                 limit = _MAX_JSON_BYTES if info.filename == "model.json" else MAX_ARRAY_BYTES
@@ -434,48 +489,11 @@ def model_classes(meta, n_classes=None, positive_integers=False):
     return classes
 
 
-# kind -> "module:class"; classes implement ``_from_model_file(meta, arrays)``.
-_MODEL_KINDS = {
-    "cegb_classifier": "msclassify:CEGBClassifier",
-    "cegb_regressor": "msclassify:CEGBRegressor",
-    "greedy_miser_classifier": "msclassify:GreedyMiserClassifier",
-    "greedy_miser_regressor": "msclassify:GreedyMiserRegressor",
-    "budgetrf_classifier": "msclassify.baselines:BudgetRFClassifier",
-    "pixel_classifier": "msclassify.pixel:PixelClassifier",
-    "grbb_classifier": "msclassify.baselines:GRBBClassifier",
-    "laplacian_boosting_classifier": "msclassify.baselines:LaplacianBoostingClassifier",
-    "cstc_classifier": "msclassify.baselines:CSTCClassifier",
-    "cstc_regressor": "msclassify.baselines:CSTCRegressor",
-}
+def build_model(cls, path, meta, arrays):
+    """``cls._from_model_file(meta, arrays)``; anything wrong is a `ModelFileError` naming ``path``.
 
-
-def load_model(path):
-    """Load a model saved by any msclassify model's ``save`` method.
-
-    Never executes code from the file (no pickle). Every field that changes a
-    prediction is validated (see the module docstring).
-
-    Raises
-    ------
-    ModelFileError
-        A ValueError with one line naming the file and the problem, for a
-        missing, corrupt, truncated, invalid or newer-version file.
-
-    Examples
-    --------
-    >>> import numpy as np, tempfile, os
-    >>> from msclassify import CEGBRegressor, load_model
-    >>> X = np.arange(50.0)[:, None]; model = CEGBRegressor(n_estimators=5).fit(X, X[:, 0])
-    >>> path = os.path.join(tempfile.mkdtemp(), "m.msc"); model.save(path)
-    >>> bool(np.all(load_model(path).predict(X) == model.predict(X)))
-    True
+    ``meta`` and ``arrays`` are what `read_model` returned for the file ``path``.
     """
-    kind, meta, arrays = read_model(path)
-    if kind not in _MODEL_KINDS:
-        raise ModelFileError(f"{path} holds a model of unknown kind {kind!r}; it may need a newer "
-                             "msclassify")
-    module, name = _MODEL_KINDS[kind].split(":")
-    cls = getattr(importlib.import_module(module), name)
     try:
         return cls._from_model_file(meta, arrays)
     except ModelFileError as exc:

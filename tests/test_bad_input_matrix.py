@@ -15,6 +15,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import zipfile
 from pathlib import Path
 
@@ -638,11 +639,10 @@ def test_train_into_a_folder_is_refused_before_training(fx, tmp_path, capsys):
 
 def fail_with(monkeypatch, number):
     """Make every atomic write fail like a full or read-only disk."""
-    import msclassify.io as msio
 
     def refuse(*args, **kwargs):
         raise OSError(number, os.strerror(number))
-    monkeypatch.setattr(msio.tempfile, "mkstemp", refuse)
+    monkeypatch.setattr(tempfile, "mkstemp", refuse)
 
 
 @pytest.mark.parametrize("number, message", [(errno.ENOSPC, "the disk is full"),

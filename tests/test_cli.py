@@ -505,7 +505,7 @@ def test_a_full_disk_stops_with_one_line_and_keeps_the_frames_written(tmp_path, 
                                                                       capsys, monkeypatch):
     folder, _ = data
     out = tmp_path / "labels"
-    real_imwrite = msio.tifffile.imwrite
+    real_imwrite = tifffile.imwrite
     calls = []
 
     def imwrite(file, data, **kwargs):
@@ -514,14 +514,14 @@ def test_a_full_disk_stops_with_one_line_and_keeps_the_frames_written(tmp_path, 
             raise OSError(errno.ENOSPC, "No space left on device")
         return real_imwrite(file, data, **kwargs)
 
-    monkeypatch.setattr(msio.tifffile, "imwrite", imwrite)
+    monkeypatch.setattr(tifffile, "imwrite", imwrite)
     argv = ["predict", str(model), str(folder / "frames.tif"), "-o", str(out), "-q"]
     assert main(argv) == 1
     message = error_line(capsys)
     assert "frame_000002.tif" in message and "disk is full" in message and "re-run" in message
     assert label_files(out) == ["frame_000000.tif", "frame_000001.tif"]
     assert not [p for p in out.iterdir() if p.name.startswith(".")]  # no temporary left over
-    monkeypatch.setattr(msio.tifffile, "imwrite", real_imwrite)
+    monkeypatch.setattr(tifffile, "imwrite", real_imwrite)
     assert main(argv) == 0
     assert len(label_files(out)) == N_FRAMES
 
@@ -529,14 +529,16 @@ def test_a_full_disk_stops_with_one_line_and_keeps_the_frames_written(tmp_path, 
 def test_an_unreadable_frame_midway_stops_with_one_line_and_keeps_earlier_frames(
         tmp_path, data, model, capsys, monkeypatch):
     folder, _ = data
-    real_read = msio._TiffStackSource._read
+    with msio.open_frames(folder / "frames.tif") as frames:
+        tiff_source = type(frames)  # the TIFF reader
+    real_read = tiff_source._read
 
     def read(self, index):
         if index == 3:
             raise msio.FrameReadError(f"frame 3 of TIFF {self.path} cannot be decoded")
         return real_read(self, index)
 
-    monkeypatch.setattr(msio._TiffStackSource, "_read", read)
+    monkeypatch.setattr(tiff_source, "_read", read)
     out = tmp_path / "labels"
     assert main(["predict", str(model), str(folder / "frames.tif"), "-o", str(out), "-q"]) == 1
     message = error_line(capsys)

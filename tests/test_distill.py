@@ -5,7 +5,7 @@ import pytest
 
 from msclassify.cegb import train
 from msclassify.features import FeatureBank
-from msclassify.modelfile import load_model
+from msclassify import load_model
 from msclassify.pixel import PixelClassifier
 from msclassify.pixel._distill import EDGE_WEIGHT, teacher_band, teacher_pixels
 

@@ -1,12 +1,12 @@
 """Exports of predicted frames (`msclassify.pixel.FrameExport`, `open_export`,
-`TiffStackWriter`) on hand-checkable frames."""
+`msclassify.io.TiffStackWriter`) on hand-checkable frames."""
 
 import numpy as np
 import pytest
 import tifffile
 
-from msclassify.io import FrameWriteError, open_writer, read_label_stack
-from msclassify.pixel import FrameExport, TiffStackWriter, open_export
+from msclassify.io import FrameWriteError, TiffStackWriter, open_writer, read_label_stack
+from msclassify.pixel import FrameExport, open_export
 
 LABELS = np.array([[2, 2, 1, 1, 2],
                    [1, 1, 1, 1, 2],

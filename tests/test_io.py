@@ -460,7 +460,7 @@ def test_crash_mid_write_leaves_no_file(tmp_path, monkeypatch, error):
     out = tmp_path / "labels"
     writer = open_writer(out, 2, FRAME_SHAPE)
     writer.write(0, labels[0])
-    monkeypatch.setattr(msio.tifffile, "imwrite", crash_after_partial_write(error))
+    monkeypatch.setattr(tifffile, "imwrite", crash_after_partial_write(error))
     with pytest.raises(type(error)):
         writer.write(1, labels[1])
     assert sorted(os.listdir(out)) == ["frame_000000.tif", "msclassify_frames.json"]
@@ -475,7 +475,7 @@ def test_disk_full_or_unwritable_gives_clear_error_and_keeps_written_frames(
     out = tmp_path / "labels"
     writer = open_writer(out, 2, FRAME_SHAPE)
     writer.write(0, labels[0])
-    monkeypatch.setattr(msio.tifffile, "imwrite", crash_after_partial_write(
+    monkeypatch.setattr(tifffile, "imwrite", crash_after_partial_write(
         OSError(code, os.strerror(code))))
     with pytest.raises(FrameWriteError, match=f"frame_000001.tif.*{fix}.*re-run resumes") as info:
         writer.write(1, labels[1])

@@ -10,6 +10,7 @@ dependency is imported somewhere (no dead declarations).
 import ast
 import functools
 import importlib.metadata
+import re
 import sys
 from pathlib import Path
 
@@ -142,10 +143,12 @@ def test_every_declared_dependency_is_imported():
     assert dead == set()
 
 
-# The layers of README's "Architecture", top to bottom: a module imports only from lower layers.
+# The layers, top to bottom: a module imports only from lower layers. This is their one
+# definition; docs/design.md ("Layers") draws it, and a test below checks that it does.
 LAYERS = [
     {"__main__"},
     {"_warmup", "cli"},
+    {"models"},
     {"pixel", "baselines", "plotting"},
     {"tabular", "graph"},
     {"features", "cegb"},
@@ -186,3 +189,11 @@ def test_layers_import_only_downwards():
     # the core knows nothing of images, the feature bank nothing of trees
     assert not [edge for edge in edges if edge[0] == "cegb" and edge[1] in ("features", "pixel")]
     assert not [edge for edge in edges if edge[0] == "features" and edge[1] != "checks"]
+
+
+def test_the_design_doc_draws_the_layers_of_the_table():
+    text = (REPO / "docs" / "design.md").read_text()
+    section = text.split("## Layers", 1)[1].split("\n## ", 1)[0]
+    rows = [line.split("|") for line in section.splitlines() if line.startswith("| ")]
+    drawn = [set(re.findall(r"`([A-Za-z_]+)`", cells[2])) for cells in rows[1:]]
+    assert drawn == LAYERS

@@ -3,7 +3,7 @@
 import numpy as np
 
 from ..io import open_frames
-from ..modelfile import load_model
+from ..models import load_model
 from ..pixel import PixelClassifier
 from ._common import tradeoff_lines
 

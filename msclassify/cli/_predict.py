@@ -3,11 +3,11 @@
 import contextlib
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
 from ..io import FrameReadError, open_frames
+from ..modelfile import open_model_file
 from ..pixel import EXPORT_KINDS, FrameExport, batch, check_channels, load_pixel_model, open_export
 from ._common import EXIT_INTERRUPTED, PROG, CommandError, positive_int, progress, say
 
@@ -84,7 +84,8 @@ def _parse_frames(text, n_frames, source):
 
 
 def _cmd_predict(args):
-    model = load_pixel_model(args.model)
+    model_file = open_model_file(args.model)  # read once: parsed, digested, shipped to workers
+    model = load_pixel_model(model_file)
     with open_frames(args.input, as_gray=model.n_channels_ == 1) as source:
         channels = 1 if len(source.shape) == 2 else source.shape[2]
         try:
@@ -94,7 +95,7 @@ def _cmd_predict(args):
         selection = _parse_frames(args.frames, len(source), args.input)
         classes = np.asarray(model.classes_)
         export = _frame_export(args, classes)
-        provenance = batch.prediction_provenance(args.model, source, selection,
+        provenance = batch.prediction_provenance(model_file, source, selection,
                                                  args.probabilities, export)
         try:
             writer = open_export(args.output, len(selection), source.shape[:2], export, classes,
@@ -114,7 +115,7 @@ def _cmd_predict(args):
             if done:
                 say(args, f"resuming: {len(done)} of {len(selection)} frames are already in "
                            f"{args.output}")
-            return _run_prediction(args, model, source, writer, selection, todo)
+            return _run_prediction(args, model, model_file, source, writer, selection, todo)
 
 
 def _frame_export(args, classes):
@@ -133,7 +134,7 @@ def _frame_export(args, classes):
         raise CommandError(f"--export {args.export}: {exc}") from None
 
 
-def _run_prediction(args, model, source, writer, selection, todo):
+def _run_prediction(args, model, model_file, source, writer, selection, todo):
     model_bytes, cluster = None, contextlib.nullcontext()
     if args.workers is not None or args.scheduler is not None:
         try:
@@ -141,7 +142,7 @@ def _run_prediction(args, model, source, writer, selection, todo):
         except ImportError:
             raise CommandError("--workers and --scheduler need Dask: pip install "
                                "'msclassify[dask]'") from None
-        model_bytes = Path(args.model).read_bytes()
+        model_bytes = model_file.content
         cluster = (batch.local_cluster(args.workers) if args.workers is not None
                    else batch.connect(args.scheduler))
     written = 0

@@ -33,7 +33,8 @@ from ..budget import check_budget, with_feature_costs
 from ..cegb import CEGBClassifier
 from ..io import write_atomically
 from ..metrics import precision_at_k
-from ..modelfile import check_model_path, load_model
+from ..modelfile import check_model_path
+from ..models import load_model
 from ..plotting import cost_sweep_figure
 from ..tabular import (DEFAULT_COST_TRADEOFFS, FILE_FORMATS, check_trainable, cost_sweep,
                       load_feature_costs, load_table_for_model, load_train_test,

@@ -17,9 +17,9 @@ blocks and computes only the features the model uses. The pieces:
     a saved classifier, checked to be one and to fit the frames at hand
 `predict_frame`, `FramePrediction`, `most_probable`, `label_dtype`
     one frame's labels, probabilities and uncertainty from one pass; the labels' dtype
-`FrameExport`, `open_export`, `TiffStackWriter`
+`FrameExport`, `open_export`
     what to write per frame (class values, a 0/255 mask, objects, a probability) and where
-    (a folder of TIFFs, a zarr store, one TIFF stack)
+    (a folder of TIFFs, a zarr store, one TIFF stack: `msclassify.io`'s writers)
 `msclassify.pixel.batch`
     streaming many frames into a resumable writer, here or on a Dask cluster
 
@@ -37,14 +37,14 @@ Examples
 from ._apply import FramePrediction, label_dtype, most_probable, predict_frame
 from ._classifier import (ImageCost, PixelClassifier, check_channels, load_pixel_model,
                           training_set)
-from ._export import EXPORT_FORMATS, EXPORT_KINDS, FrameExport, TiffStackWriter, open_export
+from ._export import EXPORT_FORMATS, EXPORT_KINDS, FrameExport, open_export
 from ._intensity import IntensityRange
 from ._multiscale import MultiscaleResult, predict_multiscale
 from ._progress import TrainingProgress
 from ._semi_supervised import UnlabelledPixels, jittered_grid
 
 __all__ = ["EXPORT_FORMATS", "EXPORT_KINDS", "FrameExport", "FramePrediction", "ImageCost",
-           "IntensityRange", "MultiscaleResult", "PixelClassifier", "TiffStackWriter", "TrainingProgress",
+           "IntensityRange", "MultiscaleResult", "PixelClassifier", "TrainingProgress",
            "UnlabelledPixels", "check_channels", "jittered_grid", "label_dtype",
            "load_pixel_model", "most_probable", "open_export", "predict_frame",
            "predict_multiscale", "training_set"]

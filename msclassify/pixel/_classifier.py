@@ -17,8 +17,8 @@ from ..cegb import Booster, class_probabilities, most_probable_class, train
 from ..checks import as_seed, check_int, check_number
 from ..features import FeatureBank, FeatureCache, FeatureSpec, PyramidImage
 from ..graph import check_graph_params
-from ..modelfile import (ModelFileError, estimator_params, load_model, model_classes,
-                         model_number, write_model)
+from ..modelfile import (ModelFileError, build_model, estimator_params, model_classes,
+                         model_number, open_model_file, read_model, write_model)
 from ._apply import most_probable
 from ._balance import class_balanced_weights
 from ._distill import DISTILL_BAND, fit_teacher, teacher_pixels
@@ -703,8 +703,9 @@ def load_pixel_model(path, n_channels=None, frames="the frames"):
 
     Parameters
     ----------
-    path : str or Path
-        A model file written by `PixelClassifier.save`.
+    path : str, Path or msclassify.modelfile.ModelFile
+        A model file written by `PixelClassifier.save`, or its bytes already read
+        (`msclassify.modelfile.open_model_file`).
     n_channels : int, optional
         Channels of the frames the model is to predict (see `check_channels`).
     frames : str, optional
@@ -729,13 +730,15 @@ def load_pixel_model(path, n_channels=None, frames="the frames"):
         ...
     ValueError: ...m.msc was trained on 1-channel images but rgb.mp4 has 3-channel frames; ...
     """
-    model = load_model(path)
-    if not isinstance(model, PixelClassifier):
-        raise ModelFileError(f"{path} holds a {type(model).__name__}, not a pixel classifier; "
+    model_file = open_model_file(path)
+    kind, meta, arrays = read_model(model_file)
+    if kind != _MODEL_KIND:
+        raise ModelFileError(f"{model_file.path} holds a {kind} model, not a pixel classifier; "
                              "train one on images (msclassify train, the napari widget or "
                              "PixelClassifier.fit)")
+    model = build_model(PixelClassifier, model_file.path, meta, arrays)
     if n_channels is not None:
-        check_channels(model, n_channels, frames, path)
+        check_channels(model, n_channels, frames, model_file.path)
     return model
 
 

@@ -17,25 +17,22 @@ analysis needs:
 
 `open_export` opens the output for a run of frames: a folder of TIFFs or a zarr
 store (`msclassify.io.open_writer`, resumable) or one multi-page TIFF stack
-(`TiffStackWriter`, written to a hidden temporary file and renamed when the
+(`msclassify.io.TiffStackWriter`, written to a hidden temporary file and renamed when the
 last frame is in). The napari widget's "Export" and ``msclassify predict
 --export`` both go through it.
 """
 
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import tifffile
 from skimage.measure import label as connected_components
 
 from ..checks import is_int
-from ..io import FrameWriteError, open_writer
+from ..io import BaseWriter, TiffStackWriter, open_writer
 from ._apply import label_dtype
 
-__all__ = ["EXPORT_FORMATS", "EXPORT_KINDS", "FrameExport", "TiffStackWriter", "open_export"]
+__all__ = ["EXPORT_FORMATS", "EXPORT_KINDS", "FrameExport", "open_export"]
 
 EXPORT_KINDS = {
     "labels": "class values (1, 2, ...) as predicted",
@@ -154,104 +151,12 @@ class FrameExport:
         return objects.astype(np.uint16)
 
 
-class TiffStackWriter:
-    """Frames ``0 .. n_frames - 1``, in order, into one multi-page TIFF.
-
-    The pages go to a hidden temporary file next to ``path``, which is renamed
-    to ``path`` once the last frame is written, so ``path`` is either absent or
-    complete. Not resumable: an interrupted stack is deleted, and `completed`
-    is always empty. Fiji opens the file as a stack of ``n_frames`` slices.
-
-    Examples
-    --------
-    >>> import tempfile, os
-    >>> path = os.path.join(tempfile.mkdtemp(), "masks.tif")
-    >>> with TiffStackWriter(path, 2, (2, 3), np.uint8) as writer:
-    ...     writer.write(0, np.zeros((2, 3), np.uint8)); writer.write(1, np.ones((2, 3), np.uint8))
-    >>> tifffile.imread(path).shape
-    (2, 2, 3)
-    """
-
-    def __init__(self, path, n_frames, frame_shape, dtype, *, overwrite=False):
-        self.path = Path(path)
-        self.n_frames = int(n_frames)
-        self.frame_shape = tuple(int(size) for size in frame_shape)
-        self.dtype = np.dtype(dtype)
-        self._next = 0
-        if self.path.is_dir() or (self.path.exists() and not overwrite):
-            raise FrameWriteError(f"{self.path} already exists; choose another file name or "
-                                  "replace it (overwrite=True; msclassify predict --overwrite) (a TIFF stack is written in one "
-                                  "go, not resumed)")
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd, temporary = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp",
-                                             dir=self.path.parent)
-            os.close(fd)
-        except OSError as exc:
-            raise FrameWriteError(f"cannot write {self.path} ({exc.strerror or exc}): choose a "
-                                  "writable folder", errno=exc.errno,
-                                  filename=str(self.path)) from None
-        self._temporary = Path(temporary)
-        self._tiff = tifffile.TiffWriter(self._temporary, bigtiff=self._bytes() >= 2**32 - 2**25)
-
-    def _bytes(self):
-        return self.n_frames * int(np.prod(self.frame_shape)) * self.dtype.itemsize
-
-    def write(self, index, image, probabilities=None):
-        """Append frame ``index``, which must be the next one (0, 1, 2, ...)."""
-        if index != self._next:
-            raise ValueError(f"a TIFF stack is written in frame order: expected frame "
-                             f"{self._next}, got {index}")
-        if probabilities is not None:
-            raise ValueError("a TIFF stack holds one image per frame, not the probabilities too")
-        image = np.asarray(image)
-        if image.shape != self.frame_shape:
-            raise ValueError(f"frame {index} has shape {image.shape}, expected {self.frame_shape}")
-        try:
-            self._tiff.write(image.astype(self.dtype, copy=False), contiguous=True,
-                             photometric="minisblack")
-        except OSError as exc:
-            self._discard()
-            raise FrameWriteError(f"cannot write {self.path} ({exc.strerror or exc})",
-                                  errno=exc.errno, filename=str(self.path)) from None
-        self._next += 1
-        if self._next == self.n_frames:
-            self._finish()
-
-    def completed(self):
-        """Always empty: a stack is written in one go (see the class docstring)."""
-        return []
-
-    def _finish(self):
-        self._tiff.close()
-        with open(self._temporary, "rb+") as file:
-            os.fsync(file.fileno())
-        os.replace(self._temporary, self.path)
-        self._tiff = None
-
-    def _discard(self):
-        if self._tiff is not None:
-            self._tiff.close()
-            self._tiff = None
-        self._temporary.unlink(missing_ok=True)
-
-    def close(self):
-        """Finish; a stack that misses frames is deleted."""
-        if self._tiff is not None:
-            self._discard()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc_info):
-        self.close()
-
-
-class _ExportWriter:
+class _ExportWriter(BaseWriter):
     """Converts each predicted frame with a `FrameExport` and writes it (see `open_export`)."""
 
     def __init__(self, writer, export, classes, keep_probabilities):
         self._writer = writer
+        self.n_frames, self.frame_shape = writer.n_frames, writer.frame_shape
         self.export = export
         self.classes = np.asarray(classes)
         self.dtype = label_dtype(self.classes)       # what predictions come as
@@ -269,12 +174,6 @@ class _ExportWriter:
 
     def close(self):
         self._writer.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc_info):
-        self.close()
 
 
 def open_export(path, n_frames, frame_shape, export, classes, *, names=None, format="tiff",
@@ -313,7 +212,7 @@ def open_export(path, n_frames, frame_shape, export, classes, *, names=None, for
 
     Examples
     --------
-    >>> import tempfile, os
+    >>> import tempfile, os, tifffile
     >>> out = os.path.join(tempfile.mkdtemp(), "masks")
     >>> with open_export(out, 1, (1, 3), FrameExport("mask", target=2), [1, 2]) as writer:
     ...     writer.write(0, np.array([[1, 2, 2]], np.uint8))

@@ -20,7 +20,6 @@ import dataclasses
 import logging
 import os
 import signal
-import tempfile
 import threading
 import uuid
 from collections import deque
@@ -29,8 +28,9 @@ from pathlib import Path
 import numpy as np
 
 from ..checks import check_int
-from ..modelfile import model_digest
+from ..modelfile import ModelFile, open_model_file
 from ._apply import predict_frame
+from ._classifier import load_pixel_model
 from ._export import FrameExport
 
 __all__ = ["BatchError", "available_cores", "connect", "local_cluster", "predict_to_writer",
@@ -134,13 +134,14 @@ def predict_to_writer(model, source, writer, todo, *, frame_index=None, probabil
                                probabilities, chunk_size, on_frame)
 
 
-def prediction_provenance(model_path, source, frame_index, probabilities, export=None):
+def prediction_provenance(model_file, source, frame_index, probabilities, export=None):
     """What makes the frames of a batch prediction, for its output's record (`open_writer`).
 
     Parameters
     ----------
-    model_path : str or Path
-        The model file; recorded by its SHA-256, so a re-saved identical model matches.
+    model_file : str, Path or msclassify.modelfile.ModelFile
+        The model file (or its bytes, read once); recorded by its SHA-256, so a
+        re-saved identical model matches.
     source : msclassify.io.FrameSource
         The input; recorded by `FrameSource.identity` (size, frame count, frame shape
         and dtype, a fingerprint of its content).
@@ -163,8 +164,9 @@ def prediction_provenance(model_path, source, frame_index, probabilities, export
     frames = range(len(source))[frame_index] if isinstance(frame_index, slice) else frame_index
     if not isinstance(frames, range):
         raise TypeError(f"frame_index must be a range or a slice, got {type(frame_index).__name__}")
-    return {"model": {"path": str(Path(model_path).absolute()),
-                      "sha256": model_digest(model_path)},
+    model_file = open_model_file(model_file)
+    return {"model": {"path": str(Path(model_file.path).absolute()),
+                      "sha256": model_file.sha256},
             "input": source.identity(),
             "frames": [frames.start, frames.stop, frames.step],
             "probabilities": bool(probabilities),
@@ -200,16 +202,8 @@ class _ModelPlugin(_WorkerPluginBase):
     def setup(self, worker):
         import numba
 
-        from ..modelfile import load_model
-
-        # load_model reads files; a private temporary copy in the worker's own folder
-        fd, path = tempfile.mkstemp(suffix=".msc", dir=worker.local_directory)
-        try:
-            with os.fdopen(fd, "wb") as file:
-                file.write(self.model_bytes)
-            self.model = load_model(path)
-        finally:
-            Path(path).unlink(missing_ok=True)
+        self.model = load_pixel_model(ModelFile(Path("the model shipped to this worker"),
+                                                self.model_bytes))
         host = worker.address.rsplit(":", 1)[0].split("://")[-1]
         self.numba_threads = _numba_threads(available_cores(), self.workers_per_host.get(host, 1),
                                             numba.config.NUMBA_NUM_THREADS)

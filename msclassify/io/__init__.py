@@ -1,0 +1,58 @@
+"""Frame input/output for batch prediction: stream frames in, write label images out.
+
+Readers stream: `open_frames` returns a `FrameSource` that decodes one frame at
+a time from a video, a multi-page TIFF, a folder of images, a glob pattern or a
+zarr label stack written by `open_writer`; the whole movie is never held in
+memory. What a file says it holds (a video's frame count or duration, a TIFF's
+chain of pages and its tifffile or ImageJ metadata) is checked against what is
+there: a file that ends early gives the frames that are complete and a
+`FrameReadWarning` naming them, and a layout that could be read two ways (a
+(3, H, W) array saved with tifffile's defaults) is read one way with a warning
+saying which. `read_training_frames` pairs frames with label images (by
+position or by name, `match_frames`) for training.
+
+Writers store one label image per frame, either as one TIFF per frame in a
+folder or as one chunk per frame in a zarr array. Every frame is written
+atomically (temporary file, then rename), so a killed or failed run never
+leaves a half-written frame behind, and `FrameWriter.completed` lists the frames
+that are already complete so a re-run resumes where the last one stopped. An
+output records what it holds and, given a provenance, what made it (for
+``msclassify predict``: the model file's digest, the input's identity, the
+options that change pixels); a run that would mix in other frames is refused,
+and ``overwrite=True`` deletes an output msclassify wrote to start over.
+
+Bad input raises `FrameReadError` (a ValueError) and a failed write raises
+`FrameWriteError` (an OSError); both carry a one-line message naming the file
+and the fix. `write_atomically` is the atomic write itself, shared by the frame
+writers, model files (`msclassify.modelfile`) and the command line's outputs.
+
+The modules, one concept each:
+
+``_errors``, ``_atomic``
+    the errors and warning; atomic writes
+``_frames``
+    `FrameSource`, the base of every reader; frame names; the grey rule
+``_video``, ``_tiff``, ``_images``, ``_zarr``
+    readers of videos (PyAV), TIFF stacks (tifffile), image files and zarr label stacks
+    (and the zarr writer)
+``_open``, ``_training``
+    opening inputs and outputs by path; pairing frames with label images for training
+``_manifest``, ``_writers``
+    what an output records of itself and which outputs are msclassify's own; `BaseWriter`,
+    the per-frame TIFF folder and the TIFF stack
+"""
+
+from ._atomic import write_atomically
+from ._errors import FrameReadError, FrameReadWarning, FrameWriteError
+from ._frames import (IMAGE_EXTENSIONS, TIFF_EXTENSIONS, VIDEO_EXTENSIONS, FrameSource,
+                      natural_sort_key)
+from ._open import open_frames, open_writer, read_label_stack
+from ._training import match_frames, read_training_frames
+from ._writers import BaseWriter, FrameWriter, TiffFolderWriter, TiffStackWriter
+from ._zarr import ZarrWriter
+
+__all__ = ["IMAGE_EXTENSIONS", "TIFF_EXTENSIONS", "VIDEO_EXTENSIONS", "BaseWriter",
+           "FrameReadError", "FrameReadWarning", "FrameSource", "FrameWriteError", "FrameWriter",
+           "TiffFolderWriter", "TiffStackWriter", "ZarrWriter", "match_frames",
+           "natural_sort_key", "open_frames", "open_writer", "read_label_stack",
+           "read_training_frames", "write_atomically"]

@@ -1,0 +1,380 @@
+"""Writers of one image per frame: the shared base, a folder of TIFFs and one TIFF stack."""
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import tifffile
+
+from ..checks import check_int, is_int
+from ._atomic import write_atomically
+from ._errors import FrameWriteError, _write_error
+from ._frames import _Opened, _default_names
+from ._manifest import (_MANIFEST_FORMAT, _MANIFEST_NAME, _MANIFEST_VERSION, _describe, _first,
+                        _provenance_difference, _remove_output)
+from ._tiff import _tiff_is_complete
+
+__all__ = ["BaseWriter", "FrameWriter", "TiffFolderWriter", "TiffStackWriter"]
+
+
+class BaseWriter(_Opened):
+    """An output that takes one image per frame: what every writer has in common.
+
+    Frames are positions ``0 .. n_frames - 1`` of ``frame_shape`` and ``dtype``;
+    `write` stores one, `completed` says which are done (so a re-run can skip
+    them), `close` releases the output. Use it as a context manager.
+
+    Attributes
+    ----------
+    path : Path
+    n_frames : int
+    frame_shape : tuple of int
+        ``(H, W)`` of every image.
+    dtype : numpy.dtype
+    """
+
+    path: Path
+    n_frames: int
+    frame_shape: tuple
+    dtype: np.dtype
+
+    def write(self, index, labels, probabilities=None):
+        """Write frame ``index`` atomically.
+
+        Parameters
+        ----------
+        index : int
+        labels : (H, W) integer ndarray
+            Cast to the writer's dtype; values that do not fit raise ValueError.
+        probabilities : (H, W, n_classes) ndarray, optional
+            Stored as float32; required exactly when the writer has ``n_classes``.
+
+        Raises
+        ------
+        FrameWriteError
+            When the disk is full or the output is not writable. The frame is then
+            absent (never half-written) and all frames written before stay valid.
+        """
+        raise NotImplementedError
+
+    def completed(self):
+        """Sorted list of frame indices already written and verified.
+
+        Missing, truncated or corrupt frames, and frames whose shape or dtype is
+        wrong, are not listed, so a re-run writes them again.
+        """
+        raise NotImplementedError
+
+    def _contents(self):
+        return f"{self.n_frames} frames of {self.frame_shape} {self.dtype}"
+
+
+class FrameWriter(BaseWriter):
+    """Writes one label image (and optionally class probabilities) per frame, resumably.
+
+    Create one with `open_writer`. Each `write` is atomic; `completed` lists the
+    frames already written and verified, so a re-run skips them. Outputs record
+    what they hold (frame count, shape, dtype, classes, frame names) and, given
+    ``provenance``, what made them; reopening one for a different prediction is
+    refused rather than mixing results.
+
+    Attributes
+    ----------
+    path : Path
+    n_frames : int
+    frame_shape : tuple of int
+        ``(H, W)`` of every label image.
+    dtype : numpy.dtype
+        Label dtype.
+    n_classes : int or None
+        Number of probability channels stored per frame, None when only labels
+        are stored.
+    provenance : dict or None
+        What made the frames (see `open_writer`), as recorded in the output.
+    """
+
+    def __init__(self, path, n_frames, frame_shape, dtype, names, n_classes, provenance=None,
+                 overwrite=False):
+        check_int(n_frames, "n_frames")
+        frame_shape = tuple(int(size) for size in frame_shape)
+        if len(frame_shape) != 2 or min(frame_shape) < 1:
+            raise ValueError(f"frame_shape must be (height, width), got {frame_shape}")
+        dtype = np.dtype(dtype)
+        if dtype.kind not in "biu" and dtype != np.float32:
+            raise TypeError(f"label dtype must be an integer type such as uint8 (or float32 for "
+                            f"a probability image), got {dtype}")
+        if n_classes is not None:
+            check_int(n_classes, "n_classes")
+        names = _default_names(n_frames) if names is None else [str(name) for name in names]
+        if len(names) != n_frames or len(set(names)) != n_frames:
+            raise ValueError(f"names must hold {n_frames} distinct names, got {len(names)} "
+                             f"({len(set(names))} distinct)")
+        bad = [name for name in names if not name or name.startswith(".") or "/" in name
+               or os.sep in name]
+        if bad:
+            raise ValueError(f"frame names must be plain file names, got {bad[0]!r}")
+        if provenance is not None:
+            if not isinstance(provenance, dict):
+                raise TypeError(f"provenance must be a dict or None, got "
+                                f"{type(provenance).__name__}")
+            try:  # as it reads back from the manifest (tuples become lists)
+                provenance = json.loads(json.dumps(provenance, allow_nan=False))
+            except (TypeError, ValueError) as exc:
+                raise TypeError(f"provenance must hold JSON values only ({exc})") from None
+        self.path = Path(path)
+        self.n_frames = int(n_frames)
+        self.frame_shape = frame_shape
+        self.dtype = dtype
+        self.n_classes = None if n_classes is None else int(n_classes)
+        self.provenance = provenance
+        self._names = names
+        if overwrite:
+            _remove_output(self.path)
+
+    def _manifest(self):
+        return {"format": _MANIFEST_FORMAT, "format_version": _MANIFEST_VERSION,
+                "n_frames": self.n_frames, "frame_shape": list(self.frame_shape),
+                "dtype": self.dtype.str, "n_classes": self.n_classes, "names": self._names,
+                "provenance": self.provenance}
+
+    def _check_manifest(self, found):
+        """FrameWriteError unless the output at ``path`` holds this very prediction."""
+        start_over = (f"to start over, delete it with overwrite=True (msclassify predict "
+                      f"--overwrite), or write to another output")
+        if not isinstance(found, dict) or found.get("format") != _MANIFEST_FORMAT:
+            raise FrameWriteError(f"output {self.path} has an unreadable record of what it "
+                                  f"holds; {start_over}")
+        version = found.get("format_version", 0)
+        if not is_int(version):
+            raise FrameWriteError(f"output {self.path} has a damaged record of what it holds "
+                                  f"(format_version {version!r}); {start_over}")
+        if version > _MANIFEST_VERSION:
+            raise FrameWriteError(f"output {self.path} was written by a newer msclassify; upgrade "
+                                  "or choose another output")
+        expected = self._manifest()
+        difference = _provenance_difference(found.get("provenance"), self.provenance)
+        if difference:
+            raise FrameWriteError(f"output {self.path} was made by something else: "
+                                  f"{difference}; resuming would mix the two; {start_over}")
+        keys = ("n_frames", "frame_shape", "dtype", "n_classes")
+        if any(found.get(key) != expected[key] for key in keys):
+            raise FrameWriteError(f"output {self.path} holds a different prediction "
+                                  f"({_describe(found)}; this run writes {_describe(expected)}); "
+                                  f"{start_over}")
+        if "names" in found and found["names"] != expected["names"]:
+            names = found["names"] if isinstance(found["names"], list) else []
+            raise FrameWriteError(f"output {self.path} holds other frames ({_first(names)} ... "
+                                  f"there, {_first(expected['names'])} ... now); {start_over}")
+
+    def name(self, index):
+        """Name of frame ``index`` in the output."""
+        return self._names[self._check_index(index)]
+
+    def _check_index(self, index):
+        if not is_int(index) or not 0 <= index < self.n_frames:
+            raise IndexError(f"frame index must be an integer in 0..{self.n_frames - 1}, "
+                             f"got {index!r}")
+        return int(index)
+
+    def _check_frame(self, index, labels, probabilities):
+        index = self._check_index(index)
+        labels = np.asarray(labels)
+        if labels.shape != self.frame_shape:
+            raise ValueError(f"labels of frame {index} have shape {labels.shape}, expected "
+                             f"{self.frame_shape}")
+        if labels.dtype.kind not in ("biuf" if self.dtype.kind == "f" else "biu"):
+            raise TypeError(f"labels must be integers, got {labels.dtype}")
+        if self.dtype.kind in "biu" and not np.can_cast(labels.dtype, self.dtype) and labels.size:
+            low, high = int(labels.min()), int(labels.max())
+            info = np.iinfo(self.dtype)
+            if low < info.min or high > info.max:
+                raise ValueError(f"label values {low}..{high} of frame {index} do not fit "
+                                 f"{self.dtype}; open the writer with a wider dtype")
+        labels = np.ascontiguousarray(labels, dtype=self.dtype)
+        if (probabilities is None) != (self.n_classes is None):
+            raise ValueError("pass probabilities to write() if and only if the writer was opened "
+                             f"with n_classes (it was opened with n_classes={self.n_classes})")
+        if probabilities is not None:
+            probabilities = np.ascontiguousarray(probabilities, dtype=np.float32)
+            expected = self.frame_shape + (self.n_classes,)
+            if probabilities.shape != expected:
+                raise ValueError(f"probabilities of frame {index} have shape "
+                                 f"{probabilities.shape}, expected {expected}")
+        return index, labels, probabilities
+
+
+
+
+class TiffFolderWriter(FrameWriter):
+    """One TIFF per frame: ``PATH/NAME.tif`` (zlib-compressed labels) and, with
+    ``n_classes``, ``PATH/probabilities/NAME.tif`` (uncompressed float32 ``(H, W, K)``).
+
+    Each file is written to a hidden temporary sibling, fsynced and renamed. A run
+    killed outright (SIGKILL, power loss) may leave hidden ``.NAME.tif.*.tmp``
+    files; readers and `completed` ignore them and they are safe to delete.
+    """
+
+    def __init__(self, path, n_frames, frame_shape, dtype=np.uint8, names=None, n_classes=None,
+                 provenance=None, overwrite=False):
+        super().__init__(path, n_frames, frame_shape, dtype, names, n_classes, provenance,
+                         overwrite)
+        self._probability_dir = self.path / "probabilities"
+        manifest_path = self.path / _MANIFEST_NAME
+        try:
+            if self.path.exists() and not self.path.is_dir():
+                raise FrameWriteError(f"output {self.path} is a file, not a folder; choose a "
+                                      "folder path for the per-frame TIFFs")
+            self.path.mkdir(parents=True, exist_ok=True)
+            if manifest_path.is_file():
+                try:
+                    found = json.loads(manifest_path.read_text())
+                except (json.JSONDecodeError, UnicodeDecodeError):
+                    found = {}
+                self._check_manifest(found)
+            else:
+                foreign = [entry.name for entry in self.path.iterdir()
+                           if not entry.name.startswith(".")]
+                if foreign:
+                    raise FrameWriteError(
+                        f"output folder {self.path} already holds files not written by "
+                        f"msclassify (e.g. {sorted(foreign)[0]!r}); choose an empty or new folder "
+                        "so nothing is overwritten")
+                manifest = json.dumps(self._manifest(), indent=1).encode()
+                write_atomically(manifest_path, lambda file: file.write(manifest))
+            if self.n_classes is not None:
+                self._probability_dir.mkdir(exist_ok=True)
+        except FrameWriteError:
+            raise
+        except OSError as exc:
+            raise _write_error(self.path, exc, writing_frame=False) from None
+
+    def _label_path(self, index):
+        return self.path / f"{self._names[index]}.tif"
+
+    def _probability_path(self, index):
+        return self._probability_dir / f"{self._names[index]}.tif"
+
+    def write(self, index, labels, probabilities=None):
+        index, labels, probabilities = self._check_frame(index, labels, probabilities)
+        # Probabilities first: a frame counts as done only once its label file exists.
+        target = None
+        try:
+            if probabilities is not None:
+                target = self._probability_path(index)
+                write_atomically(target, lambda file: tifffile.imwrite(
+                    file, probabilities, photometric="minisblack", planarconfig="contig"))
+            target = self._label_path(index)
+            write_atomically(target, lambda file: tifffile.imwrite(file, labels,
+                                                                    compression="zlib"))
+        except OSError as exc:
+            raise _write_error(target, exc) from None
+
+    def completed(self):
+        try:
+            present = {entry.name for entry in os.scandir(self.path) if entry.is_file()}
+        except OSError as exc:
+            raise _write_error(self.path, exc) from None
+        done = []
+        for index in range(self.n_frames):
+            label_path = self._label_path(index)
+            if label_path.name not in present:
+                continue
+            # Labels compress to a few kB, so decoding them (zlib checksums) is cheap;
+            # probabilities are large, so only their structure and byte extent are checked.
+            if not _tiff_is_complete(label_path, self.frame_shape, self.dtype, decode=True):
+                continue
+            if self.n_classes is not None and not _tiff_is_complete(
+                    self._probability_path(index), self.frame_shape + (self.n_classes,),
+                    np.dtype(np.float32), decode=False):
+                continue
+            done.append(index)
+        return done
+
+
+class TiffStackWriter(BaseWriter):
+    """Frames ``0 .. n_frames - 1``, in order, into one multi-page TIFF.
+
+    The pages go to a hidden temporary file next to ``path``, which is renamed
+    to ``path`` once the last frame is written, so ``path`` is either absent or
+    complete. Not resumable: an interrupted stack is deleted, and `completed`
+    is always empty. Fiji opens the file as a stack of ``n_frames`` slices.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "masks.tif")
+    >>> with TiffStackWriter(path, 2, (2, 3), np.uint8) as writer:
+    ...     writer.write(0, np.zeros((2, 3), np.uint8)); writer.write(1, np.ones((2, 3), np.uint8))
+    >>> tifffile.imread(path).shape
+    (2, 2, 3)
+    """
+
+    def __init__(self, path, n_frames, frame_shape, dtype, *, overwrite=False):
+        self.path = Path(path)
+        self.n_frames = int(n_frames)
+        self.frame_shape = tuple(int(size) for size in frame_shape)
+        self.dtype = np.dtype(dtype)
+        self._next = 0
+        if self.path.is_dir() or (self.path.exists() and not overwrite):
+            raise FrameWriteError(f"{self.path} already exists; choose another file name or "
+                                  "replace it (overwrite=True; msclassify predict --overwrite) (a TIFF stack is written in one "
+                                  "go, not resumed)")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd, temporary = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp",
+                                             dir=self.path.parent)
+            os.close(fd)
+        except OSError as exc:
+            raise FrameWriteError(f"cannot write {self.path} ({exc.strerror or exc}): choose a "
+                                  "writable folder", errno=exc.errno,
+                                  filename=str(self.path)) from None
+        self._temporary = Path(temporary)
+        self._tiff = tifffile.TiffWriter(self._temporary, bigtiff=self._bytes() >= 2**32 - 2**25)
+
+    def _bytes(self):
+        return self.n_frames * int(np.prod(self.frame_shape)) * self.dtype.itemsize
+
+    def write(self, index, image, probabilities=None):
+        """Append frame ``index``, which must be the next one (0, 1, 2, ...)."""
+        if index != self._next:
+            raise ValueError(f"a TIFF stack is written in frame order: expected frame "
+                             f"{self._next}, got {index}")
+        if probabilities is not None:
+            raise ValueError("a TIFF stack holds one image per frame, not the probabilities too")
+        image = np.asarray(image)
+        if image.shape != self.frame_shape:
+            raise ValueError(f"frame {index} has shape {image.shape}, expected {self.frame_shape}")
+        try:
+            self._tiff.write(image.astype(self.dtype, copy=False), contiguous=True,
+                             photometric="minisblack")
+        except OSError as exc:
+            self._discard()
+            raise FrameWriteError(f"cannot write {self.path} ({exc.strerror or exc})",
+                                  errno=exc.errno, filename=str(self.path)) from None
+        self._next += 1
+        if self._next == self.n_frames:
+            self._finish()
+
+    def completed(self):
+        """Always empty: a stack is written in one go (see the class docstring)."""
+        return []
+
+    def _finish(self):
+        self._tiff.close()
+        with open(self._temporary, "rb+") as file:
+            os.fsync(file.fileno())
+        os.replace(self._temporary, self.path)
+        self._tiff = None
+
+    def _discard(self):
+        if self._tiff is not None:
+            self._tiff.close()
+            self._tiff = None
+        self._temporary.unlink(missing_ok=True)
+
+    def close(self):
+        """Finish; a stack that misses frames is deleted."""
+        if self._tiff is not None:
+            self._discard()
