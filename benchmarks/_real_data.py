@@ -183,14 +183,19 @@ def em_scribbles(labels, seed, n_membrane=12, membrane_length=(15, 40), n_cells=
     for index in rng.choice(candidates, min(n_cells, candidates.size), replace=False):
         cy, cx = deepest[index]
         ys, xs = np.nonzero(cells == index + 1)
-        angle = _long_axis(ys, xs)
-        t = np.linspace(-cell_stroke / 2, cell_stroke / 2, 4 * cell_stroke)
-        py = np.clip(np.round(cy + t * np.sin(angle)).astype(int), 0, labels.shape[0] - 1)
-        px = np.clip(np.round(cx + t * np.cos(angle)).astype(int), 0, labels.shape[1] - 1)
-        stroke = np.zeros(labels.shape, bool)
-        stroke[py, px] = True
+        stroke = _line(labels.shape, cy, cx, _long_axis(ys, xs), cell_stroke)
         keep = ndi.binary_dilation(stroke, brush) & (distance >= margin) & (cells == index + 1)
         out[keep] = INTERIOR
+    return out
+
+
+def _line(shape, cy, cx, angle, length):
+    """A 1-px straight line of ``length`` px centred on (cy, cx) at ``angle``, clipped to ``shape``."""
+    t = np.linspace(-length / 2, length / 2, 4 * length)
+    py = np.clip(np.round(cy + t * np.sin(angle)).astype(int), 0, shape[0] - 1)
+    px = np.clip(np.round(cx + t * np.cos(angle)).astype(int), 0, shape[1] - 1)
+    out = np.zeros(shape, bool)
+    out[py, px] = True
     return out
 
 
@@ -309,11 +314,7 @@ def _deep_strokes(mask, rng, n, length, width, margin):
         else:
             ys, xs = np.nonzero(regions[window] == region)
             angle = _long_axis(ys, xs)
-        t = np.linspace(-length / 2, length / 2, 4 * length)
-        py = np.clip(np.round(cy + t * np.sin(angle)).astype(int), 0, mask.shape[0] - 1)
-        px = np.clip(np.round(cx + t * np.cos(angle)).astype(int), 0, mask.shape[1] - 1)
-        stroke = np.zeros(mask.shape, bool)
-        stroke[py, px] = True
+        stroke = _line(mask.shape, cy, cx, angle, length)
         yield ndi.binary_dilation(stroke, brush) & (depth >= clip) & (regions == region)
 
 
@@ -326,16 +327,21 @@ def balanced_scribbles(classes, seed, n_strokes=15, length=25, margin=3):
     (`_deep_strokes`, ``margin`` px from its outline). Classes are values >= 1 of
     ``classes``; returns uint8 strokes (0 unlabelled).
     """
-    rng = np.random.default_rng(seed)
+    return _strokes_per_class(classes, np.random.default_rng(seed), n_strokes, 40, length, margin)
+
+
+def _strokes_per_class(classes, rng, n, thin_length, length, margin):
+    """``n`` 3-px strokes per class: along the centre line of a thin class (runs of at most
+    ``thin_length`` px), straight ``length``-px strokes through deep points otherwise."""
     out = np.zeros(classes.shape, np.uint8)
     brush = np.ones((3, 3), bool)
     for value in np.unique(classes[classes > 0]):
         mask = classes == value
         if _is_thin(mask, margin):
-            stroke = ndi.binary_dilation(_centre_line_strokes(mask, rng, n_strokes, 40), brush)
+            stroke = ndi.binary_dilation(_centre_line_strokes(mask, rng, n, thin_length), brush)
             out[stroke & mask] = value
         else:
-            for stroke in _deep_strokes(mask, rng, n_strokes, length, 3, margin):
+            for stroke in _deep_strokes(mask, rng, n, length, 3, margin):
                 out[stroke] = value
     return out
 
@@ -378,18 +384,8 @@ def click_scribbles(classes, seed, n_clicks=N_CLICKS, length=7, margin=3):
     Thin classes are clicked on their centre line (kept inside the class), other
     classes at deep points (`_deep_strokes`).
     """
-    rng = np.random.default_rng(seed)
-    out = np.zeros(classes.shape, np.uint8)
-    brush = np.ones((3, 3), bool)
-    for value in np.unique(classes[classes > 0]):
-        mask = classes == value
-        if _is_thin(mask, margin):
-            stroke = ndi.binary_dilation(_centre_line_strokes(mask, rng, n_clicks, length), brush)
-            out[stroke & mask] = value
-        else:
-            for stroke in _deep_strokes(mask, rng, n_clicks, length, 3, margin):
-                out[stroke] = value
-    return out
+    return _strokes_per_class(classes, np.random.default_rng(seed), n_clicks, length, length,
+                              margin)
 
 
 def style_scribbles(classes, style, seed):

@@ -1,7 +1,7 @@
 """Training time of PixelClassifier.fit per stage: 2 and 4 classes, a 1024² fly frame and an RGB photo.
 
 Run: ``python benchmarks/bench_training.py [--rounds 3] [--cases fly-2 fly-4 larvae-2 larvae-4]
-[--variants default auto] [--threads N]``. Writes benchmarks/results/training.json and prints
+[--variants default auto] [--threads N] [--ref PATH]``. Writes benchmarks/results/training.json and prints
 one table.
 
 Frames and scribbles (real images, ``benchmarks/_real_data.py``)
@@ -28,7 +28,8 @@ with ``cost_tradeoff="auto"``; ``no-distill`` = ``distill_weight=0``;
 What is measured
 ----------------
 Each fit runs in a fresh process (so peak RSS is its own and no feature cache is
-shared); the stage times come from ``fit(progress=...)`` (the elapsed time at
+shared) after a tiny warm-up fit (Numba kernels loaded, as in a running session); the
+stage times come from ``fit(progress=...)`` (the elapsed time at
 each stage change): features, teacher, distillation (teacher labelling pixels),
 model (or the 7 fits of the μ path). ``wall s`` is the whole fit, ``cpu s`` its
 process CPU time (all threads). Rounds interleave cases and variants. The CPU
@@ -37,6 +38,7 @@ compare variants within a round (ratios), not across runs.
 """
 
 import argparse
+import inspect
 import json
 import os
 import resource
@@ -44,9 +46,11 @@ import statistics
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
+import msclassify  # noqa: F401  (before _common puts this checkout first: --ref runs another)
 from _common import REPO, cpu_model, print_table, write_results
 
 CASES = ("fly-2", "fly-4", "larvae-2", "larvae-4")
@@ -87,14 +91,30 @@ def case_data(case):
     return image, balanced_scribbles(four_classes(larvae, far), seed=1)
 
 
+def warm_up(image, labels, params):
+    """One tiny fit like the measured one (channels, classes, variant): loads the Numba
+    kernels from their cache, so the timing is that of a Train in a running session."""
+    from msclassify.pixel import PixelClassifier
+    classes = np.unique(labels[labels > 0])
+    small = np.ascontiguousarray(image[:96, :96])
+    stripes = np.zeros((96, 96), np.uint8)
+    for k, value in enumerate(classes):
+        stripes[4 + 20 * k:10 + 20 * k, 4:92] = value
+    PixelClassifier(random_state=0, n_estimators=2, **params).fit(small, stripes)
+
+
 def run_one(case, variant):
     """Fit once (in this process) and return the measurements as a dict."""
     from msclassify.pixel import PixelClassifier
     image, labels = case_data(case)
+    warm_up(image, labels, VARIANTS[variant])
     reports = []
     model = PixelClassifier(random_state=0, **VARIANTS[variant])
     cpu, wall = time.process_time(), time.perf_counter()
-    model.fit(image, labels, progress=reports.append)
+    if "progress" in inspect.signature(model.fit).parameters:
+        model.fit(image, labels, progress=reports.append)
+    else:                                                   # --ref: code without stages
+        model.fit(image, labels)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     stages, starts = {}, {}
     for report in reports:
@@ -126,6 +146,9 @@ def main():
                         choices=list(VARIANTS))
     parser.add_argument("--threads", type=int, default=None,
                         help="NUMBA_NUM_THREADS of the fits (default: as set, else all cores)")
+    parser.add_argument("--ref", metavar="PATH", default=None,
+                        help="also time the default fit of the msclassify checkout at PATH "
+                             "(e.g. a worktree of main), as variant 'ref default'")
     parser.add_argument("--one", nargs=2, metavar=("CASE", "VARIANT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
@@ -136,15 +159,20 @@ def main():
         env["NUMBA_NUM_THREADS"] = str(args.threads)
     load_start = os.getloadavg()
     runs = []
-    pairs = [(c, v) for c in args.cases for v in args.variants]
+    variants = args.variants + (["ref default"] if args.ref else [])
+    pairs = [(c, v) for c in args.cases for v in variants]
     for r in range(args.rounds):
         for case, variant in pairs[r % len(pairs):] + pairs[:r % len(pairs)]:
-            out = subprocess.run([sys.executable, __file__, "--one", case, variant], env=env,
+            run_env = dict(env)
+            if variant == "ref default":
+                run_env["PYTHONPATH"] = str(Path(args.ref).resolve())
+            out = subprocess.run([sys.executable, __file__, "--one", case,
+                                  variant.replace("ref ", "")], env=run_env,
                                  capture_output=True, text=True, cwd=REPO / "benchmarks")
             if out.returncode:
                 raise RuntimeError(f"{case} {variant} failed:\n{out.stderr}")
             row = json.loads(out.stdout.strip().splitlines()[-1])
-            row["round"], row["load"] = r, os.getloadavg()[0]
+            row["round"], row["load"], row["variant"] = r, os.getloadavg()[0], variant
             runs.append(row)
             print(f"round {r + 1}: {case} {variant}: {row['wall s']:.2f} s wall, "
                   f"{row['cpu s']:.2f} s cpu, stages " + ", ".join(
@@ -159,7 +187,7 @@ def main():
                  "peak RSS MB": max(row["peak RSS MB"] for row in mine)}
         for stage in stage_names:
             entry[f"{stage} s"] = statistics.median(row["stages"].get(stage, 0.0) for row in mine)
-        if variant != "default" and "default" in args.variants:
+        if variant != "default" and "default" in variants:
             base = [row for row in runs if row["case"] == case and row["variant"] == "default"]
             entry["x default (wall, per round)"] = statistics.median(
                 a["wall s"] / b["wall s"] for a, b in zip(mine, base))
