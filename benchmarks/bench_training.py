@@ -31,8 +31,10 @@ Each fit runs in a fresh process (so peak RSS is its own and no feature cache is
 shared) after a tiny warm-up fit (Numba kernels loaded, as in a running session); the
 stage times come from ``fit(progress=...)`` (the elapsed time at
 each stage change): features, teacher, distillation (teacher labelling pixels),
-model (or the 7 fits of the μ path). ``wall s`` is the whole fit, ``cpu s`` its
-process CPU time (all threads). Rounds interleave cases and variants. The CPU
+model (or the 7 fits of the μ path), as process CPU time per stage (the table) and
+wall time (the JSON). ``wall s`` is the whole fit, ``cpu s`` its process CPU time
+(all threads): on a shared box the wall time mostly measures the other users, and
+with ``--threads 1`` the CPU time is what the fit takes on one idle core. Rounds interleave cases and variants. The CPU
 model and load average are recorded: the box has 2 cores and is shared, so
 compare variants within a round (ratios), not across runs.
 """
@@ -111,8 +113,13 @@ def run_one(case, variant):
     reports = []
     model = PixelClassifier(random_state=0, **VARIANTS[variant])
     cpu, wall = time.process_time(), time.perf_counter()
+    cpu_marks = []
+
+    def record(report):
+        reports.append(report)
+        cpu_marks.append((report.stage, time.process_time()))
     if "progress" in inspect.signature(model.fit).parameters:
-        model.fit(image, labels, progress=reports.append)
+        model.fit(image, labels, progress=record)
     else:                                                   # --ref: code without stages
         model.fit(image, labels)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
@@ -130,10 +137,14 @@ def run_one(case, variant):
         if key != "done":
             stages[name] = stages.get(name, 0.0) + end - starts[key]
     stages.pop("done", None)
+    stages_cpu = {}
+    for (stage, start), (_, end) in zip(cpu_marks, cpu_marks[1:]):
+        name = "model" if stage.startswith("μ path") else stage
+        stages_cpu[name] = stages_cpu.get(name, 0.0) + end - start
     counts = np.bincount(labels.ravel())[1:]
     return {"case": case, "variant": variant, "wall s": wall, "cpu s": cpu,
             "peak RSS MB": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-            "stages": stages, "classes": int((counts > 0).sum()),
+            "stages": stages, "stages cpu": stages_cpu, "classes": int((counts > 0).sum()),
             "labelled px": int(counts.sum()), "shape": list(image.shape),
             "cost_tradeoff": model.cost_tradeoff_, "n features": len(model.features_used_)}
 
@@ -186,14 +197,18 @@ def main():
                  "cpu s": statistics.median(row["cpu s"] for row in mine),
                  "peak RSS MB": max(row["peak RSS MB"] for row in mine)}
         for stage in stage_names:
-            entry[f"{stage} s"] = statistics.median(row["stages"].get(stage, 0.0) for row in mine)
+            entry[f"{stage} cpu s"] = statistics.median(row.get("stages cpu", {}).get(stage, 0.0)
+                                                        for row in mine)
         if variant != "default" and "default" in variants:
             base = [row for row in runs if row["case"] == case and row["variant"] == "default"]
             entry["x default (wall, per round)"] = statistics.median(
                 a["wall s"] / b["wall s"] for a, b in zip(mine, base))
+            entry["x default (cpu, per round)"] = statistics.median(
+                a["cpu s"] / b["cpu s"] for a, b in zip(mine, base))
         table.append(entry)
-    columns = ["case", "variant", "classes", "wall s", "cpu s", "features s", "teacher s",
-               "distillation s", "model s", "x default (wall, per round)", "peak RSS MB"]
+    columns = ["case", "variant", "classes", "wall s", "cpu s", "features cpu s",
+               "teacher cpu s", "distillation cpu s", "model cpu s", "x default (wall, per round)",
+               "x default (cpu, per round)", "peak RSS MB"]
     print_table(table, columns)
     results = {"cpu": cpu_model(), "load_average_start": load_start,
                "load_average_end": os.getloadavg(), "threads": env.get("NUMBA_NUM_THREADS"),
