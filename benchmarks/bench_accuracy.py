@@ -151,7 +151,8 @@ class FeaturesAndClassifier:
 
     def predict(self, image):
         stack = self.features(image)
-        return self.classifier.predict(stack.reshape(-1, stack.shape[-1])).reshape(image.shape)
+        return self.classifier.predict(stack.reshape(-1, stack.shape[-1])).reshape(
+            stack.shape[:2])
 
     def describe(self, images):
         rng = np.random.default_rng(0)
@@ -161,8 +162,11 @@ class FeaturesAndClassifier:
             flat = stack.reshape(-1, stack.shape[-1])
             samples.append(flat[rng.choice(flat.shape[0], N_COST_PIXELS // len(images),
                                            replace=False)])
+        names = self.feature_names if len(self.feature_names) == stack.shape[-1] else \
+            [f"{name} channel {c}" for c in range(stack.shape[-1] // len(self.feature_names))
+             for name in self.feature_names]                        # RGB: channel by channel
         return {"node evals/px": node_evaluations(self.classifier, np.concatenate(samples)),
-                "n features": len(self.feature_names), "features used": self.feature_names}
+                "n features": len(names), "features used": names}
 
 
 def node_evaluations(classifier, X):
@@ -184,7 +188,8 @@ def node_evaluations(classifier, X):
 def skimage_features(image):
     from skimage.feature import multiscale_basic_features
     return multiscale_basic_features(image, intensity=True, edges=False, texture=True,
-                                     sigma_min=1, sigma_max=16)
+                                     sigma_min=1, sigma_max=16,
+                                     channel_axis=-1 if image.ndim == 3 else None)
 
 
 SKIMAGE_NAMES = [f"{kind} sigma {s}" for s in (1, 2, 4, 8, 16)
