@@ -14,8 +14,8 @@ of the labelled frames that carry the teacher's class:
 
 ``n_pixels`` per frame (a quarter of them flat). The class changes are found on
 a grid of every `TEACHER_STRIDE`-th pixel (the teacher predicting a quarter of the
-pixels instead of all: on a 1024x1024 fly frame 0.29 s of CPU instead of about
-0.7 s), so the band is that of the grid cells, ``ceil(band / stride)`` cells on
+pixels instead of all; the whole distillation stage took 0.3 s of CPU on a
+1024x1024 fly frame, ``benchmarks/bench_training.py``), so the band is that of the grid cells, ``ceil(band / stride)`` cells on
 each side; every drawn pixel still carries the teacher's class at that pixel. In each frame the edge pixels
 weigh half and the flat ones the other half of one frame (``EDGE_WEIGHT``):
 the band, a few percent of a frame, counts far more than its area, and flat
