@@ -101,8 +101,8 @@ class PixelClassifier(BaseEstimator):
         (probability >= 0.9). Training computes the features once and fits 7
         models; the 6 of the path grow half the trees on every scribbled pixel
         and a quarter of the other rows (teacher-labelled pixels, cost samples):
-        about 3x the CPU time of one fit on a 1024x1024 fly frame
-        (``benchmarks/bench_training.py``, docs/scribbles.md). ``cost_tradeoff_``, ``tradeoff_path_`` and
+        2.1x-3x the CPU time of one fit (1024x1024 fly frames, an RGB photo;
+        ``benchmarks/bench_training.py``, docs/scribbles.md). ``cost_tradeoff_``, ``tradeoff_path_`` and
         ``tradeoff_reason_`` say what was chosen and why; the model file keeps them.
     tolerance : float, optional
         With ``cost_tradeoff="auto"``: held-out score (a balanced accuracy, 0-1)
