@@ -432,7 +432,8 @@ def main():
                         help="scribble styles to run (default: every style of each set; see "
                              "benchmarks/_real_data.py)")
     parser.add_argument("--out", default=None,
-                        help="results file name (default accuracy / accuracy_quick)")
+                        help="results file name (default accuracy / accuracy_quick); with it, "
+                             "no plots are drawn (they belong to the full accuracy.json run)")
     parser.add_argument("--replot", action="store_true",
                         help="only redraw the plots from benchmarks/results/accuracy.json")
     parser.add_argument("--quick", action="store_true",
@@ -488,7 +489,7 @@ def main():
             print(f"\n{key}: train {data['train_ids']}, test {data['test_ids']}, labelled "
                   f"pixels per class {labelled[1:].tolist()}")
             print_table(list(rows.values()), columns[name] + common)
-            if not args.quick and style == SETS[name]["styles"][0]:
+            if not args.quick and style == SETS[name]["styles"][0] and not args.out:
                 figure = REPO / "docs" / f"accuracy_{name}.png"
                 draw_plot(key, list(rows.values()), SETS[name]["plot"], figure)
                 results["sets"][key]["figure"] = str(figure.relative_to(REPO))
