@@ -323,6 +323,8 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         callback : callable, optional
             ``callback(iteration, n_iterations)`` after every boosting iteration; a
             truthy return value stops training early (the trees so far are kept).
+            With ``cost_tradeoff="auto"`` it counts over all 7 fits, each as if it
+            had ``n_estimators`` iterations (the path fits grow half of them).
         feature_cache : msclassify.features.FeatureCache, optional
             Reuse the features of frames seen in earlier fits (interactive
             retraining after each stroke computes a frame's features once).
