@@ -19,8 +19,40 @@ stardist_wheel (3D)
     mask (51 nuclei), voxel spacing not recorded (treated as isotropic). Scribbles
     on 3 slices by `nuclei_scribbles`; 2 = nucleus, 1 = background.
 
+fly_larvae_dev
+    ``img_K.png`` (1380x925 RGB photos of soldier-fly larvae among feed) and
+    ``img_K_mask.png`` (0 = not larva, one grey value per larva; instances are the
+    connected components of each value). img_1 trains, img_2 tests. Classes: 1 =
+    background (feed, tray), 2 = larva.
+
 `em_scribbles` and `nuclei_scribbles` are the committed, deterministic rules that
 turn labels into strokes a person would draw (see their docstrings).
+
+Scribble styles (`STYLES`; `style_scribbles` draws them from a class map)
+------------------------------------------------------------------------
+Every set is benchmarked under several ways of scribbling, drawn by fixed rules
+from the real masks (the same rules on every set, deterministic for a seed):
+
+``user``
+    fly_masks_dev only: the scribbles a person drew on its 10 train frames.
+``balanced``
+    isbi2012_em: `em_scribbles` (the benchmark's original generator). Other
+    sets: `balanced_scribbles`, the same idea for any class map: every class
+    gets the same number of 3-px strokes, along the centre line for a thin
+    class (membranes), through deep points of its regions otherwise.
+``thin``
+    `thin_scribbles`: what a user with a 1-px brush does on thin or small
+    structures: every class but the largest gets 1-px strokes along the centre
+    line (skeleton) of its regions; the largest class gets broad 7-px strokes
+    until it has `THIN_RATIO` (7) times as many labelled pixels as each other class.
+``clicks``
+    `click_scribbles`: a handful of clicks: per frame and class,
+    `N_CLICKS` (3) short strokes (7 px long, 3 px wide) at deep points.
+
+The generated styles need a class map, so on fly_masks_dev (whose train frames
+carry scribbles but no masks) they are drawn on its first 5 test frames and
+scored on the last 5 (`FLY_STYLE_TRAIN`, `FLY_STYLE_TEST`); ``user`` keeps the
+original split (10 train frames, 10 test frames).
 """
 
 import json
@@ -32,12 +64,18 @@ from _common import SHARED_DATA
 
 FLY_DIR = SHARED_DATA / "fly_masks_dev"
 EM_DIR = SHARED_DATA / "isbi2012_em"
+LARVAE_DIR = SHARED_DATA / "fly_larvae_dev"
+LARVAE_TRAIN, LARVAE_TEST = (1,), (2,)
+STYLES = ("user", "balanced", "thin", "clicks")
+THIN_RATIO = 7
+N_CLICKS = 3
 EM_TRAIN = (0, 1, 2, 3, 4)
 EM_TEST = tuple(range(5, 15))
 STARDIST_DIR = SHARED_DATA / "stardist_wheel"
 NUCLEUS = 2
 MEMBRANE, INTERIOR = 1, 2
 BACKGROUND, FLY = 1, 2
+LARVA = 2
 
 
 def _read_png(path):
@@ -152,14 +190,19 @@ def em_scribbles(labels, seed, n_membrane=12, membrane_length=(15, 40), n_cells=
     for index in rng.choice(candidates, min(n_cells, candidates.size), replace=False):
         cy, cx = deepest[index]
         ys, xs = np.nonzero(cells == index + 1)
-        angle = _long_axis(ys, xs)
-        t = np.linspace(-cell_stroke / 2, cell_stroke / 2, 4 * cell_stroke)
-        py = np.clip(np.round(cy + t * np.sin(angle)).astype(int), 0, labels.shape[0] - 1)
-        px = np.clip(np.round(cx + t * np.cos(angle)).astype(int), 0, labels.shape[1] - 1)
-        stroke = np.zeros(labels.shape, bool)
-        stroke[py, px] = True
+        stroke = _line(labels.shape, cy, cx, _long_axis(ys, xs), cell_stroke)
         keep = ndi.binary_dilation(stroke, brush) & (distance >= margin) & (cells == index + 1)
         out[keep] = INTERIOR
+    return out
+
+
+def _line(shape, cy, cx, angle, length):
+    """A 1-px straight line of ``length`` px centred on (cy, cx) at ``angle``, clipped to ``shape``."""
+    t = np.linspace(-length / 2, length / 2, 4 * length)
+    py = np.clip(np.round(cy + t * np.sin(angle)).astype(int), 0, shape[0] - 1)
+    px = np.clip(np.round(cx + t * np.cos(angle)).astype(int), 0, shape[1] - 1)
+    out = np.zeros(shape, bool)
+    out[py, px] = True
     return out
 
 
@@ -257,3 +300,212 @@ def load_stardist_3d():
     slices = (depth // 4, depth // 2, 3 * depth // 4)
     return {"image": image, "mask": mask, "scribbles": nuclei_scribbles(mask, slices),
             "slices": slices, "spacing": (1.0, 1.0, 1.0)}
+
+
+# ------------------------------------------------------------------------- scribble styles
+
+def _is_thin(mask, margin):
+    """A class is thin when 90% of its pixels lie within ``2 * margin`` px of another class."""
+    if not mask.any():
+        return False
+    depth = ndi.distance_transform_edt(np.pad(mask, 1))[1:-1, 1:-1]
+    return float(np.percentile(depth[mask], 90)) < 2 * margin
+
+
+def _centre_line_strokes(mask, rng, n, max_length, min_length=5):
+    """``n`` runs (at most ``max_length`` px) of the skeleton branches of ``mask``, 1 px wide."""
+    branches, count = _skeleton_branches(mask)
+    if count == 0:
+        return np.zeros(mask.shape, bool)
+    sizes = ndi.sum_labels(np.ones_like(branches), branches, np.arange(1, count + 1))
+    eligible = np.flatnonzero(sizes >= min_length) + 1
+    if eligible.size == 0:
+        eligible = np.arange(1, count + 1)
+    out = np.zeros(mask.shape, bool)
+    objects = ndi.find_objects(branches)
+    for branch in rng.choice(eligible, min(n, eligible.size), replace=False):
+        window = objects[branch - 1]
+        ys, xs = np.nonzero(branches[window] == branch)
+        ys, xs = ys + window[0].start, xs + window[1].start
+        order = _path_order(ys, xs)
+        ys, xs = ys[order], xs[order]
+        length = min(max_length, ys.size)
+        start = int(rng.integers(0, ys.size - length + 1))
+        out[ys[start:start + length], xs[start:start + length]] = True
+    return out
+
+
+def _deep_strokes(mask, rng, n, length, width, margin):
+    """``n`` straight strokes inside ``mask``: through the deepest point of random regions
+    (one per region first), then through random points at least ``2 * margin`` px deep;
+    along the region's long axis (a random angle for a region larger than a quarter of
+    the frame), ``width`` px wide, clipped to pixels at least ``margin`` px from the
+    region's outline and the image border. Yields the strokes one by one."""
+    depth = ndi.distance_transform_edt(np.pad(mask, 1))[1:-1, 1:-1]
+    regions, n_regions = ndi.label(mask)
+    if n_regions == 0:
+        return
+    index = np.arange(1, n_regions + 1)
+    deepest = ndi.maximum_position(depth, regions, index)
+    region_depth = np.asarray(ndi.maximum(depth, regions, index))
+    wanted = 2 * margin
+    candidates = np.flatnonzero(region_depth >= wanted)
+    if candidates.size == 0:                           # shallow class: its deepest regions
+        wanted = float(region_depth.max())
+        candidates = np.flatnonzero(region_depth >= wanted)
+    centres = [(deepest[i], i + 1) for i in rng.permutation(candidates)[:n]]
+    if len(centres) < n:
+        ys, xs = np.nonzero(depth >= wanted)
+        for k in rng.choice(ys.size, min(n - len(centres), ys.size), replace=False):
+            centres.append(((ys[k], xs[k]), regions[ys[k], xs[k]]))
+    objects = ndi.find_objects(regions)
+    brush = np.ones((width, width), bool)
+    clip = min(margin, wanted / 2)
+    for (cy, cx), region in centres:
+        window = objects[region - 1]
+        if (window[0].stop - window[0].start) * (window[1].stop - window[1].start) \
+                > mask.size / 4:
+            angle = float(rng.uniform(0, np.pi))
+        else:
+            ys, xs = np.nonzero(regions[window] == region)
+            angle = _long_axis(ys, xs)
+        stroke = _line(mask.shape, cy, cx, angle, length)
+        yield ndi.binary_dilation(stroke, brush) & (depth >= clip) & (regions == region)
+
+
+def balanced_scribbles(classes, seed, n_strokes=15, length=25, margin=3):
+    """The same stroke budget for every class: ``n_strokes`` strokes, 3 px wide.
+
+    A thin class (`_is_thin`: membranes) is stroked along its centre line (runs of
+    at most 40 px of its skeleton branches, thickened to 3 px and kept inside the
+    class); any other class gets straight ``length``-px strokes through deep points
+    (`_deep_strokes`, ``margin`` px from its outline). Classes are values >= 1 of
+    ``classes``; returns uint8 strokes (0 unlabelled).
+    """
+    return _strokes_per_class(classes, np.random.default_rng(seed), n_strokes, 40, length, margin)
+
+
+def _strokes_per_class(classes, rng, n, thin_length, length, margin):
+    """``n`` 3-px strokes per class: along the centre line of a thin class (runs of at most
+    ``thin_length`` px), straight ``length``-px strokes through deep points otherwise."""
+    out = np.zeros(classes.shape, np.uint8)
+    brush = np.ones((3, 3), bool)
+    for value in np.unique(classes[classes > 0]):
+        mask = classes == value
+        if _is_thin(mask, margin):
+            stroke = ndi.binary_dilation(_centre_line_strokes(mask, rng, n, thin_length), brush)
+            out[stroke & mask] = value
+        else:
+            for stroke in _deep_strokes(mask, rng, n, length, 3, margin):
+                out[stroke] = value
+    return out
+
+
+def thin_scribbles(classes, seed, n_lines=12, max_length=40, ratio=THIN_RATIO, width=7,
+                   length=40, margin=3):
+    """Thin centre-line strokes on the smaller classes, broad strokes on the largest.
+
+    Every class but the one with the most pixels gets ``n_lines`` runs of at most
+    ``max_length`` px along the skeleton branches of its regions, 1 px wide (a thin
+    brush drawn along membranes, larvae, flies). The largest class (cell interior,
+    background) gets ``width``-px strokes of ``length`` px through deep points
+    (`_deep_strokes`) until it holds ``ratio`` times as many labelled pixels as the
+    other classes have on average: about 7:1, what the issue measured users draw.
+    """
+    rng = np.random.default_rng(seed)
+    out = np.zeros(classes.shape, np.uint8)
+    values, counts = np.unique(classes[classes > 0], return_counts=True)
+    largest = values[np.argmax(counts)]
+    thin_pixels = []
+    for value in values:
+        if value != largest:
+            stroke = _centre_line_strokes(classes == value, rng, n_lines, max_length)
+            out[stroke] = value
+            thin_pixels.append(int(stroke.sum()))
+    target = ratio * max(np.mean(thin_pixels), 1)
+    drawn = 0
+    for stroke in _deep_strokes(classes == largest, rng, 200, length, width, margin):
+        stroke &= out == 0
+        out[stroke] = largest
+        drawn += int(stroke.sum())
+        if drawn >= target:
+            break
+    return out
+
+
+def click_scribbles(classes, seed, n_clicks=N_CLICKS, length=7, margin=3):
+    """A handful of clicks: ``n_clicks`` strokes of ``length`` px, 3 px wide, per class.
+
+    Thin classes are clicked on their centre line (kept inside the class), other
+    classes at deep points (`_deep_strokes`).
+    """
+    return _strokes_per_class(classes, np.random.default_rng(seed), n_clicks, length, length,
+                              margin)
+
+
+def style_scribbles(classes, style, seed):
+    """Scribbles of ``style`` ("balanced", "thin", "clicks") drawn from a class map."""
+    rules = {"balanced": balanced_scribbles, "thin": thin_scribbles, "clicks": click_scribbles}
+    return rules[style](classes, seed)
+
+
+FLY_STYLE_TRAIN, FLY_STYLE_TEST = slice(0, 5), slice(5, 10)
+
+
+def load_fly_style(style, test_limit=None):
+    """fly_masks_dev under a scribble ``style``: ``"user"`` = `load_fly_masks_dev`; a
+    generated style trains on strokes drawn from the masks of its first 5 test frames
+    (seed = frame id) and tests on the last 5."""
+    if style == "user":
+        return load_fly_masks_dev(test_limit)
+    data = load_fly_masks_dev()
+    train_ids = data["test_ids"][FLY_STYLE_TRAIN]
+    train_masks = data["test_masks"][FLY_STYLE_TRAIN]
+    test = slice(FLY_STYLE_TEST.start, FLY_STYLE_TEST.stop if test_limit is None
+                 else FLY_STYLE_TEST.start + test_limit)
+    return {
+        "train_images": data["test_images"][FLY_STYLE_TRAIN],
+        "train_labels": [style_scribbles(np.where(m > 0, FLY, BACKGROUND).astype(np.uint8),
+                                         style, seed=i) for i, m in zip(train_ids, train_masks)],
+        "test_images": data["test_images"][test], "test_masks": data["test_masks"][test],
+        "train_ids": train_ids, "test_ids": data["test_ids"][test],
+    }
+
+
+def load_em_style(style, test_limit=None):
+    """isbi2012_em under a scribble ``style`` ("balanced" = `em_scribbles`, as in
+    `load_isbi2012_em`); seed = slice index."""
+    data = load_isbi2012_em(test_limit)
+    if style != "balanced":
+        data["train_labels"] = [style_scribbles(em_classes(_read_png(EM_DIR / f"label_{k}.png")),
+                                                style, seed=k) for k in EM_TRAIN]
+    return data
+
+
+def larvae_instances(mask_png):
+    """Instance labels of a fly_larvae_dev mask: connected components of each grey value."""
+    grey = mask_png[..., 0] if mask_png.ndim == 3 else mask_png
+    out = np.zeros(grey.shape, np.int32)
+    for value in np.unique(grey[grey > 0]):
+        regions, n = ndi.label(grey == value)
+        out[regions > 0] = regions[regions > 0] + out.max()
+    return out
+
+
+def load_fly_larvae_dev(style="balanced", test_limit=None):
+    """fly_larvae_dev: img_1 trains (strokes of ``style`` from its mask, seed 1), img_2 tests.
+
+    Returns a dict like `load_fly_masks_dev` (``test_masks``: larva instances);
+    images are (925, 1380, 3) uint8 RGB. ``test_limit`` is accepted for symmetry.
+    """
+    def classes(k):
+        return np.where(larvae_instances(_read_png(LARVAE_DIR / f"img_{k}_mask.png")) > 0,
+                        LARVA, BACKGROUND).astype(np.uint8)
+    return {
+        "train_images": [_read_png(LARVAE_DIR / f"img_{k}.png")[..., :3] for k in LARVAE_TRAIN],
+        "train_labels": [style_scribbles(classes(k), style, seed=k) for k in LARVAE_TRAIN],
+        "test_images": [_read_png(LARVAE_DIR / f"img_{k}.png")[..., :3] for k in LARVAE_TEST],
+        "test_masks": [larvae_instances(_read_png(LARVAE_DIR / f"img_{k}_mask.png"))
+                       for k in LARVAE_TEST],
+        "train_ids": list(LARVAE_TRAIN), "test_ids": list(LARVAE_TEST),
+    }

@@ -142,7 +142,7 @@ def evaluate(table, centres, axes, n_frames, centroid="centroid"):
     flies = table[table["track"] >= 0] if "track" in table else table
     counts = np.bincount(flies["frame"].to_numpy(), minlength=n_frames)[:n_frames]
     by_frame = {frame: rows for frame, rows in flies.groupby("frame")}
-    distances, angles, owners, switches, ids = [], [], [], 0, set()
+    distances, angles, switches, ids = [], [], 0, set()
     previous = None
     for frame in range(n_frames):
         if frame not in by_frame or np.isnan(centres[frame]).any() or np.isnan(axes[frame]).any():

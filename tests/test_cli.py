@@ -248,7 +248,7 @@ def test_predict_resumes_and_redoes_only_missing_or_damaged_frames(tmp_path, dat
     assert main(argv) == 0
     captured = capsys.readouterr()
     assert f"resuming: {N_FRAMES - 2} of {N_FRAMES} frames" in captured.out
-    assert f"wrote 2 frames" in captured.out
+    assert "wrote 2 frames" in captured.out
     assert good.stat().st_mtime_ns == before
     clf = load_model(model)
     frames = tifffile.imread(folder / "frames.tif")

@@ -40,7 +40,7 @@ def test_teacher_pixels_carry_the_teachers_class_and_weigh_one_frame_each():
     labels = np.zeros(image.shape, np.uint8)
     pairs = [(image, labels), (image, labels)]
     X, y, weight = teacher_pixels(lambda frame: levels, pairs, teacher, np.array([0]), 200, 1,
-                                  np.random.default_rng(0))
+                                  np.random.default_rng(0), stride=1)
     assert X.shape == (400, 2) and y.shape == weight.shape == (400,)
     # the teacher is exact here: its class is the square's, read at each row's pixel
     assert np.array_equal(y, (X[:, 0] > 0.5).astype(float))
@@ -54,6 +54,20 @@ def test_teacher_pixels_carry_the_teachers_class_and_weigh_one_frame_each():
         assert np.unique(w[100:]).size == 1
     edge_rows = X[:100]
     assert set(np.unique(edge_rows[:, 0])) == {0.0, 1.0}     # both sides of the outline
+
+
+def test_teacher_outlines_found_on_a_coarser_grid_still_label_each_pixel_exactly():
+    image, bank, levels, teacher = _square_case()
+    pairs = [(image, np.zeros(image.shape, np.uint8))]
+    X, y, weight = teacher_pixels(lambda frame: levels, pairs, teacher, np.array([0]), 200, 1,
+                                  np.random.default_rng(0), stride=2)
+    assert X.shape == (200, 2)
+    assert np.array_equal(y, (X[:, 0] > 0.5).astype(float))   # the teacher's class per pixel
+    # the band is found on 2x2 cells (one cell on each side of a class change between
+    # cells): 150 edge rows, from both sides of the outline
+    edge_rows = X[:150]
+    assert set(np.unique(edge_rows[:, 0])) == {0.0, 1.0}
+    assert weight[:150].sum() == pytest.approx(EDGE_WEIGHT)
 
 
 def test_pixel_classifier_distils_only_with_full_resolution_and_coarse_features(tmp_path):

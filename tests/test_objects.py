@@ -2,7 +2,6 @@
 the CLI's --table with resume and its bad input."""
 
 import contextlib
-import json
 
 import numpy as np
 import pandas as pd

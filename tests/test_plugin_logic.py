@@ -31,7 +31,7 @@ from msclassify_napari._controller import (CLASS_COLORS_KEY, CLASS_NAMES_KEY,
                                            label_hints_spec, load_classifier, new_labels,
                                            probability_spec,
                                            segmentation_spec, snapshot_scribbles,
-                                           uncertainty_spec, update_job)
+                                           training_status, uncertainty_spec, update_job)
 from msclassify_napari._frame_labels import FrameLabels
 from msclassify_napari._reader import LazyFrames, activate, get_reader, read_frames
 from msclassify_napari._sample_data import sample_flies
@@ -313,6 +313,17 @@ def test_cancelled_training_yields_nothing(trained):
     assert list(update_job(RETRAIN, SMALL, stack, 0, scribbles, cancel=cancel,
                            on_progress=on_progress)) == []
     assert progress == [1]          # stopped after the first boosting round
+
+
+def test_training_reports_its_stages_to_on_stage(trained):
+    _, _, stack, scribbles, _ = trained
+    reports = []
+    kinds = [type(r) for r in update_job(TRAIN, SMALL, stack, 0, scribbles, cost=False,
+                                         on_stage=reports.append)]
+    assert kinds == [TrainedModel, FramePrediction]
+    stages = list(dict.fromkeys(r.stage for r in reports))
+    assert stages[0] == "features" and stages[-2:] == ["model", "done"]
+    assert training_status(reports[-2]) == "model, 100%, done"
 
 
 def test_label_hints_rank_regions_by_summed_uncertainty():

@@ -1,7 +1,6 @@
 """Volumes: the 3D pyramid's block rule, sigma per axis in physical units, 3D features,
 exact multi-scale prediction in 3D, and the pixel classifier on volumes."""
 
-import math
 
 import numpy as np
 import pytest

@@ -34,6 +34,22 @@ def training_callback(bar):
     return callback
 
 
+def training_progress(bar):
+    """``progress(report)`` for `PixelClassifier.fit` that shows stage, percent and ETA on ``bar``.
+
+    ``bar`` counts percent (total 100); its description is the stage ("features",
+    "teacher", "distillation", "model", "μ path 3/7") and its postfix the ETA the
+    fit estimates (`msclassify.pixel.TrainingProgress`).
+    """
+    def progress(report):
+        if report.stage != "done":
+            bar.set_description_str(f"training: {report.stage}", refresh=False)
+        if report.eta_s is not None:
+            bar.set_postfix_str(f"ETA {report.eta_s:.0f} s", refresh=False)
+        bar.update(round(100 * report.fraction) - bar.n)
+    return progress
+
+
 def tradeoff_lines(model):
     """How a fitted `PixelClassifier`'s cost_tradeoff came about: a summary, then its path table."""
     if model.tradeoff_path_ is None:

@@ -9,7 +9,7 @@ import numpy as np
 from ..io import read_training_frames
 from ..modelfile import check_model_path
 from ..pixel import PixelClassifier
-from ._common import CommandError, positive_int, progress, say, tradeoff_lines, training_callback
+from ._common import CommandError, positive_int, progress, say, tradeoff_lines, training_progress
 from ._large import DEFAULT_CHUNK, is_large_image, large_training_frames
 from ._volumes import add_volume_options, train_summary, train_volumes, uses_volumes
 
@@ -57,6 +57,9 @@ _MODEL_OPTIONS = {
                                     "distillation"),
     "n_distill_pixels": (int, None, "teacher-labelled pixels drawn per frame, mostly near the "
                                     "teacher's outlines"),
+    "class_weight": (str, ("balanced", "none"), "balanced = every class weighs the same in the "
+                                                "loss however much of it was scribbled; none = "
+                                                "every labelled pixel weighs 1"),
     "n_unlabelled": (int, None, "with --semi-supervised: unlabelled pixels drawn in total"),
     "n_neighbors": (int, None, "with --semi-supervised: neighbours per pixel in the graph"),
     "laplacian_regularization": (float, None, "with --semi-supervised: graph smoothness weight "
@@ -124,6 +127,8 @@ def _cmd_train(args):
     check_model_path(output)  # before training, not after it
     params = {name: getattr(args, name) for name in (*_MODEL_OPTIONS, *_MODEL_FLAGS)
               if hasattr(args, name)}
+    if params.get("class_weight") == "none":
+        params["class_weight"] = None
     features = args.features.split(",") if "," in args.features or ":" in args.features \
         else args.features
     if uses_volumes(args, args.images):
@@ -146,8 +151,8 @@ def _cmd_train(args):
     say(args, f"training on {len(frames)} labelled frame(s) ({channels}): "
                + ", ".join(f"class {c}: {n} px" for c, n in zip(classes, counts)))
     fit_start = time.perf_counter()
-    with progress(clf.n_estimators, "training", args.quiet, unit="tree") as bar:
-        clf.fit(frames, labels, callback=training_callback(bar))
+    with progress(100, "training", args.quiet, unit="%") as bar:
+        clf.fit(frames, labels, progress=training_progress(bar))
     clf.save(output)
     for line in tradeoff_lines(clf):
         say(args, line)

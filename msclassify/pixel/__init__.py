@@ -4,8 +4,9 @@
 multi-scale predictor, which evaluates the trees coarse to fine on pyramid
 blocks and computes only the features the model uses. The pieces:
 
-`PixelClassifier`, `ImageCost`, `training_set`
-    the estimator, its per-image prediction cost and the rows it trains the core on
+`PixelClassifier`, `ImageCost`, `training_set`, `TrainingProgress`
+    the estimator, its per-image prediction cost, the rows it trains the core on and
+    the progress reports of its ``fit`` (stage, fraction done, ETA)
 `predict_multiscale`, `MultiscaleResult`
     tree evaluation on pyramid blocks, coarse to fine
 `UnlabelledPixels`, `jittered_grid`
@@ -50,12 +51,12 @@ from ._export import EXPORT_FORMATS, EXPORT_KINDS, FrameExport, open_export
 from ._intensity import IntensityRange
 from ._large import large_provenance, predict_to_store
 from ._multiscale import MultiscaleResult, predict_multiscale
+from ._progress import TrainingProgress
 from ._semi_supervised import UnlabelledPixels, jittered_grid
 
 __all__ = ["ChunkPlan", "EXPORT_FORMATS", "EXPORT_KINDS", "FrameExport", "FramePrediction",
-           "ImageCost", "IntensityRange", "MultiscaleResult", "PixelClassifier", "UnlabelledPixels",
-           "check_channels", "feature_halos", "jittered_grid", "label_dtype", "large_provenance",
-           "load_pixel_model", "model_halo", "most_probable", "open_export", "predict_chunk",
-           "predict_chunks", "predict_frame", "predict_multiscale", "predict_region",
-           "predict_to_store",
-           "training_set", "training_windows"]
+           "ImageCost", "IntensityRange", "MultiscaleResult", "PixelClassifier", "TrainingProgress",
+           "UnlabelledPixels", "check_channels", "feature_halos", "jittered_grid", "label_dtype",
+           "large_provenance", "load_pixel_model", "model_halo", "most_probable", "open_export",
+           "predict_chunk", "predict_chunks", "predict_frame", "predict_multiscale",
+           "predict_region", "predict_to_store", "training_set", "training_windows"]

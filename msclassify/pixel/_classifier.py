@@ -22,16 +22,26 @@ from ..graph import check_graph_params
 from ..modelfile import (ModelFileError, build_model, estimator_params, model_classes,
                          model_number, open_model_file, read_model, write_model)
 from ._apply import most_probable
+from ._balance import class_balanced_weights
 from ._distill import DISTILL_BAND, fit_teacher, teacher_pixels
 from ._intensity import IntensityRange
 from ._memory import check_frame_memory, frame_bytes
 from ._multiscale import predict_multiscale
 from ._semi_supervised import UnlabelledPixels
-from ._tradeoff import auto_tradeoff, read_tradeoff_record, tradeoff_record
+from ._progress import ProgressTracker, stage_weights
+from ._tradeoff import AUTO_PATH, auto_tradeoff, read_tradeoff_record, tradeoff_record
 
 __all__ = ["ImageCost", "PixelClassifier", "check_channels", "load_pixel_model", "training_set"]
 
 _MODEL_KIND = "pixel_classifier"
+# Features of the training frames kept during one fit (when no feature_cache is given), so
+# that distillation does not compute them twice: one 1024x1024 frame takes ~126 MB.
+_FIT_CACHE_BYTES = 512 << 20
+# The models of the cost_tradeoff="auto" path train on 1 in this many of the rows that are
+# not scribbles (teacher-labelled pixels, cost samples); the refit uses all.
+_PATH_ROW_SHARE = 4
+# ... and grow 1 in this many of its trees.
+_PATH_TREE_SHARE = 2
 _STRATEGIES = ("multiscale", "per_pixel")
 _FEW_PIXELS = 10  # labelled pixels of a class below which fit warns
 # Per-feature costs come from the feature bank, so the CEGB parameters that take
@@ -93,8 +103,10 @@ class PixelClassifier(BaseEstimator):
         on the held-out scribbles and the balanced agreement with the
         ``cost_tradeoff=0`` model on uniformly drawn pixels it is sure of
         (probability >= 0.9). Training computes the features once and fits 7
-        models (about twice the time of one fit on 1024x1024 fly frames, whose
-        features dominate). ``cost_tradeoff_``, ``tradeoff_path_`` and
+        models; the 6 of the path grow half the trees on every scribbled pixel
+        and a quarter of the other rows (teacher-labelled pixels, cost samples):
+        2.1x-3x the CPU time of one fit (1024x1024 fly frames, an RGB photo;
+        ``benchmarks/bench_training.py``, docs/scribbles.md). ``cost_tradeoff_``, ``tradeoff_path_`` and
         ``tradeoff_reason_`` say what was chosen and why; the model file keeps them.
     tolerance : float, optional
         With ``cost_tradeoff="auto"``: held-out score (a balanced accuracy, 0-1)
@@ -122,6 +134,13 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
     n_distill_pixels : int, optional
         Teacher-labelled pixels drawn per labelled frame, three quarters of them
         within 3 px of the teacher's class changes (`msclassify.pixel._distill`).
+    class_weight : {"balanced", None}, optional
+        ``"balanced"`` (default): the labelled pixels of every class weigh the
+        same in total, however many of each were scribbled (a 1-px brush along
+        membranes labels ~7 interior pixels for each membrane pixel; unweighted,
+        the model learns that ratio as a prior and shrinks the thin class). The
+        distillation teacher and the model both train with these weights. None:
+        every labelled pixel weighs 1. See docs/scribbles.md for the measurements.
     semi_supervised : bool, optional
         Also learn from unlabelled pixels (GRBB, `msclassify.baselines.GRBBClassifier`):
         the gradients of the scribbled pixels are propagated over a kNN graph on
@@ -271,7 +290,7 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
                  max_bins=255, subsample=1.0, colsample=1.0, random_state=None,
                  share_mode="path", growth="best_first", hessian="exact",
                  feature_cost_mode="lazy", evaluation_cost_mode="leaf", n_cost_samples=16384,
-                 distill_weight=3.0, n_distill_pixels=25000,
+                 distill_weight=3.0, n_distill_pixels=25000, class_weight="balanced",
                  semi_supervised=False, n_unlabelled=4096, n_neighbors=9,
                  laplacian_regularization=0.0, spacing=None):
         self.features = features
@@ -297,6 +316,7 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         self.n_cost_samples = n_cost_samples
         self.distill_weight = distill_weight
         self.n_distill_pixels = n_distill_pixels
+        self.class_weight = class_weight
         self.semi_supervised = semi_supervised
         self.n_unlabelled = n_unlabelled
         self.n_neighbors = n_neighbors
@@ -304,7 +324,7 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         self.spacing = spacing
 
     # -- training ------------------------------------------------------------------------------
-    def fit(self, images, labels, callback=None, feature_cache=None):
+    def fit(self, images, labels, callback=None, feature_cache=None, progress=None):
         """Train on labelled pixels of one or several frames.
 
         Parameters
@@ -322,16 +342,25 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         callback : callable, optional
             ``callback(iteration, n_iterations)`` after every boosting iteration; a
             truthy return value stops training early (the trees so far are kept).
+            With ``cost_tradeoff="auto"`` it counts over all 7 fits, each as if it
+            had ``n_estimators`` iterations (the path fits grow half of them).
         feature_cache : msclassify.features.FeatureCache, optional
             Reuse the features of frames seen in earlier fits (interactive
             retraining after each stroke computes a frame's features once).
+        progress : callable, optional
+            ``progress(report)`` with a `msclassify.pixel.TrainingProgress` (stage,
+            step, n_steps, fraction, eta_s, elapsed_s) as every stage advances:
+            ``"features"`` per frame, ``"teacher"`` and the model (``"model"``, or
+            ``"μ path k/7"`` with ``cost_tradeoff="auto"``) per iteration,
+            ``"distillation"`` per frame, and ``"done"`` at the end.
 
         Returns
         -------
         self
         """
-        if callback is not None and not callable(callback):
-            raise TypeError(f"callback must be callable or None, got {type(callback).__name__}")
+        for name, value in (("callback", callback), ("progress", progress)):
+            if value is not None and not callable(value):
+                raise TypeError(f"{name} must be callable or None, got {type(value).__name__}")
         if feature_cache is not None and not isinstance(feature_cache, FeatureCache):
             raise TypeError(f"feature_cache must be a msclassify.features.FeatureCache or None, "
                             f"got {type(feature_cache).__name__}")
@@ -352,16 +381,22 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         bank = _make_bank(self.features, n_channels, spacing)
         seed = as_seed(self.random_state)
         rng = np.random.default_rng(seed)
-        frame_levels = bank.compute_levels if feature_cache is None else \
-            functools.partial(feature_cache.levels, bank)
-        compute_levels = frame_levels
+        if feature_cache is None:      # the teacher's pass reads the same features again
+            feature_cache = FeatureCache(max_bytes=_FIT_CACHE_BYTES)
+        frame_levels = functools.partial(feature_cache.levels, bank)
+        teacher_features = self._teacher_features(bank)
+        multi = classes.size > 2
+        tracker = self._progress_tracker(progress, pairs, bank, n_channels, n_cost_samples,
+                                         teacher_features, classes.size if multi else 1,
+                                         cost_tradeoff == "auto")
+        tracker.start("features", len(pairs))
+        compute_levels = _counting(frame_levels, tracker.step)
         unlabelled = None
         if self.semi_supervised:
             unlabelled = UnlabelledPixels(pairs, self.n_unlabelled, rng)
             compute_levels = unlabelled.gathering(compute_levels)
         X, y, sample_weight, cost_weight, pixels_per_image = training_set(
             compute_levels, pairs, classes, n_cost_samples, rng)
-        multi = classes.size > 2
         objective = "multiclass" if multi else "binary"
         params = {name: getattr(self, name) for name in _CEGB_PARAMS}
         params["random_state"] = seed
@@ -369,11 +404,16 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         params["feature_share"] = bank.shares()
         params["feature_costs"] = None
         scribbled_rows = np.flatnonzero(sample_weight > 0)   # before teacher-labelled rows
-        teacher_features = self._teacher_features(bank)
+        if self._check_class_weight() == "balanced":
+            sample_weight = class_balanced_weights(y, sample_weight, classes.size)
         if teacher_features is not None:
+            tracker.start("teacher", self.n_estimators)
             teacher = fit_teacher(X, y, sample_weight, params, teacher_features, objective,
-                                  classes.size if multi else None)
-            X_t, y_t, weight_t = teacher_pixels(frame_levels, pairs, teacher, teacher_features,
+                                  classes.size if multi else None,
+                                  callback=lambda iteration, _: tracker.step(iteration))
+            tracker.start("distillation", len(pairs))
+            X_t, y_t, weight_t = teacher_pixels(_counting(frame_levels, tracker.step), pairs,
+                                                teacher, teacher_features,
                                                 self.n_distill_pixels, DISTILL_BAND, rng)
             weight_t *= float(self.distill_weight) * sample_weight.sum() / weight_t.sum()
             X, y = np.concatenate([X, X_t]), np.concatenate([y, y_t])
@@ -390,11 +430,32 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         self.teacher_features_ = None if teacher_features is None else \
             [bank.ids[i] for i in teacher_features]
 
-        def fit_core(cost_tradeoff, weights, callback):
-            params["cost_tradeoff"] = float(cost_tradeoff) * float(weights.sum()) / pixels_per_image
-            booster = train(X, y, objective if unlabelled is None else graph_objective, params,
-                            n_classes=classes.size if multi else None, sample_weight=weights,
-                            cost_weight=cost_weight, callback=callback)
+        fits = iter(range(1, len(AUTO_PATH) + 2))
+        light = None if cost_tradeoff != "auto" else \
+            _path_rows(sample_weight, cost_weight, scribbled_rows, rng)
+
+        def fit_core(cost_tradeoff, weights, callback, path=False):
+            rows_X, rows_y, cost, fit_params = X, y, cost_weight, params
+            if path:                # the path only ranks the values: fewer rows and trees
+                rows, scale = light
+                rows_X, rows_y, weights, cost = X[rows], y[rows], weights[rows] * scale, \
+                    cost_weight[rows] * scale
+                fit_params = dict(params, n_estimators=max(1, params["n_estimators"]
+                                                           // _PATH_TREE_SHARE))
+            fit_params["cost_tradeoff"] = float(cost_tradeoff) * float(weights.sum()) \
+                / pixels_per_image
+            n_trees = fit_params["n_estimators"]
+            tracker.start("model" if self.cost_tradeoff != "auto" else
+                          f"μ path {next(fits)}/{len(AUTO_PATH) + 1}", n_trees)
+
+            def report(iteration, n_iterations):
+                tracker.step(iteration)
+                # callback counts a path fit as if it had the refit's n_estimators iterations
+                full = params["n_estimators"]
+                return callback is not None and callback(iteration * full // n_trees, full)
+            booster = train(rows_X, rows_y, objective if unlabelled is None else graph_objective,
+                            fit_params, n_classes=classes.size if multi else None,
+                            sample_weight=weights, cost_weight=cost, callback=report)
             # The graph objective is the logistic/softmax loss plus smoothing: same link.
             booster.objective = objective
             return booster
@@ -410,7 +471,23 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
             self.tradeoff_reason_ = f"cost_tradeoff={cost_tradeoff:g} was given"
         self._prepare()
         _warn_if_trivial(self, pairs)
+        tracker.done()
         return self
+
+    def _progress_tracker(self, progress, pairs, bank, n_channels, n_cost_samples,
+                          teacher_features, n_outputs, auto):
+        """A `ProgressTracker` for this fit, its stages weighted by `stage_weights`."""
+        n_pixels = sum(lab.size for _, lab in pairs)
+        n_scribbled = sum(int(np.count_nonzero(lab)) for _, lab in pairs)
+        distill = teacher_features is not None
+        n_rows = n_scribbled + n_cost_samples + (
+            len(pairs) * int(self.n_distill_pixels) if distill else 0)
+        plan = stage_weights(n_pixels, n_channels, n_scribbled,
+                             0 if not distill else teacher_features.size, n_rows, len(bank),
+                             int(self.n_estimators), n_outputs, distill,
+                             len(AUTO_PATH) + 1 if auto else 1,
+                             (n_scribbled + (n_rows - n_scribbled) / _PATH_ROW_SHARE) / n_rows)
+        return ProgressTracker(progress, plan)
 
     def _teacher_features(self, bank):
         """Bank indices the distillation teacher uses (level 0), or None if there is none.
@@ -427,6 +504,11 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         if weight == 0 or self.semi_supervised or full_resolution.size in (0, len(bank)):
             return None
         return full_resolution
+
+    def _check_class_weight(self):
+        if self.class_weight not in (None, "balanced"):
+            raise ValueError(f"class_weight must be 'balanced' or None, got {self.class_weight!r}")
+        return self.class_weight
 
     def _check_tradeoff_params(self):
         """``(cost_tradeoff, tolerance)``: "auto" or a float >= 0, and a float >= 0."""
@@ -775,6 +857,32 @@ def _warn_if_trivial(model, pairs):
     elif few:
         warnings.warn(f"{', '.join(few)} labelled, too few to learn from (at least "
                       f"{_FEW_PIXELS} each): {scribble}", UserWarning, stacklevel=3)
+
+
+def _path_rows(sample_weight, cost_weight, scribbled_rows, rng):
+    """Rows the models of the ``cost_tradeoff="auto"`` path train on, and their weight scale.
+
+    Every scribbled row, and one in `_PATH_ROW_SHARE` of the other rows (teacher-labelled
+    pixels, cost samples), drawn at random; the scale (1 for scribbles, the inverse share
+    for the rest) keeps the total loss and cost weights of each kind.
+    """
+    others = np.setdiff1d(np.arange(sample_weight.size), scribbled_rows)
+    keep = np.sort(rng.choice(others, int(np.ceil(others.size / _PATH_ROW_SHARE)), replace=False))
+    rows = np.union1d(scribbled_rows, keep)
+    scale = np.where(np.isin(rows, scribbled_rows), 1.0, others.size / max(keep.size, 1))
+    return rows, scale
+
+
+def _counting(compute_levels, step):
+    """``compute_levels`` that reports ``step(k)`` after the k-th frame it computed."""
+    count = [0]
+
+    def counted(frame):
+        levels = compute_levels(frame)
+        count[0] += 1
+        step(count[0])
+        return levels
+    return counted
 
 
 def _frame_channels(frame, labels):

@@ -12,7 +12,11 @@ of the labelled frames that carry the teacher's class:
   side of the class changes of the teacher's class map (`teacher_band`), and
 * ``flat`` pixels, drawn uniformly from the whole frame,
 
-``n_pixels`` per frame (a quarter of them flat). In each frame the edge pixels
+``n_pixels`` per frame (a quarter of them flat). The class changes are found on
+a grid of every `TEACHER_STRIDE`-th pixel (the teacher predicting a quarter of the
+pixels instead of all; the whole distillation stage took 0.3 s of CPU on a
+1024x1024 fly frame, ``benchmarks/bench_training.py``), so the band is that of the grid cells, ``ceil(band / stride)`` cells on
+each side; every drawn pixel still carries the teacher's class at that pixel. In each frame the edge pixels
 weigh half and the flat ones the other half of one frame (``EDGE_WEIGHT``):
 the band, a few percent of a frame, counts far more than its area, and flat
 regions stay represented. Over all frames the teacher-labelled pixels weigh
@@ -32,24 +36,27 @@ membrane F1 0.691 (7.9x). Without distillation the same bank at cost_tradeoff
 import numpy as np
 from scipy import ndimage as ndi
 
-from ..cegb import train
-from ._multiscale import predict_multiscale
+from ..cegb import most_probable_class, train
 
-__all__ = ["DISTILL_BAND", "EDGE_SHARE", "EDGE_WEIGHT", "fit_teacher", "teacher_band",
-           "teacher_pixels"]
+__all__ = ["DISTILL_BAND", "EDGE_SHARE", "EDGE_WEIGHT", "TEACHER_STRIDE", "fit_teacher",
+           "teacher_band", "teacher_pixels"]
 
 # Half-width of the band around the teacher's class changes, in pixels.
 DISTILL_BAND = 3
 # Share of a frame's teacher-labelled pixels drawn from the band, and their share of its weight.
 EDGE_SHARE = 0.75
 EDGE_WEIGHT = 0.5
+# The teacher's outlines are found on every TEACHER_STRIDE-th pixel (4x fewer predictions).
+TEACHER_STRIDE = 2
 
 
-def fit_teacher(X, y, sample_weight, params, feature_indices, objective, n_classes):
+def fit_teacher(X, y, sample_weight, params, feature_indices, objective, n_classes,
+                callback=None):
     """Plain gradient boosting (cost_tradeoff 0) on columns ``feature_indices`` of the labelled rows.
 
     ``params`` are the core parameters of the student (the tree settings are
     shared); rows with zero ``sample_weight`` (cost samples) are left out.
+    ``callback(iteration, n_iterations)`` follows the boosting (progress).
     Returns the teacher `msclassify.cegb.Booster` over those columns.
     """
     labelled = sample_weight > 0
@@ -57,7 +64,8 @@ def fit_teacher(X, y, sample_weight, params, feature_indices, objective, n_class
                           feature_batch_costs=None,
                           feature_share=np.asarray(params["feature_share"])[feature_indices])
     return train(np.ascontiguousarray(X[labelled][:, feature_indices]), y[labelled], objective,
-                 teacher_params, n_classes=n_classes, sample_weight=sample_weight[labelled])
+                 teacher_params, n_classes=n_classes, sample_weight=sample_weight[labelled],
+                 callback=callback)
 
 
 def teacher_band(classes, band):
@@ -88,8 +96,15 @@ def teacher_band(classes, band):
     return change
 
 
-def teacher_pixels(compute_levels, pairs, teacher, feature_indices, n_pixels, band, rng):
+def teacher_pixels(compute_levels, pairs, teacher, feature_indices, n_pixels, band, rng,
+                   stride=TEACHER_STRIDE):
     """Rows labelled by ``teacher``: ``n_pixels`` per frame, near its outlines and anywhere.
+
+    The teacher's outlines are found on a grid of every ``stride``-th pixel (its
+    class map at ``1/stride`` resolution: ``stride**2`` times fewer predictions
+    than the whole frame); the edge pixels are drawn from the full-resolution
+    pixels of the grid cells within ``ceil(band / stride)`` cells of a class
+    change, and every drawn pixel gets the teacher's class at that pixel.
 
     Parameters
     ----------
@@ -98,13 +113,15 @@ def teacher_pixels(compute_levels, pairs, teacher, feature_indices, n_pixels, ba
         (`msclassify.features.FeatureLevels`, all features in bank order).
     pairs : list of (frame, labels)
     teacher : msclassify.cegb.Booster
-        Trained on bank columns ``feature_indices``.
+        Trained on bank columns ``feature_indices`` (all full-resolution features).
     feature_indices : ndarray of int
     n_pixels : int
         Teacher-labelled pixels per frame (fewer if the frame is smaller).
     band : int
         Half-width in pixels of the band around the teacher's class changes.
     rng : numpy.random.Generator
+    stride : int, optional
+        Spacing of the grid the outlines are found on (1: every pixel).
 
     Returns
     -------
@@ -119,19 +136,30 @@ def teacher_pixels(compute_levels, pairs, teacher, feature_indices, n_pixels, ba
     rows, targets, weights = [], [], []
     for frame, _ in pairs:
         levels = compute_levels(frame)
-        size = int(np.prod(levels.shape))
-        classes = predict_multiscale(teacher, levels.arrays, levels.level[feature_indices],
-                                     levels.slot[feature_indices], levels.shape,
-                                     output="class", blocks=levels.blocks).values
-        edge = np.nonzero(teacher_band(classes, band))
+        shape = levels.shape
+        # the grid: every stride-th pixel in y and x (every section of a volume)
+        strides = (1,) * (len(shape) - 2) + (stride, stride)
+        slots = levels.slot[feature_indices]
+        grid = levels.arrays[0][tuple(slice(0, n, k) for n, k in zip(shape, strides))][..., slots]
+        coarse = most_probable_class(teacher.predict_raw(
+            np.ascontiguousarray(grid.reshape(-1, slots.size)))).reshape(grid.shape[:-1])
+        cells = np.nonzero(teacher_band(coarse, -(-int(band) // stride)))
+        # every full-resolution pixel of those cells (cells on the last row/column may be cut)
+        offsets = np.indices(strides).reshape(len(shape), -1)
+        edge = [(cell[:, None] * k + offset[None, :]).ravel()
+                for cell, k, offset in zip(cells, strides, offsets)]
+        inside = np.logical_and.reduce([e < n for e, n in zip(edge, shape)])
+        edge = [e[inside] for e in edge]
+        size = int(np.prod(shape))
         n_total = min(int(n_pixels), size)
         n_edge = min(int(round(EDGE_SHARE * n_total)), edge[0].size)
         n_flat = n_total - n_edge
         pick = rng.choice(edge[0].size, n_edge, replace=False)
-        flat = np.unravel_index(rng.choice(size, n_flat, replace=False), levels.shape)
-        pixels = tuple(np.concatenate([e[pick], f]) for e, f in zip(edge, flat))
-        rows.append(levels.gather(*pixels))
-        targets.append(classes[pixels].astype(np.float64))
+        flat = np.unravel_index(rng.choice(size, n_flat, replace=False), shape)
+        gathered = levels.gather(*(np.concatenate([e[pick], f]) for e, f in zip(edge, flat)))
+        rows.append(gathered)
+        targets.append(most_probable_class(teacher.predict_raw(
+            np.ascontiguousarray(gathered[:, feature_indices]))).astype(np.float64))
         edge_weight = EDGE_WEIGHT if n_edge else 0.0
         weights.append(np.concatenate([np.full(n_edge, edge_weight / max(n_edge, 1)),
                                        np.full(n_flat, (1 - edge_weight) / max(n_flat, 1))]))

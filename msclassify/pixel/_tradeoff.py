@@ -254,8 +254,10 @@ def auto_tradeoff(fit_core, label_frames, scribbled_rows, classes, X, y, sample_
     Parameters
     ----------
     fit_core : callable
-        ``fit_core(cost_tradeoff, sample_weight, callback) -> Booster`` trains on
-        the rows ``X`` with the given loss weights.
+        ``fit_core(cost_tradeoff, sample_weight, callback, path) -> Booster`` trains
+        on the rows ``X`` with the given loss weights; ``path`` is True for the
+        models of the path (which may be fitted on fewer rows: they only rank
+        the values) and False for the model returned.
     label_frames : sequence of ndarray
         The ``(H, W)`` labels of the frames the rows come from.
     scribbled_rows : ndarray of int
@@ -291,7 +293,7 @@ def auto_tradeoff(fit_core, label_frames, scribbled_rows, classes, X, y, sample_
     if flags.size != labelled.size:
         raise RuntimeError("the training rows do not match the labelled pixels of the frames")
     if not flags.any():
-        booster = fit_core(0.0, sample_weight, callback)
+        booster = fit_core(0.0, sample_weight, callback, False)
         return booster, 0.0, [], ("too few scribbles to hold any out, so the most accurate "
                                   "setting, cost_tradeoff=0, was used; scribble longer or "
                                   "more strokes to let the cost tradeoff be chosen")
@@ -304,7 +306,7 @@ def auto_tradeoff(fit_core, label_frames, scribbled_rows, classes, X, y, sample_
     progress = None if callback is None else _PathProgress(callback, len(AUTO_PATH) + 1)
     path, teacher, sure = [], None, None
     for cost_tradeoff in AUTO_PATH:
-        booster = fit_core(cost_tradeoff, weights, progress)
+        booster = fit_core(cost_tradeoff, weights, progress, True)
         if progress is not None and progress.stopped:
             return booster, cost_tradeoff, [], (
                 f"training was stopped while fitting cost_tradeoff={cost_tradeoff:g} of the "
@@ -325,7 +327,7 @@ def auto_tradeoff(fit_core, label_frames, scribbled_rows, classes, X, y, sample_
             progress.fit += 1
     chosen, reason = choose(path, tolerance)
     cost_tradeoff = path[chosen]["cost_tradeoff"]
-    return (fit_core(cost_tradeoff, sample_weight, progress), cost_tradeoff, path,
+    return (fit_core(cost_tradeoff, sample_weight, progress, False), cost_tradeoff, path,
             f"{reason}; scored on {held_rows.size} held-out scribbled pixels ({how}) and "
             f"{int(sure.sum())} pixels the cost_tradeoff=0 model is sure of; refit on all "
             "scribbles")

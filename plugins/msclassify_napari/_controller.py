@@ -17,7 +17,8 @@ here:
 * `describe_model` turns a fitted model and its timings into the Result panel's
   plain words, with the exact terms for tooltips.
 * `apply_to_frames` and `export_frames` are generators too: one yield per frame
-  drives a progress bar (`eta_text` says how long is left), and stopping the
+  drives a progress bar (`eta_text` says how long is left, `training_status` words a
+  training stage and its ETA), and stopping the
   generator between yields cancels.
 * `LiveUpdateScheduler` turns paint events into retrain jobs: it debounces, runs
   one job at a time and coalesces whatever arrives meanwhile into one follow-up.
@@ -50,8 +51,8 @@ __all__ = ["CLASS_COLORS_KEY", "CLASS_NAMES_KEY", "COST_COLORMAP", "ClassifierSe
            "class_names", "color_rgb", "cost_map_spec", "cost_summary", "describe_feature",
            "describe_model", "eta_text", "export_frames", "label_hints", "label_hints_spec",
            "load_classifier", "new_labels", "predict_frame", "probability_spec",
-           "segmentation_spec", "snapshot_scribbles", "uncertainty_spec", "update_job",
-           "write_class_legend"]
+           "segmentation_spec", "snapshot_scribbles", "training_status", "uncertainty_spec",
+           "update_job", "write_class_legend"]
 
 # Labels-layer metadata keys holding {label value: class name} and {label value: "#rrggbb"}.
 CLASS_NAMES_KEY = "msclassify_class_names"
@@ -472,7 +473,7 @@ class CostSummary:
         return self.evaluation + self.features
 
 
-def _train(settings, stack, scribbles, cancel, on_progress, feature_cache, live):
+def _train(settings, stack, scribbles, cancel, on_progress, feature_cache, live, on_stage=None):
     def callback(iteration, n_iterations):
         if on_progress is not None:
             on_progress(iteration, n_iterations)
@@ -481,7 +482,8 @@ def _train(settings, stack, scribbles, cancel, on_progress, feature_cache, live)
     frames = [stack.frame(t) for t in scribbles.frame_indices]
     classifier = settings.make_classifier()
     start = time.perf_counter()
-    classifier.fit(frames, list(scribbles.labels), callback=callback, feature_cache=feature_cache)
+    classifier.fit(frames, list(scribbles.labels), callback=callback, feature_cache=feature_cache,
+                   progress=on_stage)
     end = time.perf_counter()
     return TrainedModel(classifier, end - start, scribbles.n_labelled, scribbles.frame_indices,
                         settings, live, end)
@@ -540,7 +542,7 @@ def label_hints(uncertainty, n_classes, n_regions=5, min_pixels=20):
 
 
 def update_job(kind, settings, stack, frame_index, scribbles=None, classifier=None, cancel=None,
-               on_progress=None, feature_cache=None, hints=False, cost=True):
+               on_progress=None, feature_cache=None, hints=False, cost=True, on_stage=None):
     """What a worker thread runs for Train, a live update or "Segment this frame".
 
     Parameters
@@ -565,6 +567,9 @@ def update_job(kind, settings, stack, frame_index, scribbles=None, classifier=No
         worker thread).
     feature_cache : msclassify.features.FeatureCache, optional
         Keeps the scribbled frames' features between retrains.
+    on_stage : callable, optional
+        ``on_stage(report)`` with a `msclassify.pixel.TrainingProgress` (stage,
+        fraction, ETA) during training (worker thread); `training_status` words it.
     hints : bool, optional
         Also yield the frame's `LabelHints`.
     cost : bool, optional
@@ -586,7 +591,7 @@ def update_job(kind, settings, stack, frame_index, scribbles=None, classifier=No
             scribbles = scribbles()
         live = kind == RETRAIN
         model = _train(settings.for_live_update() if live else settings, stack, scribbles, cancel,
-                       on_progress, feature_cache, live)
+                       on_progress, feature_cache, live, on_stage)
         if cancel.is_set():
             return
         classifier = model.classifier
@@ -756,6 +761,21 @@ def apply_to_frames(classifier, stack, frame_indices=None):
     indices = range(stack.n_frames) if frame_indices is None else frame_indices
     for index in indices:
         yield index, classifier.predict(stack.frame(index))
+
+
+def training_status(report):
+    """A training progress report (`msclassify.pixel.TrainingProgress`) in words.
+
+    Examples
+    --------
+    >>> from msclassify.pixel import TrainingProgress
+    >>> training_status(TrainingProgress("teacher", 10, 50, 0.25, 3.0, 1.0))
+    'teacher, 25%, about 3 s left'
+    >>> training_status(TrainingProgress("μ path 3/7", 0, 50, 0.0, None, 0.1))
+    'μ path 3/7, 0%, estimating time left…'
+    """
+    return (f"{report.stage}, {report.fraction:.0%}, "
+            f"{eta_text(report.fraction, 1.0, report.elapsed_s)}")
 
 
 def eta_text(done, total, elapsed):

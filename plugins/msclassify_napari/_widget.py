@@ -46,7 +46,8 @@ from ._controller import (CLASS_COLORS_KEY, CLASS_NAMES_KEY, PREDICT, RETRAIN, T
                           TrainedModel, apply_to_frames, class_colors, class_names, color_rgb,
                           cost_map_spec, describe_model, eta_text, export_frames,
                           label_hints_spec, load_classifier, new_labels, probability_spec,
-                          segmentation_spec, uncertainty_spec, update_job, write_class_legend)
+                          segmentation_spec, training_status, uncertainty_spec, update_job,
+                          write_class_legend)
 from ._notify import USER_ERRORS, notify_error
 
 __all__ = ["ExportDialog", "PixelClassifierWidget", "set_progress"]
@@ -190,7 +191,7 @@ class PixelClassifierWidget(QWidget):
     segmentation_updated = Signal(int)
     job_done = Signal()
     batch_done = Signal()
-    _training_progress = Signal(int, int)
+    _training_progress = Signal(object)        # msclassify.pixel.TrainingProgress
 
     classifier = _image_model_attribute("classifier", "The chosen image's model (or None).")
     last_model = _image_model_attribute("training", "`TrainedModel` of its last training.")
@@ -991,7 +992,7 @@ class PixelClassifierWidget(QWidget):
         self._job_image = self.image_combo.currentText()
         worker = create_worker(update_job, kind, settings, stack, frame_index,
                                scribbles=scribbles, classifier=self.classifier,
-                               cancel=self._cancel, on_progress=self._training_progress.emit,
+                               cancel=self._cancel, on_stage=self._training_progress.emit,
                                feature_cache=self.feature_cache,
                                hints=self.show_checks["hints"].isChecked(),
                                cost=kind == TRAIN or self.show_checks["cost"].isChecked(),
@@ -1017,12 +1018,15 @@ class PixelClassifierWidget(QWidget):
         self.scheduler.job_finished()
         self.job_done.emit()
 
-    def _show_training_progress(self, iteration, n_iterations):
+    def _show_training_progress(self, report):
+        """Stage, percent and ETA of the fit in the status line; the fraction on the bar."""
         now = time.perf_counter()
-        if iteration < n_iterations and now - self._progress_drawn < PROGRESS_INTERVAL_S:
+        if report.fraction < 1 and now - self._progress_drawn < PROGRESS_INTERVAL_S:
             return
         self._progress_drawn = now
-        set_progress(self.train_progress, iteration, n_iterations)
+        set_progress(self.train_progress, round(1000 * report.fraction), 1000)
+        if report.stage != "done":
+            self.status_label.setText(f"Training: {training_status(report)}")
 
     def _on_job_result(self, result):
         if self._job_image != self.image_combo.currentText():
