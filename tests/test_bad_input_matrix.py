@@ -990,12 +990,12 @@ def test_label_ids_above_255_keep_their_identity(fx, tmp_path, capsys):
 
 @pytest.mark.parametrize("options, message", [
     (["--export", "mask", "--class", "2", "--min-size", "300"],
-     "--min-size applies to --export instances only"),
+     "--min-size applies to --export instances and --table"),
     (["--export", "probability", "--class", "2", "--min-size", "5"],
-     "--min-size applies to --export instances only"),
+     "--min-size applies to --export instances and --table"),
     (["--export", "labels", "--class", "2"], "drop --class"),
     (["--class", "2"], "drop --class"),
-    (["--min-size", "0"], "--min-size applies to --export instances only"),
+    (["--min-size", "0"], "--min-size applies to --export instances and --table"),
     (["--chunk-size", "3"], "give it with --workers or --scheduler"),
 ])
 def test_options_that_do_not_apply_are_refused(fx, tmp_path, capsys, options, message):
