@@ -12,11 +12,15 @@ of the labelled frames that carry the teacher's class:
   side of the class changes of the teacher's class map (`teacher_band`), and
 * ``flat`` pixels, drawn uniformly from the whole frame,
 
-``n_pixels`` per frame (a quarter of them flat). The class changes are found on
-a grid of every `TEACHER_STRIDE`-th pixel (the teacher predicting a quarter of the
-pixels instead of all; the whole distillation stage took 0.3 s of CPU on a
-1024x1024 fly frame, ``benchmarks/bench_training.py``), so the band is that of the grid cells, ``ceil(band / stride)`` cells on
-each side; every drawn pixel still carries the teacher's class at that pixel. In each frame the edge pixels
+``n_pixels`` per frame (a quarter of them flat). The class changes can be found
+on a grid of every ``stride``-th pixel in y and x (``stride=2``: the teacher
+predicts a quarter of the pixels; the distillation stage took 0.3 s of CPU on a
+1024x1024 fly frame, ``benchmarks/bench_training.py``); the band is then that of
+the grid cells, ``ceil(band / stride)`` cells on each side, and every drawn pixel
+still carries the teacher's class at that pixel. The default, `TEACHER_STRIDE`, is
+1: with 2 the model's outlines followed the 8x8 block grid more on the real fly
+crop of ``tests/test_real_fly_outlines.py`` (``benchmarks/study_outline_grid.py``). In
+each frame the edge pixels
 weigh half and the flat ones the other half of one frame (``EDGE_WEIGHT``):
 the band, a few percent of a frame, counts far more than its area, and flat
 regions stay represented. Over all frames the teacher-labelled pixels weigh
@@ -46,8 +50,9 @@ DISTILL_BAND = 3
 # Share of a frame's teacher-labelled pixels drawn from the band, and their share of its weight.
 EDGE_SHARE = 0.75
 EDGE_WEIGHT = 0.5
-# The teacher's outlines are found on every TEACHER_STRIDE-th pixel (4x fewer predictions).
-TEACHER_STRIDE = 2
+# The teacher's outlines are found on every TEACHER_STRIDE-th pixel (PixelClassifier's
+# teacher_stride; 2: 4x fewer predictions, but outlines that follow the 8x8 block grid more).
+TEACHER_STRIDE = 1
 
 
 def fit_teacher(X, y, sample_weight, params, feature_indices, objective, n_classes,

@@ -1,0 +1,45 @@
+"""How much the default model's fly outlines follow the 8x8 block grid, per class weighting and
+teacher stride: the measure of ``tests/test_real_fly_outlines.py`` on its real fly crop.
+
+For ``class_weight`` None / "balanced" and the distillation teacher's outline grid (``teacher_stride`` 1 and
+2) and ``random_state`` 0 and 1: the share of the predicted outline's class changes
+that lie on the 8x8 grid (the real mask: 0.13; the test allows 0.35) and the share of wrong
+pixels within 2 px of the real outline. Writes ``benchmarks/results/outline_grid.json``.
+
+    python benchmarks/study_outline_grid.py
+"""
+
+import sys
+import time
+
+from _common import REPO, print_table, write_results
+
+sys.path.insert(0, str(REPO / "tests"))
+
+from test_real_fly_outlines import FLY, fly_frames, grid_transition_share, outline_error  # noqa: E402
+
+from msclassify.pixel import PixelClassifier  # noqa: E402
+
+
+def main():
+    image, scribbles, test, mask = fly_frames.__wrapped__()
+    rows = []
+    for class_weight in (None, "balanced"):
+        for stride in (1, 2):
+            for seed in (0, 1):
+                start = time.perf_counter()
+                model = PixelClassifier(random_state=seed, class_weight=class_weight,
+                                        teacher_stride=stride)
+                fly = model.fit(image, scribbles).predict(test) == FLY
+                rows.append({"class_weight": str(class_weight), "teacher_stride": stride,
+                             "random_state": seed,
+                             "grid share": round(grid_transition_share(fly), 3),
+                             "outline error": round(outline_error(fly, mask), 3),
+                             "seconds": round(time.perf_counter() - start, 1)})
+                print(rows[-1], flush=True)
+    print_table(rows, list(rows[0]))
+    write_results("outline_grid", rows)
+
+
+if __name__ == "__main__":
+    main()
