@@ -41,6 +41,7 @@ import numpy as np
 from scipy import ndimage as ndi
 
 from ..cegb import most_probable_class, train
+from ._multiscale import predict_multiscale
 
 __all__ = ["DISTILL_BAND", "EDGE_SHARE", "EDGE_WEIGHT", "TEACHER_STRIDE", "fit_teacher",
            "teacher_band", "teacher_pixels"]
@@ -142,29 +143,39 @@ def teacher_pixels(compute_levels, pairs, teacher, feature_indices, n_pixels, ba
     for frame, _ in pairs:
         levels = compute_levels(frame)
         shape = levels.shape
-        # the grid: every stride-th pixel in y and x (every section of a volume)
-        strides = (1,) * (len(shape) - 2) + (stride, stride)
-        slots = levels.slot[feature_indices]
-        grid = levels.arrays[0][tuple(slice(0, n, k) for n, k in zip(shape, strides))][..., slots]
-        coarse = most_probable_class(teacher.predict_raw(
-            np.ascontiguousarray(grid.reshape(-1, slots.size)))).reshape(grid.shape[:-1])
-        cells = np.nonzero(teacher_band(coarse, -(-int(band) // stride)))
-        # every full-resolution pixel of those cells (cells on the last row/column may be cut)
-        offsets = np.indices(strides).reshape(len(shape), -1)
-        edge = [(cell[:, None] * k + offset[None, :]).ravel()
-                for cell, k, offset in zip(cells, strides, offsets)]
-        inside = np.logical_and.reduce([e < n for e, n in zip(edge, shape)])
-        edge = [e[inside] for e in edge]
+        if stride == 1:   # the teacher's class at every pixel, from the levels directly
+            classes = predict_multiscale(teacher, levels.arrays, levels.level[feature_indices],
+                                         levels.slot[feature_indices], shape, output="class",
+                                         blocks=levels.blocks).values
+            edge = np.nonzero(teacher_band(classes, band))
+        else:             # on every stride-th pixel in y and x (every section of a volume)
+            strides = (1,) * (len(shape) - 2) + (stride, stride)
+            slots = levels.slot[feature_indices]
+            grid = levels.arrays[0][tuple(slice(0, n, k) for n, k in zip(shape, strides))]
+            grid = np.ascontiguousarray(grid[..., slots])
+            coarse = most_probable_class(teacher.predict_raw(
+                grid.reshape(-1, slots.size))).reshape(grid.shape[:-1])
+            cells = np.nonzero(teacher_band(coarse, -(-int(band) // stride)))
+            # every full-resolution pixel of those cells (cells on the last row/column may be cut)
+            offsets = np.indices(strides).reshape(len(shape), -1)
+            edge = [(cell[:, None] * k + offset[None, :]).ravel()
+                    for cell, k, offset in zip(cells, strides, offsets)]
+            inside = np.logical_and.reduce([e < n for e, n in zip(edge, shape)])
+            edge = [e[inside] for e in edge]
         size = int(np.prod(shape))
         n_total = min(int(n_pixels), size)
         n_edge = min(int(round(EDGE_SHARE * n_total)), edge[0].size)
         n_flat = n_total - n_edge
         pick = rng.choice(edge[0].size, n_edge, replace=False)
         flat = np.unravel_index(rng.choice(size, n_flat, replace=False), shape)
-        gathered = levels.gather(*(np.concatenate([e[pick], f]) for e, f in zip(edge, flat)))
+        pixels = tuple(np.concatenate([e[pick], f]) for e, f in zip(edge, flat))
+        gathered = levels.gather(*pixels)
         rows.append(gathered)
-        targets.append(most_probable_class(teacher.predict_raw(
-            np.ascontiguousarray(gathered[:, feature_indices]))).astype(np.float64))
+        if stride == 1:
+            targets.append(classes[pixels].astype(np.float64))
+        else:
+            targets.append(most_probable_class(teacher.predict_raw(
+                np.ascontiguousarray(gathered[:, feature_indices]))).astype(np.float64))
         edge_weight = EDGE_WEIGHT if n_edge else 0.0
         weights.append(np.concatenate([np.full(n_edge, edge_weight / max(n_edge, 1)),
                                        np.full(n_flat, (1 - edge_weight) / max(n_flat, 1))]))
