@@ -14,9 +14,10 @@ import time
 
 from _common import REPO, print_table, write_results
 
-sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO / "tests"))  # conftest, which the test module imports
 
-from test_real_fly_outlines import FLY, fly_frames, grid_transition_share, outline_error  # noqa: E402
+from tests.test_real_fly_outlines import (FLY, fly_frames, grid_transition_share,  # noqa: E402
+                                          outline_error)
 
 from msclassify.pixel import PixelClassifier  # noqa: E402
 
