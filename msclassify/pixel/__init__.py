@@ -13,6 +13,8 @@ blocks and computes only the features the model uses. The pieces:
     semi-supervised training (GRBB on unlabelled pixels of the scribbled frames)
 `IntensityRange`
     the units of the training frames' intensities, in which every frame is read
+`TrainingProgress`
+    what ``PixelClassifier.fit(progress=...)`` reports: stage, fraction done, time left
 `load_pixel_model`, `check_channels`
     a saved classifier, checked to be one and to fit the frames at hand
 `predict_frame`, `FramePrediction`, `most_probable`, `label_dtype`
