@@ -135,6 +135,20 @@ def test_writer_refuses_another_job_and_foreign_stores(tmp_path):
         ChunkedLabelWriter(tmp_path / "foreign.zarr", (64, 64), (32, 32), [1, 2])
 
 
+def test_overwrite_replaces_its_own_store_only(tmp_path):
+    out = tmp_path / "out.zarr"
+    writer = ChunkedLabelWriter(out, (64, 64), (32, 32), [1, 2],
+                                provenance={"model": {"sha256": "a"}})
+    writer.write_chunk((0, 0), np.ones((32, 32), np.uint8))
+    again = ChunkedLabelWriter(out, (64, 64), (32, 32), [1, 2],
+                               provenance={"model": {"sha256": "b"}}, overwrite=True)
+    assert again.completed() == set()
+    zarr.create_array(str(out / "mine"), shape=(2,), dtype=np.uint8)   # a user's own array
+    with pytest.raises(FrameWriteError, match="did not write"):
+        ChunkedLabelWriter(out, (64, 64), (32, 32), [1, 2], overwrite=True)
+    assert (out / "mine").is_dir()
+
+
 def test_full_disk_names_the_chunk_and_keeps_finished_ones(tmp_path, monkeypatch):
     import errno
 

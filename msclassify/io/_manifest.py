@@ -83,6 +83,10 @@ def _provenance_difference(found, expected):
     return "; ".join(differences)
 
 
+# The marker array of a store written chunk by chunk (`msclassify.io.ChunkedLabelWriter`).
+CHUNKS_DONE = "msclassify_done"
+
+
 def _output_kind(path):
     """"tiff" or "zarr" for an output msclassify wrote, "empty" for an empty folder, else None."""
     path = Path(path)
@@ -95,7 +99,7 @@ def _output_kind(path):
         except (OSError, ValueError, AttributeError):
             return None
         # only the arrays msclassify writes; anything a user added keeps the store
-        ours = {"zarr.json", "labels", "done", "probabilities"}
+        ours = {"zarr.json", "labels", "done", "probabilities", CHUNKS_DONE}
         return "zarr" if recorded and all(entry.name in ours and not entry.is_symlink()
                                           for entry in path.iterdir()) else None
     entries = list(path.iterdir())

@@ -27,13 +27,12 @@ import numpy as np
 
 from ._errors import FrameWriteError, _write_error
 from ._frames import _Opened
-from ._manifest import _provenance_difference, _remove_output
+from ._manifest import CHUNKS_DONE, _provenance_difference, _remove_output
 
 __all__ = ["ChunkedLabelWriter", "label_colours"]
 
 _FORMAT = "msclassify-chunks"
 _VERSION = 1
-_DONE = "msclassify_done"
 NGFF_VERSION = "0.5"
 # Coarser levels are added while the level is at least this large along its longer side.
 _MIN_LEVEL_SIDE = 256
@@ -226,7 +225,7 @@ class ChunkedLabelWriter(_Opened):
                                chunks=(self.n_classes,) + self.chunks, dtype=np.float32,
                                fill_value=0, dimension_names=("c", "y", "x"),
                                config={"write_empty_chunks": True})
-        self._root.create_array(_DONE, shape=self.grid, chunks=(1, 1), dtype=np.uint8,
+        self._root.create_array(CHUNKS_DONE, shape=self.grid, chunks=(1, 1), dtype=np.uint8,
                                 fill_value=0, config={"write_empty_chunks": True})
         self._open()
 
@@ -234,7 +233,7 @@ class ChunkedLabelWriter(_Opened):
         image = self._root["labels"][self.name]
         self._levels = [image[str(level)] for level in range(self.n_levels)]
         self._proba = None if self.n_classes is None else self._root["probabilities"]["0"]
-        self._done = self._root[_DONE]
+        self._done = self._root[CHUNKS_DONE]
 
     def _level_shape(self, level):
         step = 1 << level
