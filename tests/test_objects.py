@@ -376,6 +376,19 @@ def test_cli_refuses_an_existing_table_and_a_changed_input_on_resume(crossing_ru
     assert journal.read_text() == lines      # the 5 frames done are kept
 
 
+def test_cli_never_writes_the_table_over_an_input_even_with_overwrite(crossing_run, tmp_path,
+                                                                      capsys):
+    labels = tmp_path / "labels.csv"
+    labels.write_text("frame,centroid-0,centroid-1,class\n0,80,10,fly\n")
+    for table in (labels, crossing_run / "model.msc"):
+        before = table.read_bytes()
+        assert _predict(crossing_run, "--table", table, "--object-labels", labels,
+                        "--overwrite") == 1
+        err = capsys.readouterr().err
+        assert "would destroy it" in err and "Traceback" not in err
+        assert table.read_bytes() == before
+
+
 def test_cli_object_options_need_a_table(crossing_run, capsys):
     assert _predict(crossing_run, "--tracks", "-o", "x") == 1
     assert "--tracks need --table PATH" in capsys.readouterr().err

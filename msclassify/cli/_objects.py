@@ -59,7 +59,9 @@ def check_object_arguments(args):
     if args.search_range <= 0 or args.memory < 0:
         raise CommandError("--search-range must be > 0 pixels and --memory >= 0 frames")
     try:
-        check_table_path(args.table, overwrite=args.overwrite)
+        check_table_path(args.table, overwrite=args.overwrite,
+                         inputs=[path for path in (args.input, args.model, args.object_labels)
+                                 if path is not None])
     except (ValueError, OSError, ImportError) as exc:
         raise CommandError(f"--table: {exc}") from None
 

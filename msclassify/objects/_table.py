@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..io import FrameWriteError, write_atomically
+from ..io import FrameWriteError, check_not_an_input, write_atomically
 
 __all__ = ["TABLE_FORMATS", "TableJournal", "check_table_path", "read_table", "write_table"]
 
@@ -45,8 +45,11 @@ def _import_pyarrow():
                           "(or write a .csv table)") from None
 
 
-def check_table_path(path, overwrite=False):
+def check_table_path(path, overwrite=False, inputs=()):
     """Raise a one-line error unless a table can be written at ``path``.
+
+    ``inputs`` are the files the run reads (the frames, the model, an object-label
+    file): the table may not be one of them, even with ``overwrite``.
 
     Examples
     --------
@@ -58,6 +61,7 @@ def check_table_path(path, overwrite=False):
     ValueError: table objects.txt: unknown format '.txt'; name it *.csv or *.parquet
     """
     path = Path(path)
+    check_not_an_input(path, inputs)
     if _format(path) == ".parquet":
         _import_pyarrow()
     if path.is_dir():
