@@ -430,6 +430,25 @@ def test_cli_refuses_models_of_the_other_kind(volume_files, tmp_path, capsys):
     assert code == 0, err
 
 
+def test_cli_never_writes_volumes_over_their_input(volume_files, tmp_path, capsys):
+    import shutil
+    f = volume_files
+    assert _cli(capsys, "train", f / "vol.tif", "--labels", f / "lab.tif", "--axes", "zyx",
+                "-o", tmp_path / "m.msc", "--n-estimators", "3")[0] == 0
+    out = tmp_path / "out"
+    assert _cli(capsys, "predict", tmp_path / "m.msc", f / "vol.tif", "-o", out, "--axes",
+                "zyx")[0] == 0
+    shutil.copy(f / "vol.tif", out / "volume_0000.tif")      # the next input lies in -o
+    before = (out / "volume_0000.tif").read_bytes()
+    code, _, err = _cli(capsys, "predict", tmp_path / "m.msc", out / "volume_0000.tif", "-o",
+                        out, "--axes", "zyx", "--overwrite")
+    assert code == 1 and "would destroy it" in err and "Traceback" not in err
+    assert (out / "volume_0000.tif").read_bytes() == before
+    code, _, err = _cli(capsys, "predict", tmp_path / "m.msc", f / "vol.tif", "--table",
+                        tmp_path / "t.csv", "--axes", "zyx")
+    assert code == 1 and "--table" in err and not (tmp_path / "t.csv").exists()
+
+
 def test_cli_says_when_a_z_stack_is_read_as_frames(volume_files, tmp_path, capsys):
     f = volume_files
     code, out, err = _cli(capsys, "train", f / "vol.tif", "--labels", f / "lab.tif", "-o",

@@ -15,7 +15,8 @@ from pathlib import Path
 import numpy as np
 
 from ..features import check_spacing
-from ..io import check_axes, read_volume, recorded_z_axis, write_atomically, write_volume
+from ..io import (check_axes, check_not_an_input, read_volume, recorded_z_axis,
+                  write_atomically, write_volume)
 from ..metrics import label_instances, seg_score
 from ..pixel import check_channels
 from ._common import CommandError, make_output_folder, say
@@ -133,7 +134,8 @@ def predict_volumes(args, model, model_file):
     unsupported = [option for option, used in (
         ("--probabilities", args.probabilities), ("--export", args.export != "labels"),
         ("--format", args.format not in ("tif", "tiff")), ("--frames", args.frames is not None),
-        ("--workers/--scheduler", args.workers is not None or args.scheduler is not None))
+        ("--workers/--scheduler", args.workers is not None or args.scheduler is not None),
+        ("--table", args.table is not None))
         if used]
     if unsupported:
         raise CommandError(f"{', '.join(unsupported)}: volumes are written as label volumes, one "
@@ -160,6 +162,7 @@ def predict_volumes(args, model, model_file):
                                f"trained on {grid.spacing}; its features are in physical units, "
                                "so resample the volume or train a model on this spacing")
     output = Path(args.output)
+    check_not_an_input(output, [args.input, args.model])  # before --overwrite deletes anything
     record = {"format": _FORMAT, "model_sha256": model_file.sha256,
               "input": {"name": Path(args.input).name, "size": Path(args.input).stat().st_size,
                         "shape": list(data.shape), "axes": args.axes},
