@@ -217,12 +217,6 @@ def _read(image, window):
     return np.asarray(compute() if callable(compute) else data)
 
 
-def _intensity_scale(model, window_data):
-    if model.intensity_ is None:
-        return None
-    return model.intensity_.scale_for(window_data)
-
-
 def predict_chunk(model, image, plan, index, outputs=("class",), groups=None):
     """Predict one chunk of ``image`` exactly as predicting the whole image would.
 
@@ -260,7 +254,7 @@ def predict_chunk(model, image, plan, index, outputs=("class",), groups=None):
     region = plan.region(index)
     outer = plan.window(index, widest)
     data = _read(image, outer)
-    scale = _intensity_scale(model, data)
+    scale = model._intensity_scale(data)
     n_features = model.booster_.n_features
     feature_level = np.full(n_features, -1, dtype=np.int64)
     feature_slot = np.zeros(n_features, dtype=np.int64)

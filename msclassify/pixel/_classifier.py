@@ -586,19 +586,24 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
                                 if len(shape) == n_axes + 1 else ""))
         return image
 
+    def _intensity_scale(self, image):
+        """The factor that reads ``image`` in the units of the training frames
+        (`intensity_`); None for a model saved before intensities were recorded (it
+        normalises by dtype)."""
+        return None if self.intensity_ is None else self.intensity_.scale_for(image)
+
     def _pyramid(self, image):
-        """``image`` as a `PyramidImage` (`PyramidVolume`) in the units of the training
-        frames (`intensity_`)."""
-        image = self._check_frame(image)
-        # None: a model saved before intensities were recorded normalises by dtype
-        scale = None if self.intensity_ is None else self.intensity_.scale_for(image)
+        """``image`` (checked by `_check_frame`) as a `PyramidImage` (`PyramidVolume`) in
+        the units of the training frames."""
+        scale = self._intensity_scale(image)
         if self.bank_.grid is not None:
             return PyramidVolume(image, self.bank_.grid, intensity_scale=scale)
         return PyramidImage(image, intensity_scale=scale)
 
     def _predict(self, image, strategy="multiscale", output="raw", cost_map=False):
         """Raw scores, probabilities or classes of one frame (see `predict_multiscale`)."""
-        spatial = np.shape(self._check_frame(image))[:2 if self.bank_.grid is None else 3]
+        image = self._check_frame(image)
+        spatial = np.shape(image)[:2 if self.bank_.grid is None else 3]
         pixels = int(np.prod(spatial, dtype=np.int64))
         shares = self.bank_.shares()[self._used] if strategy == "multiscale" else \
             np.ones(self._used.size)
