@@ -83,6 +83,19 @@ def _provenance_difference(found, expected):
     return "; ".join(differences)
 
 
+def _as_recorded(provenance):
+    """``provenance`` as an output's record reads it back (tuples become lists), or None;
+    TypeError unless it is a dict of JSON values (no NaN)."""
+    if provenance is None:
+        return None
+    if not isinstance(provenance, dict):
+        raise TypeError(f"provenance must be a dict or None, got {type(provenance).__name__}")
+    try:
+        return json.loads(json.dumps(provenance, allow_nan=False))
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"provenance must hold JSON values only ({exc})") from None
+
+
 # The marker array of a store written chunk by chunk (`msclassify.io.ChunkedLabelWriter`).
 CHUNKS_DONE = "msclassify_done"
 

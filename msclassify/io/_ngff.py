@@ -20,14 +20,13 @@ every 2**k-th pixel, as label pyramids must: no mixed classes), so a level-k
 chunk is ``chunks >> k`` and the chunk size must be divisible by ``2**k``.
 """
 
-import json
 from pathlib import Path
 
 import numpy as np
 
 from ._errors import FrameWriteError, _write_error
 from ._frames import _Opened
-from ._manifest import CHUNKS_DONE, _provenance_difference, _remove_output
+from ._manifest import CHUNKS_DONE, _as_recorded, _provenance_difference, _remove_output
 
 __all__ = ["ChunkedLabelWriter", "label_colours"]
 
@@ -141,7 +140,7 @@ class ChunkedLabelWriter(_Opened):
         self.n_classes = None if n_classes is None else int(n_classes)
         self.n_levels = _n_levels(self.shape, self.chunks)
         self.name = name
-        self.provenance = None if provenance is None else json.loads(json.dumps(provenance))
+        self.provenance = _as_recorded(provenance)
         if overwrite:
             _remove_output(self.path)
         try:

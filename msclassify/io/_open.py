@@ -9,8 +9,8 @@ import numpy as np
 
 from ..checks import file_problem
 from ._errors import FrameReadError
-from ._frames import (IMAGE_EXTENSIONS, TIFF_EXTENSIONS, VIDEO_EXTENSIONS, _is_grey_stored_as_colour,
-                      _is_zarr, natural_sort_key)
+from ._frames import (IMAGE_EXTENSIONS, TIFF_EXTENSIONS, VIDEO_EXTENSIONS,
+                      _is_grey_stored_as_colour, _is_zarr, natural_sort_key)
 from ._images import _ImageFilesSource, _image_files_in
 from ._manifest import _MANIFEST_NAME, _partial_output_note
 from ._tiff import _TiffStackSource

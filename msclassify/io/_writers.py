@@ -15,8 +15,8 @@ from ..checks import check_int, is_int
 from ._atomic import write_atomically
 from ._errors import FrameWriteError, _write_error
 from ._frames import _Opened, _default_names
-from ._manifest import (_MANIFEST_FORMAT, _MANIFEST_NAME, _MANIFEST_VERSION, _describe, _first,
-                        _provenance_difference, _remove_output)
+from ._manifest import (_MANIFEST_FORMAT, _MANIFEST_NAME, _MANIFEST_VERSION, _as_recorded,
+                        _describe, _first, _provenance_difference, _remove_output)
 from ._tiff import _tiff_is_complete
 
 try:
@@ -126,14 +126,7 @@ class FrameWriter(BaseWriter):
                or os.sep in name]
         if bad:
             raise ValueError(f"frame names must be plain file names, got {bad[0]!r}")
-        if provenance is not None:
-            if not isinstance(provenance, dict):
-                raise TypeError(f"provenance must be a dict or None, got "
-                                f"{type(provenance).__name__}")
-            try:  # as it reads back from the manifest (tuples become lists)
-                provenance = json.loads(json.dumps(provenance, allow_nan=False))
-            except (TypeError, ValueError) as exc:
-                raise TypeError(f"provenance must hold JSON values only ({exc})") from None
+        provenance = _as_recorded(provenance)
         self.path = Path(path)
         self.n_frames = int(n_frames)
         self.frame_shape = frame_shape
