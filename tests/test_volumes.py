@@ -449,6 +449,16 @@ def test_cli_never_writes_volumes_over_their_input(volume_files, tmp_path, capsy
     assert code == 1 and "--table" in err and not (tmp_path / "t.csv").exists()
 
 
+def test_reading_a_volume_from_a_fifo_or_a_missing_file_is_refused_at_once(tmp_path):
+    import os
+    from msclassify.io import read_volume
+    os.mkfifo(tmp_path / "pipe.tif")
+    for path, problem in ((tmp_path / "pipe.tif", "not a regular file"),
+                          (tmp_path / "none.tif", "does not exist")):
+        with pytest.raises(ValueError, match=f"TIFF volume .* {problem}"):
+            read_volume(path, "zyx")
+
+
 def test_cli_says_when_a_z_stack_is_read_as_frames(volume_files, tmp_path, capsys):
     f = volume_files
     code, out, err = _cli(capsys, "train", f / "vol.tif", "--labels", f / "lab.tif", "-o",

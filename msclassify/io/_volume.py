@@ -24,6 +24,7 @@ from xml.etree import ElementTree
 import numpy as np
 import tifffile
 
+from ..checks import file_problem
 from ._atomic import write_atomically
 
 __all__ = ["VolumeData", "check_axes", "ngff_spacing", "read_volume", "recorded_z_axis",
@@ -155,6 +156,9 @@ def read_volume(path, axes):
         When the file cannot be read or its array has another number of axes.
     """
     axes = check_axes(axes)
+    problem = file_problem(path)  # before opening: a FIFO named .tif would block
+    if problem:
+        raise ValueError(f"TIFF volume {path} {problem}")
     try:
         with tifffile.TiffFile(path) as tif:
             series = tif.series[0]
