@@ -19,7 +19,8 @@ from msclassify.tabular import (DEFAULT_COST_TRADEOFFS, TabularData, cost_sweep,
 from msclassify.features import FeatureSpec
 from msclassify.pixel import FrameExport
 from msclassify_napari._controller import (CLASS_COLORS_KEY, CLASS_NAMES_KEY,
-                                           DEFAULT_CLASS_COLORS, LIVE_N_COST_SAMPLES,
+                                           DEFAULT_CLASS_COLORS, LIVE_COLSAMPLE, LIVE_MIN_TREES,
+                                           LIVE_N_COST_SAMPLES, LIVE_TREE_BUDGET,
                                            LIVE_N_ESTIMATORS, LIVE_WITHOUT_TEACHER, PREDICT,
                                            RETRAIN, TRAIN,
                                            ClassifierSettings, CostSummary, FramePrediction,
@@ -454,6 +455,37 @@ def test_settings_make_the_classifier_with_library_defaults():
     assert (other.features, other.cost_tradeoff) == ("fast", 0.01)
     assert (live.split_cost, live.max_leaves) == (settings.split_cost, settings.max_leaves)
     assert settings.replace(n_estimators=5).for_live_update().n_estimators == 5
+    assert live.colsample == settings.colsample == 1.0      # two classes: all features
+
+
+def test_live_model_for_many_classes_keeps_a_tree_budget():
+    settings = ClassifierSettings()
+    by_classes = {n: settings.for_live_update(n) for n in (2, 3, 4, 8, 20)}
+    assert by_classes[2] == settings.for_live_update()
+    assert [by_classes[n].n_estimators for n in (2, 3, 4, 8, 20)] == [
+        LIVE_N_ESTIMATORS, LIVE_TREE_BUDGET // 3, LIVE_TREE_BUDGET // 4, LIVE_MIN_TREES,
+        LIVE_MIN_TREES]
+    assert [by_classes[n].colsample for n in (2, 3, 4)] == [1.0, LIVE_COLSAMPLE, LIVE_COLSAMPLE]
+    # never more trees than Train's, and the colsample reaches the classifier
+    assert settings.replace(n_estimators=3).for_live_update(4).n_estimators == 3
+    assert by_classes[4].make_classifier().get_params()["colsample"] == LIVE_COLSAMPLE
+
+
+def test_live_update_with_four_classes_trains_the_smaller_model():
+    rng = np.random.default_rng(0)
+    frame = np.repeat(np.repeat(np.arange(4, dtype=np.uint8) * 60, 16)[None, :], 32, axis=0)
+    frame = (frame + rng.integers(0, 20, frame.shape)).astype(np.uint8)
+    labels = np.zeros(frame.shape, np.uint8)
+    for value in range(4):
+        labels[4:28:3, 16 * value + 4:16 * value + 12] = value + 1
+    stack = FrameStack(frame)
+    scribbles = snapshot_scribbles(labels, stack)
+    settings = SMALL.replace(n_estimators=LIVE_N_ESTIMATORS)
+    model, prediction, _ = update_job(RETRAIN, settings, stack, 0, scribbles)
+    assert model.settings == settings.for_live_update(4)
+    assert model.classifier.n_estimators == LIVE_TREE_BUDGET // 4
+    assert model.classifier.colsample == LIVE_COLSAMPLE
+    assert np.mean(prediction.labels[:, 8::16] == np.arange(1, 5)) > 0.9
 
 
 # -- the Result panel ----------------------------------------------------------------------------

@@ -13,10 +13,12 @@ import threading
 
 import numpy as np
 
+from ._frame_array import FrameArray
+
 __all__ = ["FrameLabels"]
 
 
-class FrameLabels:
+class FrameLabels(FrameArray):
     """A writable ``(T, H, W)`` integer array that allocates a frame when it is first written.
 
     Indexing follows NumPy for what napari and the widget use: an integer frame
@@ -42,21 +44,16 @@ class FrameLabels:
     """
 
     def __init__(self, n_frames, frame_shape, dtype=np.uint8):
-        self.dtype = np.dtype(dtype)
-        if self.dtype.kind not in "iu":
-            raise TypeError(f"labels need an integer dtype, got {self.dtype}")
-        self.shape = (int(n_frames), *(int(size) for size in frame_shape))
-        if len(self.shape) != 3:
+        if np.dtype(dtype).kind not in "iu":
+            raise TypeError(f"labels need an integer dtype, got {np.dtype(dtype)}")
+        shape = (int(n_frames), *(int(size) for size in frame_shape))
+        if len(shape) != 3:
             raise ValueError(f"frame_shape must be (H, W), got {tuple(frame_shape)}")
-        self.ndim = 3
-        self.size = int(np.prod(self.shape))
+        super().__init__(shape, dtype)
         self._frames = {}
         self._zeros = np.zeros(self.shape[1:], self.dtype)
         self._zeros.flags.writeable = False
         self._lock = threading.Lock()
-
-    def __len__(self):
-        return self.shape[0]
 
     @property
     def nbytes_stored(self):
@@ -70,8 +67,7 @@ class FrameLabels:
 
     def frame(self, index):
         """Frame ``index`` (read-only zeros if it was never written)."""
-        index = range(self.shape[0])[index]
-        return self._frames.get(index, self._zeros)
+        return self._frames.get(self._index(index), self._zeros)
 
     def _writable(self, index):
         with self._lock:
@@ -80,60 +76,49 @@ class FrameLabels:
                 frame = self._frames[index] = np.zeros(self.shape[1:], self.dtype)
             return frame
 
-    def _split(self, key):
-        key = key if isinstance(key, tuple) else (key,)
-        if any(item is Ellipsis or item is None for item in key):
-            raise IndexError("FrameLabels takes integers, slices and arrays, not ... or None")
-        return (key[0], key[1:]) if key else (slice(None), ())
-
     @staticmethod
     def _is_fancy(first, rest):
         """napari's stroke indices: one integer array per axis."""
         return isinstance(first, np.ndarray) and first.ndim >= 1 and len(rest) == 2 \
             and all(isinstance(item, np.ndarray) for item in rest)
 
+    def _strokes(self, first, rest):
+        """Per frame of a stroke ``(ts, ys, xs)``: (frame, where in the stroke, pixel keys)."""
+        first, *rest = np.broadcast_arrays(first, *rest)
+        for index in np.unique(first):
+            where = first == index
+            yield self._index(index), where, tuple(axis[where] for axis in rest)
+
     def __getitem__(self, key):
         first, rest = self._split(key)
         if isinstance(first, (int, np.integer)):
-            index = range(self.shape[0])[int(first)]
             # a fresh writable frame for one never written: napari writes into the slice it got
-            return self._frames.get(index, np.zeros(self.shape[1:], self.dtype))[rest]
+            return self._frames.get(self._index(first),
+                                    np.zeros(self.shape[1:], self.dtype))[rest]
         if self._is_fancy(first, rest):
-            first, *rest = np.broadcast_arrays(first, *rest)
-            out = np.zeros(first.shape, self.dtype)
-            for index in np.unique(first):
-                where = first == index
-                out[where] = self.frame(int(index))[tuple(axis[where] for axis in rest)]
+            out = np.zeros(np.broadcast_shapes(first.shape, *(a.shape for a in rest)),
+                           self.dtype)
+            for index, where, pixels in self._strokes(first, rest):
+                out[where] = self.frame(index)[pixels]
             return out
-        selected = np.arange(self.shape[0])[first]
-        if selected.ndim == 0:
-            return self.frame(int(selected))[rest]
-        stacked = np.stack([self.frame(int(index)) for index in selected]) if selected.size \
-            else np.zeros((0, *self.shape[1:]), self.dtype)
-        return stacked[(slice(None), *rest)]
+        return self._read(first, rest)
 
     def __setitem__(self, key, value):
         first, rest = self._split(key)
         if isinstance(first, (int, np.integer)):
-            self._writable(range(self.shape[0])[int(first)])[rest] = value
+            self._writable(self._index(first))[rest] = value
             return
         if self._is_fancy(first, rest):
-            first, *rest = np.broadcast_arrays(first, *rest)
-            value = np.broadcast_to(np.asarray(value, self.dtype), first.shape)
-            for index in np.unique(first):
-                where = first == index
-                self._writable(range(self.shape[0])[int(index)])[
-                    tuple(axis[where] for axis in rest)] = value[where]
+            shape = np.broadcast_shapes(first.shape, *(a.shape for a in rest))
+            value = np.broadcast_to(np.asarray(value, self.dtype), shape)
+            for index, where, pixels in self._strokes(first, rest):
+                self._writable(index)[pixels] = value[where]
             return
-        selected = np.atleast_1d(np.arange(self.shape[0])[first])
+        selected = np.atleast_1d(self._selected(first))
         value = np.broadcast_to(np.asarray(value, self.dtype),
                                 (selected.size, *self._zeros[rest].shape))
         for position, index in enumerate(selected):
             self._writable(int(index))[rest] = value[position]
-
-    def __array__(self, dtype=None, copy=None):
-        stacked = self[:]
-        return stacked if dtype is None else stacked.astype(dtype)
 
     def __repr__(self):
         return (f"<FrameLabels {self.shape}, {self.dtype}: {len(self._frames)} frame(s) "

@@ -24,6 +24,8 @@ import numpy as np
 
 from msclassify.io import TIFF_EXTENSIONS, VIDEO_EXTENSIONS, open_frames
 
+from ._frame_array import FrameArray
+
 __all__ = ["LazyFrames", "activate", "get_reader", "read_frames"]
 
 _EXTENSIONS = VIDEO_EXTENSIONS + TIFF_EXTENSIONS
@@ -40,7 +42,7 @@ def get_reader(path):
     return read_frames
 
 
-class LazyFrames:
+class LazyFrames(FrameArray):
     """A read-only array ``(T, H, W[, C])`` over a `msclassify.io.FrameSource`.
 
     Indexing decodes only the frames the index selects; the ``cache_frames``
@@ -61,17 +63,11 @@ class LazyFrames:
     """
 
     def __init__(self, source, cache_frames=4):
+        super().__init__((len(source),) + tuple(source.shape), source.dtype)
         self.source = source
-        self.shape = (len(source),) + tuple(source.shape)
-        self.dtype = source.dtype
-        self.ndim = len(self.shape)
-        self.size = int(np.prod(self.shape))
         self._cache = OrderedDict()
         self._cache_frames = int(cache_frames)
         self._lock = threading.Lock()
-
-    def __len__(self):
-        return self.shape[0]
 
     def frame(self, index):
         """Frame ``index`` (read-only: it may be shared with later reads)."""
@@ -85,22 +81,6 @@ class LazyFrames:
             while len(self._cache) > self._cache_frames:
                 self._cache.popitem(last=False)
             return frame
-
-    def __getitem__(self, key):
-        key = key if isinstance(key, tuple) else (key,)
-        if any(item is Ellipsis or item is None for item in key):
-            raise IndexError("LazyFrames takes integers, slices and arrays, not ... or None")
-        first, rest = (key[0], key[1:]) if key else (slice(None), ())
-        if isinstance(first, (int, np.integer)):
-            return self.frame(range(self.shape[0])[first])[rest]
-        selected = np.arange(self.shape[0])[first]
-        frames = [self.frame(int(index)) for index in np.atleast_1d(selected)]
-        stacked = np.stack(frames) if frames else np.empty((0,) + self.shape[1:], self.dtype)
-        return stacked[(slice(None),) + rest]
-
-    def __array__(self, dtype=None, copy=None):
-        stacked = self[:]
-        return stacked if dtype is None else stacked.astype(dtype)
 
     def __repr__(self):
         return f"<LazyFrames {self.source.path!r}: shape {self.shape}, {self.dtype}>"

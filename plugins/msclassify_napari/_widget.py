@@ -48,6 +48,7 @@ from ._controller import (CLASS_COLORS_KEY, CLASS_NAMES_KEY, PREDICT, RETRAIN, T
                           label_hints_spec, load_classifier, new_labels, probability_spec,
                           segmentation_spec, training_status, uncertainty_spec, update_job,
                           write_class_legend)
+from ._layers import update_or_add_layer
 from ._notify import USER_ERRORS, notify_error
 
 __all__ = ["ExportDialog", "PixelClassifierWidget", "set_progress"]
@@ -629,25 +630,14 @@ class PixelClassifierWidget(QWidget):
     def _add_layer(self, spec):
         """Update the layer called ``spec.name`` in place, or add it above its image (keeping
         the selection)."""
-        layers = self.viewer.layers
-        if spec.name in layers:
-            layer = layers[spec.name]
-            kind = {"image": Image, "labels": Labels}[spec.layer_type]
-            if isinstance(layer, kind) and layer.data.shape == spec.data.shape \
-                    and layer.data.dtype == spec.data.dtype:
-                for key in ("scale", "translate", "contrast_limits"):
-                    if key in spec.kwargs and tuple(getattr(layer, key)) != tuple(spec.kwargs[key]):
-                        setattr(layer, key, spec.kwargs[key])
-                layer.data = spec.data
-                return layer
-            layers.remove(layer)
-        active = layers.selection.active
-        layer = getattr(self.viewer, f"add_{spec.layer_type}")(
-            spec.data, name=spec.name, metadata={OUTPUT_KEY: True}, **spec.kwargs)
-        for key, value in spec.attributes.items():
-            setattr(layer, key, value)
-        self._arrange_layers()
-        self._keep_selected(active)
+        active = self.viewer.layers.selection.active
+        layer, added = update_or_add_layer(self.viewer, spec.layer_type, spec.data, spec.name,
+                                           metadata={OUTPUT_KEY: True}, **spec.kwargs)
+        if added:
+            for key, value in spec.attributes.items():
+                setattr(layer, key, value)
+            self._arrange_layers()
+            self._keep_selected(active)
         return layer
 
     def _arrange_layers(self):
@@ -877,7 +867,8 @@ class PixelClassifierWidget(QWidget):
         if enabled:
             model = self.last_model
             if model is not None and not model.live:
-                live_trees = self.settings().for_live_update().n_estimators
+                live_trees = self.settings().for_live_update(
+                    len(model.classifier.classes_)).n_estimators
                 # a notification stays on screen while the status line moves on
                 show_info(f"Live update: each stroke now trains a quick {live_trees}-tree "
                           f"model, which replaces the {model.classifier.n_estimators}-tree "
