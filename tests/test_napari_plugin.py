@@ -590,6 +590,9 @@ def test_second_image_with_four_classes_shows_its_own_result_on_top(make_napari_
     assert any("replaces the 10-tree model from Train" in message for message in said), said
     assert widget.last_model.live and "quick live-update model" in \
         widget.result_labels["Model"].text()
+    # with four classes the quick model is the smaller one (a tree per class and round)
+    assert widget.last_model.settings == widget.settings().for_live_update(4)
+    assert widget.last_model.classifier.colsample < 1
     widget.live_check.setChecked(False)
 
     # one probability layer, of the class picked, in that class's colour, with its name
