@@ -891,3 +891,21 @@ def test_cost_sweep_rejects_bad_input():
     with pytest.raises(ValueError, match="same n_features"):
         cost_sweep(train, narrow, costs)
     assert all(mu > 0 for mu in DEFAULT_COST_TRADEOFFS)
+
+
+def test_update_or_add_layer_updates_in_place_and_replaces_another_kind_or_shape():
+    from napari.components import ViewerModel
+    from msclassify_napari._layers import update_or_add_layer
+    viewer = ViewerModel()
+    first, added = update_or_add_layer(viewer, "labels", np.zeros((4, 5), np.uint8), "result",
+                                       opacity=0.3)
+    assert added and first.opacity == 0.3
+    first.opacity = 0.8                                   # the user's setting stays
+    again, added = update_or_add_layer(viewer, "labels", np.ones((4, 5), np.uint8), "result",
+                                       translate=(2.0, 3.0), opacity=0.3)
+    assert not added and again is first and again.opacity == 0.8
+    assert again.data.sum() == 20 and tuple(again.translate) == (2.0, 3.0)
+    other, added = update_or_add_layer(viewer, "labels", np.ones((6, 5), np.uint16), "result")
+    assert added and other is not first and len(viewer.layers) == 1
+    image, added = update_or_add_layer(viewer, "image", np.ones((6, 5), np.uint16), "result")
+    assert added and len(viewer.layers) == 1 and viewer.layers["result"] is image
