@@ -909,3 +909,7 @@ def test_update_or_add_layer_updates_in_place_and_replaces_another_kind_or_shape
     assert added and other is not first and len(viewer.layers) == 1
     image, added = update_or_add_layer(viewer, "image", np.ones((6, 5), np.uint16), "result")
     assert added and len(viewer.layers) == 1 and viewer.layers["result"] is image
+    tracks = np.array([[0, 0, 1.0, 1.0], [0, 1, 2.0, 2.0]])
+    layer, added = update_or_add_layer(viewer, "tracks", tracks, "tracks")
+    moved, added_again = update_or_add_layer(viewer, "tracks", tracks + [0, 0, 1, 1], "tracks")
+    assert added and not added_again and moved is layer and moved.data[0, 2] == 2.0

@@ -5,11 +5,11 @@ layer list) and costs napari far less than removing and adding a layer (building
 visuals takes 0.1-0.5 s of the GUI thread, `benchmarks/bench_napari.py`).
 """
 
-from napari.layers import Image, Labels
+from napari.layers import Image, Labels, Tracks
 
 __all__ = ["PLACEMENT", "update_or_add_layer"]
 
-_KINDS = {"image": Image, "labels": Labels}
+_KINDS = {"image": Image, "labels": Labels, "tracks": Tracks}
 # Layer properties that follow the result when a layer is updated in place.
 PLACEMENT = ("scale", "translate", "contrast_limits")
 
