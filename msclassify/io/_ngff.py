@@ -25,8 +25,8 @@ from pathlib import Path
 import numpy as np
 
 from ._errors import FrameWriteError, _write_error
-from ._frames import _Opened
-from ._manifest import CHUNKS_DONE, _as_recorded, _check_record, _remove_output
+from ._chunked import ChunkedWriter
+from ._manifest import CHUNKS_DONE, _check_record, _remove_output
 from ._zarr import _open_recorded_group
 
 __all__ = ["ChunkedLabelWriter", "label_colours"]
@@ -84,7 +84,7 @@ def _require_array(group, name, shape, chunks, dtype, dimension_names):
                               config={"write_empty_chunks": True})
 
 
-class ChunkedLabelWriter(_Opened):
+class ChunkedLabelWriter(ChunkedWriter):
     """Writes the labels (and probabilities) of one large image to OME-Zarr, chunk by chunk.
 
     Parameters
@@ -127,28 +127,14 @@ class ChunkedLabelWriter(_Opened):
 
     def __init__(self, path, shape, chunks, classes, *, dtype=np.uint8, class_names=None,
                  n_classes=None, provenance=None, overwrite=False, name="classes"):
-        self.path = Path(path)
-        self.shape = tuple(int(v) for v in shape)
-        self.chunks = tuple(int(v) for v in chunks)
-        if len(self.shape) != 2 or len(self.chunks) != 2 or min(self.shape + self.chunks) < 1:
-            raise ValueError(f"shape {self.shape} and chunks {self.chunks} must be two positive "
-                             "ints each")
-        self.grid = tuple(-(-s // c) for s, c in zip(self.shape, self.chunks))
-        self.classes = [int(v) for v in classes]
-        self.dtype = np.dtype(dtype)
-        if self.dtype.kind != "u" or max(self.classes) > np.iinfo(self.dtype).max \
-                or min(self.classes) < 0:
-            raise ValueError(f"classes {min(self.classes)}..{max(self.classes)} do not fit labels "
-                             f"of dtype {self.dtype}; choose a wider unsigned integer dtype")
+        super().__init__(path, shape, chunks, classes, dtype, n_classes, provenance)
         self.class_names = ([f"class {v}" for v in self.classes] if class_names is None
                             else [str(n) for n in class_names])
         if len(self.class_names) != len(self.classes):
             raise ValueError(f"{len(self.class_names)} class names for {len(self.classes)} "
                              "classes")
-        self.n_classes = None if n_classes is None else int(n_classes)
         self.n_levels = _n_levels(self.shape, self.chunks)
         self.name = name
-        self.provenance = _as_recorded(provenance)
         if overwrite:
             _remove_output(self.path)
         try:
@@ -209,31 +195,12 @@ class ChunkedLabelWriter(_Opened):
         step = 1 << level
         return tuple(-(-s // step) for s in self.shape)
 
-    def chunk(self, index):
-        """The image pixels of chunk ``index``: one slice per axis."""
-        return tuple(slice(i * c, min((i + 1) * c, s))
-                     for i, c, s in zip(index, self.chunks, self.shape))
-
     # -- writing ---------------------------------------------------------------------------
     def write_chunk(self, index, labels, probabilities=None):
-        """Write chunk ``index``: its labels ``(h, w)`` (every pyramid level is derived), and
-        ``(h, w, n_classes)`` probabilities exactly when the writer has ``n_classes``; then
-        mark it done. Raises FrameWriteError naming the chunk when the disk refuses."""
-        index = tuple(int(i) for i in index)
-        window = self.chunk(index)
-        expected = tuple(s.stop - s.start for s in window)
-        labels = np.asarray(labels)
-        if labels.shape != expected:
-            raise ValueError(f"labels of chunk {index} have shape {labels.shape}, expected "
-                             f"{expected}")
-        if (probabilities is None) != (self.n_classes is None):
-            raise ValueError("pass probabilities to write_chunk() if and only if the writer has "
-                             f"n_classes (it has n_classes={self.n_classes})")
-        labels = labels.astype(self.dtype, copy=False)
+        index, window, labels, probabilities = self._chunk_data(index, labels, probabilities)
         try:
             if probabilities is not None:
-                self._proba[(slice(None),) + window] = np.moveaxis(
-                    np.asarray(probabilities, dtype=np.float32), -1, 0)
+                self._proba[(slice(None),) + window] = probabilities
             for level, array in enumerate(self._levels):
                 step = 1 << level
                 array[tuple(slice(s.start // step, -(-s.stop // step)) for s in window)] = \
@@ -252,6 +219,10 @@ class ChunkedLabelWriter(_Opened):
             if (self.path / first.path / key).is_file():
                 done.add(index)
         return done
+
+    @property
+    def location(self):
+        return f"{self.path}/labels/{self.name}"
 
     def _contents(self):
         return f"{self.shape} in {self.chunks} chunks, {self.n_levels} levels"
