@@ -1,6 +1,7 @@
 """Large images: lazy readers of every format on tiny stores, their errors, the OME-Zarr
 label writer (layout, resume after an interrupted write, a full disk) and the chunked job."""
 
+import json
 import os
 import signal
 import subprocess
@@ -296,3 +297,195 @@ def test_command_line_trains_around_scribbles_and_predicts_chunk_by_chunk(tmp_pa
     assert main(args + ["--chunks", "128"]) == 1                   # another job: refused
     assert "made by something else: chunks: [96, 96] there, [128, 128] now" in \
         capsys.readouterr().err
+
+
+# -- HDF5 and TIFF outputs -------------------------------------------------------------------
+
+def _read_output(path, n_classes=None):
+    """(labels, probabilities (H, W, K) or None) of a finished HDF5 or TIFF output."""
+    if str(path).endswith(".tif"):
+        labels = tifffile.imread(path)
+        proba = None if n_classes is None else np.moveaxis(
+            tifffile.imread(str(path).replace(".tif", "_probabilities.tif")), 0, -1)
+        return labels, proba
+    with h5py.File(path, "r") as f:
+        return f["labels"][:], None if n_classes is None else np.moveaxis(
+            f["labels_probabilities"][:], 0, -1)
+
+
+class _Stop(Exception):
+    pass
+
+
+@pytest.mark.parametrize("name", ["out.h5", "out.tif"])
+def test_hdf5_and_tiff_labels_equal_the_whole_image_prediction(tmp_path, name):
+    from msclassify.io import open_chunk_writer
+
+    model, image = _model()
+    writer = open_chunk_writer(tmp_path / name, image.shape, (72, 64), model.classes_,
+                               n_classes=2, provenance={"model": {"sha256": "a"}})
+    assert predict_to_store(model, image, writer, probabilities=True) == 9
+    writer.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [name] + (["out_probabilities.tif"] if name.endswith(".tif") else []))
+    labels, proba = _read_output(tmp_path / name, 2)
+    expected = model.predict(image)
+    assert np.array_equal(labels, expected)
+    np.testing.assert_allclose(proba, model.predict_proba(image), atol=1e-6, rtol=0)
+    reread = open_image(f"{tmp_path / name}:/labels" if name.endswith(".h5") else tmp_path / name)
+    assert np.array_equal(reread[10:150, 7:170], expected[10:150, 7:170])
+    if name.endswith(".tif"):                                     # tiled, with a pyramid
+        with tifffile.TiffFile(tmp_path / name) as tiff:
+            assert tiff.pages[0].is_tiled
+            levels = tiff.series[0].levels
+            assert [level.shape for level in levels] == [(200, 180)]   # too small for more
+    assert open_chunk_writer(tmp_path / name, image.shape, (72, 64), model.classes_, n_classes=2,
+                             provenance={"model": {"sha256": "a"}}).completed() == \
+        {(i, j) for i in range(3) for j in range(3)}             # finished: nothing to do
+
+
+def test_tiff_pyramid_holds_every_2nd_pixel(tmp_path):
+    from msclassify.io import ChunkedTiffWriter
+
+    rng = np.random.default_rng(1)
+    full = rng.integers(1, 4, (700, 520)).astype(np.uint8)
+    writer = ChunkedTiffWriter(tmp_path / "p.tif", full.shape, (256, 256), [1, 2, 3])
+    for index in [(i, j) for i in range(3) for j in range(3)]:
+        writer.write_chunk(index, full[writer.chunk(index)])
+    with tifffile.TiffFile(tmp_path / "p.tif") as tiff:
+        levels = [level.asarray() for level in tiff.series[0].levels]
+        assert json.loads(tiff.pages[0].description)["msclassify"]["classes"] == [1, 2, 3]
+    assert len(levels) == 2
+    assert np.array_equal(levels[0], full) and np.array_equal(levels[1], full[::2, ::2])
+
+
+@pytest.mark.parametrize("name", ["out.h5:/seg/labels", "out.tif"])
+def test_resume_after_an_interrupted_write_rewrites_no_finished_chunk(tmp_path, name):
+    from msclassify.io import open_chunk_writer
+
+    model, image = _model()
+    path = f"{tmp_path}/{name}"
+    final = tmp_path / name.split(":")[0]
+
+    def writer(shape=image.shape):
+        return open_chunk_writer(path, shape, (40, 48), model.classes_, n_classes=2,
+                                 provenance={"model": {"sha256": "a"}})
+
+    first = writer()
+    finished = []
+
+    def stop_after_7(index):
+        finished.append(index)
+        if len(finished) == 7:
+            raise _Stop
+
+    with pytest.raises(_Stop):
+        predict_to_store(model, image, first, probabilities=True, on_chunk=stop_after_7)
+    first.close()
+    assert not final.exists()                     # written whole, or not at all
+    hidden = [p.name for p in tmp_path.iterdir()]
+    assert len(hidden) == 1 and hidden[0].startswith(".out.")
+    with pytest.raises(FrameWriteError, match=r"holds a different job \(shape \[200, 180\] there"):
+        writer((200, 200))
+    again = writer()
+    done = again.completed()
+    assert set(finished) <= done and len(done) < 20
+    rewritten = []
+    real = again.write_chunk
+
+    def recording(index, *data):
+        rewritten.append(index)
+        real(index, *data)
+
+    again.write_chunk = recording
+    assert predict_to_store(model, image, again, probabilities=True) == 20 - len(done)
+    again.close()
+    assert set(rewritten).isdisjoint(done) and len(set(rewritten)) == len(rewritten)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [final.name] + (["out_probabilities.tif"] if name.endswith(".tif") else []))
+    if name.endswith(".tif"):
+        labels, proba = _read_output(final, 2)
+    else:
+        with h5py.File(final, "r") as f:
+            labels = f["seg/labels"][:]
+            proba = np.moveaxis(f["seg/labels_probabilities"][:], 0, -1)
+            assert list(f["seg/labels"].attrs["classes"]) == [1, 2]
+    assert np.array_equal(labels, model.predict(image))
+    np.testing.assert_allclose(proba, model.predict_proba(image), atol=1e-6, rtol=0)
+
+
+def test_existing_hdf5_and_tiff_outputs_are_refused_or_replaced_only_if_ours(tmp_path):
+    from msclassify.io import ChunkedHDF5Writer, ChunkedTiffWriter
+
+    with h5py.File(tmp_path / "theirs.h5", "w") as f:
+        f.create_dataset("labels", data=np.zeros((64, 64), np.uint16))
+    tifffile.imwrite(tmp_path / "theirs.tif", np.zeros((64, 64), np.uint8))
+    for cls, name in ((ChunkedHDF5Writer, "theirs.h5"), (ChunkedTiffWriter, "theirs.tif")):
+        for overwrite in (False, True):
+            with pytest.raises(FrameWriteError, match="not written by msclassify|is not a TIFF "
+                                                      "msclassify wrote"):
+                cls(tmp_path / name, (64, 64), (32, 32), [1, 2], overwrite=overwrite)
+    for cls, name in ((ChunkedHDF5Writer, "ours.h5"), (ChunkedTiffWriter, "ours.tif")):
+        writer = cls(tmp_path / name, (64, 64), (32, 32), [1, 2])
+        for index in [(0, 0), (0, 1), (1, 0), (1, 1)]:
+            writer.write_chunk(index, np.ones((32, 32), np.uint8))
+        writer.close()
+        with pytest.raises(FrameWriteError, match=r"different job \(.*dtype \|u1 there, <u2 now"):
+            cls(tmp_path / name, (64, 64), (32, 32), [1, 2], dtype=np.uint16)
+        replaced = cls(tmp_path / name, (64, 64), (32, 32), [1, 2], dtype=np.uint16,
+                       overwrite=True)
+        assert replaced.completed() == set() and not (tmp_path / name).exists()
+        replaced.close()
+
+
+def test_hdf5_full_disk_names_the_chunk_and_keeps_finished_ones(tmp_path, monkeypatch):
+    import errno
+
+    from msclassify.io import ChunkedHDF5Writer
+
+    writer = ChunkedHDF5Writer(tmp_path / "out.h5", (64, 64), (32, 32), [1, 2])
+    writer.write_chunk((0, 0), np.ones((32, 32), np.uint8))
+
+    def full(self, key, value):
+        raise OSError("Can't write data (file write failed: errno = 28, error message = 'No "
+                      "space left on device')")
+
+    monkeypatch.setattr(h5py.Dataset, "__setitem__", full)
+    with pytest.raises(FrameWriteError, match=r"chunk \(0, 1\).*disk is full.*resumes") as caught:
+        writer.write_chunk((0, 1), np.ones((32, 32), np.uint8))
+    assert caught.value.errno == errno.ENOSPC
+    monkeypatch.undo()
+    writer.close()
+    assert ChunkedHDF5Writer(tmp_path / "out.h5", (64, 64), (32, 32), [1, 2]).completed() == \
+        {(0, 0)}
+
+
+def test_command_line_predicts_into_hdf5_and_tiff(tmp_path, capsys):
+    from msclassify.cli import main
+
+    model, image = _model()
+    model.save(tmp_path / "m.msc")
+    store = zarr.create_array(str(tmp_path / "in.zarr"), shape=image.shape, chunks=(64, 64),
+                              dtype=np.uint8)
+    store[:] = image
+    expected = model.predict(image)
+    for output in (f"{tmp_path / 'out.h5'}:/seg/labels", str(tmp_path / "out.tif")):
+        args = ["predict", str(tmp_path / "m.msc"), str(tmp_path / "in.zarr"), "-o", output,
+                "--chunks", "96"]
+        assert main(args) == 0
+        assert f"labels: {output}" in capsys.readouterr().out
+        assert main(args) == 0
+        assert "already in" in capsys.readouterr().out
+        assert main(args[:-1] + ["128"]) == 1                    # another job: refused
+        error = capsys.readouterr().err.strip()
+        assert "made by something else: chunks: [96, 96] there, [128, 128] now" in error
+        assert len(error.splitlines()) == 1
+        assert main(args[:-1] + ["128", "--overwrite", "-q"]) == 0
+    with h5py.File(tmp_path / "out.h5", "r") as f:
+        assert np.array_equal(f["seg/labels"][:], expected)
+    assert np.array_equal(tifffile.imread(tmp_path / "out.tif"), expected)
+    tifffile.imwrite(tmp_path / "theirs.tif", expected)
+    assert main(["predict", str(tmp_path / "m.msc"), str(tmp_path / "in.zarr"), "-o",
+                 str(tmp_path / "theirs.tif"), "--overwrite"]) == 1
+    error = capsys.readouterr().err.strip()
+    assert "theirs.tif was not written by msclassify" in error and len(error.splitlines()) == 1

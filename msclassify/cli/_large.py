@@ -1,4 +1,5 @@
-"""``msclassify predict`` of one image larger than memory: chunk by chunk into OME-Zarr."""
+"""``msclassify predict`` of one image larger than memory: chunk by chunk into OME-Zarr, HDF5
+or a tiled TIFF."""
 
 import sys
 import time
@@ -6,7 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..io import ChunkedLabelWriter, FrameReadError, check_not_an_input, is_large_image, open_image
+from ..io import (FrameReadError, check_not_an_input, is_large_image, open_chunk_writer,
+                  open_image)
 from ..pixel import (ChunkPlan, batch, check_channels, label_dtype, large_provenance,
                      load_pixel_model, model_halo, predict_to_store, training_windows)
 from ._common import EXIT_INTERRUPTED, PROG, CommandError, progress, say
@@ -31,14 +33,16 @@ def _check_options(args):
              if used]
     if given:
         raise CommandError(f"{', '.join(given)} do(es) not apply to one large image predicted "
-                           "chunk by chunk (its output is an OME-Zarr store of labels)")
+                           "chunk by chunk (its output, named by -o, is an OME-Zarr store, an "
+                           "HDF5 file or a TIFF of labels)")
     if args.output is None:
-        raise CommandError("a large image is predicted into an OME-Zarr store: give it with -o "
-                           "(e.g. -o labels.zarr)")
+        raise CommandError("a large image is predicted into an OME-Zarr store, an HDF5 file or a "
+                           "TIFF: give it with -o (e.g. -o labels.zarr, -o labels.h5:/labels or "
+                           "-o labels.tif)")
 
 
-def _input_file(spec):
-    """The file or folder an input reads (``file.h5`` of ``file.h5:/path``)."""
+def _file_of(spec):
+    """The file or folder an input or output names (``file.h5`` of ``file.h5:/path``)."""
     path = Path(str(spec))
     return path if path.exists() else Path(str(spec).split(":", 1)[0])
 
@@ -48,7 +52,7 @@ def predict_large(args, model_file, cluster):
     `msclassify.modelfile.ModelFile`); ``cluster`` is a context manager giving a Dask client
     or None."""
     _check_options(args)
-    check_not_an_input(args.output, [_input_file(args.input), args.model])
+    check_not_an_input(_file_of(args.output), [_file_of(args.input), args.model])
     model = load_pixel_model(model_file)
     if model.bank_.grid is not None:
         raise CommandError(f"{args.model} is a volume model; chunked prediction of volumes is "
@@ -67,10 +71,14 @@ def predict_large(args, model_file, cluster):
         raise CommandError(f"--chunks {size}: {exc}") from None
     classes = np.asarray(model.classes_)
     provenance = large_provenance(model_file, image, chunks, args.probabilities)
-    writer = ChunkedLabelWriter(args.output, image.shape[:2], chunks, classes,
-                                dtype=label_dtype(classes),
-                                n_classes=classes.size if args.probabilities else None,
-                                provenance=provenance, overwrite=args.overwrite)
+    with open_chunk_writer(args.output, image.shape[:2], chunks, classes,
+                           dtype=label_dtype(classes),
+                           n_classes=classes.size if args.probabilities else None,
+                           provenance=provenance, overwrite=args.overwrite) as writer:
+        return _predict_into(args, model, model_file, image, writer, cluster)
+
+
+def _predict_into(args, model, model_file, image, writer, cluster):
     n_chunks = writer.grid[0] * writer.grid[1]
     done = len(writer.completed())
     if done == n_chunks:
@@ -103,9 +111,9 @@ def predict_large(args, model_file, cluster):
                         "valid and a re-run resumes after them") from None
     elapsed = time.perf_counter() - start
     pixels = image.shape[0] * image.shape[1] * written / n_chunks
-    say(args, f"wrote {written} chunks of {chunks[0]}x{chunks[1]} to {args.output} in "
-              f"{elapsed:.1f} s ({pixels / elapsed / 1e6:.2f} Mpixel/s); labels: "
-              f"{args.output}/labels/{writer.name}")
+    say(args, f"wrote {written} chunks of {writer.chunks[0]}x{writer.chunks[1]} to {args.output} "
+              f"in {elapsed:.1f} s ({pixels / elapsed / 1e6:.2f} Mpixel/s); labels: "
+              f"{writer.location}")
     return 0
 
 

@@ -63,9 +63,11 @@ def add_predict_command(commands, quiet):
     predict.add_argument("--chunks", type=positive_int, metavar="PIXELS",
                          help="predict one large image chunk by chunk (PIXELS a side; default "
                               f"{DEFAULT_CHUNK} for zarr and HDF5 inputs, which always take "
-                              "this path) into an OME-Zarr store of labels (-o OUT.zarr), with "
-                              "bounded memory, identical to predicting it whole; input: "
-                              "OME-Zarr, zarr array, file.h5:/dataset or a (tiled) TIFF")
+                              "this path) into OME-Zarr labels (-o OUT.zarr), an HDF5 dataset "
+                              "(-o OUT.h5 or OUT.h5:/path) or a tiled, pyramidal TIFF (-o "
+                              "OUT.tif, written once all chunks are done), with bounded memory, "
+                              "identical to predicting it whole; input: OME-Zarr, zarr array, "
+                              "file.h5:/dataset or a (tiled) TIFF")
     predict.add_argument("--overwrite", action="store_true",
                          help="delete an existing output of msclassify at -o first and start "
                               "over (by default a matching output is resumed and any other "

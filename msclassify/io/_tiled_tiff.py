@@ -113,9 +113,15 @@ class ChunkedTiffWriter(ChunkedWriter):
             raise FrameWriteError(f"{self.probabilities_path} exists and is not a TIFF msclassify "
                                   "wrote, so it is never replaced: move it away or choose "
                                   "another output", filename=str(self.probabilities_path))
-        self._store = ChunkedLabelWriter(self._partial, self.shape, self.chunks, self.classes,
-                                         dtype=self.dtype, class_names=class_names,
-                                         n_classes=self.n_classes, provenance=self._manifest())
+        try:
+            self._store = ChunkedLabelWriter(self._partial, self.shape, self.chunks,
+                                             self.classes, dtype=self.dtype,
+                                             class_names=class_names, n_classes=self.n_classes,
+                                             provenance=self.provenance)
+        except FrameWriteError as exc:  # named as the output the user gave
+            raise FrameWriteError(str(exc).replace(
+                str(self._partial), f"{self.path} (its unfinished chunks in {self._partial.name})"),
+                exc.errno, exc.filename) from None
         self._pending = {(i, j) for i in range(self.grid[0])
                          for j in range(self.grid[1])} - self._store.completed()
         if not self._pending:
