@@ -197,13 +197,13 @@ def test_chunked_job_into_the_store_equals_whole_image(tmp_path):
 _INTERRUPTED_JOB = r"""
 import sys, time
 from msclassify import load_model
-from msclassify.io import ChunkedLabelWriter, open_image
+from msclassify.io import open_chunk_writer, open_image
 from msclassify.pixel import predict_to_store
 
 model_path, image_path, out = sys.argv[1:4]
 model, image = load_model(model_path), open_image(image_path)
-writer = ChunkedLabelWriter(out, image.shape, (40, 48), model.classes_, n_classes=2,
-                            provenance={"model": model_path})
+writer = open_chunk_writer(out, image.shape, (40, 48), model.classes_, n_classes=2,
+                           provenance={"model": model_path})
 
 def on_chunk(index):
     print(*index, flush=True)
@@ -213,19 +213,25 @@ predict_to_store(model, image, writer, probabilities=True, on_chunk=on_chunk)
 """
 
 
-def test_resume_after_kill_9_rewrites_no_finished_chunk(tmp_path):
+def _kill_9_after_4_chunks(tmp_path, out):
+    """(model, image, the job's command, the chunks it had finished when killed with -9)."""
     model, image = _model()
     model.save(tmp_path / "m.msc")
     store = zarr.create_array(str(tmp_path / "in.zarr"), shape=image.shape, chunks=(64, 64),
                               dtype=np.uint8)
     store[:] = image
-    out = tmp_path / "out.zarr"
     args = [sys.executable, "-c", _INTERRUPTED_JOB, str(tmp_path / "m.msc"),
             str(tmp_path / "in.zarr"), str(out)]
     child = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     finished = [tuple(map(int, child.stdout.readline().split())) for _ in range(4)]
     os.kill(child.pid, signal.SIGKILL)
     child.wait(timeout=60)
+    return model, image, args, finished
+
+
+def test_resume_after_kill_9_rewrites_no_finished_chunk(tmp_path):
+    out = tmp_path / "out.zarr"
+    model, image, args, finished = _kill_9_after_4_chunks(tmp_path, out)
     writer = ChunkedLabelWriter(out, image.shape, (40, 48), model.classes_, n_classes=2,
                                 provenance={"model": str(tmp_path / "m.msc")})
     done = writer.completed()
@@ -243,6 +249,28 @@ def test_resume_after_kill_9_rewrites_no_finished_chunk(tmp_path):
     assert np.array_equal(root["labels/classes/0"][:], model.predict(image))
     np.testing.assert_allclose(np.moveaxis(root["probabilities/0"][:], 0, -1),
                                model.predict_proba(image), atol=1e-6, rtol=0)
+
+
+def test_hdf5_output_resumes_after_kill_9_without_rewriting_a_finished_chunk(tmp_path):
+    from msclassify.io import ChunkedHDF5Writer
+
+    out = tmp_path / "out.h5"
+    model, image, args, finished = _kill_9_after_4_chunks(tmp_path, out)
+    assert not out.exists() and (tmp_path / ".out.h5.partial").is_file()
+    writer = ChunkedHDF5Writer(out, image.shape, (40, 48), model.classes_, n_classes=2,
+                               provenance={"model": str(tmp_path / "m.msc")})
+    done = writer.completed()
+    writer.close()
+    assert set(finished) <= done and len(done) < 20
+    rerun = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    assert rerun.returncode == 0, rerun.stderr[-2000:]
+    redone = {tuple(map(int, line.split())) for line in rerun.stdout.split("\n") if line}
+    assert redone.isdisjoint(done) and len(redone) + len(done) == 20
+    assert not (tmp_path / ".out.h5.partial").exists()
+    with h5py.File(out, "r") as f:
+        assert np.array_equal(f["labels"][:], model.predict(image))
+        np.testing.assert_allclose(np.moveaxis(f["labels_probabilities"][:], 0, -1),
+                                   model.predict_proba(image), atol=1e-6, rtol=0)
 
 
 @pytest.mark.slow
