@@ -27,7 +27,7 @@ import numpy as np
 from ._errors import FrameWriteError, _write_error
 from ._chunked import ChunkedWriter
 from ._manifest import CHUNKS_DONE, _check_record, _remove_output
-from ._zarr import _open_recorded_group
+from ._zarr import _chunk_path, _open_recorded_group
 
 __all__ = ["ChunkedLabelWriter", "label_colours"]
 
@@ -211,14 +211,9 @@ class ChunkedLabelWriter(ChunkedWriter):
 
     def completed(self):
         """Chunks already written in full (their marker is set and their files exist)."""
-        done = set()
-        for index in zip(*np.nonzero(self._done[:])):
-            index = tuple(int(i) for i in index)
-            first = self._levels[0]
-            key = first.metadata.encode_chunk_key(index)
-            if (self.path / first.path / key).is_file():
-                done.add(index)
-        return done
+        return {index for index in (tuple(int(i) for i in index)
+                                    for index in zip(*np.nonzero(self._done[:])))
+                if _chunk_path(self._levels[0], index).is_file()}
 
     @property
     def location(self):

@@ -20,6 +20,16 @@ def _import_zarr():
     return zarr
 
 
+def _chunk_path(array, coords):
+    """The file of chunk ``coords`` of a zarr ``array`` (it exists once the chunk is written),
+    or None where a chunk is not one file (a remote or sharded store)."""
+    root = getattr(array.store, "root", None)
+    encode = getattr(array.metadata, "encode_chunk_key", None)
+    if root is None or encode is None or getattr(array, "shards", None) is not None:
+        return None
+    return Path(root) / array.path / encode(tuple(coords))
+
+
 def _open_recorded_group(path, record, check, zarr_format=None):
     """``(group, new)``: the zarr group at ``path`` for the job ``record`` describes (its
     manifest), created with ``record`` as its ``msclassify`` attribute, or resumed if
@@ -130,18 +140,12 @@ class ZarrWriter(FrameWriter):
         except OSError as exc:
             raise _write_error(self.path / f"labels (frame {index})", exc) from None
 
-    def _chunk_written(self, array, index):
-        key = array.metadata.encode_chunk_key((index,) + (0,) * (array.ndim - 1))
-        return (self.path / array.path / key).is_file()
-
     def completed(self):
         done = []
         for index in np.flatnonzero(self._done[:]):
             index = int(index)
-            if not self._chunk_written(self._labels, index):
-                continue
-            if self._probabilities is not None and not self._chunk_written(self._probabilities,
-                                                                           index):
+            if not all(_chunk_path(array, (index,) + (0,) * (array.ndim - 1)).is_file()
+                       for array in (self._labels, self._probabilities) if array is not None):
                 continue
             try:
                 self._labels[index]
