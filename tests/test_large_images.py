@@ -275,6 +275,8 @@ def test_hdf5_output_resumes_after_kill_9_without_rewriting_a_finished_chunk(tmp
 
 @pytest.mark.slow
 def test_on_a_dask_cluster_the_store_is_identical(tmp_path):
+    import dask.array
+
     from msclassify.pixel.batch import local_cluster
 
     model, image = _model((300, 260))
@@ -286,8 +288,9 @@ def test_on_a_dask_cluster_the_store_is_identical(tmp_path):
         if workers is None:
             predict_to_store(model, image, writer, probabilities=True)
         else:
-            with local_cluster(workers) as client:
-                assert predict_to_store(model, image, writer, probabilities=True, client=client,
+            with local_cluster(workers) as client:      # a dask array read window by window
+                lazy = dask.array.from_array(image, chunks=64)
+                assert predict_to_store(model, lazy, writer, probabilities=True, client=client,
                                         model_bytes=(tmp_path / "m.msc").read_bytes()) == 16
         stores.append(zarr.open_group(str(tmp_path / f"{name}.zarr"), mode="r"))
     for key in ("labels/classes/0", "probabilities/0"):
