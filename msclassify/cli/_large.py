@@ -1,17 +1,14 @@
 """``msclassify predict`` of one image larger than memory: chunk by chunk into OME-Zarr, HDF5
 or a tiled TIFF."""
 
-import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
-from ..io import (FrameReadError, check_not_an_input, is_large_image, open_chunk_writer,
-                  open_image)
-from ..pixel import (ChunkPlan, batch, check_channels, label_dtype, large_provenance,
-                     load_pixel_model, model_halo, predict_to_store, training_windows)
-from ._common import EXIT_INTERRUPTED, PROG, CommandError, progress, say
+from ..io import check_not_an_input, is_large_image, open_chunk_writer, open_image
+from ..pixel import (ChunkPlan, check_channels, label_dtype, large_provenance, load_pixel_model,
+                     model_halo, predict_to_store, training_windows)
+from ._common import CommandError, run_prediction, say
 
 DEFAULT_CHUNK = 1024
 
@@ -80,41 +77,19 @@ def predict_large(args, model_file, cluster):
 
 def _predict_into(args, model, model_file, image, writer, cluster):
     n_chunks = writer.grid[0] * writer.grid[1]
-    done = len(writer.completed())
-    if done == n_chunks:
-        say(args, f"all {n_chunks} chunks are already in {args.output}; nothing to do")
-        return 0
-    if done:
-        say(args, f"resuming: {done} of {n_chunks} chunks are already in {args.output}")
+    done = writer.completed()
     model_bytes = model_file.content if args.workers or args.scheduler else None
-    written = 0
-    start = time.perf_counter()
-    with progress(n_chunks, "predicting", args.quiet, initial=done, unit="chunk") as bar:
-        def on_chunk(index):
-            nonlocal written
-            written += 1
-            bar.update(1)
-
-        try:
-            with cluster as client:
-                predict_to_store(model, image, writer, probabilities=args.probabilities,
-                                 client=client, model_bytes=model_bytes, on_chunk=on_chunk)
-        except KeyboardInterrupt:
-            bar.close()
-            print(f"{PROG} predict: interrupted; {done + written} of {n_chunks} chunks are "
-                  f"complete in {args.output}. Run the same command again to resume.",
-                  file=sys.stderr)
-            return EXIT_INTERRUPTED
-        except (FrameReadError, batch.BatchError) as exc:
-            error = FrameReadError if isinstance(exc, FrameReadError) else CommandError
-            raise error(f"{exc}; the {done + written} chunks written to {args.output} stay "
-                        "valid and a re-run resumes after them") from None
-    elapsed = time.perf_counter() - start
-    pixels = image.shape[0] * image.shape[1] * written / n_chunks
-    say(args, f"wrote {written} chunks of {writer.chunks[0]}x{writer.chunks[1]} to {args.output} "
-              f"in {elapsed:.1f} s ({pixels / elapsed / 1e6:.2f} Mpixel/s); labels: "
-              f"{writer.location}")
-    return 0
+    status, written, elapsed = run_prediction(
+        args, cluster, n_chunks, len(done), "chunk", args.output,
+        lambda client, on_chunk: predict_to_store(
+            model, image, writer, probabilities=args.probabilities, client=client,
+            model_bytes=model_bytes, on_chunk=on_chunk, completed=done))
+    if status == 0 and written:
+        pixels = image.shape[0] * image.shape[1] * written / n_chunks
+        say(args, f"wrote {written} chunks of {writer.chunks[0]}x{writer.chunks[1]} to "
+                  f"{args.output} in {elapsed:.1f} s ({pixels / elapsed / 1e6:.2f} Mpixel/s); "
+                  f"labels: {writer.location}")
+    return status
 
 
 def large_training_frames(args, features):

@@ -118,9 +118,10 @@ def _check_record(path, found, expected, keys, describe=_different_job):
     >>> record = {"format": "f", "format_version": 1, "shape": [2, 3], "provenance": None}
     >>> _check_record("out", record, record, ["shape"])
     >>> _check_record("out", dict(record, format_version="1"), record, ["shape"])
+    ... # doctest: +ELLIPSIS
     Traceback (most recent call last):
         ...
-    msclassify.io.FrameWriteError: output out has a damaged record of what it holds (format_version '1'); move it away or write to another output
+    msclassify.io.FrameWriteError: output out has a damaged record of what it holds (format_version '1'); ...
     """
     # a damaged record no longer says what is msclassify's: overwrite would refuse it
     unrecorded = "move it away or write to another output"

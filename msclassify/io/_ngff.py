@@ -20,7 +20,6 @@ every 2**k-th pixel, as label pyramids must: no mixed classes), so a level-k
 chunk is ``chunks >> k`` and the chunk size must be divisible by ``2**k``.
 """
 
-from pathlib import Path
 
 import numpy as np
 

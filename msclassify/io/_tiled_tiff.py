@@ -27,7 +27,6 @@ napari and tifffile read them, and so does msclassify (`open_image`).
 import json
 import os
 import shutil
-from pathlib import Path
 
 import numpy as np
 import tifffile

@@ -38,7 +38,7 @@ def _outputs(probabilities):
 
 
 def predict_to_store(model, image, writer, *, probabilities=False, client=None, model_bytes=None,
-                     on_chunk=None):
+                     on_chunk=None, completed=None):
     """Predict every chunk of ``image`` that ``writer`` does not hold yet, and write it.
 
     Parameters
@@ -57,6 +57,9 @@ def predict_to_store(model, image, writer, *, probabilities=False, client=None, 
         then required.
     on_chunk : callable, optional
         ``on_chunk(index)`` after each chunk is written (progress bars).
+    completed : set of tuple, optional
+        The chunks ``writer`` already holds, if the caller asked it (default:
+        ``writer.completed()``, which reads the store's markers).
 
     Returns
     -------
@@ -81,7 +84,7 @@ def predict_to_store(model, image, writer, *, probabilities=False, client=None, 
                      max((h for h, _ in groups), default=0)).check_chunks()
     if tuple(writer.shape) != plan.shape:
         raise ValueError(f"the writer is for a {writer.shape} image, this one is {plan.shape}")
-    done = writer.completed()
+    done = writer.completed() if completed is None else completed
     todo = [index for index in plan if index not in done]
     outputs = _outputs(probabilities)
     if client is None:
