@@ -213,13 +213,19 @@ predict_to_store(model, image, writer, probabilities=True, on_chunk=on_chunk)
 """
 
 
-def _kill_9_after_4_chunks(tmp_path, out):
-    """(model, image, the job's command, the chunks it had finished when killed with -9)."""
+def _saved_job(tmp_path):
+    """``(model, image)``, saved as ``m.msc`` and the zarr array ``in.zarr`` in ``tmp_path``."""
     model, image = _model()
     model.save(tmp_path / "m.msc")
     store = zarr.create_array(str(tmp_path / "in.zarr"), shape=image.shape, chunks=(64, 64),
                               dtype=np.uint8)
     store[:] = image
+    return model, image
+
+
+def _kill_9_after_4_chunks(tmp_path, out):
+    """(model, image, the job's command, the chunks it had finished when killed with -9)."""
+    model, image = _saved_job(tmp_path)
     args = [sys.executable, "-c", _INTERRUPTED_JOB, str(tmp_path / "m.msc"),
             str(tmp_path / "in.zarr"), str(out)]
     child = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -494,11 +500,7 @@ def test_hdf5_full_disk_names_the_chunk_and_keeps_finished_ones(tmp_path, monkey
 def test_command_line_predicts_into_hdf5_and_tiff(tmp_path, capsys):
     from msclassify.cli import main
 
-    model, image = _model()
-    model.save(tmp_path / "m.msc")
-    store = zarr.create_array(str(tmp_path / "in.zarr"), shape=image.shape, chunks=(64, 64),
-                              dtype=np.uint8)
-    store[:] = image
+    model, image = _saved_job(tmp_path)
     expected = model.predict(image)
     for output in (f"{tmp_path / 'out.h5'}:/seg/labels", str(tmp_path / "out.tif")):
         args = ["predict", str(tmp_path / "m.msc"), str(tmp_path / "in.zarr"), "-o", output,
