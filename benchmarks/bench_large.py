@@ -168,10 +168,11 @@ def child_peer(image_path, out):
     return {"seconds": seconds, "peak_rss_mb": _peak_mb(), "rss_before_mb": start_rss}
 
 
-def run_child(args_list):
+def run_child(args_list, script=__file__):
+    """Run ``script --child ARGS`` in its own process; the JSON it prints last."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [str(REPO), os.environ.get("PYTHONPATH", "")]))
-    done = subprocess.run([sys.executable, __file__, "--child", *map(str, args_list)],
+    done = subprocess.run([sys.executable, script, "--child", *map(str, args_list)],
                           capture_output=True, text=True, env=env)
     if done.returncode != 0:
         raise RuntimeError(f"child {args_list} failed:\n{done.stderr[-3000:]}")

@@ -1,6 +1,7 @@
 """Large images: lazy readers of every format on tiny stores, their errors, the OME-Zarr
 label writer (layout, resume after an interrupted write, a full disk) and the chunked job."""
 
+import json
 import os
 import signal
 import subprocess
@@ -196,13 +197,13 @@ def test_chunked_job_into_the_store_equals_whole_image(tmp_path):
 _INTERRUPTED_JOB = r"""
 import sys, time
 from msclassify import load_model
-from msclassify.io import ChunkedLabelWriter, open_image
+from msclassify.io import open_chunk_writer, open_image
 from msclassify.pixel import predict_to_store
 
 model_path, image_path, out = sys.argv[1:4]
 model, image = load_model(model_path), open_image(image_path)
-writer = ChunkedLabelWriter(out, image.shape, (40, 48), model.classes_, n_classes=2,
-                            provenance={"model": model_path})
+writer = open_chunk_writer(out, image.shape, (40, 48), model.classes_, n_classes=2,
+                           provenance={"model": model_path})
 
 def on_chunk(index):
     print(*index, flush=True)
@@ -212,19 +213,31 @@ predict_to_store(model, image, writer, probabilities=True, on_chunk=on_chunk)
 """
 
 
-def test_resume_after_kill_9_rewrites_no_finished_chunk(tmp_path):
+def _saved_job(tmp_path):
+    """``(model, image)``, saved as ``m.msc`` and the zarr array ``in.zarr`` in ``tmp_path``."""
     model, image = _model()
     model.save(tmp_path / "m.msc")
     store = zarr.create_array(str(tmp_path / "in.zarr"), shape=image.shape, chunks=(64, 64),
                               dtype=np.uint8)
     store[:] = image
-    out = tmp_path / "out.zarr"
+    return model, image
+
+
+def _kill_9_after_4_chunks(tmp_path, out):
+    """(model, image, the job's command, the chunks it had finished when killed with -9)."""
+    model, image = _saved_job(tmp_path)
     args = [sys.executable, "-c", _INTERRUPTED_JOB, str(tmp_path / "m.msc"),
             str(tmp_path / "in.zarr"), str(out)]
     child = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     finished = [tuple(map(int, child.stdout.readline().split())) for _ in range(4)]
     os.kill(child.pid, signal.SIGKILL)
     child.wait(timeout=60)
+    return model, image, args, finished
+
+
+def test_resume_after_kill_9_rewrites_no_finished_chunk(tmp_path):
+    out = tmp_path / "out.zarr"
+    model, image, args, finished = _kill_9_after_4_chunks(tmp_path, out)
     writer = ChunkedLabelWriter(out, image.shape, (40, 48), model.classes_, n_classes=2,
                                 provenance={"model": str(tmp_path / "m.msc")})
     done = writer.completed()
@@ -244,8 +257,32 @@ def test_resume_after_kill_9_rewrites_no_finished_chunk(tmp_path):
                                model.predict_proba(image), atol=1e-6, rtol=0)
 
 
+def test_hdf5_output_resumes_after_kill_9_without_rewriting_a_finished_chunk(tmp_path):
+    from msclassify.io import ChunkedHDF5Writer
+
+    out = tmp_path / "out.h5"
+    model, image, args, finished = _kill_9_after_4_chunks(tmp_path, out)
+    assert not out.exists() and (tmp_path / ".out.h5.partial").is_file()
+    writer = ChunkedHDF5Writer(out, image.shape, (40, 48), model.classes_, n_classes=2,
+                               provenance={"model": str(tmp_path / "m.msc")})
+    done = writer.completed()
+    writer.close()
+    assert set(finished) <= done and len(done) < 20
+    rerun = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    assert rerun.returncode == 0, rerun.stderr[-2000:]
+    redone = {tuple(map(int, line.split())) for line in rerun.stdout.split("\n") if line}
+    assert redone.isdisjoint(done) and len(redone) + len(done) == 20
+    assert not (tmp_path / ".out.h5.partial").exists()
+    with h5py.File(out, "r") as f:
+        assert np.array_equal(f["labels"][:], model.predict(image))
+        np.testing.assert_allclose(np.moveaxis(f["labels_probabilities"][:], 0, -1),
+                                   model.predict_proba(image), atol=1e-6, rtol=0)
+
+
 @pytest.mark.slow
 def test_on_a_dask_cluster_the_store_is_identical(tmp_path):
+    import dask.array
+
     from msclassify.pixel.batch import local_cluster
 
     model, image = _model((300, 260))
@@ -257,8 +294,9 @@ def test_on_a_dask_cluster_the_store_is_identical(tmp_path):
         if workers is None:
             predict_to_store(model, image, writer, probabilities=True)
         else:
-            with local_cluster(workers) as client:
-                assert predict_to_store(model, image, writer, probabilities=True, client=client,
+            with local_cluster(workers) as client:      # a dask array read window by window
+                lazy = dask.array.from_array(image, chunks=64)
+                assert predict_to_store(model, lazy, writer, probabilities=True, client=client,
                                         model_bytes=(tmp_path / "m.msc").read_bytes()) == 16
         stores.append(zarr.open_group(str(tmp_path / f"{name}.zarr"), mode="r"))
     for key in ("labels/classes/0", "probabilities/0"):
@@ -296,3 +334,191 @@ def test_command_line_trains_around_scribbles_and_predicts_chunk_by_chunk(tmp_pa
     assert main(args + ["--chunks", "128"]) == 1                   # another job: refused
     assert "made by something else: chunks: [96, 96] there, [128, 128] now" in \
         capsys.readouterr().err
+
+
+# -- HDF5 and TIFF outputs -------------------------------------------------------------------
+
+def _read_output(path, n_classes=None):
+    """(labels, probabilities (H, W, K) or None) of a finished HDF5 or TIFF output."""
+    if str(path).endswith(".tif"):
+        labels = tifffile.imread(path)
+        proba = None if n_classes is None else np.moveaxis(
+            tifffile.imread(str(path).replace(".tif", "_probabilities.tif")), 0, -1)
+        return labels, proba
+    with h5py.File(path, "r") as f:
+        return f["labels"][:], None if n_classes is None else np.moveaxis(
+            f["labels_probabilities"][:], 0, -1)
+
+
+class _Stop(Exception):
+    pass
+
+
+@pytest.mark.parametrize("name", ["out.h5", "out.tif"])
+def test_hdf5_and_tiff_labels_equal_the_whole_image_prediction(tmp_path, name):
+    from msclassify.io import open_chunk_writer
+
+    model, image = _model()
+    writer = open_chunk_writer(tmp_path / name, image.shape, (72, 64), model.classes_,
+                               n_classes=2, provenance={"model": {"sha256": "a"}})
+    assert predict_to_store(model, image, writer, probabilities=True) == 9
+    writer.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [name] + (["out_probabilities.tif"] if name.endswith(".tif") else []))
+    labels, proba = _read_output(tmp_path / name, 2)
+    expected = model.predict(image)
+    assert np.array_equal(labels, expected)
+    np.testing.assert_allclose(proba, model.predict_proba(image), atol=1e-6, rtol=0)
+    reread = open_image(f"{tmp_path / name}:/labels" if name.endswith(".h5") else tmp_path / name)
+    assert np.array_equal(reread[10:150, 7:170], expected[10:150, 7:170])
+    if name.endswith(".tif"):                                     # tiled, with a pyramid
+        with tifffile.TiffFile(tmp_path / name) as tiff:
+            assert tiff.pages[0].is_tiled
+            levels = tiff.series[0].levels
+            assert [level.shape for level in levels] == [(200, 180)]   # too small for more
+    assert open_chunk_writer(tmp_path / name, image.shape, (72, 64), model.classes_, n_classes=2,
+                             provenance={"model": {"sha256": "a"}}).completed() == \
+        {(i, j) for i in range(3) for j in range(3)}             # finished: nothing to do
+
+
+def test_tiff_pyramid_holds_every_2nd_pixel(tmp_path):
+    from msclassify.io import ChunkedTiffWriter
+
+    rng = np.random.default_rng(1)
+    full = rng.integers(1, 4, (700, 520)).astype(np.uint8)
+    writer = ChunkedTiffWriter(tmp_path / "p.tif", full.shape, (256, 256), [1, 2, 3])
+    for index in [(i, j) for i in range(3) for j in range(3)]:
+        writer.write_chunk(index, full[writer.chunk(index)])
+    with tifffile.TiffFile(tmp_path / "p.tif") as tiff:
+        levels = [level.asarray() for level in tiff.series[0].levels]
+        assert json.loads(tiff.pages[0].description)["msclassify"]["classes"] == [1, 2, 3]
+    assert len(levels) == 2
+    assert np.array_equal(levels[0], full) and np.array_equal(levels[1], full[::2, ::2])
+
+
+@pytest.mark.parametrize("name", ["out.h5:/seg/labels", "out.tif"])
+def test_resume_after_an_interrupted_write_rewrites_no_finished_chunk(tmp_path, name):
+    from msclassify.io import open_chunk_writer
+
+    model, image = _model()
+    path = f"{tmp_path}/{name}"
+    final = tmp_path / name.split(":")[0]
+
+    def writer(shape=image.shape):
+        return open_chunk_writer(path, shape, (40, 48), model.classes_, n_classes=2,
+                                 provenance={"model": {"sha256": "a"}})
+
+    first = writer()
+    finished = []
+
+    def stop_after_7(index):
+        finished.append(index)
+        if len(finished) == 7:
+            raise _Stop
+
+    with pytest.raises(_Stop):
+        predict_to_store(model, image, first, probabilities=True, on_chunk=stop_after_7)
+    first.close()
+    assert not final.exists()                     # written whole, or not at all
+    hidden = [p.name for p in tmp_path.iterdir()]
+    assert len(hidden) == 1 and hidden[0].startswith(".out.")
+    with pytest.raises(FrameWriteError, match=r"holds a different job \(shape \[200, 180\] there"):
+        writer((200, 200))
+    again = writer()
+    done = again.completed()
+    assert set(finished) <= done and len(done) < 20
+    rewritten = []
+    real = again.write_chunk
+
+    def recording(index, *data):
+        rewritten.append(index)
+        real(index, *data)
+
+    again.write_chunk = recording
+    assert predict_to_store(model, image, again, probabilities=True) == 20 - len(done)
+    again.close()
+    assert set(rewritten).isdisjoint(done) and len(set(rewritten)) == len(rewritten)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [final.name] + (["out_probabilities.tif"] if name.endswith(".tif") else []))
+    if name.endswith(".tif"):
+        labels, proba = _read_output(final, 2)
+    else:
+        with h5py.File(final, "r") as f:
+            labels = f["seg/labels"][:]
+            proba = np.moveaxis(f["seg/labels_probabilities"][:], 0, -1)
+            assert list(f["seg/labels"].attrs["classes"]) == [1, 2]
+    assert np.array_equal(labels, model.predict(image))
+    np.testing.assert_allclose(proba, model.predict_proba(image), atol=1e-6, rtol=0)
+
+
+def test_existing_hdf5_and_tiff_outputs_are_refused_or_replaced_only_if_ours(tmp_path):
+    from msclassify.io import ChunkedHDF5Writer, ChunkedTiffWriter
+
+    with h5py.File(tmp_path / "theirs.h5", "w") as f:
+        f.create_dataset("labels", data=np.zeros((64, 64), np.uint16))
+    tifffile.imwrite(tmp_path / "theirs.tif", np.zeros((64, 64), np.uint8))
+    for cls, name in ((ChunkedHDF5Writer, "theirs.h5"), (ChunkedTiffWriter, "theirs.tif")):
+        for overwrite in (False, True):
+            with pytest.raises(FrameWriteError, match="not written by msclassify|is not a TIFF "
+                                                      "msclassify wrote"):
+                cls(tmp_path / name, (64, 64), (32, 32), [1, 2], overwrite=overwrite)
+    for cls, name in ((ChunkedHDF5Writer, "ours.h5"), (ChunkedTiffWriter, "ours.tif")):
+        writer = cls(tmp_path / name, (64, 64), (32, 32), [1, 2])
+        for index in [(0, 0), (0, 1), (1, 0), (1, 1)]:
+            writer.write_chunk(index, np.ones((32, 32), np.uint8))
+        writer.close()
+        with pytest.raises(FrameWriteError, match=r"different job \(.*dtype \|u1 there, <u2 now"):
+            cls(tmp_path / name, (64, 64), (32, 32), [1, 2], dtype=np.uint16)
+        replaced = cls(tmp_path / name, (64, 64), (32, 32), [1, 2], dtype=np.uint16,
+                       overwrite=True)
+        assert replaced.completed() == set() and not (tmp_path / name).exists()
+        replaced.close()
+
+
+def test_hdf5_full_disk_names_the_chunk_and_keeps_finished_ones(tmp_path, monkeypatch):
+    import errno
+
+    from msclassify.io import ChunkedHDF5Writer
+
+    writer = ChunkedHDF5Writer(tmp_path / "out.h5", (64, 64), (32, 32), [1, 2])
+    writer.write_chunk((0, 0), np.ones((32, 32), np.uint8))
+
+    def full(self, key, value):
+        raise OSError("Can't write data (file write failed: errno = 28, error message = 'No "
+                      "space left on device')")
+
+    monkeypatch.setattr(h5py.Dataset, "__setitem__", full)
+    with pytest.raises(FrameWriteError, match=r"chunk \(0, 1\).*disk is full.*resumes") as caught:
+        writer.write_chunk((0, 1), np.ones((32, 32), np.uint8))
+    assert caught.value.errno == errno.ENOSPC
+    monkeypatch.undo()
+    writer.close()
+    assert ChunkedHDF5Writer(tmp_path / "out.h5", (64, 64), (32, 32), [1, 2]).completed() == \
+        {(0, 0)}
+
+
+def test_command_line_predicts_into_hdf5_and_tiff(tmp_path, capsys):
+    from msclassify.cli import main
+
+    model, image = _saved_job(tmp_path)
+    expected = model.predict(image)
+    for output in (f"{tmp_path / 'out.h5'}:/seg/labels", str(tmp_path / "out.tif")):
+        args = ["predict", str(tmp_path / "m.msc"), str(tmp_path / "in.zarr"), "-o", output,
+                "--chunks", "96"]
+        assert main(args) == 0
+        assert f"labels: {output}" in capsys.readouterr().out
+        assert main(args) == 0
+        assert "already in" in capsys.readouterr().out
+        assert main(args[:-1] + ["128"]) == 1                    # another job: refused
+        error = capsys.readouterr().err.strip()
+        assert "made by something else: chunks: [96, 96] there, [128, 128] now" in error
+        assert len(error.splitlines()) == 1
+        assert main(args[:-1] + ["128", "--overwrite", "-q"]) == 0
+    with h5py.File(tmp_path / "out.h5", "r") as f:
+        assert np.array_equal(f["seg/labels"][:], expected)
+    assert np.array_equal(tifffile.imread(tmp_path / "out.tif"), expected)
+    tifffile.imwrite(tmp_path / "theirs.tif", expected)
+    assert main(["predict", str(tmp_path / "m.msc"), str(tmp_path / "in.zarr"), "-o",
+                 str(tmp_path / "theirs.tif"), "--overwrite"]) == 1
+    error = capsys.readouterr().err.strip()
+    assert "theirs.tif was not written by msclassify" in error and len(error.splitlines()) == 1

@@ -2,9 +2,10 @@
 
 import argparse
 import sys
+import time
 
 from ..checks import check_int
-from ..io import FrameWriteError
+from ..io import FrameReadError, FrameWriteError
 from ..plotting import save_png
 
 PROG = "msclassify"
@@ -64,6 +65,49 @@ def tradeoff_lines(model):
                          f"{point['scribble_score']:.4f}     {point['teacher_agreement']:.4f}   "
                          f"{point['cost_per_pixel']:<9.3g}  {len(point['features_used'])}")
     return lines
+
+
+def run_prediction(args, cluster, total, done, unit, where, predict, interrupted=None):
+    """Run ``predict(client, on_item)`` over the ``total - done`` frames or chunks (``unit``)
+    not yet in ``where``, as ``msclassify predict`` does: say what is resumed (or that
+    nothing is left), show progress, and on Ctrl-C or a read or worker error say how many
+    are complete and that the same command resumes.
+
+    ``cluster`` is a context manager giving a Dask client or None; ``predict`` calls
+    ``on_item(index)`` after each item is written; ``interrupted`` replaces the Ctrl-C
+    message. Returns ``(status, written, seconds)``.
+    """
+    from ..pixel import batch
+
+    if done == total:
+        say(args, f"all {total} {unit}s are already in {where}; nothing to do")
+        return 0, 0, 0.0
+    if done:
+        say(args, f"resuming: {done} of {total} {unit}s are already in {where}")
+    written = 0
+
+    def on_item(index):
+        nonlocal written
+        written += 1
+        bar.update(1)
+
+    start = time.perf_counter()
+    with progress(total, "predicting", args.quiet, initial=done, unit=unit) as bar:
+        try:
+            with cluster as client:
+                predict(client, on_item)
+        except KeyboardInterrupt:
+            bar.close()
+            print(f"{PROG} predict: interrupted; " + (
+                interrupted or f"{done + written} of {total} {unit}s are complete in {where}. "
+                "Run the same command again to resume."), file=sys.stderr)
+            return EXIT_INTERRUPTED, written, time.perf_counter() - start
+        except (FrameReadError, batch.BatchError) as exc:
+            error = FrameReadError if isinstance(exc, FrameReadError) else CommandError
+            resume = (f"; the {done + written} {unit}s written to {where} stay valid and a "
+                      "re-run resumes after them") if done + written else ""
+            raise error(f"{exc}{resume}") from None
+    return 0, written, time.perf_counter() - start
 
 
 def say(args, message):

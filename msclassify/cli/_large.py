@@ -1,15 +1,14 @@
-"""``msclassify predict`` of one image larger than memory: chunk by chunk into OME-Zarr."""
+"""``msclassify predict`` of one image larger than memory: chunk by chunk into OME-Zarr, HDF5
+or a tiled TIFF."""
 
-import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
-from ..io import ChunkedLabelWriter, FrameReadError, check_not_an_input, is_large_image, open_image
-from ..pixel import (ChunkPlan, batch, check_channels, label_dtype, large_provenance,
-                     load_pixel_model, model_halo, predict_to_store, training_windows)
-from ._common import EXIT_INTERRUPTED, PROG, CommandError, progress, say
+from ..io import check_not_an_input, is_large_image, open_chunk_writer, open_image
+from ..pixel import (ChunkPlan, check_channels, label_dtype, large_provenance, load_pixel_model,
+                     model_halo, predict_to_store, training_windows)
+from ._common import CommandError, run_prediction, say
 
 DEFAULT_CHUNK = 1024
 
@@ -31,14 +30,16 @@ def _check_options(args):
              if used]
     if given:
         raise CommandError(f"{', '.join(given)} do(es) not apply to one large image predicted "
-                           "chunk by chunk (its output is an OME-Zarr store of labels)")
+                           "chunk by chunk (its output, named by -o, is an OME-Zarr store, an "
+                           "HDF5 file or a TIFF of labels)")
     if args.output is None:
-        raise CommandError("a large image is predicted into an OME-Zarr store: give it with -o "
-                           "(e.g. -o labels.zarr)")
+        raise CommandError("a large image is predicted into an OME-Zarr store, an HDF5 file or a "
+                           "TIFF: give it with -o (e.g. -o labels.zarr, -o labels.h5:/labels or "
+                           "-o labels.tif)")
 
 
-def _input_file(spec):
-    """The file or folder an input reads (``file.h5`` of ``file.h5:/path``)."""
+def _file_of(spec):
+    """The file or folder an input or output names (``file.h5`` of ``file.h5:/path``)."""
     path = Path(str(spec))
     return path if path.exists() else Path(str(spec).split(":", 1)[0])
 
@@ -48,7 +49,7 @@ def predict_large(args, model_file, cluster):
     `msclassify.modelfile.ModelFile`); ``cluster`` is a context manager giving a Dask client
     or None."""
     _check_options(args)
-    check_not_an_input(args.output, [_input_file(args.input), args.model])
+    check_not_an_input(_file_of(args.output), [_file_of(args.input), args.model])
     model = load_pixel_model(model_file)
     if model.bank_.grid is not None:
         raise CommandError(f"{args.model} is a volume model; chunked prediction of volumes is "
@@ -67,46 +68,28 @@ def predict_large(args, model_file, cluster):
         raise CommandError(f"--chunks {size}: {exc}") from None
     classes = np.asarray(model.classes_)
     provenance = large_provenance(model_file, image, chunks, args.probabilities)
-    writer = ChunkedLabelWriter(args.output, image.shape[:2], chunks, classes,
-                                dtype=label_dtype(classes),
-                                n_classes=classes.size if args.probabilities else None,
-                                provenance=provenance, overwrite=args.overwrite)
-    n_chunks = writer.grid[0] * writer.grid[1]
-    done = len(writer.completed())
-    if done == n_chunks:
-        say(args, f"all {n_chunks} chunks are already in {args.output}; nothing to do")
-        return 0
-    if done:
-        say(args, f"resuming: {done} of {n_chunks} chunks are already in {args.output}")
-    model_bytes = model_file.content if args.workers or args.scheduler else None
-    written = 0
-    start = time.perf_counter()
-    with progress(n_chunks, "predicting", args.quiet, initial=done, unit="chunk") as bar:
-        def on_chunk(index):
-            nonlocal written
-            written += 1
-            bar.update(1)
+    with open_chunk_writer(args.output, image.shape[:2], chunks, classes,
+                           dtype=label_dtype(classes),
+                           n_classes=classes.size if args.probabilities else None,
+                           provenance=provenance, overwrite=args.overwrite) as writer:
+        return _predict_into(args, model, model_file, image, writer, cluster)
 
-        try:
-            with cluster as client:
-                predict_to_store(model, image, writer, probabilities=args.probabilities,
-                                 client=client, model_bytes=model_bytes, on_chunk=on_chunk)
-        except KeyboardInterrupt:
-            bar.close()
-            print(f"{PROG} predict: interrupted; {done + written} of {n_chunks} chunks are "
-                  f"complete in {args.output}. Run the same command again to resume.",
-                  file=sys.stderr)
-            return EXIT_INTERRUPTED
-        except (FrameReadError, batch.BatchError) as exc:
-            error = FrameReadError if isinstance(exc, FrameReadError) else CommandError
-            raise error(f"{exc}; the {done + written} chunks written to {args.output} stay "
-                        "valid and a re-run resumes after them") from None
-    elapsed = time.perf_counter() - start
-    pixels = image.shape[0] * image.shape[1] * written / n_chunks
-    say(args, f"wrote {written} chunks of {chunks[0]}x{chunks[1]} to {args.output} in "
-              f"{elapsed:.1f} s ({pixels / elapsed / 1e6:.2f} Mpixel/s); labels: "
-              f"{args.output}/labels/{writer.name}")
-    return 0
+
+def _predict_into(args, model, model_file, image, writer, cluster):
+    n_chunks = writer.grid[0] * writer.grid[1]
+    done = writer.completed()
+    model_bytes = model_file.content if args.workers or args.scheduler else None
+    status, written, elapsed = run_prediction(
+        args, cluster, n_chunks, len(done), "chunk", args.output,
+        lambda client, on_chunk: predict_to_store(
+            model, image, writer, probabilities=args.probabilities, client=client,
+            model_bytes=model_bytes, on_chunk=on_chunk, completed=done))
+    if status == 0 and written:
+        pixels = image.shape[0] * image.shape[1] * written / n_chunks
+        say(args, f"wrote {written} chunks of {writer.chunks[0]}x{writer.chunks[1]} to "
+                  f"{args.output} in {elapsed:.1f} s ({pixels / elapsed / 1e6:.2f} Mpixel/s); "
+                  f"labels: {writer.location}")
+    return status
 
 
 def large_training_frames(args, features):

@@ -1,15 +1,13 @@
 """``msclassify predict``: every frame of a video, stack or folder, resumable, here or on Dask."""
 
 import contextlib
-import sys
-import time
 
 import numpy as np
 
-from ..io import FrameReadError, open_frames
+from ..io import open_frames
 from ..modelfile import open_model_file
 from ..pixel import EXPORT_KINDS, FrameExport, batch, check_channels, load_pixel_model, open_export
-from ._common import EXIT_INTERRUPTED, PROG, CommandError, positive_int, progress, say
+from ._common import CommandError, positive_int, run_prediction, say
 from ._large import DEFAULT_CHUNK, predict_large, wants_large
 from ._objects import add_object_arguments, check_object_arguments, open_object_table
 from ._volumes import add_volume_options, predict_volumes, uses_volumes
@@ -63,9 +61,11 @@ def add_predict_command(commands, quiet):
     predict.add_argument("--chunks", type=positive_int, metavar="PIXELS",
                          help="predict one large image chunk by chunk (PIXELS a side; default "
                               f"{DEFAULT_CHUNK} for zarr and HDF5 inputs, which always take "
-                              "this path) into an OME-Zarr store of labels (-o OUT.zarr), with "
-                              "bounded memory, identical to predicting it whole; input: "
-                              "OME-Zarr, zarr array, file.h5:/dataset or a (tiled) TIFF")
+                              "this path) into OME-Zarr labels (-o OUT.zarr), an HDF5 dataset "
+                              "(-o OUT.h5 or OUT.h5:/path) or a tiled, pyramidal TIFF (-o "
+                              "OUT.tif, written once all chunks are done), with bounded memory, "
+                              "identical to predicting it whole; input: OME-Zarr, zarr array, "
+                              "file.h5:/dataset or a (tiled) TIFF")
     predict.add_argument("--overwrite", action="store_true",
                          help="delete an existing output of msclassify at -o first and start "
                               "over (by default a matching output is resumed and any other "
@@ -150,17 +150,10 @@ def _cmd_predict(args):
         if args.table is not None:
             writer, frames = open_object_table(args, model, source, selection, writer,
                                                provenance)
-        where = _destination(args)
         with writer:
             done = set(writer.completed())
             todo = [position for position in range(len(selection)) if position not in done]
-            if done and todo:
-                say(args, f"resuming: {len(done)} of {len(selection)} frames are already in "
-                           f"{where}")
-            status = (_run_prediction(args, model, model_file, frames, writer, selection, todo)
-                      if todo else 0)
-            if not todo:
-                say(args, f"all {len(selection)} frames are already in {where}; nothing to do")
+            status = _run_prediction(args, model, model_file, frames, writer, selection, todo)
             if status == 0 and args.table is not None:
                 table = writer.finish()
                 say(args, f"wrote {len(table)} objects of {len(selection)} frames to {args.table}"
@@ -205,46 +198,18 @@ def _cluster(args):
 
 
 def _run_prediction(args, model, model_file, source, writer, selection, todo):
-    cluster = _cluster(args)
     model_bytes = None if args.workers is None and args.scheduler is None else \
         model_file.content
-    written = 0
-
-    def on_frame(position):
-        nonlocal written
-        written += 1
-        bar.update(1)
-
-    start = time.perf_counter()
-    with progress(len(selection), "predicting", args.quiet,
-                   initial=len(selection) - len(todo)) as bar:
-        try:
-            with cluster as client:
-                batch.predict_to_writer(model, source, writer, todo, frame_index=selection,
-                                         probabilities=writer.needs_probabilities, client=client,
-                                         model_bytes=model_bytes,
-                                         chunk_size=args.chunk_size or _CHUNK_SIZE,
-                                         on_frame=on_frame)
-        except KeyboardInterrupt:
-            bar.close()
-            done = len(selection) - len(todo) + written
-            if args.format == "tiff-stack":
-                print(f"{PROG} predict: interrupted; the TIFF stack {args.output} was not written "
-                      "(a stack is written in one go).", file=sys.stderr)
-                return EXIT_INTERRUPTED
-            where = _destination(args)
-            print(f"{PROG} predict: interrupted; {done} of {len(selection)} frames are complete "
-                  f"in {where}. Run the same command again to resume.", file=sys.stderr)
-            return EXIT_INTERRUPTED
-        except (FrameReadError, batch.BatchError) as exc:
-            done = len(selection) - len(todo) + written
-            error = FrameReadError if isinstance(exc, FrameReadError) else CommandError
-            where = _destination(args)
-            resume = (f"; the {done} frames written to {where} stay valid and a re-run "
-                      "resumes after them") if done else ""
-            raise error(f"{exc}{resume}") from None
-    elapsed = time.perf_counter() - start
     where = _destination(args)
-    say(args, f"wrote {written} frames to {where} in {elapsed:.1f} s "
-               f"({written / elapsed:.2f} frames/s)")
-    return 0
+    status, written, elapsed = run_prediction(
+        args, _cluster(args), len(selection), len(selection) - len(todo), "frame", where,
+        lambda client, on_frame: batch.predict_to_writer(
+            model, source, writer, todo, frame_index=selection,
+            probabilities=writer.needs_probabilities, client=client, model_bytes=model_bytes,
+            chunk_size=args.chunk_size or _CHUNK_SIZE, on_frame=on_frame),
+        interrupted=(f"the TIFF stack {args.output} was not written (a stack is written in one "
+                     "go).") if args.format == "tiff-stack" else None)
+    if status == 0 and written:
+        say(args, f"wrote {written} frames to {where} in {elapsed:.1f} s "
+                  f"({written / elapsed:.2f} frames/s)")
+    return status

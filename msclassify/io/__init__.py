@@ -37,10 +37,11 @@ The modules, one concept each:
     (and the zarr writer)
 ``_open``, ``_training``
     opening inputs and outputs by path; pairing frames with label images for training
-``_lazy``, ``_ngff``
+``_lazy``, ``_chunked``, ``_ngff``, ``_hdf5``, ``_tiled_tiff``
     one image larger than memory: read window by window from OME-Zarr, zarr, HDF5 or tiled
-    TIFF (`open_image`); its labels written chunk by chunk to OME-Zarr, resumably
-    (`ChunkedLabelWriter`)
+    TIFF (`open_image`); its labels written chunk by chunk, resumably (`ChunkedWriter`), to
+    OME-Zarr (`ChunkedLabelWriter`), HDF5 (`ChunkedHDF5Writer`) or a tiled, pyramidal TIFF
+    (`ChunkedTiffWriter`); `open_chunk_writer` picks one by the output's name
 ``_manifest``, ``_writers``
     what an output records of itself and which outputs are msclassify's own; `BaseWriter`,
     the per-frame TIFF folder and the TIFF stack
@@ -53,10 +54,13 @@ from ._atomic import write_atomically
 from ._errors import FrameReadError, FrameReadWarning, FrameWriteError
 from ._frames import (IMAGE_EXTENSIONS, TIFF_EXTENSIONS, VIDEO_EXTENSIONS, FrameSource,
                       natural_sort_key)
+from ._chunked import ChunkedWriter
+from ._hdf5 import ChunkedHDF5Writer
 from ._lazy import LazyImage, is_large_image, open_image
 from ._manifest import check_not_an_input
 from ._ngff import ChunkedLabelWriter, label_colours
-from ._open import open_frames, open_writer, read_label_stack
+from ._open import open_chunk_writer, open_frames, open_writer, read_label_stack
+from ._tiled_tiff import ChunkedTiffWriter
 from ._training import match_frames, read_training_frames
 from ._volume import (VolumeData, check_axes, ngff_spacing, read_volume, recorded_z_axis,
                       write_volume)
@@ -64,9 +68,11 @@ from ._writers import BaseWriter, FrameWriter, TiffFolderWriter, TiffStackWriter
 from ._zarr import ZarrWriter
 
 __all__ = ["IMAGE_EXTENSIONS", "TIFF_EXTENSIONS", "VIDEO_EXTENSIONS", "BaseWriter",
-           "ChunkedLabelWriter", "FrameReadError", "FrameReadWarning", "FrameSource",
+           "ChunkedHDF5Writer", "ChunkedLabelWriter", "ChunkedTiffWriter", "ChunkedWriter",
+           "FrameReadError", "FrameReadWarning", "FrameSource",
            "FrameWriteError", "FrameWriter", "LazyImage", "TiffFolderWriter", "TiffStackWriter",
            "VolumeData", "ZarrWriter", "check_axes", "check_not_an_input", "is_large_image",
-           "label_colours", "match_frames", "natural_sort_key", "ngff_spacing", "open_frames",
+           "label_colours", "match_frames", "natural_sort_key", "ngff_spacing",
+           "open_chunk_writer", "open_frames",
            "open_image", "open_writer", "read_label_stack", "read_training_frames", "read_volume",
            "recorded_z_axis", "write_atomically", "write_volume"]

@@ -21,7 +21,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ._errors import FrameReadError
+from ._errors import FrameReadError, _reason
+from ._frames import _is_zarr
+from ._zarr import _chunk_path, _import_zarr
 
 __all__ = ["LazyImage", "is_large_image", "open_image"]
 
@@ -48,8 +50,7 @@ def is_large_image(spec):
     if _split_h5(spec) is not None:
         return True
     path = Path(str(spec))
-    return (path.suffix.lower() == ".zarr" or (path / "zarr.json").is_file()
-            or (path / ".zarray").is_file() or (path / ".zgroup").is_file())
+    return path.suffix.lower() == ".zarr" or _is_zarr(path)
 
 
 class LazyImage:
@@ -136,7 +137,7 @@ class LazyImage:
 
 def _read_error(image, ys, xs, exc):
     return FrameReadError(f"{image.description}: cannot read pixels y {ys.start}..{ys.stop}, "
-                          f"x {xs.start}..{xs.stop} ({type(exc).__name__}: {exc}); the file is "
+                          f"x {xs.start}..{xs.stop} ({_reason(exc)}); the file is "
                           "damaged or truncated there: re-copy or re-export it")
 
 
@@ -176,11 +177,8 @@ def _check_dtype(array, description):
 def _zarr_chunk_checker(array, description, axes):
     """A check that every chunk a window touches exists (zarr reads a missing chunk as its
     fill value, silently); local stores only, where a chunk is a file."""
-    root = getattr(array.store, "root", None)
-    encode = getattr(array.metadata, "encode_chunk_key", None)
-    if root is None or encode is None or getattr(array, "shards", None) is not None:
+    if _chunk_path(array, (0,) * array.ndim) is None:
         return None          # a remote or sharded store: a chunk is not one file
-    folder = Path(root) / array.path
     chunk_shape = array.chunks
     y_axis, x_axis = axes.index("y"), axes.index("x")
 
@@ -196,21 +194,20 @@ def _zarr_chunk_checker(array, description, axes):
             else:
                 ranges.append(range(-(-size // chunk)))
         for coords in itertools.product(*ranges):
-            if not (folder / encode(coords)).is_file():
+            file = _chunk_path(array, coords)
+            if not file.is_file():
                 raise FrameReadError(
-                    f"{description}: chunk {coords} ({folder / encode(coords)}) is missing, so "
+                    f"{description}: chunk {coords} ({file}) is missing, so "
                     "its pixels are unknown; the copy is incomplete: re-copy the store")
     return check
 
 
 def _open_zarr(path, allow_missing):
-    import zarr
-
+    zarr = _import_zarr()
     try:
         node = zarr.open(str(path), mode="r")
     except Exception as exc:
-        raise FrameReadError(f"{path} is not a readable zarr store ({type(exc).__name__}: "
-                             f"{exc})") from None
+        raise FrameReadError(f"{path} is not a readable zarr store ({_reason(exc)})") from None
     names = None
     description = str(path)
     if isinstance(node, zarr.Group):
@@ -277,14 +274,13 @@ def _open_h5(path, dataset):
 
 def _open_tiff(path):
     import tifffile
-    import zarr
 
+    zarr = _import_zarr()
     try:
         store = tifffile.imread(str(path), aszarr=True, level=0)
         array = zarr.open(store, mode="r")
     except Exception as exc:
-        raise FrameReadError(f"{path} is not a readable TIFF ({type(exc).__name__}: "
-                             f"{exc})") from None
+        raise FrameReadError(f"{path} is not a readable TIFF ({_reason(exc)})") from None
     description = f"{path} (TIFF, level 0)"
     _check_dtype(array, description)
     axes = _axes_for(array.shape, description)

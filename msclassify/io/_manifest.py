@@ -96,6 +96,59 @@ def _as_recorded(provenance):
         raise TypeError(f"provenance must hold JSON values only ({exc})") from None
 
 
+_START_OVER = ("to start over, delete it with overwrite=True (msclassify predict --overwrite), "
+               "or write to another output")
+
+
+def _different_job(found, expected, different):
+    return ("holds a different job ("
+            + ", ".join(f"{key} {found.get(key)} there, {expected[key]} now" for key in different)
+            + ")")
+
+
+def _check_record(path, found, expected, keys, describe=_different_job):
+    """FrameWriteError unless ``found``, the record an output at ``path`` holds of itself, is
+    the record ``expected`` of this run: the same format, a version this msclassify reads,
+    the same provenance (paths ignored) and the same ``keys``.
+
+    ``describe(found, expected, different_keys)`` says how the contents differ.
+
+    Examples
+    --------
+    >>> record = {"format": "f", "format_version": 1, "shape": [2, 3], "provenance": None}
+    >>> _check_record("out", record, record, ["shape"])
+    >>> _check_record("out", dict(record, format_version="1"), record, ["shape"])
+    ... # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    msclassify.io.FrameWriteError: output out has a damaged record of what it holds (format_version '1'); ...
+    """
+    # a damaged record no longer says what is msclassify's: overwrite would refuse it
+    unrecorded = "move it away or write to another output"
+    if not isinstance(found, dict) or "format" not in found:
+        raise FrameWriteError(f"output {path} has an unreadable record of what it holds; "
+                              f"{unrecorded}")
+    if found.get("format") != expected["format"]:
+        raise FrameWriteError(f"output {path} holds another kind of msclassify output "
+                              f"({found.get('format')!r}, not {expected['format']!r}); "
+                              f"{unrecorded}")
+    version = found.get("format_version", 0)
+    if not is_int(version):
+        raise FrameWriteError(f"output {path} has a damaged record of what it holds "
+                              f"(format_version {version!r}); {unrecorded}")
+    if version > expected["format_version"]:
+        raise FrameWriteError(f"output {path} was written by a newer msclassify; upgrade or "
+                              "choose another output")
+    difference = _provenance_difference(found.get("provenance"), expected.get("provenance"))
+    if difference:
+        raise FrameWriteError(f"output {path} was made by something else: {difference}; "
+                              f"resuming would mix the two; {_START_OVER}")
+    different = [key for key in keys if found.get(key) != expected[key]]
+    if different:
+        raise FrameWriteError(f"output {path} {describe(found, expected, different)}; "
+                              f"{_START_OVER}")
+
+
 # The marker array of a store written chunk by chunk (`msclassify.io.ChunkedLabelWriter`).
 CHUNKS_DONE = "msclassify_done"
 

@@ -20,13 +20,13 @@ every 2**k-th pixel, as label pyramids must: no mixed classes), so a level-k
 chunk is ``chunks >> k`` and the chunk size must be divisible by ``2**k``.
 """
 
-from pathlib import Path
 
 import numpy as np
 
 from ._errors import FrameWriteError, _write_error
-from ._frames import _Opened
-from ._manifest import CHUNKS_DONE, _as_recorded, _provenance_difference, _remove_output
+from ._chunked import ChunkedWriter
+from ._manifest import CHUNKS_DONE, _check_record, _remove_output
+from ._zarr import _chunk_path, _open_recorded_group
 
 __all__ = ["ChunkedLabelWriter", "label_colours"]
 
@@ -74,7 +74,16 @@ def _multiscales(name, axes, n_levels, channel=False):
 _YX = [{"name": "y", "type": "space"}, {"name": "x", "type": "space"}]
 
 
-class ChunkedLabelWriter(_Opened):
+def _require_array(group, name, shape, chunks, dtype, dimension_names):
+    """``group[name]``, created (chunks written even when empty) if absent."""
+    if name in group:
+        return group[name]
+    return group.create_array(name, shape=shape, chunks=chunks, dtype=dtype, fill_value=0,
+                              dimension_names=dimension_names,
+                              config={"write_empty_chunks": True})
+
+
+class ChunkedLabelWriter(ChunkedWriter):
     """Writes the labels (and probabilities) of one large image to OME-Zarr, chunk by chunk.
 
     Parameters
@@ -117,51 +126,20 @@ class ChunkedLabelWriter(_Opened):
 
     def __init__(self, path, shape, chunks, classes, *, dtype=np.uint8, class_names=None,
                  n_classes=None, provenance=None, overwrite=False, name="classes"):
-        import zarr
-
-        self.path = Path(path)
-        self.shape = tuple(int(v) for v in shape)
-        self.chunks = tuple(int(v) for v in chunks)
-        if len(self.shape) != 2 or len(self.chunks) != 2 or min(self.shape + self.chunks) < 1:
-            raise ValueError(f"shape {self.shape} and chunks {self.chunks} must be two positive "
-                             "ints each")
-        self.grid = tuple(-(-s // c) for s, c in zip(self.shape, self.chunks))
-        self.classes = [int(v) for v in classes]
-        self.dtype = np.dtype(dtype)
-        if self.dtype.kind != "u" or max(self.classes) > np.iinfo(self.dtype).max \
-                or min(self.classes) < 0:
-            raise ValueError(f"classes {min(self.classes)}..{max(self.classes)} do not fit labels "
-                             f"of dtype {self.dtype}; choose a wider unsigned integer dtype")
+        super().__init__(path, shape, chunks, classes, dtype, n_classes, provenance)
         self.class_names = ([f"class {v}" for v in self.classes] if class_names is None
                             else [str(n) for n in class_names])
         if len(self.class_names) != len(self.classes):
             raise ValueError(f"{len(self.class_names)} class names for {len(self.classes)} "
                              "classes")
-        self.n_classes = None if n_classes is None else int(n_classes)
         self.n_levels = _n_levels(self.shape, self.chunks)
         self.name = name
-        self.provenance = _as_recorded(provenance)
         if overwrite:
             _remove_output(self.path)
         try:
-            if self.path.exists() and not (self.path / "zarr.json").is_file() and (
-                    not self.path.is_dir() or any(self.path.iterdir())):
-                raise FrameWriteError(f"output {self.path} exists and is not a zarr store; "
-                                      "choose a new path (e.g. ending in .zarr)")
-            try:
-                self._root = zarr.open_group(str(self.path), mode="a", zarr_format=3)
-            except zarr.errors.ContainsArrayError:
-                raise FrameWriteError(f"zarr store {self.path} is an array not written by "
-                                      "msclassify; choose a new path") from None
-            found = self._root.attrs.get("msclassify")
-            if found is None:
-                if list(self._root.keys()):
-                    raise FrameWriteError(f"zarr store {self.path} already holds arrays not "
-                                          "written by msclassify; choose a new path")
-                self._create()
-            else:
-                self._check_manifest(found)
-                self._open()
+            self._root, _ = _open_recorded_group(self.path, self._manifest(), self._check_manifest,
+                                                 zarr_format=3)
+            self._layout()
         except FrameWriteError:
             raise
         except OSError as exc:
@@ -175,94 +153,53 @@ class ChunkedLabelWriter(_Opened):
                 "provenance": self.provenance}
 
     def _check_manifest(self, found):
-        start_over = ("to start over, delete it with overwrite=True (msclassify predict "
-                      "--overwrite), or write to another output")
-        if not isinstance(found, dict) or found.get("format") != _FORMAT:
-            raise FrameWriteError(f"output {self.path} holds another kind of msclassify output; "
-                                  f"{start_over}")
-        if found.get("format_version", 0) > _VERSION:
-            raise FrameWriteError(f"output {self.path} was written by a newer msclassify; "
-                                  "upgrade or choose another output")
-        difference = _provenance_difference(found.get("provenance"), self.provenance)
-        if difference:
-            raise FrameWriteError(f"output {self.path} was made by something else: {difference}; "
-                                  f"resuming would mix the two; {start_over}")
-        expected = self._manifest()
-        different = [key for key in ("shape", "chunks", "dtype", "classes", "n_classes",
-                                     "levels", "name") if found.get(key) != expected[key]]
-        if different:
-            raise FrameWriteError(
-                f"output {self.path} holds a different job ("
-                + ", ".join(f"{key} {found.get(key)} there, {expected[key]} now"
-                            for key in different) + f"); {start_over}")
+        _check_record(self.path, found, self._manifest(), ("shape", "chunks", "dtype", "classes",
+                                                           "n_classes", "levels", "name"))
 
-    def _create(self):
-        # Manifest first, arrays after: a crash in between leaves a store this writer completes.
-        self._root.attrs.update({"ome": {"version": NGFF_VERSION}, "msclassify": self._manifest()})
+    def _layout(self):
+        """Create what a store of this job lacks (all of it when new; what a crash while
+        creating it left out), then open its arrays."""
+        if "ome" not in self._root.attrs:
+            self._root.attrs["ome"] = {"version": NGFF_VERSION}
         labels = self._root.require_group("labels")
-        labels.attrs["ome"] = {"version": NGFF_VERSION, "labels": [self.name]}
+        if "ome" not in labels.attrs:
+            labels.attrs["ome"] = {"version": NGFF_VERSION, "labels": [self.name]}
         image = labels.require_group(self.name)
-        colours = label_colours(self.classes)
-        image.attrs["ome"] = {
-            "version": NGFF_VERSION,
-            "multiscales": _multiscales(self.name, _YX, self.n_levels),
-            "image-label": {
-                "colors": [{"label-value": v, "rgba": colours[v]} for v in self.classes],
-                "properties": [{"label-value": v, "name": n}
-                               for v, n in zip(self.classes, self.class_names)],
-                "source": {"image": "../../"}}}
-        for level in range(self.n_levels):
-            image.create_array(str(level), shape=self._level_shape(level),
-                               chunks=tuple(c >> level for c in self.chunks), dtype=self.dtype,
-                               fill_value=0, dimension_names=("y", "x"),
-                               config={"write_empty_chunks": True})
+        if "ome" not in image.attrs:
+            colours = label_colours(self.classes)
+            image.attrs["ome"] = {
+                "version": NGFF_VERSION,
+                "multiscales": _multiscales(self.name, _YX, self.n_levels),
+                "image-label": {
+                    "colors": [{"label-value": v, "rgba": colours[v]} for v in self.classes],
+                    "properties": [{"label-value": v, "name": n}
+                                   for v, n in zip(self.classes, self.class_names)],
+                    "source": {"image": "../../"}}}
+        self._levels = [_require_array(image, str(level), self._level_shape(level),
+                                       tuple(c >> level for c in self.chunks), self.dtype,
+                                       ("y", "x"))
+                        for level in range(self.n_levels)]
+        self._proba = None
         if self.n_classes is not None:
             proba = self._root.require_group("probabilities")
-            proba.attrs["ome"] = {"version": NGFF_VERSION, "multiscales": _multiscales(
-                "probabilities", [{"name": "c", "type": "channel"}] + _YX, 1, channel=True)}
-            proba.create_array("0", shape=(self.n_classes,) + self.shape,
-                               chunks=(self.n_classes,) + self.chunks, dtype=np.float32,
-                               fill_value=0, dimension_names=("c", "y", "x"),
-                               config={"write_empty_chunks": True})
-        self._root.create_array(CHUNKS_DONE, shape=self.grid, chunks=(1, 1), dtype=np.uint8,
-                                fill_value=0, config={"write_empty_chunks": True})
-        self._open()
-
-    def _open(self):
-        image = self._root["labels"][self.name]
-        self._levels = [image[str(level)] for level in range(self.n_levels)]
-        self._proba = None if self.n_classes is None else self._root["probabilities"]["0"]
-        self._done = self._root[CHUNKS_DONE]
+            if "ome" not in proba.attrs:
+                proba.attrs["ome"] = {"version": NGFF_VERSION, "multiscales": _multiscales(
+                    "probabilities", [{"name": "c", "type": "channel"}] + _YX, 1, channel=True)}
+            self._proba = _require_array(proba, "0", (self.n_classes,) + self.shape,
+                                         (self.n_classes,) + self.chunks, np.float32,
+                                         ("c", "y", "x"))
+        self._done = _require_array(self._root, CHUNKS_DONE, self.grid, (1, 1), np.uint8, None)
 
     def _level_shape(self, level):
         step = 1 << level
         return tuple(-(-s // step) for s in self.shape)
 
-    def chunk(self, index):
-        """The image pixels of chunk ``index``: one slice per axis."""
-        return tuple(slice(i * c, min((i + 1) * c, s))
-                     for i, c, s in zip(index, self.chunks, self.shape))
-
     # -- writing ---------------------------------------------------------------------------
     def write_chunk(self, index, labels, probabilities=None):
-        """Write chunk ``index``: its labels ``(h, w)`` (every pyramid level is derived), and
-        ``(h, w, n_classes)`` probabilities exactly when the writer has ``n_classes``; then
-        mark it done. Raises FrameWriteError naming the chunk when the disk refuses."""
-        index = tuple(int(i) for i in index)
-        window = self.chunk(index)
-        expected = tuple(s.stop - s.start for s in window)
-        labels = np.asarray(labels)
-        if labels.shape != expected:
-            raise ValueError(f"labels of chunk {index} have shape {labels.shape}, expected "
-                             f"{expected}")
-        if (probabilities is None) != (self.n_classes is None):
-            raise ValueError("pass probabilities to write_chunk() if and only if the writer has "
-                             f"n_classes (it has n_classes={self.n_classes})")
-        labels = labels.astype(self.dtype, copy=False)
+        index, window, labels, probabilities = self._chunk_data(index, labels, probabilities)
         try:
             if probabilities is not None:
-                self._proba[(slice(None),) + window] = np.moveaxis(
-                    np.asarray(probabilities, dtype=np.float32), -1, 0)
+                self._proba[(slice(None),) + window] = probabilities
             for level, array in enumerate(self._levels):
                 step = 1 << level
                 array[tuple(slice(s.start // step, -(-s.stop // step)) for s in window)] = \
@@ -273,14 +210,13 @@ class ChunkedLabelWriter(_Opened):
 
     def completed(self):
         """Chunks already written in full (their marker is set and their files exist)."""
-        done = set()
-        for index in zip(*np.nonzero(self._done[:])):
-            index = tuple(int(i) for i in index)
-            first = self._levels[0]
-            key = first.metadata.encode_chunk_key(index)
-            if (self.path / first.path / key).is_file():
-                done.add(index)
-        return done
+        return {index for index in (tuple(int(i) for i in index)
+                                    for index in zip(*np.nonzero(self._done[:])))
+                if _chunk_path(self._levels[0], index).is_file()}
+
+    @property
+    def location(self):
+        return f"{self.path}/labels/{self.name}"
 
     def _contents(self):
         return f"{self.shape} in {self.chunks} chunks, {self.n_levels} levels"

@@ -9,6 +9,10 @@ import numpy as np
 
 from ..checks import file_problem
 from ._errors import FrameReadError
+from ._hdf5 import ChunkedHDF5Writer
+from ._lazy import _H5_SUFFIXES, _TIFF_SUFFIXES, _split_h5
+from ._ngff import ChunkedLabelWriter
+from ._tiled_tiff import ChunkedTiffWriter
 from ._frames import (IMAGE_EXTENSIONS, TIFF_EXTENSIONS, VIDEO_EXTENSIONS,
                       _is_grey_stored_as_colour, _is_zarr, natural_sort_key)
 from ._images import _ImageFilesSource, _image_files_in
@@ -18,7 +22,7 @@ from ._video import _VideoSource
 from ._writers import TiffFolderWriter
 from ._zarr import ZarrWriter, _ZarrLabelSource
 
-__all__ = ["open_frames", "open_writer", "read_label_stack"]
+__all__ = ["open_chunk_writer", "open_frames", "open_writer", "read_label_stack"]
 
 
 _SUPPORTED = "videos (" + ", ".join(VIDEO_EXTENSIONS) + "), images (" + ", ".join(
@@ -246,3 +250,36 @@ def open_writer(path, n_frames, frame_shape, *, dtype=np.uint8, names=None, n_cl
         raise ValueError(f"format must be 'tiff' or 'zarr', got {format!r}")
     return writers[format](path, n_frames, frame_shape, dtype=dtype, names=names,
                            n_classes=n_classes, provenance=provenance, overwrite=overwrite)
+
+
+def open_chunk_writer(path, shape, chunks, classes, **options):
+    """The writer of one large image's labels, chunk by chunk, that ``path`` names.
+
+    Parameters
+    ----------
+    path : str or Path
+        ``OUT.zarr`` (or any other name): OME-Zarr labels with a pyramid
+        (`ChunkedLabelWriter`); ``OUT.h5`` or ``OUT.h5:/group/name``: an HDF5 dataset
+        (`ChunkedHDF5Writer`); ``OUT.tif``: a tiled, pyramidal TIFF (`ChunkedTiffWriter`).
+    shape, chunks, classes, **options
+        As `ChunkedLabelWriter` (``dtype``, ``class_names``, ``n_classes``,
+        ``provenance``, ``overwrite``).
+
+    Returns
+    -------
+    ChunkedWriter
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> folder = tempfile.mkdtemp()
+    >>> [type(open_chunk_writer(os.path.join(folder, name), (40, 50), (32, 32), [1, 2])).__name__
+    ...  for name in ("a.zarr", "b.h5:/seg", "c.tif")]
+    ['ChunkedLabelWriter', 'ChunkedHDF5Writer', 'ChunkedTiffWriter']
+    """
+    suffix = Path(str(path)).suffix.lower()
+    if _split_h5(path) is not None or suffix in _H5_SUFFIXES:
+        return ChunkedHDF5Writer(path, shape, chunks, classes, **options)
+    if suffix in _TIFF_SUFFIXES:
+        return ChunkedTiffWriter(path, shape, chunks, classes, **options)
+    return ChunkedLabelWriter(path, shape, chunks, classes, **options)

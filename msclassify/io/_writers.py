@@ -15,8 +15,8 @@ from ..checks import check_int, is_int
 from ._atomic import write_atomically
 from ._errors import FrameWriteError, _write_error
 from ._frames import _Opened, _default_names
-from ._manifest import (_MANIFEST_FORMAT, _MANIFEST_NAME, _MANIFEST_VERSION, _as_recorded,
-                        _describe, _first, _provenance_difference, _remove_output)
+from ._manifest import (_MANIFEST_FORMAT, _MANIFEST_NAME, _MANIFEST_VERSION, _START_OVER,
+                        _as_recorded, _check_record, _describe, _first, _remove_output)
 from ._tiff import _tiff_is_complete
 
 try:
@@ -145,33 +145,14 @@ class FrameWriter(BaseWriter):
 
     def _check_manifest(self, found):
         """FrameWriteError unless the output at ``path`` holds this very prediction."""
-        start_over = "to start over, delete it with overwrite=True, or write to another output"
-        # a damaged record no longer says what is msclassify's: overwrite would refuse it
-        unrecorded = "move it away or write to another output"
-        if not isinstance(found, dict) or found.get("format") != _MANIFEST_FORMAT:
-            raise FrameWriteError(f"output {self.path} has an unreadable record of what it "
-                                  f"holds; {unrecorded}")
-        version = found.get("format_version", 0)
-        if not is_int(version):
-            raise FrameWriteError(f"output {self.path} has a damaged record of what it holds "
-                                  f"(format_version {version!r}); {unrecorded}")
-        if version > _MANIFEST_VERSION:
-            raise FrameWriteError(f"output {self.path} was written by a newer msclassify; upgrade "
-                                  "or choose another output")
         expected = self._manifest()
-        difference = _provenance_difference(found.get("provenance"), self.provenance)
-        if difference:
-            raise FrameWriteError(f"output {self.path} was made by something else: "
-                                  f"{difference}; resuming would mix the two; {start_over}")
-        keys = ("n_frames", "frame_shape", "dtype", "n_classes")
-        if any(found.get(key) != expected[key] for key in keys):
-            raise FrameWriteError(f"output {self.path} holds a different prediction "
-                                  f"({_describe(found)}; this run writes {_describe(expected)}); "
-                                  f"{start_over}")
+        _check_record(self.path, found, expected, ("n_frames", "frame_shape", "dtype", "n_classes"),
+                      lambda found, expected, _: f"holds a different prediction "
+                      f"({_describe(found)}; this run writes {_describe(expected)})")
         if "names" in found and found["names"] != expected["names"]:
             names = found["names"] if isinstance(found["names"], list) else []
             raise FrameWriteError(f"output {self.path} holds other frames ({_first(names)} ... "
-                                  f"there, {_first(expected['names'])} ... now); {start_over}")
+                                  f"there, {_first(expected['names'])} ... now); {_START_OVER}")
 
     def name(self, index):
         """Name of frame ``index`` in the output."""

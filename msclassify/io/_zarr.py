@@ -20,6 +20,46 @@ def _import_zarr():
     return zarr
 
 
+def _chunk_path(array, coords):
+    """The file of chunk ``coords`` of a zarr ``array`` (it exists once the chunk is written),
+    or None where a chunk is not one file (a remote or sharded store)."""
+    root = getattr(array.store, "root", None)
+    encode = getattr(array.metadata, "encode_chunk_key", None)
+    if root is None or encode is None or getattr(array, "shards", None) is not None:
+        return None
+    return Path(root) / array.path / encode(tuple(coords))
+
+
+def _open_recorded_group(path, record, check, zarr_format=None):
+    """``(group, new)``: the zarr group at ``path`` for the job ``record`` describes (its
+    manifest), created with ``record`` as its ``msclassify`` attribute, or resumed if
+    ``check(found)`` accepts the record found there (it raises FrameWriteError otherwise, as
+    `_check_record` does); FrameWriteError for anything else at ``path``. The record is written before
+    any array, so a crash in between leaves a store the writer recognises and completes."""
+    try:
+        zarr = _import_zarr()
+    except FrameReadError as exc:
+        raise FrameWriteError(str(exc)) from None
+    path = Path(path)
+    if path.exists() and not _is_zarr(path) and (not path.is_dir() or any(path.iterdir())):
+        raise FrameWriteError(f"output {path} exists and is not a zarr store; choose a new "
+                              "path (e.g. ending in .zarr)")
+    try:
+        root = zarr.open_group(str(path), mode="a", zarr_format=zarr_format)
+    except zarr.errors.ContainsArrayError:
+        raise FrameWriteError(f"zarr store {path} is an array not written by msclassify; "
+                              "choose a new path") from None
+    found = root.attrs.get("msclassify")
+    if found is None:
+        if list(root.keys()):
+            raise FrameWriteError(f"zarr store {path} already holds arrays not written by "
+                                  "msclassify; choose a new path")
+        root.attrs["msclassify"] = record
+        return root, True
+    check(found)
+    return root, False
+
+
 class _ZarrLabelSource(FrameSource):
     """Label frames from a zarr stack written by `open_writer(..., format="zarr")`.
 
@@ -73,25 +113,8 @@ class ZarrWriter(FrameWriter):
         super().__init__(path, n_frames, frame_shape, dtype, names, n_classes, provenance,
                          overwrite)
         try:
-            zarr = _import_zarr()
-        except FrameReadError as exc:
-            raise FrameWriteError(str(exc)) from None
-        try:
-            if self.path.exists() and not _is_zarr(self.path) and (
-                    not self.path.is_dir() or any(self.path.iterdir())):
-                raise FrameWriteError(f"output {self.path} exists and is not a zarr store; "
-                                      "choose a new path (e.g. ending in .zarr)")
-            self._root = zarr.open_group(str(self.path), mode="a")
-            found = self._root.attrs.get("msclassify")
-            if found is None:
-                if list(self._root.keys()):
-                    raise FrameWriteError(f"zarr store {self.path} already holds arrays not "
-                                          "written by msclassify; choose a new path")
-                # Manifest first, arrays after: a crash in between leaves a store this
-                # writer recognises and completes.
-                self._root.attrs["msclassify"] = self._manifest()
-            else:
-                self._check_manifest(found)
+            self._root, _ = _open_recorded_group(self.path, self._manifest(),
+                                                 self._check_manifest)
             self._labels = self._array("labels", (n_frames,) + self.frame_shape, self.dtype)
             self._done = self._array("done", (n_frames,), np.uint8)
             self._probabilities = None if self.n_classes is None else self._array(
@@ -117,18 +140,12 @@ class ZarrWriter(FrameWriter):
         except OSError as exc:
             raise _write_error(self.path / f"labels (frame {index})", exc) from None
 
-    def _chunk_written(self, array, index):
-        key = array.metadata.encode_chunk_key((index,) + (0,) * (array.ndim - 1))
-        return (self.path / array.path / key).is_file()
-
     def completed(self):
         done = []
         for index in np.flatnonzero(self._done[:]):
             index = int(index)
-            if not self._chunk_written(self._labels, index):
-                continue
-            if self._probabilities is not None and not self._chunk_written(self._probabilities,
-                                                                           index):
+            if not all(_chunk_path(array, (index,) + (0,) * (array.ndim - 1)).is_file()
+                       for array in (self._labels, self._probabilities) if array is not None):
                 continue
             try:
                 self._labels[index]

@@ -10,12 +10,8 @@ prediction in flight (docs/large_images.md, *Memory*).
 """
 
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
-
-import numpy as np
-
-from ..modelfile import open_model_file
-from ._chunks import ChunkPlan, feature_halos, predict_chunk
+from ._chunks import ChunkPlan, _read, feature_halos, predict_chunk
+from .batch import _run_on_cluster, model_record
 
 __all__ = ["large_provenance", "predict_to_store"]
 
@@ -33,10 +29,7 @@ def large_provenance(model_file, image, chunks, probabilities):
     chunks : (int, int)
     probabilities : bool
     """
-    model_file = open_model_file(model_file)
-    return {"model": {"path": str(Path(model_file.path).absolute()),
-                      "sha256": model_file.sha256},
-            "input": image.identity(), "chunks": [int(c) for c in chunks],
+    return {"model": model_record(model_file), "input": image.identity(), "chunks": [int(c) for c in chunks],
             "probabilities": bool(probabilities)}
 
 
@@ -45,7 +38,7 @@ def _outputs(probabilities):
 
 
 def predict_to_store(model, image, writer, *, probabilities=False, client=None, model_bytes=None,
-                     on_chunk=None):
+                     on_chunk=None, completed=None):
     """Predict every chunk of ``image`` that ``writer`` does not hold yet, and write it.
 
     Parameters
@@ -64,6 +57,9 @@ def predict_to_store(model, image, writer, *, probabilities=False, client=None, 
         then required.
     on_chunk : callable, optional
         ``on_chunk(index)`` after each chunk is written (progress bars).
+    completed : set of tuple, optional
+        The chunks ``writer`` already holds, if the caller asked it (default:
+        ``writer.completed()``, which reads the store's markers).
 
     Returns
     -------
@@ -88,7 +84,7 @@ def predict_to_store(model, image, writer, *, probabilities=False, client=None, 
                      max((h for h, _ in groups), default=0)).check_chunks()
     if tuple(writer.shape) != plan.shape:
         raise ValueError(f"the writer is for a {writer.shape} image, this one is {plan.shape}")
-    done = writer.completed()
+    done = writer.completed() if completed is None else completed
     todo = [index for index in plan if index not in done]
     outputs = _outputs(probabilities)
     if client is None:
@@ -101,7 +97,7 @@ def predict_to_store(model, image, writer, *, probabilities=False, client=None, 
 
 def _read_window(image, plan, index):
     window = plan.window(index)
-    return _Window(np.asarray(image[window]), tuple(w.start for w in window), plan.shape)
+    return _Window(_read(image, window), tuple(w.start for w in window), plan.shape)
 
 
 def _here(model, image, plan, todo, writer, outputs, groups, on_chunk):
@@ -156,13 +152,11 @@ def _predict_remote(data, origin, shape, chunks, halo, index, plugin_name, outpu
 
 
 def _on_cluster(client, model_bytes, image, plan, todo, writer, outputs, on_chunk):
-    from .batch import _run_on_cluster
-
     written = 0
 
     def submit(index, plugin_name):
         window = plan.window(index)
-        return client.submit(_predict_remote, np.asarray(image[window]),
+        return client.submit(_predict_remote, _read(image, window),
                              tuple(w.start for w in window), plan.shape, plan.chunks, plan.halo,
                              index, plugin_name, outputs,
                              key=f"msclassify-chunk-{plugin_name[-8:]}-{index[0]}-{index[1]}",

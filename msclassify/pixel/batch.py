@@ -35,8 +35,8 @@ from ._apply import predict_frame
 from ._classifier import load_pixel_model
 from ._export import FrameExport
 
-__all__ = ["BatchError", "available_cores", "connect", "local_cluster", "predict_to_writer",
-           "prediction_provenance"]
+__all__ = ["BatchError", "available_cores", "connect", "local_cluster", "model_record",
+           "predict_to_writer", "prediction_provenance"]
 
 # Frames per Dask task: large enough that scheduling overhead (~ms) is small
 # next to a prediction (~0.1 s for 1024x1024), small enough to balance load.
@@ -140,6 +140,18 @@ def predict_to_writer(model, source, writer, todo, *, frame_index=None, probabil
                                probabilities, chunk_size, on_frame)
 
 
+def model_record(model_file):
+    """What an output records of the model that made it: its file's absolute path (for
+    messages) and SHA-256 (compared on resume, so a re-saved identical model matches).
+
+    Parameters
+    ----------
+    model_file : str, Path or msclassify.modelfile.ModelFile
+    """
+    model_file = open_model_file(model_file)
+    return {"path": str(Path(model_file.path).absolute()), "sha256": model_file.sha256}
+
+
 def prediction_provenance(model_file, source, frame_index, probabilities, export=None):
     """What makes the frames of a batch prediction, for its output's record (`open_writer`).
 
@@ -170,9 +182,7 @@ def prediction_provenance(model_file, source, frame_index, probabilities, export
     frames = range(len(source))[frame_index] if isinstance(frame_index, slice) else frame_index
     if not isinstance(frames, range):
         raise TypeError(f"frame_index must be a range or a slice, got {type(frame_index).__name__}")
-    model_file = open_model_file(model_file)
-    return {"model": {"path": str(Path(model_file.path).absolute()),
-                      "sha256": model_file.sha256},
+    return {"model": model_record(model_file),
             "input": source.identity(),
             "frames": [frames.start, frames.stop, frames.step],
             "probabilities": bool(probabilities),
