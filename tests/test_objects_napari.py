@@ -207,7 +207,7 @@ def test_dock_measures_labels_by_clicks_trains_and_shows_classes(make_napari_vie
     assert dock.labels.table()["class"].tolist() == ["fly", "fly", "debris"]
     markers = viewer.layers["frames segmentation object labels"]
     assert len(markers.data) == 3
-    assert not np.allclose(markers.face_color[0], markers.face_color[2])   # class colours
+    assert not np.allclose(markers.border_color[0], markers.border_color[2])   # class colours
 
     # one debris is too few: a clear message, no traceback
     dock.train()

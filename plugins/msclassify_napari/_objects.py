@@ -74,7 +74,7 @@ def object_at(objects, frame, position):
 
 
 try:  # the dock needs Qt; the functions above do not
-    from qtpy.QtCore import QAbstractTableModel, QModelIndex, Qt, Signal
+    from qtpy.QtCore import QAbstractTableModel, QModelIndex, Qt, QTimer, Signal
     from qtpy.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QFormLayout, QHBoxLayout,
                                 QLabel, QPushButton, QSpinBox, QTableView, QVBoxLayout, QWidget)
 except ImportError:  # pragma: no cover
@@ -215,6 +215,7 @@ class ObjectTableWidget(QWidget):
         self.view = QTableView()
         self.view.setModel(self.model)
         self.view.setSelectionBehavior(QTableView.SelectRows)
+        self.view.horizontalHeader().setDefaultSectionSize(64)
         self.view.selectionModel().selectionChanged.connect(self._on_row_selected)
         layout.addWidget(self.view)
         self.viewer.layers.events.inserted.connect(self._refresh_choices)
@@ -300,32 +301,41 @@ class ObjectTableWidget(QWidget):
         stops = list(starts[1:]) + [len(frames)]
         self._rows_of_frame = {int(frames[a]): (int(a), int(b)) for a, b in zip(starts, stops)}
         self.classifier = self.class_frames = None
-        self._show_layers()
         self.model.set_table(self.table)
         n_tracks = (int(self.table["track"].max()) + 1
                     if "track" in self.table and len(self.table) else 0)
         self.status.setText(f"{len(self.table)} objects in {len(self._rows_of_frame)} frame(s)"
                             + (f", {n_tracks} tracks" if n_tracks else ""))
-        self.measured.emit()
-
-    def _show_layers(self):
         segmentation = self.segmentation
-        data = self.objects.frame(0) if self._single() else self.objects
-        for layer in self._own_layers():
-            if layer in self.viewer.layers:
-                self.viewer.layers.remove(layer)
+        for name in [layer.name for layer in self._own_layers()] + [
+                f"{segmentation.name} tracks"]:
+            if name in self.viewer.layers:
+                self.viewer.layers.remove(name)
         self.objects_layer = self.class_layer = self.markers_layer = None
-        self.objects_layer = self._replace_layer(
-            f"{segmentation.name} objects",
-            lambda name: self.viewer.add_labels(data, opacity=0.5, **self._place(name)))
-        tracks_name = f"{segmentation.name} tracks"
-        if tracks_name in self.viewer.layers:
-            self.viewer.layers.remove(tracks_name)
+        self._in_turns([self._add_objects_layer, self._add_tracks_layer, self._add_class_layer,
+                        self._update_markers, self._measure_shown])
+
+    def _in_turns(self, steps):
+        """One step (a layer add) per turn of the event loop: the window draws in between, each
+        add is one napari stall instead of one freeze for all of them."""
+        steps[0]()
+        if len(steps) > 1:
+            QTimer.singleShot(0, lambda: self._in_turns(steps[1:]))
+
+    def _add_objects_layer(self):
+        data = self.objects.frame(0) if self._single() else self.objects
+        self.objects_layer = self.viewer.add_labels(
+            data, opacity=0.5, **self._place(f"{self.segmentation.name} objects"))
+
+    def _add_tracks_layer(self):
         if "track" in self.table and (self.table["track"] >= 0).any():
-            self.viewer.add_tracks(tracks_data(self.table), **self._place(tracks_name))
-        self._add_class_layer()
-        self._update_markers()
+            self.viewer.add_tracks(tracks_data(self.table),
+                                   **self._place(f"{self.segmentation.name} tracks"))
+
+    def _measure_shown(self):
         self.viewer.layers.selection.active = self.objects_layer
+        self._set_busy(False)
+        self.measured.emit()
 
     # -- table <-> viewer ------------------------------------------------------------------------
 
@@ -420,7 +430,8 @@ class ObjectTableWidget(QWidget):
         self._update_markers()
 
     def _update_markers(self):
-        """A disc of the class's colour on every labelled object (the "… object labels" layer)."""
+        """A ring of the class's colour around every click that labelled an object (the "…
+        object labels" layer): the object stays visible inside it."""
         if self.segmentation is None:
             return
         points = self.labels.table()
@@ -428,22 +439,20 @@ class ObjectTableWidget(QWidget):
             ["frame", "centroid-0", "centroid-1"]
         coordinates = points[columns].to_numpy(dtype=np.float64)
         colours = [_rgba(self._colour(name)) for name in points["class"]]
-        if self.markers_layer is None or self.markers_layer not in self.viewer.layers:
-            size = max(6.0, max(self.segmentation.data.shape[-2:]) / 60)
+        name = f"{self.segmentation.name} object labels"
+        if self.markers_layer is None or name not in self.viewer.layers:
             active = self.viewer.layers.selection.active
-            self.markers_layer = self._replace_layer(
-                f"{self.segmentation.name} object labels",
-                lambda name: self.viewer.add_points(
-                    coordinates, ndim=len(columns), size=size, border_color="white",
-                    border_width=0.15, face_color=colours if colours else "white",
-                    **self._place(name)))
+            self.markers_layer = self._replace_layer(name, lambda name: self.viewer.add_points(
+                coordinates, ndim=len(columns), border_width=0.25, face_color="transparent",
+                size=max(8.0, max(self.segmentation.data.shape[-2:]) / 80),
+                border_color=colours if colours else "white", **self._place(name)))
             if active is not None:
                 self.viewer.layers.selection.active = active
             return
         self.markers_layer.data = coordinates
         if colours:
-            self.markers_layer.face_color = colours
-            self.markers_layer.border_color = "white"
+            self.markers_layer.face_color = "transparent"
+            self.markers_layer.border_color = colours
 
     def train(self):
         """Learn the object classes from the labelled objects and classify every measured object,
@@ -535,6 +544,7 @@ class ObjectTableWidget(QWidget):
             + ", ".join(f"{name} {n}" for name, n in counts.items())
             + f"; the classifier uses the {' and '.join(classifier.groups_used_) or 'no'} "
             f"features ({classifier.cost_per_object() * 1e6:.0f} us per object)")
+        self._set_busy(False)
         self.classified.emit()
 
     def save_labels(self, path=None):
@@ -597,6 +607,7 @@ class ObjectTableWidget(QWidget):
         def passed(item):
             if isinstance(item, _Failed):
                 self.status.setText(item.message)
+                self._set_busy(False)
             else:
                 yielded(item)
 
@@ -604,7 +615,8 @@ class ObjectTableWidget(QWidget):
         worker.yielded.connect(passed)
         worker.returned.connect(lambda finished: returned(None) if finished else None)
         worker.errored.connect(lambda exc: self.status.setText(str(exc)))
-        worker.finished.connect(lambda: self._set_busy(False))
+        # the buttons come back when the result is shown (`returned`), or at once on failure
+        worker.errored.connect(lambda _: self._set_busy(False))
         self.worker = worker
         worker.start()
 
