@@ -320,7 +320,7 @@ class ObjectTableWidget(QWidget):
         add is one napari stall instead of one freeze for all of them."""
         steps[0]()
         if len(steps) > 1:
-            QTimer.singleShot(0, lambda: self._in_turns(steps[1:]))
+            QTimer.singleShot(20, lambda: self._in_turns(steps[1:]))
 
     def _add_objects_layer(self):
         data = self.objects.frame(0) if self._single() else self.objects
