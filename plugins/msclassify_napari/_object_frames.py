@@ -17,8 +17,6 @@ from msclassify.objects import (OBJECT_LABEL_COLUMNS, ObjectClassifier, ObjectPi
                                 ObjectSplitter, ObjectTracker, find_objects, measure_objects,
                                 objects_at)
 
-from ._reader import LazyFrames
-
 __all__ = ["ClassFrames", "ObjectFrames", "ObjectLabels", "classify_frames", "frames_to_measure",
            "measure_frames", "object_pipeline", "train_classifier"]
 
@@ -62,6 +60,7 @@ class ObjectFrames:
 
     Examples
     --------
+    >>> from msclassify_napari._reader import LazyFrames
     >>> labels = np.ones((2, 6, 6), np.uint8); labels[1, 1:3, 1:3] = 2
     >>> stack = LazyFrames(ObjectFrames(labels, None, object_pipeline(2)))
     >>> stack.shape, int(stack[1].max()), int(stack[0].max())
@@ -122,6 +121,7 @@ def measure_frames(objects, frames, tracker=None):
 
     Examples
     --------
+    >>> from msclassify_napari._reader import LazyFrames
     >>> labels = np.ones((2, 8, 8), np.uint8); labels[0, 1:3, 1:3] = 2; labels[1, 2:4, 1:3] = 2
     >>> stack = LazyFrames(ObjectFrames(labels, labels * 10, object_pipeline(2)))
     >>> tables = [table for _, table in measure_frames(stack, [0, 1], ObjectTracker())]
@@ -257,6 +257,7 @@ class ClassFrames:
 
     Examples
     --------
+    >>> from msclassify_napari._reader import LazyFrames
     >>> labels = np.ones((1, 4, 6), np.uint8); labels[0, :2, :2] = 2; labels[0, :2, 4:] = 2
     >>> objects = LazyFrames(ObjectFrames(labels, None, object_pipeline(2)))
     >>> classes = ClassFrames(objects, ["fly", "debris"])

@@ -10,6 +10,7 @@ Nothing turns a stack into an array: objects and classes are found per frame, in
 a worker thread for the table and when napari shows a frame for the layers.
 """
 
+import threading
 import time
 
 import numpy as np
@@ -25,6 +26,8 @@ from ._reader import LazyFrames
 
 __all__ = ["ObjectTableWidget", "object_at", "row_of", "tracks_data"]
 
+SHOWN_MS = 150  # ms for the window to draw the class layer before classifying starts
+BATCH_S = 0.5   # seconds of classifying between two updates of the table and the class layer
 # class colours, in the order the classes are named (matplotlib's tab10 without grey)
 PALETTE = ("#ff7f0e", "#1f77b4", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
            "#bcbd22", "#17becf")
@@ -74,7 +77,7 @@ def object_at(objects, frame, position):
 
 
 try:  # the dock needs Qt; the functions above do not
-    from qtpy.QtCore import QAbstractTableModel, QModelIndex, Qt, QTimer, Signal
+    from qtpy.QtCore import QAbstractTableModel, Qt, QTimer, Signal
     from qtpy.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QFormLayout, QHBoxLayout,
                                 QLabel, QPushButton, QSpinBox, QTableView, QVBoxLayout, QWidget)
 except ImportError:  # pragma: no cover
@@ -106,11 +109,11 @@ class TableModel(QAbstractTableModel):
         self._positions = [table.columns.get_loc(name) for name in self.columns]
         self.endResetModel()
 
-    def rowCount(self, parent=QModelIndex()):
-        return 0 if parent.isValid() else len(self.table)
+    def rowCount(self, parent=None):
+        return 0 if parent is not None and parent.isValid() else len(self.table)
 
-    def columnCount(self, parent=QModelIndex()):
-        return 0 if parent.isValid() else len(self.columns)
+    def columnCount(self, parent=None):
+        return 0 if parent is not None and parent.isValid() else len(self.columns)
 
     def data(self, index, role=Qt.DisplayRole):
         if role != Qt.DisplayRole or not index.isValid():
@@ -152,6 +155,7 @@ class ObjectTableWidget(QWidget):
         self.classifier = self.class_frames = None
         self.worker = None
         self._rows_of_frame = {}
+        self._shown = threading.Event()
         self._pending, self._started = [], 0.0
         self._syncing = False
         layout = QVBoxLayout(self)
@@ -467,29 +471,44 @@ class ObjectTableWidget(QWidget):
         self._started = time.perf_counter()
         self._n_classified = 0
         self._start(self._train_and_classify, labels, frames,
-                    yielded=lambda item: self._classified_frame(item, len(frames)),
+                    yielded=lambda item: self._classified_frames(item, len(frames)),
                     returned=lambda _: self._classify_done())
 
     def _train_and_classify(self, labels, frames):
         classifier = train_classifier(labels, self.objects)
+        self._shown.clear()
         yield "trained", classifier
-        yield from classify_frames(classifier, self.objects, frames)
+        # classify once the window has drawn the new layer state: a paint while this thread
+        # runs Python waits for the GIL at every call into Python (a 0.5 s freeze at load 17)
+        self._shown.wait(timeout=5.0)
+        # in batches of about BATCH_S: each batch repaints the table and the canvas, and a
+        # repaint while the worker runs Python waits for the GIL at every call into Python
+        batch, last = [], time.perf_counter()
+        for item in classify_frames(classifier, self.objects, frames):
+            batch.append(item)
+            if time.perf_counter() - last > BATCH_S:
+                yield "classes", batch
+                batch, last = [], time.perf_counter()
+        if batch:
+            yield "classes", batch
 
-    def _classified_frame(self, item, total):
-        frame, value = item
-        if frame == "trained":
+    def _classified_frames(self, item, total):
+        kind, value = item
+        if kind == "trained":
             self._show_classes(value)
             return
-        start, stop = self._rows_of_frame[frame]
-        self.table.iloc[start:stop, self.table.columns.get_loc("class")] = value
-        self.class_frames.set_classes(frame, value)
-        self.model.rows_changed(start, stop - 1)
-        self._n_classified += 1
-        if frame == self._current_frame():
+        column = self.table.columns.get_loc("class")
+        for frame, classes in value:
+            start, stop = self._rows_of_frame[frame]
+            self.table.iloc[start:stop, column] = classes
+            self.class_frames.set_classes(frame, classes)
+        frames = [frame for frame, _ in value]
+        self.model.rows_changed(self._rows_of_frame[min(frames)][0],
+                                self._rows_of_frame[max(frames)][1] - 1)
+        self._n_classified += len(frames)
+        if self._current_frame() in frames:
             self._refresh_class_layer()
-        if time.perf_counter() - self._started > 0.25:
-            self._started = time.perf_counter()
-            self.status.setText(f"classifying: {self._n_classified} of {total} frames")
+        self.status.setText(f"classifying: {self._n_classified} of {total} frames")
 
     def _show_classes(self, classifier):
         """The classifier is trained: an empty "class" column and class layer, filled frame by
@@ -508,6 +527,7 @@ class ObjectTableWidget(QWidget):
             self.class_layer.colormap = colormap
         self.objects_layer.visible = False
         self._refresh_class_layer()
+        QTimer.singleShot(SHOWN_MS, self._shown.set)
 
     def _class_colormap(self):
         """Value k + 1 in the colour of the k-th class (`class_names`), 0 not drawn. A cyclic
@@ -553,15 +573,11 @@ class ObjectTableWidget(QWidget):
             self.status.setText("no objects are labelled yet: tick 'Click objects to label "
                                 "them' and click a few objects of each class")
             return
-        if not path:
-            path, _ = QFileDialog.getSaveFileName(self, "Save object labels", "labels.csv",
-                                                  "Object-label files (*.csv)")
-            if not path:
-                return
-        try:
-            write_object_labels(self.labels.table(), path, overwrite=True)
-        except (ValueError, OSError) as exc:
-            self.status.setText(str(exc))
+        path = self._save_as(path, ("Save object labels", "labels.csv",
+                                    "Object-label files (*.csv)"),
+                             lambda path: write_object_labels(self.labels.table(), path,
+                                                              overwrite=True))
+        if path is None:
             return
         self.status.setText(f"wrote {len(self.labels)} object labels to {path} (use it with "
                             "msclassify predict … --object-labels)")
@@ -625,14 +641,22 @@ class ObjectTableWidget(QWidget):
         if self.table is None:
             self.status.setText("measure the objects first")
             return
+        path = self._save_as(path, ("Save object table", "objects.csv",
+                                    "Tables (*.csv *.parquet)"),
+                             lambda path: write_table(self.table, path, overwrite=True))
+        if path is not None:
+            self.status.setText(f"wrote {path}")
+
+    def _save_as(self, path, dialog, write):
+        """``write(path)``, ``path`` chosen in a save dialog (title, default name, filter) if
+        not given; the path written, or None (cancelled, or the error is in the status)."""
         if not path:
-            path, _ = QFileDialog.getSaveFileName(self, "Save object table", "objects.csv",
-                                                  "Tables (*.csv *.parquet)")
+            path, _ = QFileDialog.getSaveFileName(self, *dialog)
             if not path:
-                return
+                return None
         try:
-            write_table(self.table, path, overwrite=True)
+            write(path)
         except (ValueError, OSError, ImportError) as exc:
             self.status.setText(str(exc))
-            return
-        self.status.setText(f"wrote {path}")
+            return None
+        return path
