@@ -268,3 +268,28 @@ def test_dock_measures_labels_by_clicks_trains_and_shows_classes(make_napari_vie
         qtbot.wait(200)
         iio.imwrite(REPO / "docs" / "napari_objects_synthetic.png",
                     viewer.screenshot(canvas_only=False, flash=False))
+
+
+@pytest.mark.gui
+def test_dock_on_a_single_image(make_napari_viewer, plugin, qtbot, tmp_path):
+    labels, frames = flies_and_debris(1)
+    viewer = make_napari_viewer()
+    viewer.add_image(frames[0], name="photo")
+    viewer.add_labels(labels[0], name="photo segmentation")
+    dock = ObjectTableWidget(viewer)
+    dock.labels_choice.setCurrentText("photo segmentation")
+    dock.image_choice.setCurrentText("photo")
+    with qtbot.waitSignal(dock.measured, timeout=TIMEOUT):
+        dock.measure()
+    assert dock.model.rowCount() == 4 and dock.objects_layer.data.ndim == 2
+    dock.label_check.setChecked(True)
+    for name, points in (("fly", [(17, 13), (62, 108)]), ("debris", [(41, 61), (81, 21)])):
+        dock.class_choice.setCurrentText(name)
+        for point in points:
+            dock.click(point)
+    assert viewer.layers["photo segmentation object labels"].data.shape == (4, 2)
+    with qtbot.waitSignal(dock.classified, timeout=TIMEOUT):
+        dock.train()
+    classes = viewer.layers["photo segmentation object classes"].data
+    assert classes.ndim == 2 and classes[17, 13] == dock.class_names().index("fly") + 1
+    assert dock.table.sort_values("area")["class"].tolist() == ["debris"] * 2 + ["fly"] * 2
