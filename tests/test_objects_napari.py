@@ -276,8 +276,13 @@ def test_dock_on_a_single_image(make_napari_viewer, plugin, qtbot, tmp_path):
     viewer = make_napari_viewer()
     viewer.add_image(frames[0], name="photo")
     viewer.add_labels(labels[0], name="photo segmentation")
+    viewer.add_image(frames[0, :50], name="crop")
     dock = ObjectTableWidget(viewer)
     dock.labels_choice.setCurrentText("photo segmentation")
+    dock.image_choice.setCurrentText("crop")
+    dock.measure()
+    assert dock.status.text() == ("the image 'crop' is 50x128 but the segmentation 'photo "
+                                  "segmentation' is 96x128: choose the image it was made from")
     dock.image_choice.setCurrentText("photo")
     with qtbot.waitSignal(dock.measured, timeout=TIMEOUT):
         dock.measure()

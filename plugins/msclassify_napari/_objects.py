@@ -271,6 +271,12 @@ class ObjectTableWidget(QWidget):
             return
         image = self.viewer.layers[self.image_choice.currentText()].data \
             if self.image_choice.currentText() in self.viewer.layers else None
+        if image is not None and tuple(image.shape[:labels.data.ndim]) != tuple(labels.data.shape):
+            self.status.setText(
+                f"the image {self.image_choice.currentText()!r} is "
+                f"{'x'.join(map(str, image.shape))} but the segmentation {labels.name!r} is "
+                f"{'x'.join(map(str, labels.data.shape))}: choose the image it was made from")
+            return
         split = None if self.split.currentIndex() == 0 else self.split.currentText()
         try:
             pipeline = object_pipeline(self.target.value(), min_size=self.min_size.value(),
