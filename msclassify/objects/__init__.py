@@ -20,7 +20,7 @@ Examples
 """
 
 from ._classify import FEATURE_GROUPS, ObjectClassifier, object_features
-from ._labels import OBJECT_LABEL_COLUMNS, objects_at, read_object_labels
+from ._labels import OBJECT_LABEL_COLUMNS, objects_at, read_object_labels, write_object_labels
 from ._measure import SHAPE_COLUMNS, find_objects, measure_objects
 from ._pipeline import ObjectPipeline, ObjectTableWriter, remember_frames
 from ._split import SPLIT_LANDSCAPES, ObjectSplitter
@@ -31,4 +31,5 @@ __all__ = ["FEATURE_GROUPS", "OBJECT_LABEL_COLUMNS", "SHAPE_COLUMNS", "SPLIT_LAN
            "TABLE_FORMATS", "ObjectClassifier", "ObjectPipeline", "ObjectSplitter",
            "ObjectTableWriter", "ObjectTracker", "TableJournal", "check_table_path",
            "find_objects", "measure_objects", "object_features", "objects_at",
-           "read_object_labels", "read_table", "remember_frames", "write_table"]
+           "read_object_labels", "read_table", "remember_frames", "write_object_labels",
+           "write_table"]

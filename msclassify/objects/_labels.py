@@ -12,7 +12,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-__all__ = ["OBJECT_LABEL_COLUMNS", "objects_at", "read_object_labels"]
+from ..io import write_atomically
+
+__all__ = ["OBJECT_LABEL_COLUMNS", "objects_at", "read_object_labels", "write_object_labels"]
 
 OBJECT_LABEL_COLUMNS = ("frame", "centroid-0", "centroid-1", "class")
 
@@ -72,6 +74,45 @@ def read_object_labels(path):
         line = table["line"][table["class"].isna()].iloc[0]
         raise ValueError(f"object-label file {path} line {line}: the class is empty")
     return table.reset_index(drop=True)
+
+
+def write_object_labels(points, path, *, overwrite=False):
+    """Write labelled points as an object-label file that `read_object_labels` reads.
+
+    Parameters
+    ----------
+    points : pandas.DataFrame
+        Columns `OBJECT_LABEL_COLUMNS` (others are left out), one row per labelled object.
+    path : str or Path
+        A ``.csv`` file; written atomically.
+    overwrite : bool
+        Replace an existing file.
+
+    Raises
+    ------
+    ValueError
+        When ``path`` exists (and not ``overwrite``) or a column is missing.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "labels.csv")
+    >>> points = pd.DataFrame({"frame": [0, 2], "centroid-0": [4.0, 7.5],
+    ...                        "centroid-1": [3.0, 1.0], "class": ["fly", "debris"]})
+    >>> write_object_labels(points, path)
+    >>> read_object_labels(path)["class"].tolist()
+    ['fly', 'debris']
+    """
+    path = Path(path)
+    missing = [name for name in OBJECT_LABEL_COLUMNS if name not in points]
+    if missing:
+        raise ValueError(f"object labels lack column(s) {', '.join(missing)}; they need "
+                         f"{', '.join(OBJECT_LABEL_COLUMNS)}")
+    if path.exists() and not overwrite:
+        raise ValueError(f"{path} already exists; choose another file name or replace it")
+    table = points[list(OBJECT_LABEL_COLUMNS)].copy()
+    table["frame"] = table["frame"].astype(np.int64)
+    write_atomically(path, lambda file: table.to_csv(file, index=False))
 
 
 def objects_at(objects, points, *, where="object-label file"):
