@@ -57,7 +57,8 @@ from _common import REPO, cpu_model, print_table, write_results
 
 CASES = ("fly-2", "fly-4", "larvae-2", "larvae-4")
 VARIANTS = {"default": {}, "auto": {"cost_tradeoff": "auto"},
-            "no-distill": {"distill_weight": 0.0}, "no-balance": {"class_weight": None}}
+            "no-distill": {"distill_weight": 0.0}, "no-balance": {"class_weight": None},
+            "balanced": {"class_weight": "balanced"}, "teacher-stride-1": {"teacher_stride": 1}}
 
 
 def four_classes(object_mask, far):
