@@ -97,6 +97,28 @@ def test_teacher_class_map_cells_refined_where_corners_differ_or_the_teacher_is_
     assert np.array_equal(classes, image > 0.5)
 
 
+def test_teacher_class_map_coarse_to_fine_with_three_classes_and_a_volume():
+    # classes 0 | 1 | 2 in vertical bands with borders at x = 5 and x = 10 (off the stride-4
+    # grid), a 3-output teacher sure everywhere (margin 6 between its top two scores): the
+    # cells whose corners differ are refined and the map is exact; a volume's sections each
+    image = np.zeros((13, 13), np.float32)
+    image[:, 5:10] = 1.0
+    image[:, 10:] = 2.0
+    three = _ThreeClassTeacher()
+    classes = teacher_classes(image[..., None], np.array([0]), three, image.shape, stride=4)
+    assert np.array_equal(classes, image.astype(int))
+    volume = np.stack([image, image[::-1].T])[..., None]     # 2 sections
+    classes = teacher_classes(volume, np.array([0]), three, volume.shape[:3], stride=4)
+    assert np.array_equal(classes, volume[..., 0].astype(int))
+
+
+class _ThreeClassTeacher:
+    """Raw score 6 for class round(x) (0, 1 or 2), 0 for the others."""
+
+    def predict_raw(self, X):
+        return 6.0 * (np.rint(X[:, :1]) == np.arange(3)[None, :])
+
+
 class _RampTeacher:
     """A teacher whose raw score is 4 * (intensity - 0.5): sure at 0 and 1, unsure near 0.5."""
 
