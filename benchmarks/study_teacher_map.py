@@ -7,14 +7,12 @@ margins 0, 2 and 4. Reports CPU seconds (one thread), the share of the frame's p
 teacher predicted and how many pixels differ from the full map. Writes
 ``benchmarks/results/teacher_map.json``.
 
-    NUMBA_NUM_THREADS=1 python benchmarks/study_teacher_map.py [--cases fly-2 fly-4 em-thin larvae-2]
+    NUMBA_NUM_THREADS=1 python benchmarks/study_teacher_map.py [--cases fly-2 em-thin ...]
 """
 
 import argparse
 import os
 import time
-
-import numpy as np
 
 from _common import cpu_model, print_table, write_results
 from bench_training import case_data

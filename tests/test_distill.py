@@ -7,7 +7,8 @@ from msclassify.cegb import train
 from msclassify.features import FeatureBank
 from msclassify import load_model
 from msclassify.pixel import PixelClassifier
-from msclassify.pixel._distill import EDGE_WEIGHT, teacher_band, teacher_classes, teacher_pixels
+from msclassify.pixel._distill import (EDGE_WEIGHT, teacher_band, teacher_classes,
+                                       teacher_pixels)
 
 
 def test_teacher_band_is_band_pixels_on_each_side_of_a_class_change():
@@ -57,7 +58,7 @@ def test_teacher_pixels_carry_the_teachers_class_and_weigh_one_frame_each():
 
 
 def test_teacher_class_map_refined_from_a_coarse_grid_equals_the_full_one():
-    image, bank, levels, teacher = _square_case()
+    image, _, levels, teacher = _square_case()
     slots = levels.slot[[0]]
     full = teacher_classes(levels.arrays[0], slots, teacher, image.shape, stride=1)
     assert np.array_equal(full, image > 0.5)          # the teacher is exact on the square
@@ -68,9 +69,8 @@ def test_teacher_class_map_refined_from_a_coarse_grid_equals_the_full_one():
         coarse = teacher_classes(levels.arrays[0], slots, counting, image.shape, stride=stride)
         assert np.array_equal(coarse, full), stride
         assert sum(calls) < image.size                # fewer predictions than every pixel
-    X, y, weight = teacher_pixels(lambda frame: levels, [(image, np.zeros(image.shape, np.uint8))],
-                                  teacher, np.array([0]), 200, 1, np.random.default_rng(0),
-                                  stride=4)
+    X, y, _ = teacher_pixels(lambda frame: levels, [(image, np.zeros(image.shape, np.uint8))],
+                             teacher, np.array([0]), 200, 1, np.random.default_rng(0), stride=4)
     X1, y1, _ = teacher_pixels(lambda frame: levels, [(image, np.zeros(image.shape, np.uint8))],
                                teacher, np.array([0]), 200, 1, np.random.default_rng(0), stride=1)
     assert np.array_equal(X, X1) and np.array_equal(y, y1)   # same map: same rows drawn
