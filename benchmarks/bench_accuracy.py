@@ -44,7 +44,12 @@ Methods (`METHODS`; pass ``--methods`` to pick; a method is any object with
   the scribbles alone, no teacher (what distillation buys, and what it costs in
   training time).
 * ``ours unbalanced``: the defaults with ``class_weight=None``: every labelled
-  pixel weighs 1 (the default before issue 24; what class balancing buys).
+  pixel weighs 1 (the default; the same as ``ours default`` while it is).
+* ``ours balanced``: ``class_weight="balanced"``: every class's labelled pixels
+  weigh the same in total (what class balancing buys).
+* ``ours teacher stride 1``: ``teacher_stride=1``: the distillation teacher
+  predicts every pixel for its class map instead of coarse to fine from every
+  4th pixel (what the coarse-to-fine map costs in accuracy, if anything).
 * ``ours auto``: ``cost_tradeoff="auto"`` (default ``tolerance``): the
   cost_tradeoff chosen on held-out scribbles; the JSON row holds its path table
   and reason.
@@ -217,7 +222,9 @@ def make_methods(mu_path, seeds=(0,)):
     from sklearn.ensemble import RandomForestClassifier
     methods = [Ours("ours default"), Ours("ours no distillation", distill_weight=0.0),
                Ours("ours auto", cost_tradeoff="auto"),
-               Ours("ours unbalanced", class_weight=None)]
+               Ours("ours unbalanced", class_weight=None),
+               Ours("ours balanced", class_weight="balanced"),
+               Ours("ours teacher stride 1", teacher_stride=1)]
     methods += [Ours(f"ours mu={mu:g}", cost_tradeoff=mu) for mu in mu_path]
     bank = ilastik_bank()
     methods += [

@@ -1,8 +1,8 @@
 """Training time of PixelClassifier.fit per stage: 2 and 4 classes, a 1024² fly frame and an RGB photo.
 
 Run: ``python benchmarks/bench_training.py [--rounds 3] [--cases fly-2 fly-4 larvae-2 larvae-4]
-[--variants default auto] [--threads N] [--ref PATH]``. Writes benchmarks/results/training.json and prints
-one table.
+[--variants default auto] [--threads N] [--ref PATH] [--out NAME]``. Writes
+benchmarks/results/training.json (or NAME.json) and prints one table.
 
 Frames and scribbles (real images, ``benchmarks/_real_data.py``)
 -----------------------------------------------------------------
@@ -23,7 +23,9 @@ only the 2-class ones are what a lab would segment).
 
 Variants: ``default`` = ``PixelClassifier(random_state=0)``; ``auto`` = the same
 with ``cost_tradeoff="auto"``; ``no-distill`` = ``distill_weight=0``;
-``no-balance`` = ``class_weight=None``.
+``no-balance`` = ``class_weight=None``; ``balanced`` = ``class_weight="balanced"``;
+``teacher-stride-1`` = ``teacher_stride=1`` (the teacher predicts every pixel of the frame for
+its class map, the default before its coarse-to-fine map).
 
 What is measured
 ----------------
@@ -57,7 +59,8 @@ from _common import REPO, cpu_model, print_table, write_results
 
 CASES = ("fly-2", "fly-4", "larvae-2", "larvae-4")
 VARIANTS = {"default": {}, "auto": {"cost_tradeoff": "auto"},
-            "no-distill": {"distill_weight": 0.0}, "no-balance": {"class_weight": None}}
+            "no-distill": {"distill_weight": 0.0}, "no-balance": {"class_weight": None},
+            "balanced": {"class_weight": "balanced"}, "teacher-stride-1": {"teacher_stride": 1}}
 
 
 def four_classes(object_mask, far):
@@ -160,6 +163,8 @@ def main():
     parser.add_argument("--ref", metavar="PATH", default=None,
                         help="also time the default fit of the msclassify checkout at PATH "
                              "(e.g. a worktree of main), as variant 'ref default'")
+    parser.add_argument("--out", default="training",
+                        help="results file name in benchmarks/results (without .json)")
     parser.add_argument("--one", nargs=2, metavar=("CASE", "VARIANT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
@@ -213,7 +218,7 @@ def main():
     results = {"cpu": cpu_model(), "load_average_start": load_start,
                "load_average_end": os.getloadavg(), "threads": env.get("NUMBA_NUM_THREADS"),
                "rounds": args.rounds, "table": table, "runs": runs}
-    path = write_results("training", results)
+    path = write_results(args.out, results)
     print(f"CPU {results['cpu']}; load {load_start[0]:.2f} at start, "
           f"{results['load_average_end'][0]:.2f} at end; wrote {path}")
 

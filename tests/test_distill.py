@@ -7,7 +7,8 @@ from msclassify.cegb import train
 from msclassify.features import FeatureBank
 from msclassify import load_model
 from msclassify.pixel import PixelClassifier
-from msclassify.pixel._distill import EDGE_WEIGHT, teacher_band, teacher_pixels
+from msclassify.pixel._distill import (EDGE_WEIGHT, teacher_band, teacher_classes,
+                                       teacher_pixels)
 
 
 def test_teacher_band_is_band_pixels_on_each_side_of_a_class_change():
@@ -56,18 +57,84 @@ def test_teacher_pixels_carry_the_teachers_class_and_weigh_one_frame_each():
     assert set(np.unique(edge_rows[:, 0])) == {0.0, 1.0}     # both sides of the outline
 
 
-def test_teacher_outlines_found_on_a_coarser_grid_still_label_each_pixel_exactly():
-    image, bank, levels, teacher = _square_case()
-    pairs = [(image, np.zeros(image.shape, np.uint8))]
-    X, y, weight = teacher_pixels(lambda frame: levels, pairs, teacher, np.array([0]), 200, 1,
-                                  np.random.default_rng(0), stride=2)
-    assert X.shape == (200, 2)
-    assert np.array_equal(y, (X[:, 0] > 0.5).astype(float))   # the teacher's class per pixel
-    # the band is found on 2x2 cells (one cell on each side of a class change between
-    # cells): 150 edge rows, from both sides of the outline
-    edge_rows = X[:150]
-    assert set(np.unique(edge_rows[:, 0])) == {0.0, 1.0}
-    assert weight[:150].sum() == pytest.approx(EDGE_WEIGHT)
+def test_teacher_class_map_refined_from_a_coarse_grid_equals_the_full_one():
+    image, _, levels, teacher = _square_case()
+    slots = levels.slot[[0]]
+    full = teacher_classes(levels.arrays[0], slots, teacher, image.shape, stride=1)
+    assert np.array_equal(full, image > 0.5)          # the teacher is exact on the square
+    calls = []
+    counting = _CountingTeacher(teacher, calls)
+    for stride in (2, 3, 4, 8):
+        calls.clear()
+        coarse = teacher_classes(levels.arrays[0], slots, counting, image.shape, stride=stride)
+        assert np.array_equal(coarse, full), stride
+        assert sum(calls) < image.size                # fewer predictions than every pixel
+    X, y, _ = teacher_pixels(lambda frame: levels, [(image, np.zeros(image.shape, np.uint8))],
+                             teacher, np.array([0]), 200, 1, np.random.default_rng(0), stride=4)
+    X1, y1, _ = teacher_pixels(lambda frame: levels, [(image, np.zeros(image.shape, np.uint8))],
+                               teacher, np.array([0]), 200, 1, np.random.default_rng(0), stride=1)
+    assert np.array_equal(X, X1) and np.array_equal(y, y1)   # same map: same rows drawn
+
+
+def test_teacher_class_map_cells_refined_where_corners_differ_or_the_teacher_is_unsure():
+    # a 1-px line (row 6) between the rows of a stride-4 grid (0, 4, ..., 16): no grid point is
+    # of its class, but the teacher is unsure at the grid rows 4 and 8 next to it (intensity
+    # 0.3: raw score -0.8, margin 0.8 < 1), so their cells are refined and the line is found;
+    # with margin 0 (sure everywhere) it is missed
+    image = np.zeros((17, 17), np.float32)         # the grid reaches the last row and column
+    image[4:9, :] = 0.3
+    image[6, :] = 1.0
+    level0 = image[..., None]
+    ramp = _RampTeacher()
+    classes = teacher_classes(level0, np.array([0]), ramp, image.shape, stride=4, margin=1.0)
+    assert np.array_equal(classes, image > 0.5)
+    missed = teacher_classes(level0, np.array([0]), ramp, image.shape, stride=4, margin=0.0)
+    assert not missed.any()
+    # a frame whose size is not a multiple of the stride: the last cells are refined too
+    image = np.zeros((14, 15), np.float32)
+    image[12:, 13:] = 1.0                             # beyond the last grid row and column
+    classes = teacher_classes(image[..., None], np.array([0]), ramp, image.shape, stride=4)
+    assert np.array_equal(classes, image > 0.5)
+
+
+def test_teacher_class_map_coarse_to_fine_with_three_classes_and_a_volume():
+    # classes 0 | 1 | 2 in vertical bands with borders at x = 5 and x = 10 (off the stride-4
+    # grid), a 3-output teacher sure everywhere (margin 6 between its top two scores): the
+    # cells whose corners differ are refined and the map is exact; a volume's sections each
+    image = np.zeros((13, 13), np.float32)
+    image[:, 5:10] = 1.0
+    image[:, 10:] = 2.0
+    three = _ThreeClassTeacher()
+    classes = teacher_classes(image[..., None], np.array([0]), three, image.shape, stride=4)
+    assert np.array_equal(classes, image.astype(int))
+    volume = np.stack([image, image[::-1].T])[..., None]     # 2 sections
+    classes = teacher_classes(volume, np.array([0]), three, volume.shape[:3], stride=4)
+    assert np.array_equal(classes, volume[..., 0].astype(int))
+
+
+class _ThreeClassTeacher:
+    """Raw score 6 for class round(x) (0, 1 or 2), 0 for the others."""
+
+    def predict_raw(self, X):
+        return 6.0 * (np.rint(X[:, :1]) == np.arange(3)[None, :])
+
+
+class _RampTeacher:
+    """A teacher whose raw score is 4 * (intensity - 0.5): sure at 0 and 1, unsure near 0.5."""
+
+    def predict_raw(self, X):
+        return 4.0 * (X[:, 0] - 0.5)
+
+
+class _CountingTeacher:
+    """A teacher that records how many rows it predicts."""
+
+    def __init__(self, booster, calls):
+        self.booster, self.calls = booster, calls
+
+    def predict_raw(self, X):
+        self.calls.append(X.shape[0])
+        return self.booster.predict_raw(X)
 
 
 def test_pixel_classifier_distils_only_with_full_resolution_and_coarse_features(tmp_path):

@@ -57,8 +57,9 @@ def stage_weights(n_pixels, n_channels, n_scribbled, n_teacher_features, n_rows,
     A linear cost model (coefficients fitted to ``benchmarks/bench_training.py``
     on 1024x1024 fly frames and an RGB photo): features cost per pixel and
     channel, a boosting iteration per row-feature of its training set and per
-    tree, the teacher's labelling per pixel it predicts (one in ``teacher_stride**2``;
-    the coefficient was fitted with 2) and per tree. With ``n_fits > 1``
+    tree, the teacher's labelling per pixel it predicts (one in ``teacher_stride**2`` and
+    about 5% more where its coarse-to-fine class map is refined; the coefficient was fitted
+    with every 4th pixel predicted) and per tree. With ``n_fits > 1``
     (``cost_tradeoff="auto"``) the first ``n_fits - 1`` fits train half the trees
     on the share ``path_rows`` of the rows.
     """
@@ -67,7 +68,7 @@ def stage_weights(n_pixels, n_channels, n_scribbled, n_teacher_features, n_rows,
     if distill:
         plan.append(("teacher", trees * (3e-3 + 2e-9 * n_scribbled * n_teacher_features)))
         plan.append(("distillation", 0.3 * n_pixels / 1e6
-                     * (0.2 + trees / 50 * (2 / teacher_stride) ** 2)))
+                     * (0.2 + trees / 50 * 4 * (1 / teacher_stride ** 2 + 0.05))))
     per_fit = trees * (8e-3 + 1.2e-9 * n_rows * n_features)
     if n_fits == 1:
         plan.append(("model", per_fit))
