@@ -47,6 +47,29 @@ def test_a_diagonal_bar_has_orientation_of_45_degrees():
     assert abs(angle) == pytest.approx(np.pi / 4, abs=0.05)
 
 
+def test_the_weighted_orientation_follows_a_bright_body_not_its_dim_wings():
+    # a cross: a bright 21x3 body along the rows, dim 5x21 wings along the columns; the mask's
+    # major axis is the wings' (the wider bar), the intensity-weighted one the body's; both
+    # exact, the cross being symmetric about both axes (no covariance)
+    objects = np.zeros((25, 25), int); image = np.zeros((25, 25))
+    objects[2:23, 11:14] = 1; image[2:23, 11:14] = 100          # body
+    objects[10:15, 2:23] = 1; image[10:15, 2:23] = 1            # wings (the body's pixels stay 100)
+    image[10:15, 11:14] = 100
+    row = measure_objects(objects, image).iloc[0]
+    assert abs(row["orientation"]) == pytest.approx(np.pi / 2)
+    assert row["orientation_weighted"] == pytest.approx(0)
+    # a dim square with a bright diagonal: weighted, rows and columns grow together, +45 degrees
+    # in regionprops' convention (the tie of equal row and column spreads broken as it does)
+    objects = np.ones((9, 9), int); image = np.ones((9, 9)); image[np.arange(9), np.arange(9)] = 50
+    row = measure_objects(objects, image).iloc[0]
+    assert row["orientation_weighted"] == pytest.approx(np.pi / 4)
+    assert measure_objects(objects, image.T[::-1]).iloc[0]["orientation_weighted"] == \
+        pytest.approx(-np.pi / 4)
+    # black objects have no weights; without a frame there is no such column
+    assert np.isnan(measure_objects(objects, np.zeros((9, 9))).iloc[0]["orientation_weighted"])
+    assert "orientation_weighted" not in measure_objects(objects)
+
+
 def test_the_probability_adds_its_own_columns_and_an_empty_frame_gives_no_rows():
     objects = np.zeros((6, 6), int); objects[1:3, 1:3] = 1
     probability = np.where(objects > 0, 0.75, 0.0)
