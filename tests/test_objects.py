@@ -195,6 +195,37 @@ def test_two_objects_that_cross_keep_their_tracks():
     assert [still.link(frame, _crossing(frame)).tolist() for frame in range(21)][-1] == [1, 0]
 
 
+def test_a_track_that_stops_after_a_jump_keeps_its_id_against_a_fragment():
+    # an animal jumps 20 px a frame, stops at column 48; in the frame it lands, a fragment of
+    # it (column 28) starts a track of its own. Expected with the whole last velocity, the
+    # animal would be at 70: 22 px from where it stopped, 20 from the fragment's track, which
+    # takes it. With half the velocity (the default) it is expected at 60: 12 px, it keeps it.
+    frames = [[[50, 10]], [[50, 30]], [[50, 50], [50, 28]], [[50, 48]]]
+    for weight, expected in ((0.5, [0]), (1.0, [1])):
+        tracker = ObjectTracker(search_range=30, memory=2, velocity_weight=weight)
+        ids = [tracker.link(frame, points).tolist() for frame, points in enumerate(frames)]
+        assert ids[2] == [0, 1] and ids[3] == expected
+    with pytest.raises(ValueError, match="velocity_weight must be between 0 and 1"):
+        ObjectTracker(velocity_weight=2)
+
+
+def test_tracks_link_the_weighted_centroids_of_a_grey_frame():
+    # a bright body (columns 15-19) whose dim wing flips from its right to its left: the
+    # centroid jumps 15 px, beyond the search range (a new track), the weighted one does not
+    def frame(wing):
+        labels = np.ones((20, 40), np.uint8); labels[5:10, 15:20] = labels[5:10, wing] = 2
+        image = np.zeros((20, 40)); image[5:10, wing] = 1; image[5:10, 15:20] = 200
+        return labels, image
+    pipeline = ObjectPipeline(target=2, tracker=ObjectTracker(search_range=5))
+    tables = [pipeline.frame_table(*frame(wing), None, t)
+              for t, wing in enumerate((slice(20, 35), slice(0, 15)))]
+    assert tables[1]["centroid-1"][0] - tables[0]["centroid-1"][0] == pytest.approx(-15)
+    assert [table["track"].tolist() for table in tables] == [[0], [0]]
+    no_frame = ObjectPipeline(target=2, tracker=ObjectTracker(search_range=5))
+    assert [no_frame.frame_table(frame(wing)[0], None, None, t)["track"].tolist()
+            for t, wing in enumerate((slice(20, 35), slice(0, 15)))] == [[0], [1]]
+
+
 def test_a_replayed_tracker_continues_as_one_that_never_stopped():
     whole = ObjectTracker(20, 3)
     expected = [whole.link(frame, _crossing(frame)).tolist() for frame in range(21)]

@@ -144,10 +144,14 @@ def measure_objects(objects, image=None, probability=None, *, frame=0):
                              f"objects' {objects.shape}")
         channels.append(probability)
     properties = _PROPERTIES + (_INTENSITY if channels else ())
-    intensity = (None if not channels else
+    # one channel is measured as it is (regionprops reads each object's pixels as float64);
+    # several are stacked into one float32 image
+    intensity = (None if not channels else channels[0][..., None] if len(channels) == 1 else
                  np.stack([np.asarray(c, dtype=np.float32) for c in channels], axis=-1))
     columns = regionprops_table(objects, intensity_image=intensity, properties=properties,
                                 extra_properties=(orientation_weighted,) if channels else ())
+    if "intensity_max-0" in columns:            # the same dtype whatever the frame's
+        columns["intensity_max-0"] = columns["intensity_max-0"].astype(np.float32)
     columns = _name_channels(columns, image, probability is not None)
     table = pd.DataFrame(columns)
     table.insert(0, "frame", np.full(len(table), int(frame), dtype=np.int64))
