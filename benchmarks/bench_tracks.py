@@ -2,8 +2,8 @@
 
 Run: ``python benchmarks/bench_tracks.py [--stop N] [--model PATH]``. Writes
 benchmarks/results/tracks.json, docs/objects_tracks.png, and prints a table.
-``--cli-frames N --model PATH`` instead times the whole pipeline as a user runs it,
-``msclassify predict MODEL VIDEO --frames 0:N --table T.csv --tracks --min-size 500
+``--cli-frames N --model PATH [PATH ...]`` instead times the whole pipeline as a user
+runs it, for each model, ``msclassify predict MODEL VIDEO --frames 0:N --table T.csv --tracks --min-size 500
 --split intensity`` (no frames written), in-process and with ``--workers 2``,
 interleaved, with the load average at each start (results/tracks_cli.json).
 
@@ -27,8 +27,11 @@ made by each configuration of `msclassify.objects.ObjectPipeline`:
     of fly_masks_dev (an object touching a fly of its masks is a fly, any other
     is debris: no SLEAP data); only flies are tracked.
 
-Each is tracked by `ObjectTracker(search_range=100, memory=25)` (velocity
-motion). None of these numbers were chosen by looking at the SLEAP reference.
+Each is tracked by `ObjectTracker(search_range=100, memory=25)` (half the last
+velocity, `velocity_weight=0.5`, on the intensity-weighted centroids). The size and
+split settings were not chosen by looking at the SLEAP reference; the tracker's half
+velocity and weighted centroids were chosen after finding, against it, where a track
+broke (docs/objects.md, *Axis, identity and speed*).
 
 Reference: SLEAP's ``predictions.analysis.h5`` (head, thorax, abdomen of two
 tracked flies in every frame). The body centre is the mean of the three; the
@@ -43,7 +46,8 @@ Measures (per configuration, over the fly objects of each frame):
   ``weighted centroid``: the same for ``centroid_weighted`` (intensity-weighted:
   the bright body counts more than the dim wings, which SLEAP's centre leaves out);
 * ``axis error``: angle between the object's major axis (``orientation``) and the
-  abdomen -> head line, modulo 180 degrees, median and p90;
+  abdomen -> head line, modulo 180 degrees, median and p90; ``weighted axis``: the
+  same for ``orientation_weighted`` (of the intensity-weighted moments);
 * ``identity``: each SLEAP fly's matched track id, frame by frame: a *switch* is a
   frame where the two flies' track ids are exchanged or one takes an id the other
   had; ``tracks`` counts the distinct track ids the two flies ever had (2 is perfect);
