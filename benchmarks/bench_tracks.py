@@ -2,8 +2,8 @@
 
 Run: ``python benchmarks/bench_tracks.py [--stop N] [--model PATH]``. Writes
 benchmarks/results/tracks.json, docs/objects_tracks.png, and prints a table.
-``--cli-frames N --model PATH`` instead times the whole pipeline as a user runs it,
-``msclassify predict MODEL VIDEO --frames 0:N --table T.csv --tracks --min-size 500
+``--cli-frames N --model PATH [PATH ...]`` instead times the whole pipeline as a user
+runs it, for each model, ``msclassify predict MODEL VIDEO --frames 0:N --table T.csv --tracks --min-size 500
 --split intensity`` (no frames written), in-process and with ``--workers 2``,
 interleaved, with the load average at each start (results/tracks_cli.json).
 
@@ -27,8 +27,11 @@ made by each configuration of `msclassify.objects.ObjectPipeline`:
     of fly_masks_dev (an object touching a fly of its masks is a fly, any other
     is debris: no SLEAP data); only flies are tracked.
 
-Each is tracked by `ObjectTracker(search_range=100, memory=25)` (velocity
-motion). None of these numbers were chosen by looking at the SLEAP reference.
+Each is tracked by `ObjectTracker(search_range=100, memory=25)` (half the last
+velocity, `velocity_weight=0.5`, on the intensity-weighted centroids). The size and
+split settings were not chosen by looking at the SLEAP reference; the tracker's half
+velocity and weighted centroids were chosen after finding, against it, where a track
+broke (docs/objects.md, *Axis, identity and speed*).
 
 Reference: SLEAP's ``predictions.analysis.h5`` (head, thorax, abdomen of two
 tracked flies in every frame). The body centre is the mean of the three; the
@@ -43,7 +46,8 @@ Measures (per configuration, over the fly objects of each frame):
   ``weighted centroid``: the same for ``centroid_weighted`` (intensity-weighted:
   the bright body counts more than the dim wings, which SLEAP's centre leaves out);
 * ``axis error``: angle between the object's major axis (``orientation``) and the
-  abdomen -> head line, modulo 180 degrees, median and p90;
+  abdomen -> head line, modulo 180 degrees, median and p90; ``weighted axis``: the
+  same for ``orientation_weighted`` (of the intensity-weighted moments);
 * ``identity``: each SLEAP fly's matched track id, frame by frame: a *switch* is a
   frame where the two flies' track ids are exchanged or one takes an id the other
   had; ``tracks`` counts the distinct track ids the two flies ever had (2 is perfect);
@@ -137,7 +141,7 @@ def pipelines(model):
         "group costs us/object": {g: c * 1e6 for g, c in classifier.group_costs_.items()}}
 
 
-def evaluate(table, centres, axes, n_frames, centroid="centroid"):
+def evaluate(table, centres, axes, n_frames, centroid="centroid", orientation="orientation"):
     """The measures of the module docstring for one configuration's table."""
     flies = table[table["track"] >= 0] if "track" in table else table
     counts = np.bincount(flies["frame"].to_numpy(), minlength=n_frames)[:n_frames]
@@ -152,7 +156,7 @@ def evaluate(table, centres, axes, n_frames, centroid="centroid"):
         cost = np.linalg.norm(found[:, None] - centres[frame][None], axis=2)
         objects, sleap = linear_sum_assignment(cost)
         distances += cost[objects, sleap].tolist()
-        theta = rows["orientation"].to_numpy()[objects]
+        theta = rows[orientation].to_numpy()[objects]
         major = np.stack([np.cos(theta), np.sin(theta)], axis=1)
         axis = axes[frame][sleap] / np.linalg.norm(axes[frame][sleap], axis=1, keepdims=True)
         angles += np.degrees(np.arccos(np.clip(np.abs((major * axis).sum(1)), 0, 1))).tolist()
@@ -194,36 +198,41 @@ def plot_tracks(table, centres, background, path, title):
     plt.close(fig)
 
 
-def cli_throughput(model, n_frames, rounds=1):
-    """Wall time, CPU time and load of the ``predict --table`` command, in-process and on 2
-    Dask workers, ``rounds`` times each, interleaved."""
+def cli_throughput(models, n_frames, rounds=1):
+    """Wall time, CPU time and load of the ``predict --table`` command of each model, in-process
+    and on 2 Dask workers, ``rounds`` times each, interleaved."""
     import subprocess
     rows = []
     for round_ in range(rounds):
-        for extra in ([], ["--workers", "2"]):
-            with tempfile.TemporaryDirectory(prefix="bench_tracks_") as folder:
-                command = [sys.executable, "-m", "msclassify.cli", "predict", str(model),
-                           str(VIDEO), "--frames", f"0:{n_frames}", "--table",
-                           str(Path(folder) / "objects.csv"), "--tracks", "--min-size", "500",
-                           "--split", "intensity", "--quiet", *extra]
-                load = os.getloadavg()[0]
-                before = resource.getrusage(resource.RUSAGE_CHILDREN)
-                start = time.perf_counter()
-                subprocess.run(command, check=True, env=dict(os.environ, PYTHONPATH=str(REPO)))
-                wall = time.perf_counter() - start
-                after = resource.getrusage(resource.RUSAGE_CHILDREN)
-                cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
-            rows.append({"config": "in-process" if not extra else "2 Dask workers",
-                         "round": round_, "frames": n_frames, "frames/s": n_frames / wall,
-                         "CPU ms/frame": 1e3 * cpu / n_frames, "load at start": load,
-                         "command": " ".join(command[1:])})
+        for model in models:
+            for extra in ([], ["--workers", "2"]):
+                with tempfile.TemporaryDirectory(prefix="bench_tracks_") as folder:
+                    command = [sys.executable, "-m", "msclassify.cli", "predict", str(model),
+                               str(VIDEO), "--frames", f"0:{n_frames}", "--table",
+                               str(Path(folder) / "objects.csv"), "--tracks", "--min-size",
+                               "500", "--split", "intensity", "--quiet", *extra]
+                    load = os.getloadavg()[0]
+                    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+                    start = time.perf_counter()
+                    subprocess.run(command, check=True,
+                                   env=dict(os.environ, PYTHONPATH=str(REPO)))
+                    wall = time.perf_counter() - start
+                    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+                rows.append({"model": Path(model).name,
+                             "config": "in-process" if not extra else "2 Dask workers",
+                             "round": round_, "frames": n_frames, "frames/s": n_frames / wall,
+                             "CPU ms/frame": 1e3 * cpu / n_frames, "load at start": load,
+                             "command": " ".join(command[1:])})
     return rows
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--stop", type=int, default=3000, help="frames 0..STOP-1 (default all)")
-    parser.add_argument("--model", help="a saved pixel model instead of training one")
+    parser.add_argument("--model", nargs="+",
+                        help="a saved pixel model instead of training one (with --cli-frames: "
+                             "one or more, timed interleaved)")
     parser.add_argument("--cli-frames", type=int,
                         help="time the predict --table command on this many frames instead")
     args = parser.parse_args()
@@ -233,7 +242,7 @@ def main():
         rows = cli_throughput(args.model, args.cli_frames)
         print(f"CPU {cpu_model()}; whole pipeline (segment + measure + split + track), start-up "
               "included")
-        print_table(rows, ["config", "round", "frames", "frames/s", "CPU ms/frame",
+        print_table(rows, ["model", "config", "round", "frames", "frames/s", "CPU ms/frame",
                            "load at start"])
         print(f"wrote {write_results('tracks_cli', {'rows': rows})}")
         return
@@ -245,7 +254,7 @@ def main():
     from msclassify.pixel import predict_frame
 
     load_start = os.getloadavg()
-    model = load_or_train_model(args.model)
+    model = load_or_train_model(args.model[0] if args.model else None)
     configs, classifier_info = pipelines(model)
     centres, axes = sleap_bodies()
     wall = {name: 0.0 for name in ("read", "predict", *configs)}
@@ -278,10 +287,13 @@ def main():
     tables = {name: pd.concat(parts, ignore_index=True) for name, parts in rows.items()}
     shared_wall, shared_cpu = wall["read"] + wall["predict"], cpu["read"] + cpu["predict"]
     for name, table in tables.items():
-        weighted = evaluate(table, centres, axes, n_frames, "centroid_weighted")
+        weighted = evaluate(table, centres, axes, n_frames, "centroid_weighted",
+                            "orientation_weighted")
         results.append({"config": name, **evaluate(table, centres, axes, n_frames),
                         "weighted centroid median px": weighted["centroid median px"],
                         "weighted centroid p90 px": weighted["centroid p90 px"],
+                        "weighted axis median deg": weighted["axis median deg"],
+                        "weighted axis p90 deg": weighted["axis p90 deg"],
                         "frames/s": n_frames / (shared_wall + wall[name]),
                         "CPU ms/frame": 1e3 * (shared_cpu + cpu[name]) / n_frames,
                         "objects ms/frame": 1e3 * wall[name] / n_frames})
@@ -290,7 +302,8 @@ def main():
                 f"{best}: tracks over frames 0..{n_frames - 1} (white: SLEAP)")
     columns = ["config", "right count %", "frames with 1 / 3+ flies", "centroid median px",
                "centroid p90 px", "weighted centroid median px", "weighted centroid p90 px",
-               "axis median deg", "axis p90 deg", "switches", "tracks",
+               "axis median deg", "axis p90 deg", "weighted axis median deg",
+               "weighted axis p90 deg", "switches", "tracks",
                "frames/s", "CPU ms/frame", "objects ms/frame"]
     print(f"{n_frames} frames; CPU {cpu_model()}; load {load_start[0]:.1f} at start, "
           f"{load_end[0]:.1f} at end; read {1e3 * wall['read'] / n_frames:.1f} ms/frame, "

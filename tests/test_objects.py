@@ -47,6 +47,29 @@ def test_a_diagonal_bar_has_orientation_of_45_degrees():
     assert abs(angle) == pytest.approx(np.pi / 4, abs=0.05)
 
 
+def test_the_weighted_orientation_follows_a_bright_body_not_its_dim_wings():
+    # a cross: a bright 21x3 body along the rows, dim 5x21 wings along the columns; the mask's
+    # major axis is the wings' (the wider bar), the intensity-weighted one the body's; both
+    # exact, the cross being symmetric about both axes (no covariance)
+    objects = np.zeros((25, 25), int); image = np.zeros((25, 25))
+    objects[2:23, 11:14] = 1; image[2:23, 11:14] = 100          # body
+    objects[10:15, 2:23] = 1; image[10:15, 2:23] = 1            # wings (the body's pixels stay 100)
+    image[10:15, 11:14] = 100
+    row = measure_objects(objects, image).iloc[0]
+    assert abs(row["orientation"]) == pytest.approx(np.pi / 2)
+    assert row["orientation_weighted"] == pytest.approx(0)
+    # a dim square with a bright diagonal: weighted, rows and columns grow together, +45 degrees
+    # in regionprops' convention (the tie of equal row and column spreads broken as it does)
+    objects = np.ones((9, 9), int); image = np.ones((9, 9)); image[np.arange(9), np.arange(9)] = 50
+    row = measure_objects(objects, image).iloc[0]
+    assert row["orientation_weighted"] == pytest.approx(np.pi / 4)
+    assert measure_objects(objects, image.T[::-1]).iloc[0]["orientation_weighted"] == \
+        pytest.approx(-np.pi / 4)
+    # black objects have no weights; without a frame there is no such column
+    assert np.isnan(measure_objects(objects, np.zeros((9, 9))).iloc[0]["orientation_weighted"])
+    assert "orientation_weighted" not in measure_objects(objects)
+
+
 def test_the_probability_adds_its_own_columns_and_an_empty_frame_gives_no_rows():
     objects = np.zeros((6, 6), int); objects[1:3, 1:3] = 1
     probability = np.where(objects > 0, 0.75, 0.0)
@@ -170,6 +193,37 @@ def test_two_objects_that_cross_keep_their_tracks():
     # the nearest-position rule alone swaps them after the crossing
     still = ObjectTracker(search_range=20, memory=3, motion="none")
     assert [still.link(frame, _crossing(frame)).tolist() for frame in range(21)][-1] == [1, 0]
+
+
+def test_a_track_that_stops_after_a_jump_keeps_its_id_against_a_fragment():
+    # an animal jumps 20 px a frame, stops at column 48; in the frame it lands, a fragment of
+    # it (column 28) starts a track of its own. Expected with the whole last velocity, the
+    # animal would be at 70: 22 px from where it stopped, 20 from the fragment's track, which
+    # takes it. With half the velocity (the default) it is expected at 60: 12 px, it keeps it.
+    frames = [[[50, 10]], [[50, 30]], [[50, 50], [50, 28]], [[50, 48]]]
+    for weight, expected in ((0.5, [0]), (1.0, [1])):
+        tracker = ObjectTracker(search_range=30, memory=2, velocity_weight=weight)
+        ids = [tracker.link(frame, points).tolist() for frame, points in enumerate(frames)]
+        assert ids[2] == [0, 1] and ids[3] == expected
+    with pytest.raises(ValueError, match="velocity_weight must be between 0 and 1"):
+        ObjectTracker(velocity_weight=2)
+
+
+def test_tracks_link_the_weighted_centroids_of_a_grey_frame():
+    # a bright body (columns 15-19) whose dim wing flips from its right to its left: the
+    # centroid jumps 15 px, beyond the search range (a new track), the weighted one does not
+    def frame(wing):
+        labels = np.ones((20, 40), np.uint8); labels[5:10, 15:20] = labels[5:10, wing] = 2
+        image = np.zeros((20, 40)); image[5:10, wing] = 1; image[5:10, 15:20] = 200
+        return labels, image
+    pipeline = ObjectPipeline(target=2, tracker=ObjectTracker(search_range=5))
+    tables = [pipeline.frame_table(*frame(wing), None, t)
+              for t, wing in enumerate((slice(20, 35), slice(0, 15)))]
+    assert tables[1]["centroid-1"][0] - tables[0]["centroid-1"][0] == pytest.approx(-15)
+    assert [table["track"].tolist() for table in tables] == [[0], [0]]
+    no_frame = ObjectPipeline(target=2, tracker=ObjectTracker(search_range=5))
+    assert [no_frame.frame_table(frame(wing)[0], None, None, t)["track"].tolist()
+            for t, wing in enumerate((slice(20, 35), slice(0, 15)))] == [[0], [1]]
 
 
 def test_a_replayed_tracker_continues_as_one_that_never_stopped():

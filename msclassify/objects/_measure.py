@@ -13,7 +13,7 @@ counter-clockwise as seen in an image shown with row 0 on top.
 import numpy as np
 import pandas as pd
 from scipy import ndimage as ndi
-from skimage.measure import regionprops_table
+from skimage.measure import inertia_tensor, moments_central, regionprops_table
 
 __all__ = ["SHAPE_COLUMNS", "find_objects", "measure_objects"]
 
@@ -24,6 +24,8 @@ SHAPE_COLUMNS = ("area", "centroid-0", "centroid-1", "bbox-0", "bbox-1", "bbox-2
                  "orientation", "axis_major_length", "axis_minor_length", "eccentricity",
                  "solidity")
 _INTENSITY = ("intensity_mean", "intensity_max", "centroid_weighted")
+# computed by `orientation_weighted`, named like the intensity columns
+_WEIGHTED = _INTENSITY + ("orientation_weighted",)
 
 
 def find_objects(labels, target, *, min_size=0, split=None, probability=None, image=None):
@@ -98,7 +100,11 @@ def measure_objects(objects, image=None, probability=None, *, frame=0):
         ``centroid_weighted-1`` (column), where bright pixels count more (a
         fly's bright body more than its dim wings); per channel
         (``intensity_mean-0``, ``centroid_weighted-0-0``, ...) for a
-        multichannel frame, scikit-image's names.
+        multichannel frame, scikit-image's names. And ``orientation_weighted``:
+        regionprops' ``orientation`` (radians, same convention) of the
+        intensity-weighted second moments (skimage's ``moments_weighted_central``),
+        the axis of the bright part (a fly's body rather than its spread wings);
+        per channel (``orientation_weighted-0``, ...) for a multichannel frame.
     probability : ndarray (H, W), optional
         The probability of the objects' class: adds ``probability_mean`` and
         ``probability_max``.
@@ -138,26 +144,44 @@ def measure_objects(objects, image=None, probability=None, *, frame=0):
                              f"objects' {objects.shape}")
         channels.append(probability)
     properties = _PROPERTIES + (_INTENSITY if channels else ())
-    intensity = (None if not channels else
+    # one channel is measured as it is (regionprops reads each object's pixels as float64);
+    # several are stacked into one float32 image
+    intensity = (None if not channels else channels[0][..., None] if len(channels) == 1 else
                  np.stack([np.asarray(c, dtype=np.float32) for c in channels], axis=-1))
-    columns = regionprops_table(objects, intensity_image=intensity, properties=properties)
+    columns = regionprops_table(objects, intensity_image=intensity, properties=properties,
+                                extra_properties=(orientation_weighted,) if channels else ())
+    if "intensity_max-0" in columns:            # the same dtype whatever the frame's
+        columns["intensity_max-0"] = columns["intensity_max-0"].astype(np.float32)
     columns = _name_channels(columns, image, probability is not None)
     table = pd.DataFrame(columns)
     table.insert(0, "frame", np.full(len(table), int(frame), dtype=np.int64))
     return table.rename(columns={"label": "object"})
 
 
+def orientation_weighted(region, intensity):
+    """regionprops' ``orientation`` of the intensity-weighted second moments of one channel
+    (an ``extra_properties`` function of `skimage.measure.regionprops_table`)."""
+    weights = np.where(region, intensity, 0.0)
+    mu = moments_central(weights, order=2)
+    if not mu[0, 0] > 0:
+        return np.nan                           # an object of black pixels has no weights
+    a, b, _, c = inertia_tensor(weights, mu).flat
+    if a == c:                                  # regionprops' orientation breaks the tie so
+        return -np.pi / 4 if b >= 0 else np.pi / 4
+    return 0.5 * np.arctan2(-2 * b, c - a)
+
+
 def _name_channels(columns, image, with_probability):
     """regionprops_table's ``intensity_mean-K`` per channel K -> the frame's and the probability's
-    (``probability_mean``); the probability-weighted centroid is left out."""
+    (``probability_mean``); the probability-weighted centroid and orientation are left out."""
     n_image = 0 if image is None else (1 if image.ndim == 2 else image.shape[2])
     renamed = {}
     for name, values in columns.items():
         base, _, channel = name.rpartition("-")
-        if base.split("-")[0] in _INTENSITY:
+        if base.split("-")[0] in _WEIGHTED:
             channel = int(channel)
             if channel == n_image and with_probability:
-                if base.startswith("centroid"):
+                if base.endswith("weighted"):
                     continue
                 name = base.replace("intensity", "probability")
             elif n_image == 1:

@@ -36,7 +36,9 @@ class ObjectPipeline:
     classifier : ObjectClassifier, optional
         Adds column ``class``.
     tracker : ObjectTracker, optional
-        Adds column ``track`` (-1 for objects of classes not in ``track_classes``).
+        Adds column ``track`` (-1 for objects of classes not in ``track_classes``),
+        linking the intensity-weighted centroids of a grey frame's objects (the
+        centroids without a frame, or of a colour one).
     track_classes : sequence of str, optional
         With a classifier: the classes that are tracked (default: all).
     probability_columns : bool
@@ -104,7 +106,7 @@ class ObjectPipeline:
 
     def _link(self, frame, table, tracked):
         tracks = np.full(len(table), -1, dtype=np.int64)
-        coordinates = table[["centroid-0", "centroid-1"]].to_numpy()[tracked]
+        coordinates = table[_positions(table)].to_numpy()[tracked]
         tracks[tracked] = self.tracker.link(frame, coordinates)
         return tracks
 
@@ -113,7 +115,7 @@ class ObjectPipeline:
         if self.tracker is None or "track" not in table:
             return
         tracks = table["track"].to_numpy()
-        self.tracker.link(frame, table[["centroid-0", "centroid-1"]].to_numpy()[tracks >= 0],
+        self.tracker.link(frame, table[_positions(table)].to_numpy()[tracks >= 0],
                           tracks[tracks >= 0])
 
     def record(self):
@@ -132,6 +134,13 @@ class ObjectPipeline:
                 "tracker": describe(self.tracker),
                 "track_classes": None if self.track_classes is None else list(self.track_classes),
                 "probability_columns": bool(self.probability_columns)}
+
+
+def _positions(table):
+    """The columns tracks link: the intensity-weighted centroid of a grey frame's objects (a
+    fly's body rather than its wings), else the centroid."""
+    weighted = ["centroid_weighted-0", "centroid_weighted-1"]
+    return weighted if all(c in table for c in weighted) else ["centroid-0", "centroid-1"]
 
 
 class _RememberedFrames:

@@ -5,9 +5,9 @@ links one frame at a time through its `trackpy.linking.Linker`: a track is
 extended by the object that minimises the summed squared displacement of all
 links within ``search_range``, and an object that vanishes is remembered for
 ``memory`` frames (gap closing: it is linked again when it reappears near where
-it was last seen). With ``motion="velocity"`` each track is expected where its
-last velocity takes it (two objects that cross keep their ids, where the
-nearest position would swap them). Track ids are final when a frame is linked, so tracks grow
+it was last seen). With ``motion="velocity"`` each track is expected where a
+share ``velocity_weight`` of its last velocity takes it (two objects that cross
+keep their ids, where the nearest position would swap them). Track ids are final when a frame is linked, so tracks grow
 while frames are segmented, and replaying the frames of a table reproduces them
 (`ObjectTracker.replay`), which is how an interrupted run resumes.
 """
@@ -32,6 +32,12 @@ class ObjectTracker:
     motion : {"velocity", "none"}
         Where a track is expected in the next frame: moved on by its last
         velocity (pixels per frame, from its last two positions), or where it was.
+    velocity_weight : float
+        With ``motion="velocity"``, the share of the last velocity a track is
+        expected to keep, between 0 (it stays) and 1 (constant velocity). A
+        velocity from two positions is a noisy guess of the next step (animals
+        stop, turn and jump); the default 0.5, halfway, misses a stop after a
+        jump, or a step after a stop, by half a step rather than a whole one.
 
     Examples
     --------
@@ -47,7 +53,7 @@ class ObjectTracker:
     [1, 0]
     """
 
-    def __init__(self, search_range=100.0, memory=25, motion="velocity"):
+    def __init__(self, search_range=100.0, memory=25, motion="velocity", velocity_weight=0.5):
         if not (isinstance(search_range, (int, float)) and search_range > 0):
             raise ValueError(f"search_range must be a positive distance in pixels, got "
                              f"{search_range!r}")
@@ -55,9 +61,12 @@ class ObjectTracker:
             raise ValueError(f"memory must be an integer >= 0 (frames), got {memory!r}")
         if motion not in ("velocity", "none"):
             raise ValueError(f"motion must be 'velocity' or 'none', got {motion!r}")
+        if not (isinstance(velocity_weight, (int, float)) and 0 <= velocity_weight <= 1):
+            raise ValueError(f"velocity_weight must be between 0 and 1, got {velocity_weight!r}")
         self.search_range = float(search_range)
         self.memory = int(memory)
         self.motion = motion
+        self.velocity_weight = float(velocity_weight)
         self._velocity = {}      # trackpy's track object -> (frame, position, velocity)
         self._linker = None
         self._ids = {}           # trackpy's track object -> our track id
@@ -111,11 +120,12 @@ class ObjectTracker:
         return ids
 
     def _predict(self, frame, points):
-        """Where trackpy should expect ``points`` (of earlier frames) in ``frame``."""
+        """Where trackpy should expect ``points`` (of earlier frames) in ``frame``: moved on by
+        ``velocity_weight`` times the last velocity from where each was last seen."""
         expected = []
         for point in points:
             seen, position, velocity = self._velocity[point.track]
-            expected.append(position + velocity * (frame - seen))
+            expected.append(position + self.velocity_weight * velocity * (frame - seen))
         return np.array(expected, dtype=np.float64).reshape(-1, 2)
 
     def _adopt(self, track, known):
