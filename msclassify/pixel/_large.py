@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from ..modelfile import open_model_file
-from ._chunks import ChunkPlan, feature_halos, predict_chunk
+from ._chunks import ChunkPlan, feature_halos, model_plan, predict_chunk
 
 __all__ = ["large_provenance", "predict_to_store"]
 
@@ -84,8 +84,7 @@ def predict_to_store(model, image, writer, *, probabilities=False, client=None, 
     (4, 0)
     """
     groups = feature_halos(model)
-    plan = ChunkPlan(tuple(image.shape[:2]), writer.chunks,
-                     max((h for h, _ in groups), default=0)).check_chunks()
+    plan = model_plan(model, image.shape, writer.chunks, groups)
     if tuple(writer.shape) != plan.shape:
         raise ValueError(f"the writer is for a {writer.shape} image, this one is {plan.shape}")
     done = writer.completed()
@@ -136,7 +135,7 @@ class _Window:
 
     def __init__(self, data, origin, shape):
         self.data, self.origin = data, origin
-        self.shape = tuple(shape) + data.shape[2:]
+        self.shape = tuple(shape) + data.shape[len(origin):]
 
     def __getitem__(self, window):
         return self.data[tuple(slice(w.start - o, w.stop - o)

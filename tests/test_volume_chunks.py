@@ -1,0 +1,156 @@
+"""Chunked prediction of volumes is exact: per-axis halos of every 3D filter on every level,
+the (bz, 8, 8) block grid, whole volume models on tiny volumes with chunks that divide neither
+the volume nor the blocks, and labels + probabilities from one walk of the trees."""
+
+import numpy as np
+import pytest
+
+from msclassify import PixelClassifier
+from msclassify.cegb import Booster
+from msclassify.features import (FILTERS, FeatureSpec, PyramidVolume, VoxelGrid, support_voxels)
+from msclassify.pixel import (ChunkPlan, model_halo, model_plan, predict_chunk, predict_chunks,
+                              predict_multiscale, predict_region)
+
+
+def test_support_voxels_by_hand():
+    em = VoxelGrid((50, 4, 4))                  # blocks 1x1x1, 1x2x2, 1x4x4, 1x8x8
+    # sigma 2 x pixels = 8 nm: 0.16 of a section along z, radius int(0.48 + 0.5) = 0
+    assert support_voxels("L0:gauss:s2.0:c0", em) == (0, 6, 6)
+    # a finite difference reads one voxel along every axis, z too
+    assert support_voxels("L0:gradmag:s2.0:c0", em) == (1, 7, 7)
+    # level 3: sigma 1 of 32 nm pixels = 0.64 section, radius 2; y/x radius 3, times 8
+    assert support_voxels("L3:gauss:s1.0:c0", em) == (2, 24, 24)
+    iso = VoxelGrid((1, 1, 1))                  # blocks 2x2x2 ... 8x8x8
+    assert support_voxels("L2:structure_max:s1.6:c0", iso) == ((5 + 1 + 2) * 4,) * 3
+    assert support_voxels("L1:dog:s1.0:c0", iso) == (3 * 2,) * 3
+
+
+def test_volume_plan_geometry_by_hand():
+    plan = ChunkPlan((9, 40, 40), (5, 32, 32), halo=(1, 12, 12), block=(2, 8, 8))
+    assert plan.halos == (2, 16, 16) and plan.grid == (2, 2, 2)
+    assert plan.region((1, 0, 0)) == (slice(4, 9), slice(0, 32), slice(0, 32))
+    # 9 slices pad to 10 by mirroring slice 8: the window ending at 9 starts by 8 at the latest
+    assert plan.window((1, 1, 1), halo=0)[0] == slice(4, 9)
+    with pytest.raises(ValueError, match="chunk size 1 along axis 0 is smaller than the model's "
+                                         "halo of 2 pixels"):
+        ChunkPlan((9, 40, 40), (1, 32, 32), halo=(1, 12, 12), block=(2, 8, 8)).check_chunks()
+
+
+SPECS = [FeatureSpec.make(level, f, None if f == "intensity" else sigma)
+         for level in range(4) for f in FILTERS for sigma in (0.7, 2.5)
+         if not (f == "intensity" and sigma == 2.5)]
+
+
+@pytest.mark.parametrize("spacing, shape, chunks", [((1, 1, 1), (19, 27, 22), (9, 13, 11)),
+                                                    ((3, 1, 1), (11, 30, 21), (4, 17, 9)),
+                                                    ((50, 4, 4), (5, 29, 26), (2, 11, 14))])
+def test_every_3d_filter_on_every_level_is_exact_in_its_window(spacing, shape, chunks):
+    """The per-axis halo rule: each feature computed on its chunk's window equals, on the
+    chunk's region, the feature of the whole volume (bit for bit)."""
+    grid = VoxelGrid(spacing)
+    volume = np.random.default_rng(1).integers(0, 256, shape).astype(np.uint8)
+    whole = PyramidVolume(volume, grid)
+    for spec in SPECS:
+        plan = ChunkPlan(shape, chunks, halo=support_voxels(spec, grid), block=grid.pad_multiple)
+        reference = whole.feature(spec)
+        block = grid.blocks[spec.level]
+        for index in plan:
+            window, region = plan.window(index), plan.region(index)
+            local = PyramidVolume(volume[window], grid).feature(spec)
+            inside = tuple(slice(r.start // b, -(-r.stop // b)) for r, b in zip(region, block))
+            moved = tuple(slice(s.start - w.start // b, s.stop - w.start // b)
+                          for s, w, b in zip(inside, window, block))
+            assert np.array_equal(local[moved], reference[inside]), (spec.id, index)
+
+
+def test_a_smaller_z_halo_would_not_be_exact():
+    """The z support is tight: one coarse block less halo along z changes a level-3 Gaussian."""
+    grid = VoxelGrid((1, 1, 1))
+    volume = np.random.default_rng(2).integers(0, 256, (96, 16, 16)).astype(np.uint8)
+    spec = FeatureSpec.from_id("L3:gauss:s1.0:c0")          # 3 level voxels = 24 along z
+    halo = support_voxels(spec, grid)
+    reference = PyramidVolume(volume, grid).feature(spec)
+    plan = ChunkPlan(volume.shape, (16, 16, 16), halo=(halo[0] - 8,) + halo[1:], block=8)
+    window = plan.window((2, 0, 0))
+    local = PyramidVolume(volume[window], grid).feature(spec)
+    assert window[0] == slice(16, 64)           # region 32..48, 16 of the 24 needed
+    assert not np.array_equal(local[2:4], reference[4:6])
+
+
+def _blob_volume(shape, seed=0, n_classes=2):
+    rng = np.random.default_rng(seed)
+    volume = rng.normal(0.3, 0.06, shape).astype(np.float32)
+    zz, yy, xx = np.indices(shape)
+    centre = [s // 2 for s in shape]
+    blob = (zz - centre[0]) ** 2 * 4 + (yy - centre[1]) ** 2 + (xx - centre[2]) ** 2 < 100
+    volume[blob] += 0.5
+    labels = np.zeros(shape, np.uint8)
+    labels[1, :3] = 1
+    labels[centre[0], centre[1] - 2:centre[1] + 2, centre[2] - 2:centre[2] + 2] = 2
+    if n_classes == 3:
+        volume[:, :, :4] -= 0.2
+        labels[-2, 5:-5, :2] = 3
+    return volume, labels
+
+
+@pytest.mark.parametrize("spacing, n_classes", [((1, 1, 1), 2), ((2, 1, 1), 3), ((6, 1, 1), 2)])
+def test_volume_model_chunked_equals_whole(spacing, n_classes):
+    """Models of many features on several levels (cost_tradeoff=0): labels bit for bit and
+    probabilities equal, for chunks that divide neither the volume nor the blocks."""
+    volume, labels = _blob_volume((13, 43, 38), n_classes=n_classes)
+    model = PixelClassifier("default", n_estimators=12, cost_tradeoff=0, random_state=0,
+                            spacing=spacing, distill_weight=0).fit(volume, labels)
+    levels = {FeatureSpec.from_id(i).source_level for i in model.features_used_}
+    assert len(levels) >= 2, model.features_used_
+    whole, proba = model.predict(volume), model.predict_proba(volume)
+    halo = model_halo(model)
+    assert len(halo) == 3
+    for chunks in ((3, 11, 13), (5, 17, 9), (7, 43, 20)):
+        chunks = tuple(max(c, min(h, s)) for c, h, s in zip(chunks, halo, volume.shape))
+        got, got_proba = predict_chunks(model, volume, chunks, ("class", "proba"))
+        assert np.array_equal(got, whole), chunks
+        np.testing.assert_array_equal(got_proba, proba)
+        (alone,) = predict_chunks(model, volume, chunks)
+        assert np.array_equal(alone, whole), chunks
+    for region in ((slice(2, 5), slice(10, 30), slice(0, 7)), (slice(12, 13), slice(None),
+                                                               slice(30, 38))):
+        assert np.array_equal(predict_region(model, volume, region), whole[region]), region
+
+
+def test_a_plan_of_another_geometry_is_refused():
+    volume, labels = _blob_volume((8, 24, 24))
+    model = PixelClassifier("fast", n_estimators=3, spacing=(4, 1, 1)).fit(volume, labels)
+    plan = model_plan(model, volume.shape, (8, 24, 24))
+    assert plan.blocks == (2, 8, 8)                 # z pooled once, at level 3
+    with pytest.raises(ValueError, match="is not this model's"):
+        predict_chunk(model, volume, ChunkPlan(volume.shape, (8, 24, 24), 16), (0, 0, 0))
+
+
+def _constant_booster(init_score):
+    """A model whose every tree is one leaf of value 0: its raw scores are ``init_score``."""
+    tree = {"feature": np.array([-1], np.int32), "threshold": np.zeros(1),
+            "default_left": np.zeros(1, bool), "left": np.array([-1], np.int32),
+            "right": np.array([-1], np.int32), "value": np.zeros(1), "share": np.ones(1)}
+    return Booster([dict(tree) for _ in init_score], init_score, 1,
+                   "binary" if len(init_score) == 1 else "multiclass", feature_share=[1.0])
+
+
+@pytest.mark.parametrize("init_score, expected", [
+    ([0.0, 0.0, 0.0], 10),     # an exact tie: the first class, as the class walk
+    ([0.0, 1e-12, 0.0], 20),   # scores a float32 probability cannot tell apart: the raw decides
+    ([1e-12], 20),             # binary: raw > 0 is class 1 though both probabilities are 0.5
+    ([0.0], 10)])
+def test_labels_and_probabilities_from_one_walk_resolve_ties_as_the_class_walk(init_score,
+                                                                               expected):
+    booster = _constant_booster(init_score)
+    classes = np.array([10, 20, 30][:max(len(init_score), 2)], np.uint16)
+    blocks = VoxelGrid((4, 1, 1)).blocks         # z pooled at level 3: padded to 4 slices
+    arrays = [np.zeros(tuple(n // b for n, b in zip((4, 8, 8), block)) + (int(L == 0),),
+                       np.float32) for L, block in enumerate(blocks)]
+    args = (booster, arrays, [0], [0], (3, 8, 8))
+    labels = predict_multiscale(*args, output="class", classes=classes, blocks=blocks).values
+    proba = predict_multiscale(*args, output="proba", classes=classes, blocks=blocks).values
+    both, both_proba = predict_multiscale(*args, output="class+proba", classes=classes,
+                                          blocks=blocks).values
+    assert (labels == expected).all() and np.array_equal(both, labels)
+    np.testing.assert_array_equal(both_proba, proba)
