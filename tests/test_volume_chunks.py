@@ -154,3 +154,96 @@ def test_labels_and_probabilities_from_one_walk_resolve_ties_as_the_class_walk(i
                                           blocks=blocks).values
     assert (labels == expected).all() and np.array_equal(both, labels)
     np.testing.assert_array_equal(both_proba, proba)
+
+
+# -- the command line: one volume chunk by chunk into OME-Zarr --------------------------------
+@pytest.fixture(scope="module")
+def chunk_files(tmp_path_factory):
+    import tifffile
+    import zarr
+    folder = tmp_path_factory.mktemp("volume_chunks")
+    volume, labels = _blob_volume((13, 43, 38), n_classes=3)
+    volume = (volume * 255).clip(0, 255).astype(np.uint8)
+    tifffile.imwrite(folder / "vol.tif", volume, imagej=True, resolution=(1, 1),
+                     metadata={"axes": "ZYX", "spacing": 2.0})
+    tifffile.imwrite(folder / "lab.tif", labels)
+    root = zarr.open_group(str(folder / "vol.zarr"), mode="w", zarr_format=3)
+    root.attrs["ome"] = {"version": "0.5", "multiscales": [{
+        "axes": [{"name": n, "type": "space"} for n in "zyx"],
+        "datasets": [{"path": "0", "coordinateTransformations": [
+            {"type": "scale", "scale": [2.0, 1.0, 1.0]}]}]}]}
+    root.create_array("0", data=volume, chunks=(4, 16, 16))
+    plain = zarr.create_array(str(folder / "cyx_plain.zarr"), shape=(2,) + volume.shape,
+                              chunks=(1, 5, 20, 20), dtype=np.uint8)
+    plain[0], plain[1] = volume, 255 - volume
+    return folder, volume
+
+
+def _cli(capsys, *args):
+    from msclassify.cli import main
+    code = main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _stored_labels(path):
+    import zarr
+    return zarr.open_group(str(path), mode="r")["labels"]["classes"]["0"][:]
+
+
+def test_cli_predicts_a_volume_chunk_by_chunk_as_a_whole(chunk_files, tmp_path, capsys):
+    from msclassify import load_model
+    folder, volume = chunk_files
+    code, _, err = _cli(capsys, "train", folder / "vol.tif", "--labels", folder / "lab.tif",
+                        "--axes", "zyx", "-o", tmp_path / "m.msc", "--n-estimators", "8")
+    assert code == 0, err
+    whole = load_model(tmp_path / "m.msc").predict(volume)
+    for source in ("vol.zarr", "vol.tif"):
+        out = tmp_path / f"{source}.out.zarr"
+        code, text, err = _cli(capsys, "predict", tmp_path / "m.msc", folder / source, "--axes",
+                               "zyx", "--chunks", "24", "-o", out, "--probabilities")
+        assert code == 0, err
+        assert "chunks of 13x24x24" in text and "Mvoxel/s" in text
+        assert np.array_equal(_stored_labels(out), whole), source
+        import zarr
+        root = zarr.open_group(str(out), mode="r")
+        scale = root["labels"]["classes"].attrs["ome"]["multiscales"][0]["datasets"][0]
+        assert scale["coordinateTransformations"][0]["scale"] == [2.0, 1.0, 1.0]
+        assert root["probabilities"]["0"].shape == (3,) + volume.shape
+    code, text, _ = _cli(capsys, "predict", tmp_path / "m.msc", folder / "vol.zarr", "--axes",
+                         "zyx", "--chunks", "24", "-o", tmp_path / "vol.zarr.out.zarr",
+                         "--probabilities")
+    assert code == 0 and "nothing to do" in text
+
+
+def test_cli_chunked_volume_bad_input_writes_nothing(chunk_files, tmp_path, capsys):
+    folder, _ = chunk_files
+    assert _cli(capsys, "train", folder / "vol.tif", "--labels", folder / "lab.tif", "--axes",
+                "zyx", "-o", tmp_path / "m.msc", "--n-estimators", "3")[0] == 0
+    assert _cli(capsys, "train", folder / "vol.tif", "--labels", folder / "lab.tif", "--axes",
+                "zyx", "--per-slice", "-o", tmp_path / "flat.msc", "--n-estimators", "3")[0] == 0
+    out = tmp_path / "out.zarr"
+    for model, source, extra, message in (
+            ("flat.msc", "vol.zarr", ["--axes", "zyx"], "is a 2D model; chunked prediction"),
+            ("m.msc", "vol.zarr", [], "is a volume model"),
+            ("m.msc", "vol.zarr", ["--axes", "zyx", "--spacing", "1", "1", "1"],
+             "was trained on (2.0, 1.0, 1.0)"),
+            ("m.msc", "vol.zarr", ["--axes", "zyx", "--chunks", "3"],
+             "is smaller than the model's halo"),
+            ("m.msc", "vol.zarr", ["--axes", "czyx"], "name each of its 3 axes"),
+            ("m.msc", "cyx_plain.zarr", ["--axes", "czyx"], "has 2-channel frames"),
+            ("m.msc", "vol.zarr", ["--axes", "zyx", "--per-slice"], "--per-slice"),
+            ("m.msc", "nothing.zarr", ["--axes", "zyx", "--chunks", "32"], "nothing.zarr")):
+        code, _, err = _cli(capsys, "predict", tmp_path / model, folder / source, "-o", out,
+                            *extra)
+        assert code != 0 and message in err and err.count("\n") == 1, (message, err)
+        assert not out.exists()
+
+
+def test_read_volume_refuses_a_volume_larger_than_memory(chunk_files, monkeypatch):
+    from msclassify.io import _volume, read_volume
+    folder, volume = chunk_files
+    monkeypatch.setattr(_volume, "available_memory", lambda: volume.nbytes + 1000)
+    assert read_volume(folder / "vol.tif", "zyx").data.shape[1:4] == volume.shape
+    with pytest.raises(MemoryError, match="predict it chunk by chunk with --chunks"):
+        read_volume(folder / "vol.tif", "zyx", reserve=2000)

@@ -1,4 +1,5 @@
-"""``msclassify predict`` of one image larger than memory: chunk by chunk into OME-Zarr."""
+"""``msclassify predict`` of one image (or, with ``--axes``, one volume) larger than memory:
+chunk by chunk into OME-Zarr."""
 
 import sys
 import time
@@ -7,11 +8,13 @@ from pathlib import Path
 import numpy as np
 
 from ..io import ChunkedLabelWriter, FrameReadError, check_not_an_input, is_large_image, open_image
-from ..pixel import (ChunkPlan, batch, check_channels, label_dtype, large_provenance,
-                     load_pixel_model, model_halo, predict_to_store, training_windows)
+from ..pixel import (batch, check_channels, label_dtype, large_provenance, load_pixel_model,
+                     model_plan, predict_to_store, training_windows)
 from ._common import EXIT_INTERRUPTED, PROG, CommandError, progress, say
+from ._volumes import open_chunked_volume
 
 DEFAULT_CHUNK = 1024
+DEFAULT_VOLUME_CHUNK = 128
 
 
 def wants_large(args):
@@ -25,8 +28,7 @@ def _check_options(args):
                                      ("--export", args.export != "labels"),
                                      ("--format", args.format not in ("tif", "tiff", "zarr")),
                                      ("--table", args.table is not None),
-                                     ("--axes", args.axes is not None),
-                                     ("--spacing", args.spacing is not None),
+                                     ("--spacing", args.spacing is not None and not args.axes),
                                      ("--per-slice", args.per_slice))
              if used]
     if given:
@@ -50,28 +52,33 @@ def predict_large(args, model_file, cluster):
     _check_options(args)
     check_not_an_input(args.output, [_input_file(args.input), args.model])
     model = load_pixel_model(model_file)
-    if model.bank_.grid is not None:
-        raise CommandError(f"{args.model} is a volume model; chunked prediction of volumes is "
-                           "not supported yet: predict the volume with --axes")
-    image = open_image(args.input)
-    channels = 1 if image.ndim == 2 else image.shape[2]
+    spacing, n_axes = None, 2
+    if args.axes is not None:       # one volume, chunk by chunk in z too
+        image, spacing = open_chunked_volume(args, model)
+        n_axes = 3
+    elif model.bank_.grid is not None:
+        raise CommandError(f"{args.model} is a volume model ({model.bank_.grid.describe()}); "
+                           "name the input's axes with --axes (e.g. --axes zyx)")
+    else:
+        image = open_image(args.input)
+    channels = 1 if image.ndim == n_axes else image.shape[n_axes]
     try:
         check_channels(model, channels, args.input, args.model)
     except ValueError as exc:
         raise CommandError(str(exc)) from None
-    size = args.chunks or DEFAULT_CHUNK
-    chunks = (min(size, image.shape[0]), min(size, image.shape[1]))
+    size = args.chunks or (DEFAULT_CHUNK if n_axes == 2 else DEFAULT_VOLUME_CHUNK)
+    chunks = tuple(min(size, n) for n in image.shape[:n_axes])
     try:
-        ChunkPlan(image.shape[:2], chunks, model_halo(model)).check_chunks()
+        model_plan(model, image.shape, chunks)
     except ValueError as exc:
         raise CommandError(f"--chunks {size}: {exc}") from None
     classes = np.asarray(model.classes_)
     provenance = large_provenance(model_file, image, chunks, args.probabilities)
-    writer = ChunkedLabelWriter(args.output, image.shape[:2], chunks, classes,
+    writer = ChunkedLabelWriter(args.output, image.shape[:n_axes], chunks, classes,
                                 dtype=label_dtype(classes),
                                 n_classes=classes.size if args.probabilities else None,
-                                provenance=provenance, overwrite=args.overwrite)
-    n_chunks = writer.grid[0] * writer.grid[1]
+                                provenance=provenance, overwrite=args.overwrite, spacing=spacing)
+    n_chunks = int(np.prod(writer.grid))
     done = len(writer.completed())
     if done == n_chunks:
         say(args, f"all {n_chunks} chunks are already in {args.output}; nothing to do")
@@ -102,9 +109,10 @@ def predict_large(args, model_file, cluster):
             raise error(f"{exc}; the {done + written} chunks written to {args.output} stay "
                         "valid and a re-run resumes after them") from None
     elapsed = time.perf_counter() - start
-    pixels = image.shape[0] * image.shape[1] * written / n_chunks
-    say(args, f"wrote {written} chunks of {chunks[0]}x{chunks[1]} to {args.output} in "
-              f"{elapsed:.1f} s ({pixels / elapsed / 1e6:.2f} Mpixel/s); labels: "
+    pixels = np.prod(image.shape[:n_axes], dtype=np.float64) * written / n_chunks
+    say(args, f"wrote {written} chunks of {'x'.join(map(str, chunks))} to {args.output} in "
+              f"{elapsed:.1f} s ({pixels / elapsed / 1e6:.2f} M{'voxel' if spacing else 'pixel'}"
+              "/s); labels: "
               f"{args.output}/labels/{writer.name}")
     return 0
 

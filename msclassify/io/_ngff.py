@@ -62,16 +62,19 @@ def _n_levels(shape, chunks):
     return levels
 
 
-def _multiscales(name, axes, n_levels, channel=False):
+def _multiscales(name, axes, n_levels, channel=False, spacing=None):
     datasets = []
     for level in range(n_levels):
         scale = [float(1 << level)] * 2
+        if spacing is not None:    # a volume: z kept, y and x halved per level, in its units
+            scale = [float(spacing[0])] + [float(s) * (1 << level) for s in spacing[1:]]
         datasets.append({"path": str(level), "coordinateTransformations": [
             {"type": "scale", "scale": ([1.0] if channel else []) + scale}]})
     return [{"name": name, "axes": axes, "datasets": datasets}]
 
 
 _YX = [{"name": "y", "type": "space"}, {"name": "x", "type": "space"}]
+_Z = [{"name": "z", "type": "space"}]
 
 
 class ChunkedLabelWriter(_Opened):
@@ -81,9 +84,10 @@ class ChunkedLabelWriter(_Opened):
     ----------
     path : str or Path
         The store (``*.zarr``); created, or resumed if it holds this very job.
-    shape : (int, int)
-        ``(H, W)`` of the image.
-    chunks : (int, int)
+    shape : (int, int) or (int, int, int)
+        ``(H, W)`` of the image, or ``(Z, Y, X)`` of a volume (its pyramid levels
+        halve y and x only).
+    chunks : (int, int) or (int, int, int)
         The chunk each `write_chunk` call writes (the last ones may be smaller).
     classes : sequence of int
         Class values (the labels' values).
@@ -100,6 +104,8 @@ class ChunkedLabelWriter(_Opened):
         Delete a store msclassify wrote at ``path`` first.
     name : str, optional
         Name of the label image inside ``labels/``.
+    spacing : tuple of 3 float, optional
+        A volume's voxel size ``(z, y, x)``, recorded as its NGFF scale.
 
     Examples
     --------
@@ -116,15 +122,21 @@ class ChunkedLabelWriter(_Opened):
     """
 
     def __init__(self, path, shape, chunks, classes, *, dtype=np.uint8, class_names=None,
-                 n_classes=None, provenance=None, overwrite=False, name="classes"):
+                 n_classes=None, provenance=None, overwrite=False, name="classes",
+                 spacing=None):
         import zarr
 
         self.path = Path(path)
         self.shape = tuple(int(v) for v in shape)
         self.chunks = tuple(int(v) for v in chunks)
-        if len(self.shape) != 2 or len(self.chunks) != 2 or min(self.shape + self.chunks) < 1:
-            raise ValueError(f"shape {self.shape} and chunks {self.chunks} must be two positive "
-                             "ints each")
+        if len(self.shape) not in (2, 3) or len(self.chunks) != len(self.shape) \
+                or min(self.shape + self.chunks) < 1:
+            raise ValueError(f"shape {self.shape} and chunks {self.chunks} must be two (an "
+                             "image) or three (a volume) positive ints each")
+        self.spacing = None if spacing is None else [float(v) for v in spacing]
+        if (self.spacing is None) != (len(self.shape) == 2):
+            raise ValueError("a volume (three axes) is written with its spacing, an image "
+                             "without")
         self.grid = tuple(-(-s // c) for s, c in zip(self.shape, self.chunks))
         self.classes = [int(v) for v in classes]
         self.dtype = np.dtype(dtype)
@@ -138,7 +150,7 @@ class ChunkedLabelWriter(_Opened):
             raise ValueError(f"{len(self.class_names)} class names for {len(self.classes)} "
                              "classes")
         self.n_classes = None if n_classes is None else int(n_classes)
-        self.n_levels = _n_levels(self.shape, self.chunks)
+        self.n_levels = _n_levels(self.shape[-2:], self.chunks[-2:])
         self.name = name
         self.provenance = _as_recorded(provenance)
         if overwrite:
@@ -172,7 +184,8 @@ class ChunkedLabelWriter(_Opened):
         return {"format": _FORMAT, "format_version": _VERSION, "shape": list(self.shape),
                 "chunks": list(self.chunks), "dtype": self.dtype.str, "classes": self.classes,
                 "n_classes": self.n_classes, "levels": self.n_levels, "name": self.name,
-                "provenance": self.provenance}
+                "provenance": self.provenance,
+                **({} if self.spacing is None else {"spacing": self.spacing})}
 
     def _check_manifest(self, found):
         start_over = ("to start over, delete it with overwrite=True (msclassify predict "
@@ -189,11 +202,12 @@ class ChunkedLabelWriter(_Opened):
                                   f"resuming would mix the two; {start_over}")
         expected = self._manifest()
         different = [key for key in ("shape", "chunks", "dtype", "classes", "n_classes",
-                                     "levels", "name") if found.get(key) != expected[key]]
+                                     "levels", "name", "spacing")
+                     if found.get(key) != expected.get(key)]
         if different:
             raise FrameWriteError(
                 f"output {self.path} holds a different job ("
-                + ", ".join(f"{key} {found.get(key)} there, {expected[key]} now"
+                + ", ".join(f"{key} {found.get(key)} there, {expected.get(key)} now"
                             for key in different) + f"); {start_over}")
 
     def _create(self):
@@ -205,7 +219,8 @@ class ChunkedLabelWriter(_Opened):
         colours = label_colours(self.classes)
         image.attrs["ome"] = {
             "version": NGFF_VERSION,
-            "multiscales": _multiscales(self.name, _YX, self.n_levels),
+            "multiscales": _multiscales(self.name, self._spatial_axes(), self.n_levels,
+                                        spacing=self.spacing),
             "image-label": {
                 "colors": [{"label-value": v, "rgba": colours[v]} for v in self.classes],
                 "properties": [{"label-value": v, "name": n}
@@ -213,19 +228,21 @@ class ChunkedLabelWriter(_Opened):
                 "source": {"image": "../../"}}}
         for level in range(self.n_levels):
             image.create_array(str(level), shape=self._level_shape(level),
-                               chunks=tuple(c >> level for c in self.chunks), dtype=self.dtype,
-                               fill_value=0, dimension_names=("y", "x"),
+                               chunks=self._level_chunks(level), dtype=self.dtype,
+                               fill_value=0, dimension_names=self._names(),
                                config={"write_empty_chunks": True})
         if self.n_classes is not None:
             proba = self._root.require_group("probabilities")
             proba.attrs["ome"] = {"version": NGFF_VERSION, "multiscales": _multiscales(
-                "probabilities", [{"name": "c", "type": "channel"}] + _YX, 1, channel=True)}
+                "probabilities", [{"name": "c", "type": "channel"}] + self._spatial_axes(), 1,
+                channel=True, spacing=self.spacing)}
             proba.create_array("0", shape=(self.n_classes,) + self.shape,
                                chunks=(self.n_classes,) + self.chunks, dtype=np.float32,
-                               fill_value=0, dimension_names=("c", "y", "x"),
+                               fill_value=0, dimension_names=("c",) + self._names(),
                                config={"write_empty_chunks": True})
-        self._root.create_array(CHUNKS_DONE, shape=self.grid, chunks=(1, 1), dtype=np.uint8,
-                                fill_value=0, config={"write_empty_chunks": True})
+        self._root.create_array(CHUNKS_DONE, shape=self.grid, chunks=(1,) * len(self.grid),
+                                dtype=np.uint8, fill_value=0,
+                                config={"write_empty_chunks": True})
         self._open()
 
     def _open(self):
@@ -234,9 +251,21 @@ class ChunkedLabelWriter(_Opened):
         self._proba = None if self.n_classes is None else self._root["probabilities"]["0"]
         self._done = self._root[CHUNKS_DONE]
 
+    def _spatial_axes(self):
+        return (_Z if len(self.shape) == 3 else []) + _YX
+
+    def _names(self):
+        return tuple(axis["name"] for axis in self._spatial_axes())
+
+    def _steps(self, level):
+        """Per axis, the pixels a level-``level`` label keeps one of (z is never subsampled)."""
+        return (1,) * (len(self.shape) - 2) + (1 << level,) * 2
+
     def _level_shape(self, level):
-        step = 1 << level
-        return tuple(-(-s // step) for s in self.shape)
+        return tuple(-(-s // step) for s, step in zip(self.shape, self._steps(level)))
+
+    def _level_chunks(self, level):
+        return tuple(c // step for c, step in zip(self.chunks, self._steps(level)))
 
     def chunk(self, index):
         """The image pixels of chunk ``index``: one slice per axis."""
@@ -245,9 +274,9 @@ class ChunkedLabelWriter(_Opened):
 
     # -- writing ---------------------------------------------------------------------------
     def write_chunk(self, index, labels, probabilities=None):
-        """Write chunk ``index``: its labels ``(h, w)`` (every pyramid level is derived), and
-        ``(h, w, n_classes)`` probabilities exactly when the writer has ``n_classes``; then
-        mark it done. Raises FrameWriteError naming the chunk when the disk refuses."""
+        """Write chunk ``index``: its labels ``(h, w)`` (``(d, h, w)``; every pyramid level is
+        derived), and ``(h, w, n_classes)`` probabilities exactly when the writer has
+        ``n_classes``; then mark it done. Raises FrameWriteError naming the chunk when the disk refuses."""
         index = tuple(int(i) for i in index)
         window = self.chunk(index)
         expected = tuple(s.stop - s.start for s in window)
@@ -264,9 +293,10 @@ class ChunkedLabelWriter(_Opened):
                 self._proba[(slice(None),) + window] = np.moveaxis(
                     np.asarray(probabilities, dtype=np.float32), -1, 0)
             for level, array in enumerate(self._levels):
-                step = 1 << level
-                array[tuple(slice(s.start // step, -(-s.stop // step)) for s in window)] = \
-                    labels[::step, ::step]
+                steps = self._steps(level)
+                array[tuple(slice(s.start // step, -(-s.stop // step))
+                            for s, step in zip(window, steps))] = \
+                    labels[tuple(slice(None, None, step) for step in steps)]
             self._done[index] = 1
         except OSError as exc:
             raise _write_error(self.path / f"chunk {index}", exc) from None

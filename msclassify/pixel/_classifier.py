@@ -633,6 +633,22 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
                                     cost_map=cost_map, blocks=levels.blocks)
         return result.values, result
 
+    def prediction_bytes(self, shape, probabilities=False):
+        """Upper estimate of the bytes `predict` allocates for one frame (or volume) of
+        spatial ``shape`` (``probabilities``: `predict_proba`), besides the input itself.
+
+        Examples
+        --------
+        >>> image = np.zeros((16, 16)); labels = np.zeros((16, 16), np.uint8)
+        >>> labels[0], labels[8] = 1, 2
+        >>> clf = PixelClassifier("fast", n_estimators=2).fit(image, labels)
+        >>> clf.prediction_bytes((1000, 1000)) > 8 * 1000 * 1000
+        True
+        """
+        check_is_fitted(self, "booster_")
+        return frame_bytes(int(np.prod(shape, dtype=np.int64)), self.bank_.shares()[self._used],
+                           self.booster_.n_outputs, self.classes_.size, probabilities)
+
     def _booster_on_used_features(self):
         """The model with its features renumbered to the used ones (per-pixel reference)."""
         if self._per_pixel_booster is None:
