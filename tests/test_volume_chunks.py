@@ -247,3 +247,18 @@ def test_read_volume_refuses_a_volume_larger_than_memory(chunk_files, monkeypatc
     assert read_volume(folder / "vol.tif", "zyx").data.shape[1:4] == volume.shape
     with pytest.raises(MemoryError, match="predict it chunk by chunk with --chunks"):
         read_volume(folder / "vol.tif", "zyx", reserve=2000)
+
+
+def test_auto_cost_tradeoff_on_a_volume_holds_out_labelled_slices():
+    volume, labels = _blob_volume((13, 43, 38))
+    labels[9, :3] = 1                                   # scribbles on 3 slices: 1, 6 and 9
+    labels[9, 20:23, 17:21] = 2
+    labels[1, 20:23, 17:21] = 0
+    labels[1, 30:33, 17:21] = 1
+    model = PixelClassifier("fast", n_estimators=8, cost_tradeoff="auto", random_state=0,
+                            spacing=(2, 1, 1)).fit(volume, labels)
+    assert model.tradeoff_reason_ and len(model.tradeoff_path_) > 1
+    assert model.cost_tradeoff_ in [p["cost_tradeoff"] for p in model.tradeoff_path_]
+    assert model.predict(volume).shape == volume.shape
+    with pytest.raises(ValueError, match="semi_supervised=True is for 2D frames"):
+        PixelClassifier(semi_supervised=True, spacing=(2, 1, 1)).fit(volume, labels)
