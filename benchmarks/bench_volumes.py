@@ -262,13 +262,19 @@ def _rss_mib(field):
     raise RuntimeError(f"no {field} in /proc/self/status")
 
 
-def run_scaling(sizes, side):
+def _save_em_model(folder):
+    """The default 3D EM model (trained on the volume of slices 0-4), saved in ``folder``."""
     data = load_em_volume()
     model = PixelClassifier(random_state=0, spacing=EM_SPACING).fit(data["train"], data["labels"])
+    path = os.path.join(folder, "em3d.msc")
+    model.save(path)
+    return path
+
+
+def run_scaling(sizes, side):
     rows = []
     with tempfile.TemporaryDirectory() as folder:
-        path = os.path.join(folder, "em3d.msc")
-        model.save(path)
+        path = _save_em_model(folder)
         for n in sizes:
             out = subprocess.run([sys.executable, __file__, "--scaling-worker", path, str(n),
                                   str(side)], capture_output=True, text=True, check=True,
@@ -321,12 +327,9 @@ def chunked_worker(model_path, store, mode, chunk, out, limit_mib):
 
 def run_chunked(sizes, side, chunk, limit_mib):
     import zarr
-    data = load_em_volume()
-    model = PixelClassifier(random_state=0, spacing=EM_SPACING).fit(data["train"], data["labels"])
     rows = []
     with tempfile.TemporaryDirectory() as folder:
-        path = os.path.join(folder, "em3d.msc")
-        model.save(path)
+        path = _save_em_model(folder)
         for n in sizes:
             store = os.path.join(folder, f"em_{n}.zarr")
             root = zarr.open_group(store, mode="w", zarr_format=3)
