@@ -219,16 +219,17 @@ def feature_halos(model):
 _MERGE_RATIO = 1.1
 
 
-def _merge_groups(groups, side):
-    """``groups`` with each merged into the next larger halo's while, for chunks of ``side``
-    pixels, that window holds at most ``_MERGE_RATIO`` times its pixels (results unchanged:
-    a larger halo is exact too; per-axis halos merge only into one as large on every axis)."""
+def _merge_groups(groups, chunks):
+    """``groups`` with each merged into the next larger halo's while, for chunks of ``chunks``
+    pixels per axis, that window holds at most ``_MERGE_RATIO`` times its pixels (results
+    unchanged: a larger halo is exact too; per-axis halos merge only into one as large on
+    every axis)."""
     merged = []
     for halo, indices in reversed(groups):
         if merged:
-            ndim = 2 if np.ndim(halo) == 0 else len(halo)
-            larger, smaller = _per_axis(merged[-1][0], ndim), _per_axis(halo, ndim)
-            ratio = math.prod((side + 2 * a) / (side + 2 * b) for a, b in zip(larger, smaller))
+            larger, smaller = (_per_axis(h, len(chunks)) for h in (merged[-1][0], halo))
+            ratio = math.prod((c + 2 * a) / (c + 2 * b)
+                              for c, a, b in zip(chunks, larger, smaller))
             if all(a >= b for a, b in zip(larger, smaller)) and ratio <= _MERGE_RATIO:
                 merged[-1] = (merged[-1][0], np.concatenate([merged[-1][1], indices]))
                 continue
@@ -322,7 +323,7 @@ def predict_chunk(model, image, plan, index, outputs=("class",), groups=None):
     """
     ndim, blocks = _geometry(model)
     groups = feature_halos(model) if groups is None else groups
-    groups = _merge_groups(groups, min(plan.chunks))
+    groups = _merge_groups(groups, plan.chunks)
     for name in outputs:
         if name not in CHUNK_OUTPUTS:
             raise ValueError(f"outputs must be among {CHUNK_OUTPUTS}, got {name!r}")
