@@ -2,7 +2,8 @@
 
 Run: ``python benchmarks/bench_volumes.py [--repeats 2] [--sets isbi2012_em stardist_3d]
 [--scaling 5 10 20 40]``. Writes benchmarks/results/volumes.json (``--quick``:
-volumes_quick.json) and prints one table per set and the scaling table.
+volumes_quick.json; one set only: volumes_<set>.json) and prints one table per set and
+the scaling table.
 
 Sets (``benchmarks/_real_data.py``)
 -----------------------------------
@@ -21,7 +22,8 @@ stardist_3d
 Methods
 -------
 * ``ours 3D``: ``PixelClassifier(spacing=..., random_state=0)``, defaults otherwise;
-  ``ours 3D mu=0`` the same with ``cost_tradeoff=0`` (plain boosting on the 3D bank).
+  ``ours 3D mu=0`` the same with ``cost_tradeoff=0`` (plain boosting on the 3D bank),
+  ``ours 3D auto`` with ``cost_tradeoff="auto"`` (held out by labelled slice).
 * ``ours per-slice``: ``PixelClassifier(random_state=0)`` on the slices as 2D frames.
 * ``skimage 3D + RF``: ``multiscale_basic_features`` on the volume (3D, isotropic
   sigma 1-16 in voxels: scikit-image has no spacing) + RandomForest(50, depth 10),
@@ -74,8 +76,8 @@ EM_SPACING = (50.0, 4.0, 4.0)
 class Ours3D:
     def __init__(self, spacing, **params):
         self.spacing, self.params = spacing, params
-        self.name = "ours 3D" + "".join(f" mu={v:g}" for k, v in params.items()
-                                        if k == "cost_tradeoff")
+        self.name = "ours 3D" + "".join(f" mu={v:g}" if v != "auto" else " auto"
+                                        for k, v in params.items() if k == "cost_tradeoff")
 
     def fit(self, volume, labels):
         self.model = PixelClassifier(random_state=0, spacing=self.spacing,
@@ -186,6 +188,7 @@ SETS = {"isbi2012_em": (load_em_volume, em_scores, ["SEG", "membrane F1", "pixel
 def run_set(name, data, repeats):
     _, score, metrics = SETS[name]
     methods = [Ours3D(data["spacing"]), Ours3D(data["spacing"], cost_tradeoff=0.0),
+               Ours3D(data["spacing"], cost_tradeoff="auto"),
                OursPerSlice(), SkimageRF(per_slice=False), SkimageRF(per_slice=True)]
     rows = {}
     for method in methods:
@@ -392,8 +395,10 @@ def main():
     if args.chunked:
         results["chunked"] = run_chunked(args.chunked, args.side, args.chunk, args.memory_limit)
     results["load at end"] = os.getloadavg()
-    name = ("volumes_quick" if args.quick else "volumes" if args.sets else "volumes_scaling"
-            if args.scaling else "volumes_chunked")
+    name = ("volumes_quick" if args.quick else
+            "volumes" if set(args.sets) == set(SETS) else
+            "volumes_" + "_".join(args.sets) if args.sets else
+            "volumes_scaling" if args.scaling else "volumes_chunked")
     path = write_results(name, results)
     print(f"CPU {results['cpu']}; load {results['load at start']} -> {results['load at end']}; "
           f"wrote {path}")
