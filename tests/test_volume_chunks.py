@@ -214,6 +214,11 @@ def test_cli_predicts_a_volume_chunk_by_chunk_as_a_whole(chunk_files, tmp_path, 
                          "zyx", "--chunks", "24", "-o", tmp_path / "vol.zarr.out.zarr",
                          "--probabilities")
     assert code == 0 and "nothing to do" in text
+    # a zarr input takes the chunked path without --chunks too (chunks of 128, clipped)
+    code, text, err = _cli(capsys, "predict", tmp_path / "m.msc", folder / "vol.zarr", "--axes",
+                           "zyx", "-o", tmp_path / "default.zarr")
+    assert code == 0 and "chunks of 13x43x38" in text, err
+    assert np.array_equal(_stored_labels(tmp_path / "default.zarr"), whole)
 
 
 def test_cli_chunked_volume_bad_input_writes_nothing(chunk_files, tmp_path, capsys):
