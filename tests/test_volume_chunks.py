@@ -267,3 +267,28 @@ def test_auto_cost_tradeoff_on_a_volume_holds_out_labelled_slices():
     assert model.predict(volume).shape == volume.shape
     with pytest.raises(ValueError, match="semi_supervised=True is for 2D frames"):
         PixelClassifier(semi_supervised=True, spacing=(2, 1, 1)).fit(volume, labels)
+
+
+def test_training_windows_of_a_volume_give_the_scribbles_their_whole_volume_features():
+    from msclassify.features import FeatureBank
+    from msclassify.pixel import training_windows
+
+    rng = np.random.default_rng(4)
+    volume = rng.integers(0, 256, (121, 50, 44)).astype(np.uint8)
+    labels = np.zeros(volume.shape, np.uint8)
+    labels[2, 5, 3:40] = 1                   # near the first slice
+    labels[59:61, 20:23, 10:30] = 2          # across a label-chunk border in z
+    labels[120, 48:50, 40:44] = 1            # in the last partial block
+    spacing = (3, 1, 1)
+    frames, label_frames = training_windows(volume, labels, "default", chunks=(60, 50, 44),
+                                            spacing=spacing)
+    assert sum(int((lab > 0).sum()) for lab in label_frames) == int((labels > 0).sum())
+    # the last crop: slice 120 and the 44 slices the widest candidate (L3 structure tensor,
+    # sigma 3.5, z blocks of 2) reaches: support_voxels (44, 136, 136)
+    assert len(frames) == 3 and frames[-1].shape[0] == 45
+    bank = FeatureBank("default", spacing=spacing)
+    zs, ys, xs = np.nonzero(labels)
+    whole = bank.gather(volume, ys, xs, zs=zs)
+    got = np.concatenate([bank.gather(f, *np.nonzero(lab)[1:], zs=np.nonzero(lab)[0])
+                          for f, lab in zip(frames, label_frames)])
+    assert np.array_equal(got[np.lexsort(got.T[::-1])], whole[np.lexsort(whole.T[::-1])])

@@ -435,7 +435,7 @@ def predict_chunks(model, image, chunks=1024, outputs=("class",), out=None, on_c
     return out
 
 
-def training_windows(image, labels, features="default", chunks=1024):
+def training_windows(image, labels, features="default", chunks=1024, spacing=None):
     """Crops of a large image around its scribbles, to train on without reading it whole.
 
     The label image is read chunk by chunk; for each chunk holding scribbles, the
@@ -450,11 +450,16 @@ def training_windows(image, labels, features="default", chunks=1024):
     Parameters
     ----------
     image, labels : array_like
-        ``(H, W[, C])`` and ``(H, W)`` (0 = unlabelled), ndarrays or lazy arrays.
+        ``(H, W[, C])`` and ``(H, W)`` (0 = unlabelled), ndarrays or lazy arrays; with
+        ``spacing`` a volume ``(Z, Y, X[, C])`` and ``(Z, Y, X)`` labels.
     features : str, FeatureBank or sequence of str
         The candidate features, as `PixelClassifier`'s ``features``.
     chunks : int, optional
         Size of the label chunks scanned (one crop per chunk holding scribbles).
+    spacing : tuple of 3 float, optional
+        A volume's voxel size: the crops follow its 3D pyramid (per-axis halos of
+        `msclassify.features.support_voxels`, the coarsest block's grid), e.g. the
+        slices around the scribbled ones.
 
     Returns
     -------
@@ -473,27 +478,34 @@ def training_windows(image, labels, features="default", chunks=1024):
     """
     from ._classifier import _make_bank
 
-    shape = tuple(labels.shape[:2])
-    if tuple(image.shape[:2]) != shape:
-        raise ValueError(f"the image is {tuple(image.shape[:2])} but the labels are {shape}; "
-                         "scribble on the image itself")
-    bank = _make_bank(features, 1 if len(image.shape) == 2 else int(image.shape[2]))
-    halo = max((support_pixels(spec) for spec in bank.specs), default=0)
-    plan = ChunkPlan(shape, chunks)
+    n_axes = 2 if spacing is None else 3
+    shape = tuple(labels.shape[:n_axes])
+    if tuple(image.shape[:n_axes]) != shape or len(labels.shape) != n_axes:
+        raise ValueError(f"the image is {tuple(image.shape[:n_axes])} but the labels are "
+                         f"{tuple(labels.shape)}; scribble on the image itself")
+    bank = _make_bank(features, 1 if len(image.shape) == n_axes else int(image.shape[n_axes]),
+                      spacing)
+    if bank.grid is None:
+        halo = max((support_pixels(spec) for spec in bank.specs), default=0)
+        block = BLOCK
+    else:
+        halo = tuple(np.max([support_voxels(spec, bank.grid) for spec in bank.specs], axis=0))
+        block = bank.grid.pad_multiple
+    plan = ChunkPlan(shape, chunks, block=block)
     frames, label_frames = [], []
     for index in plan:
         chunk = plan.chunk(index)
         scribbles = np.asarray(_read(labels, chunk))
-        ys, xs = np.nonzero(scribbles)
-        if ys.size == 0:
+        where = np.nonzero(scribbles)
+        if where[0].size == 0:
             continue
-        box = tuple(slice(c.start + lo - (c.start + lo) % BLOCK, c.start + hi + 1)
-                    for c, lo, hi in ((chunk[0], ys.min(), ys.max()), (chunk[1], xs.min(),
-                                                                        xs.max())))
-        window = _widen(box, shape, halo, BLOCK)
+        box = tuple(slice(c.start + lo - (c.start + lo) % b, c.start + hi + 1)
+                    for c, lo, hi, b in zip(chunk, (w.min() for w in where),
+                                            (w.max() for w in where), plan.blocks))
+        window = _widen(box, shape, halo, block)
         crop = np.zeros(tuple(w.stop - w.start for w in window), dtype=scribbles.dtype)
-        crop[ys + chunk[0].start - window[0].start, xs + chunk[1].start - window[1].start] = \
-            scribbles[ys, xs]
+        crop[tuple(w + c.start - win.start for w, c, win in zip(where, chunk, window))] = \
+            scribbles[where]
         frames.append(_read(image, window))
         label_frames.append(crop)
     if not frames:

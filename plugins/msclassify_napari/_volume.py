@@ -22,6 +22,8 @@ SCRIBBLES = "volume scribbles"
 SEGMENTATION = "volume segmentation"
 # Chunk side of "Apply to volume": a chunk's labels reach the screen as soon as it is done.
 APPLY_CHUNK = 64
+# Scribbled slices this far apart train on separate crops (`VolumeJob.train`).
+TRAIN_SLICES = 64
 
 
 class VolumeJob:
@@ -53,10 +55,20 @@ class VolumeJob:
         self.model = None
 
     def train(self, scribbles, live=False):
-        """Fit a volume model on the scribbles (0 = unlabelled), the quick one if ``live``."""
+        """Fit a volume model on the scribbles (0 = unlabelled), the quick one if ``live``.
+
+        It trains on the slices around the scribbled ones (`msclassify.pixel.training_windows`:
+        the scribbled voxels' features are those of the whole volume), so a stroke on one
+        slice of a deep stack costs the features of a few slices, not of the stack.
+        """
+        from msclassify.pixel import training_windows
         settings = self.settings.for_live_update() if live else self.settings
+        shape = np.shape(self.volume)[:3]
+        frames, label_frames = training_windows(self.volume, scribbles, settings.features,
+                                                chunks=(TRAIN_SLICES,) + shape[1:],
+                                                spacing=self.spacing)
         model = settings.make_classifier().set_params(spacing=self.spacing)
-        self.model = model.fit(np.asarray(self.volume), np.asarray(scribbles))
+        self.model = model.fit(frames, label_frames)
         return self.model
 
     def segment_plane(self, axis, index):
@@ -151,6 +163,10 @@ class VolumeWidget(_qt_widget_base()):
         scribbles = self.viewer.add_labels(np.zeros(volume.shape[:3], np.uint8), name=SCRIBBLES,
                                            scale=layer.scale[-3:])
         scribbles.events.paint.connect(self._painted)
+        # The result layer now, not when the first plane is done: creating a volume-sized
+        # layer is napari's slowest step (docs/volumes.md), better here than in a live update.
+        self._segmentation(volume.shape[:3], np.uint8)
+        self.viewer.layers.selection.active = scribbles
         scribbles.mode = "paint"
         return scribbles
 
@@ -220,8 +236,7 @@ class VolumeWidget(_qt_widget_base()):
 
     def _show_plane(self, result):
         (axis, index), labels = result
-        shape = np.shape(self.job.volume)[:3]
-        layer = self._segmentation(shape, labels.dtype)
+        layer = self._segmentation(np.shape(self.job.volume)[:3], labels.dtype)
         key = [slice(None)] * 3
         key[axis] = index
         layer.data[tuple(key)] = labels
@@ -241,7 +256,9 @@ class VolumeWidget(_qt_widget_base()):
         done, total, chunk, labels = item
         layer = self.viewer.layers[SEGMENTATION]
         layer.data[chunk] = labels
-        layer.refresh()
+        axis, index = self._plane_on_screen()
+        if chunk[axis].start <= index < chunk[axis].stop or done == total:
+            layer.refresh()             # only a chunk on screen changes what is shown
         self.status.setText(f"{done} of {total} chunks" + (" - done" if done == total else ""))
 
     def stop(self):
