@@ -126,6 +126,18 @@ def test_a_plan_of_another_geometry_is_refused():
         predict_chunk(model, volume, ChunkPlan(volume.shape, (8, 24, 24), 16), (0, 0, 0))
 
 
+def test_a_volume_is_not_sent_to_a_dask_cluster(tmp_path):
+    from msclassify.io import ChunkedLabelWriter
+    from msclassify.pixel import predict_to_store
+    volume, labels = _blob_volume((8, 24, 24))
+    model = PixelClassifier("fast", n_estimators=3, spacing=(4, 1, 1)).fit(volume, labels)
+    writer = ChunkedLabelWriter(tmp_path / "out.zarr", volume.shape, (8, 24, 24),
+                                model.classes_, spacing=(4, 1, 1))
+    with pytest.raises(ValueError, match="a volume is predicted chunk by chunk in this process"):
+        predict_to_store(model, volume, writer, client=object(), model_bytes=b"")
+    assert predict_to_store(model, volume, writer) == 1
+
+
 def _constant_booster(init_score):
     """A model whose every tree is one leaf of value 0: its raw scores are ``init_score``."""
     tree = {"feature": np.array([-1], np.int32), "threshold": np.zeros(1),

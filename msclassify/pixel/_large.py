@@ -92,6 +92,9 @@ def predict_to_store(model, image, writer, *, probabilities=False, client=None, 
     outputs = _outputs(probabilities)
     if client is None:
         return _here(model, image, plan, todo, writer, outputs, groups, on_chunk)
+    if model.bank_.grid is not None:
+        raise ValueError("a volume is predicted chunk by chunk in this process; leave out "
+                         "client (Dask clusters predict 2-D images)")
     if model_bytes is None:
         raise ValueError("predicting on a Dask cluster needs model_bytes (the model file's "
                          "content), which are shipped to the workers")
