@@ -2,7 +2,8 @@
 
 Run: ``python benchmarks/bench_volumes.py [--repeats 2] [--sets isbi2012_em stardist_3d]
 [--scaling 5 10 20 40]``. Writes benchmarks/results/volumes.json (``--quick``:
-volumes_quick.json) and prints one table per set and the scaling table.
+volumes_quick.json; one set only: volumes_<set>.json) and prints one table per set and
+the scaling table.
 
 Sets (``benchmarks/_real_data.py``)
 -----------------------------------
@@ -21,7 +22,8 @@ stardist_3d
 Methods
 -------
 * ``ours 3D``: ``PixelClassifier(spacing=..., random_state=0)``, defaults otherwise;
-  ``ours 3D mu=0`` the same with ``cost_tradeoff=0`` (plain boosting on the 3D bank).
+  ``ours 3D mu=0`` the same with ``cost_tradeoff=0`` (plain boosting on the 3D bank),
+  ``ours 3D auto`` with ``cost_tradeoff="auto"`` (held out by labelled slice).
 * ``ours per-slice``: ``PixelClassifier(random_state=0)`` on the slices as 2D frames.
 * ``skimage 3D + RF``: ``multiscale_basic_features`` on the volume (3D, isotropic
   sigma 1-16 in voxels: scikit-image has no spacing) + RandomForest(50, depth 10),
@@ -35,11 +37,22 @@ rotating per round; median over rounds. ``--scaling`` predicts EM volumes of
 in a fresh process, and records time and the peak resident memory of the prediction
 (``VmHWM`` reset before it) next to the memory held before it (``--sets`` with no
 name: only the scaling run, into volumes_scaling.json).
+
+``--chunked 40 160 320`` (with ``--sets`` and ``--scaling`` empty: into
+volumes_chunked.json) writes such EM volumes as OME-Zarr (in a temporary folder) and
+predicts each, in its own process under an address-space limit (``--memory-limit``
+MiB, ``RLIMIT_AS``: what ``ulimit -v`` sets), twice: ``in memory`` (the volume read
+whole, ``model.predict``; refused with a MemoryError when it cannot fit) and
+``chunked`` (``predict_to_store`` into OME-Zarr labels, chunks of ``--chunk`` voxels a
+side: what ``msclassify predict VOL.zarr --axes zyx --chunks C -o OUT.zarr`` runs, I/O
+included), interleaved per size; the chunked labels are checked equal to the in-memory
+ones where both ran.
 """
 
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -63,8 +76,8 @@ EM_SPACING = (50.0, 4.0, 4.0)
 class Ours3D:
     def __init__(self, spacing, **params):
         self.spacing, self.params = spacing, params
-        self.name = "ours 3D" + "".join(f" mu={v:g}" for k, v in params.items()
-                                        if k == "cost_tradeoff")
+        self.name = "ours 3D" + "".join(f" mu={v:g}" if v != "auto" else " auto"
+                                        for k, v in params.items() if k == "cost_tradeoff")
 
     def fit(self, volume, labels):
         self.model = PixelClassifier(random_state=0, spacing=self.spacing,
@@ -175,6 +188,7 @@ SETS = {"isbi2012_em": (load_em_volume, em_scores, ["SEG", "membrane F1", "pixel
 def run_set(name, data, repeats):
     _, score, metrics = SETS[name]
     methods = [Ours3D(data["spacing"]), Ours3D(data["spacing"], cost_tradeoff=0.0),
+               Ours3D(data["spacing"], cost_tradeoff="auto"),
                OursPerSlice(), SkimageRF(per_slice=False), SkimageRF(per_slice=True)]
     rows = {}
     for method in methods:
@@ -251,13 +265,19 @@ def _rss_mib(field):
     raise RuntimeError(f"no {field} in /proc/self/status")
 
 
-def run_scaling(sizes, side):
+def _save_em_model(folder):
+    """The default 3D EM model (trained on the volume of slices 0-4), saved in ``folder``."""
     data = load_em_volume()
     model = PixelClassifier(random_state=0, spacing=EM_SPACING).fit(data["train"], data["labels"])
+    path = os.path.join(folder, "em3d.msc")
+    model.save(path)
+    return path
+
+
+def run_scaling(sizes, side):
     rows = []
     with tempfile.TemporaryDirectory() as folder:
-        path = os.path.join(folder, "em3d.msc")
-        model.save(path)
+        path = _save_em_model(folder)
         for n in sizes:
             out = subprocess.run([sys.executable, __file__, "--scaling-worker", path, str(n),
                                   str(side)], capture_output=True, text=True, check=True,
@@ -269,6 +289,80 @@ def run_scaling(sizes, side):
     return rows
 
 
+def chunked_worker(model_path, store, mode, chunk, out, limit_mib):
+    """One volume, one path, in this process under ``limit_mib`` of address space."""
+    import resource
+    if limit_mib:
+        limit = int(limit_mib) * 2 ** 20
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    from msclassify import load_model
+    from msclassify.io import ChunkedLabelWriter, open_volume
+    from msclassify.pixel import label_dtype, predict_to_store
+    model = load_model(model_path)
+    volume = open_volume(store, "zyx")
+    model.predict(volume[:2, :256, :256])                      # compile / warm caches
+    before = _rss_mib("VmRSS")
+    with open("/proc/self/clear_refs", "w") as file:           # peak RSS from here on
+        file.write("5")
+    start, status = time.perf_counter(), "ok"
+    try:
+        if mode == "in memory":
+            labels = model.predict(volume[:, :, :])
+            np.save(out, labels)
+        else:
+            chunks = tuple(min(chunk, n) for n in volume.shape)
+            writer = ChunkedLabelWriter(out, volume.shape, chunks, model.classes_,
+                                        dtype=label_dtype(model.classes_),
+                                        spacing=model.bank_.grid.spacing)
+            predict_to_store(model, volume, writer)
+    except MemoryError as exc:
+        status = f"MemoryError: {exc}"
+    wall = time.perf_counter() - start
+    peak = _rss_mib("VmHWM")
+    voxels = int(np.prod(volume.shape))
+    print(json.dumps({"path": mode, "slices": volume.shape[0], "voxels": voxels,
+                      "volume MiB": voxels / 2 ** 20, "limit MiB": limit_mib, "status": status,
+                      "s": wall if status == "ok" else None,
+                      "ns/voxel": 1e9 * wall / voxels if status == "ok" else None,
+                      "RSS before MiB": before, "peak RSS MiB": peak,
+                      "bytes/voxel": (peak - before) * 2 ** 20 / voxels}))
+
+
+def run_chunked(sizes, side, chunk, limit_mib):
+    import zarr
+    rows = []
+    with tempfile.TemporaryDirectory() as folder:
+        path = _save_em_model(folder)
+        for n in sizes:
+            store = os.path.join(folder, f"em_{n}.zarr")
+            root = zarr.open_group(store, mode="w", zarr_format=3)
+            root.attrs["ome"] = {"version": "0.5", "multiscales": [{
+                "axes": [{"name": a, "type": "space"} for a in "zyx"],
+                "datasets": [{"path": "0", "coordinateTransformations": [
+                    {"type": "scale", "scale": list(EM_SPACING)}]}]}]}
+            array = root.create_array("0", shape=(n, side, side), chunks=(16, 256, 256),
+                                      dtype=np.uint8)
+            array[:] = em_volume(n, side)
+            outputs = {}
+            for mode in ("in memory", "chunked"):
+                outputs[mode] = os.path.join(folder, f"out_{n}_{mode[0]}" + (
+                    ".npy" if mode == "in memory" else ".zarr"))
+                out = subprocess.run([sys.executable, __file__, "--chunked-worker", path, store,
+                                      mode, str(chunk), outputs[mode], str(limit_mib)],
+                                     capture_output=True, text=True, check=True,
+                                     cwd=REPO / "benchmarks")
+                rows.append(json.loads(out.stdout.strip().splitlines()[-1]))
+                print(f"[chunked] {rows[-1]}", flush=True)
+            if all(r["status"] == "ok" for r in rows[-2:]):
+                chunked = zarr.open_group(outputs["chunked"], mode="r")["labels"]["classes"]["0"]
+                rows[-1]["equal to in memory"] = bool(np.array_equal(
+                    chunked[:], np.load(outputs["in memory"])))
+            shutil.rmtree(store)
+    print_table(rows, ["path", "slices", "voxels", "limit MiB", "status", "s", "ns/voxel",
+                       "RSS before MiB", "peak RSS MiB", "bytes/voxel", "equal to in memory"])
+    return {"chunk": chunk, "side": side, "memory limit MiB": limit_mib, "rows": rows}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=2)
@@ -277,19 +371,34 @@ def main():
                         help="slice counts of the scaling run (none: skip it)")
     parser.add_argument("--side", type=int, default=512, help="slice side of the scaling run")
     parser.add_argument("--quick", action="store_true", help="1 round, no scaling")
+    parser.add_argument("--chunked", nargs="*", type=int, default=[],
+                        help="slice counts of the chunked run (larger than memory)")
+    parser.add_argument("--chunk", type=int, default=128, help="chunk side of the chunked run")
+    parser.add_argument("--memory-limit", type=int, default=2560,
+                        help="address-space limit (MiB) of each chunked-run process")
     parser.add_argument("--scaling-worker", nargs=3, help=argparse.SUPPRESS)
+    parser.add_argument("--chunked-worker", nargs=6, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.scaling_worker:
         path, n, side = args.scaling_worker
         scaling_worker(path, int(n), int(side))
+        return
+    if args.chunked_worker:
+        path, store, mode, chunk, out, limit = args.chunked_worker
+        chunked_worker(path, store, mode, int(chunk), out, int(limit))
         return
     results = {"cpu": cpu_model(), "load at start": os.getloadavg(), "sets": {}}
     for name in args.sets:
         results["sets"][name] = run_set(name, SETS[name][0](), 1 if args.quick else args.repeats)
     if args.scaling and not args.quick:
         results["scaling"] = run_scaling(args.scaling, args.side)
+    if args.chunked:
+        results["chunked"] = run_chunked(args.chunked, args.side, args.chunk, args.memory_limit)
     results["load at end"] = os.getloadavg()
-    name = "volumes_quick" if args.quick else "volumes" if args.sets else "volumes_scaling"
+    name = ("volumes_quick" if args.quick else
+            "volumes" if set(args.sets) == set(SETS) else
+            "volumes_" + "_".join(args.sets) if args.sets else
+            "volumes_scaling" if args.scaling else "volumes_chunked")
     path = write_results(name, results)
     print(f"CPU {results['cpu']}; load {results['load at start']} -> {results['load at end']}; "
           f"wrote {path}")

@@ -28,7 +28,7 @@ def warm_up(verbose=True):
     train(wide, (wide[:, 0] > 0).astype(float), "binary", dict(n_estimators=1, max_leaves=2))
 
     from .baselines import BudgetRFClassifier
-    from .pixel import PixelClassifier
+    from .pixel import PixelClassifier, predict_chunks
     complete = np.nan_to_num(X)
     BudgetRFClassifier(n_estimators=2, random_state=0).fit(complete, y).predict(complete)
     image = rng.random((40, 56))
@@ -51,6 +51,7 @@ def warm_up(verbose=True):
         pixel.predict(volume)
         pixel.predict_proba(volume)
         pixel.cost_map(volume)
+        predict_chunks(pixel, volume, volume.shape, ("class", "proba"))   # one walk, both
     if verbose:
         print(f"msclassify: numba kernels compiled and cached in {time.perf_counter() - start:.1f} s")
 

@@ -1,16 +1,18 @@
-"""``msclassify predict`` of one image larger than memory: chunk by chunk into OME-Zarr, HDF5
-or a tiled TIFF."""
+"""``msclassify predict`` of one image (or, with ``--axes``, one volume) larger than memory:
+chunk by chunk into OME-Zarr, HDF5 or a tiled TIFF (a volume: OME-Zarr)."""
 
 from pathlib import Path
 
 import numpy as np
 
 from ..io import check_not_an_input, is_large_image, open_chunk_writer, open_image
-from ..pixel import (ChunkPlan, check_channels, label_dtype, large_provenance, load_pixel_model,
-                     model_halo, predict_to_store, training_windows)
+from ..pixel import (check_channels, label_dtype, large_provenance, load_pixel_model,
+                     model_plan, predict_to_store, training_windows)
 from ._common import CommandError, run_prediction, say
+from ._volumes import open_chunked_volume
 
 DEFAULT_CHUNK = 1024
+DEFAULT_VOLUME_CHUNK = 128
 
 
 def wants_large(args):
@@ -51,32 +53,42 @@ def predict_large(args, model_file, cluster):
     _check_options(args)
     check_not_an_input(_file_of(args.output), [_file_of(args.input), args.model])
     model = load_pixel_model(model_file)
-    if model.bank_.grid is not None:
-        raise CommandError(f"{args.model} is a volume model; chunked prediction of volumes is "
-                           "not supported yet: predict the volume with --axes")
-    image = open_image(args.input)
-    channels = 1 if image.ndim == 2 else image.shape[2]
+    spacing, n_axes = None, 2
+    if args.axes is not None:       # one volume, chunk by chunk in z too
+        image, spacing = open_chunked_volume(args, model)
+        n_axes = 3
+    elif model.bank_.grid is not None:
+        raise CommandError(f"{args.model} is a volume model ({model.bank_.grid.describe()}); "
+                           "name the input's axes with --axes (e.g. --axes zyx)")
+    else:
+        image = open_image(args.input)
+    channels = 1 if image.ndim == n_axes else image.shape[n_axes]
     try:
         check_channels(model, channels, args.input, args.model)
     except ValueError as exc:
         raise CommandError(str(exc)) from None
-    size = args.chunks or DEFAULT_CHUNK
-    chunks = (min(size, image.shape[0]), min(size, image.shape[1]))
+    size = args.chunks or (DEFAULT_CHUNK if n_axes == 2 else DEFAULT_VOLUME_CHUNK)
+    chunks = tuple(min(size, n) for n in image.shape[:n_axes])
     try:
-        ChunkPlan(image.shape[:2], chunks, model_halo(model)).check_chunks()
+        model_plan(model, image.shape, chunks)
     except ValueError as exc:
         raise CommandError(f"--chunks {size}: {exc}") from None
     classes = np.asarray(model.classes_)
     provenance = large_provenance(model_file, image, chunks, args.probabilities)
-    with open_chunk_writer(args.output, image.shape[:2], chunks, classes,
-                           dtype=label_dtype(classes),
-                           n_classes=classes.size if args.probabilities else None,
-                           provenance=provenance, overwrite=args.overwrite) as writer:
+    try:
+        writer = open_chunk_writer(args.output, image.shape[:n_axes], chunks, classes,
+                                   dtype=label_dtype(classes),
+                                   n_classes=classes.size if args.probabilities else None,
+                                   provenance=provenance, overwrite=args.overwrite,
+                                   **({} if spacing is None else {"spacing": spacing}))
+    except ValueError as exc:
+        raise CommandError(str(exc)) from None
+    with writer:
         return _predict_into(args, model, model_file, image, writer, cluster)
 
 
 def _predict_into(args, model, model_file, image, writer, cluster):
-    n_chunks = writer.grid[0] * writer.grid[1]
+    n_chunks = int(np.prod(writer.grid))
     done = writer.completed()
     model_bytes = model_file.content if args.workers or args.scheduler else None
     status, written, elapsed = run_prediction(
@@ -85,9 +97,10 @@ def _predict_into(args, model, model_file, image, writer, cluster):
             model, image, writer, probabilities=args.probabilities, client=client,
             model_bytes=model_bytes, on_chunk=on_chunk, completed=done))
     if status == 0 and written:
-        pixels = image.shape[0] * image.shape[1] * written / n_chunks
-        say(args, f"wrote {written} chunks of {writer.chunks[0]}x{writer.chunks[1]} to "
-                  f"{args.output} in {elapsed:.1f} s ({pixels / elapsed / 1e6:.2f} Mpixel/s); "
+        pixels = np.prod(writer.shape, dtype=np.float64) * written / n_chunks
+        unit = "Mpixel" if writer.spacing is None else "Mvoxel"
+        say(args, f"wrote {written} chunks of {'x'.join(map(str, writer.chunks))} to "
+                  f"{args.output} in {elapsed:.1f} s ({pixels / elapsed / 1e6:.2f} {unit}/s); "
                   f"labels: {writer.location}")
     return status
 

@@ -8,7 +8,7 @@ from ..io import open_frames
 from ..modelfile import open_model_file
 from ..pixel import EXPORT_KINDS, FrameExport, batch, check_channels, load_pixel_model, open_export
 from ._common import CommandError, positive_int, run_prediction, say
-from ._large import DEFAULT_CHUNK, predict_large, wants_large
+from ._large import DEFAULT_CHUNK, DEFAULT_VOLUME_CHUNK, predict_large, wants_large
 from ._objects import add_object_arguments, check_object_arguments, open_object_table
 from ._volumes import add_volume_options, predict_volumes, uses_volumes
 
@@ -65,7 +65,9 @@ def add_predict_command(commands, quiet):
                               "(-o OUT.h5 or OUT.h5:/path) or a tiled, pyramidal TIFF (-o "
                               "OUT.tif, written once all chunks are done), with bounded memory, "
                               "identical to predicting it whole; input: OME-Zarr, zarr array, "
-                              "file.h5:/dataset or a (tiled) TIFF")
+                              "file.h5:/dataset or a (tiled) TIFF; with --axes one volume into "
+                              "OME-Zarr labels, chunks of PIXELS voxels a side "
+                              f"(default {DEFAULT_VOLUME_CHUNK})")
     predict.add_argument("--overwrite", action="store_true",
                          help="delete an existing output of msclassify at -o first and start "
                               "over (by default a matching output is resumed and any other "

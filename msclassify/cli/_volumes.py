@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from ..features import check_spacing
-from ..io import (check_axes, check_not_an_input, read_volume, recorded_z_axis,
+from ..io import (check_axes, check_not_an_input, open_volume, read_volume, recorded_z_axis,
                   write_atomically, write_volume)
 from ..metrics import label_instances, seg_score
 from ..pixel import check_channels
@@ -79,11 +79,42 @@ def _spacing(args, recorded, source):
     return recorded
 
 
-def _read(path, axes):
+def _read(path, axes, reserve=0):
     try:
-        return read_volume(path, axes)
+        return read_volume(path, axes, reserve)
+    except (ValueError, MemoryError) as exc:
+        raise CommandError(str(exc)) from None
+
+
+def _model_spacing(args, recorded, grid, source):
+    """The input's spacing (--spacing, else recorded, else the model's): CommandError if it
+    is not the volume model's (its features are in physical units)."""
+    given = args.spacing if args.spacing is not None else recorded
+    spacing = grid.spacing if given is None else _spacing(args, recorded, source)
+    if not np.allclose(spacing, grid.spacing, rtol=1e-6):
+        raise CommandError(f"{source} has voxel spacing {spacing} but {args.model} was "
+                           f"trained on {grid.spacing}; its features are in physical units, "
+                           "so resample the volume or train a model on this spacing")
+    return spacing
+
+
+def open_chunked_volume(args, model):
+    """``predict --axes ... --chunks``: the input as a `msclassify.io.LazyVolume` (OME-Zarr,
+    zarr or TIFF, read window by window) and its spacing, checked against the volume model."""
+    uses_volumes(args)
+    grid = model.bank_.grid
+    if grid is None:
+        raise CommandError(f"{args.model} is a 2D model; chunked prediction of a volume needs a "
+                           "volume model (train with --axes zyx), or predict its slices without "
+                           "--chunks using --per-slice")
+    if args.workers is not None or args.scheduler is not None:
+        raise CommandError("--workers/--scheduler: a volume is predicted chunk by chunk in this "
+                           "process; leave them out")
+    try:
+        volume = open_volume(args.input, args.axes)
     except ValueError as exc:
         raise CommandError(str(exc)) from None
+    return volume, _model_spacing(args, volume.spacing, grid, args.input)
 
 
 def first_volume(path, axes):
@@ -147,7 +178,9 @@ def predict_volumes(args, model, model_file):
     if grid is not None and args.per_slice:
         raise CommandError(f"{args.model} is a volume model ({grid.describe()}); --per-slice "
                            "needs a 2D model")
-    source = _read(args.input, args.axes)
+    shape = _stored_volume_shape(args.input, args.axes)
+    reserve = 0 if shape is None else model.prediction_bytes(shape if grid else shape[1:])
+    source = _read(args.input, args.axes, reserve)
     data = source.data
     try:
         check_channels(model, data.shape[-1], args.input, args.model)
@@ -155,12 +188,7 @@ def predict_volumes(args, model, model_file):
         raise CommandError(str(exc)) from None
     spacing = None
     if grid is not None:
-        given = args.spacing if args.spacing is not None else source.spacing
-        spacing = grid.spacing if given is None else _spacing(args, source.spacing, args.input)
-        if not np.allclose(spacing, grid.spacing, rtol=1e-6):
-            raise CommandError(f"{args.input} has voxel spacing {spacing} but {args.model} was "
-                               f"trained on {grid.spacing}; its features are in physical units, "
-                               "so resample the volume or train a model on this spacing")
+        spacing = _model_spacing(args, source.spacing, grid, args.input)
     output = Path(args.output)
     check_not_an_input(output, [args.input, args.model])  # before --overwrite deletes anything
     record = {"format": _FORMAT, "model_sha256": model_file.sha256,
@@ -183,6 +211,20 @@ def predict_volumes(args, model, model_file):
     say(args, f"wrote {written} label volume(s) to {output} in {elapsed:.1f} s"
               + (f"; {len(done)} were already there" if done else ""))
     return 0
+
+
+def _stored_volume_shape(path, axes):
+    """``(Z, Y, X)`` of one volume of a regular TIFF file, without reading its pixels; None if
+    it cannot tell (`read_volume` then says what is wrong)."""
+    import tifffile
+    if not Path(path).is_file():       # a FIFO named .tif would block
+        return None
+    try:
+        with tifffile.TiffFile(path) as tif:
+            shape = tif.series[0].shape
+    except Exception:  # not a TIFF, unreadable: read_volume says what is wrong
+        return None
+    return tuple(shape[axes.index(a)] for a in "zyx") if len(shape) == len(axes) else None
 
 
 def _open_output(output, record, overwrite, n_volumes):

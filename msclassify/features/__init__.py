@@ -37,10 +37,10 @@ from ._cache import FeatureCache
 from ._grid import VoxelGrid, check_spacing
 from ._pyramid import PyramidImage, as_frame_stack, intensity_scale
 from ._specs import FILTERS, N_LEVELS, PRESETS, FeatureSpec, make_id, modelled_batch_cost, parse_id
-from ._support import support_pixels, support_radius
+from ._support import support_pixels, support_radius, support_voxels
 from ._volume import PyramidVolume, smooth_volume
 
 __all__ = ["FILTERS", "N_LEVELS", "PRESETS", "FeatureBank", "FeatureCache", "FeatureLevels",
            "FeatureSpec", "PyramidImage", "PyramidVolume", "VoxelGrid", "as_frame_stack",
            "check_spacing", "intensity_scale", "make_id", "modelled_batch_cost", "parse_id",
-           "smooth_volume", "support_pixels", "support_radius"]
+           "smooth_volume", "support_pixels", "support_radius", "support_voxels"]

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._specs import DOG_RATIO, N_LEVELS, STRUCTURE_OUTER_RATIO, gaussian_radius
+from ._specs import N_LEVELS, filter_taps, gaussian_radius
 
 # z is pooled with x and y while a voxel is at most this much longer in z than in x.
 ISOTROPY_RATIO = math.sqrt(2.0)
@@ -140,15 +140,7 @@ class VoxelGrid:
         return sum(2 * r + 1 for r in map(gaussian_radius, self.sigmas(level, sigma)) if r > 0)
 
     def _filter_taps(self, level, filter, sigma):
-        if filter == "intensity":
-            return 0
-        smooth = self._gaussian_taps(level, sigma)
-        extra = {"gauss": 0, "gradmag": 6, "log": 7, "hessian_max": 21, "hessian_min": 21}
-        if filter in extra:
-            return smooth + extra[filter]
-        if filter == "dog":
-            return smooth + self._gaussian_taps(level, DOG_RATIO * sigma) + 1
-        return smooth + 6 + 6 + 6 * self._gaussian_taps(level, STRUCTURE_OUTER_RATIO * sigma)
+        return filter_taps(filter, sigma, lambda s: self._gaussian_taps(level, s), n_axes=3)
 
     def batch_cost(self, level, filter, sigma=None):
         """Modelled operations per original voxel to compute one feature on a whole volume.

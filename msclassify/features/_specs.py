@@ -120,22 +120,32 @@ def upsample_cost(level):
     return 2.0 * 2.0 ** -level + 3.0
 
 
-def _filter_taps(filter, sigma):
+# Stencil taps of the finite differences on 2 or 3 axes: gradient, Laplacian, Hessian, and
+# the gradient products of the structure tensor (one per tensor entry, each smoothed).
+STENCIL_TAPS = {2: {"gradmag": 4, "log": 5, "hessian": 10, "products": 3},
+                3: {"gradmag": 6, "log": 7, "hessian": 21, "products": 6}}
+
+
+def filter_taps(filter, sigma, gaussian_taps=None, n_axes=2):
+    """Multiply-adds per level pixel of one filter: its Gaussians (``gaussian_taps(sigma)``
+    each, default the 2D separable ``2 (2r + 1)``) and its stencils on ``n_axes`` axes."""
     if filter == "intensity":
         return 0
-    smooth = _gaussian_taps(sigma)
+    gaussian_taps = _gaussian_taps if gaussian_taps is None else gaussian_taps
+    stencil = STENCIL_TAPS[n_axes]
+    smooth = gaussian_taps(sigma)
     if filter == "gauss":
         return smooth
-    if filter == "gradmag":
-        return smooth + 4
-    if filter == "log":
-        return smooth + 5
+    if filter in ("gradmag", "log"):
+        return smooth + stencil[filter]
     if filter == "dog":
-        return smooth + _gaussian_taps(DOG_RATIO * sigma) + 1
+        return smooth + gaussian_taps(DOG_RATIO * sigma) + 1
     if filter in ("hessian_max", "hessian_min"):
-        return smooth + 10
-    # structure tensor: gradient, three products, three outer smoothings
-    return smooth + 4 + 3 + 3 * _gaussian_taps(STRUCTURE_OUTER_RATIO * sigma)
+        return smooth + stencil["hessian"]
+    # structure tensor: gradient, the products, their outer smoothings
+    products = stencil["products"]
+    return (smooth + stencil["gradmag"] + products
+            + products * gaussian_taps(STRUCTURE_OUTER_RATIO * sigma))
 
 
 def modelled_batch_cost(level, filter, sigma=None, upsampled=False):
@@ -159,7 +169,7 @@ def modelled_batch_cost(level, filter, sigma=None, upsampled=False):
     8.75
     """
     level, filter, sigma, _, upsampled = _check_parts(level, filter, sigma, 0, upsampled)
-    cost = 4.0 ** -level * (_filter_taps(filter, sigma) + 1) + pyramid_cost(level)
+    cost = 4.0 ** -level * (filter_taps(filter, sigma) + 1) + pyramid_cost(level)
     return cost + upsample_cost(level) if upsampled else cost
 
 

@@ -9,7 +9,7 @@ wrong, anything farther is exact). In full-resolution pixels that is
 
 from ._specs import DOG_RATIO, STRUCTURE_OUTER_RATIO, FeatureSpec, gaussian_radius
 
-__all__ = ["support_pixels", "support_radius"]
+__all__ = ["support_pixels", "support_radius", "support_voxels"]
 
 # Finite differences (gradient, Laplacian, Hessian) read one neighbour on each side.
 _STENCIL = 1
@@ -59,3 +59,39 @@ def support_pixels(spec):
     if isinstance(spec, str):
         spec = FeatureSpec.from_id(spec)
     return support_radius(spec) << spec.source_level
+
+
+def support_voxels(spec, grid):
+    """The reach of a volume feature on ``grid`` (a `VoxelGrid`): ``(z, y, x)`` original voxels.
+
+    The rules of `support_radius` along each axis, with that axis's sigma in its
+    level voxels (`VoxelGrid.sigmas`); a finite difference reads one level voxel
+    along every axis, also one whose Gaussian has radius 0. Times the level's block.
+
+    Examples
+    --------
+    >>> from msclassify.features import VoxelGrid
+    >>> support_voxels("L0:gauss:s2.0:c0", VoxelGrid((50, 4, 4)))     # sigma_z 0.16: radius 0
+    (0, 6, 6)
+    >>> support_voxels("L1:gradmag:s1.0:c0", VoxelGrid((1, 1, 1)))    # (3 + 1) * 2
+    (8, 8, 8)
+    """
+    if isinstance(spec, str):
+        spec = FeatureSpec.from_id(spec)
+    level = spec.source_level
+
+    def radii(sigma):
+        return [gaussian_radius(s) for s in grid.sigmas(level, sigma)]
+
+    if spec.filter == "intensity":
+        reach = [0, 0, 0]
+    elif spec.filter == "gauss":
+        reach = radii(spec.sigma)
+    elif spec.filter == "dog":
+        reach = [max(a, b) for a, b in zip(radii(spec.sigma), radii(DOG_RATIO * spec.sigma))]
+    elif spec.filter.startswith("structure"):
+        reach = [a + _STENCIL + b for a, b in zip(radii(spec.sigma),
+                                                  radii(STRUCTURE_OUTER_RATIO * spec.sigma))]
+    else:
+        reach = [a + _STENCIL for a in radii(spec.sigma)]
+    return tuple(r * b for r, b in zip(reach, grid.blocks[level]))

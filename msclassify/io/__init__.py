@@ -48,6 +48,9 @@ The modules, one concept each:
 ``_volume``
     volumes in TIFF files (axes named by the caller, the spacing the file records) and the
     NGFF spacing of an OME-Zarr group
+``_lazy_volume``
+    one volume larger than memory, read window by window from OME-Zarr, zarr or TIFF
+    (`open_volume`)
 """
 
 from ._atomic import write_atomically
@@ -57,22 +60,22 @@ from ._frames import (IMAGE_EXTENSIONS, TIFF_EXTENSIONS, VIDEO_EXTENSIONS, Frame
 from ._chunked import ChunkedWriter
 from ._hdf5 import ChunkedHDF5Writer
 from ._lazy import LazyImage, is_large_image, open_image
+from ._lazy_volume import LazyVolume, open_volume
 from ._manifest import check_not_an_input
 from ._ngff import ChunkedLabelWriter, label_colours
 from ._open import open_chunk_writer, open_frames, open_writer, read_label_stack
 from ._tiled_tiff import ChunkedTiffWriter
 from ._training import match_frames, read_training_frames
 from ._volume import (VolumeData, check_axes, ngff_spacing, read_volume, recorded_z_axis,
-                      write_volume)
+                      tiff_spacing, write_volume)
 from ._writers import BaseWriter, FrameWriter, TiffFolderWriter, TiffStackWriter
 from ._zarr import ZarrWriter
 
 __all__ = ["IMAGE_EXTENSIONS", "TIFF_EXTENSIONS", "VIDEO_EXTENSIONS", "BaseWriter",
            "ChunkedHDF5Writer", "ChunkedLabelWriter", "ChunkedTiffWriter", "ChunkedWriter",
-           "FrameReadError", "FrameReadWarning", "FrameSource",
-           "FrameWriteError", "FrameWriter", "LazyImage", "TiffFolderWriter", "TiffStackWriter",
-           "VolumeData", "ZarrWriter", "check_axes", "check_not_an_input", "is_large_image",
-           "label_colours", "match_frames", "natural_sort_key", "ngff_spacing",
-           "open_chunk_writer", "open_frames",
-           "open_image", "open_writer", "read_label_stack", "read_training_frames", "read_volume",
-           "recorded_z_axis", "write_atomically", "write_volume"]
+           "FrameReadError", "FrameReadWarning", "FrameSource", "FrameWriteError", "FrameWriter",
+           "LazyImage", "LazyVolume", "TiffFolderWriter", "TiffStackWriter", "VolumeData",
+           "ZarrWriter", "check_axes", "check_not_an_input", "is_large_image", "label_colours",
+           "match_frames", "natural_sort_key", "ngff_spacing", "open_chunk_writer", "open_frames",
+           "open_image", "open_volume", "open_writer", "read_label_stack", "read_training_frames",
+           "read_volume", "recorded_z_axis", "tiff_spacing", "write_atomically", "write_volume"]

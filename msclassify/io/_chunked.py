@@ -23,10 +23,11 @@ class ChunkedWriter(_Opened):
     Attributes
     ----------
     path : Path
-    shape : (int, int)
-    chunks : (int, int)
-    grid : (int, int)
-        Chunks along y and x.
+    shape : (int, int) or (int, int, int)
+        ``(H, W)`` of an image or ``(Z, Y, X)`` of a volume (`ChunkedLabelWriter` only).
+    chunks : tuple of int
+    grid : tuple of int
+        Chunks along each axis.
     classes : list of int
     dtype : numpy.dtype
         Of the stored labels.
@@ -34,15 +35,22 @@ class ChunkedWriter(_Opened):
         Probability channels stored, or None.
     provenance : dict or None
         What made the labels, as recorded.
+    spacing : list of float or None
+        A volume's voxel size ``(z, y, x)``; None for an image.
     """
 
-    def __init__(self, path, shape, chunks, classes, dtype, n_classes, provenance):
+    def __init__(self, path, shape, chunks, classes, dtype, n_classes, provenance, spacing=None):
         self.path = Path(path)
         self.shape = tuple(int(v) for v in shape)
         self.chunks = tuple(int(v) for v in chunks)
-        if len(self.shape) != 2 or len(self.chunks) != 2 or min(self.shape + self.chunks) < 1:
-            raise ValueError(f"shape {self.shape} and chunks {self.chunks} must be two positive "
-                             "ints each")
+        if len(self.shape) not in (2, 3) or len(self.chunks) != len(self.shape) \
+                or min(self.shape + self.chunks) < 1:
+            raise ValueError(f"shape {self.shape} and chunks {self.chunks} must be two (an "
+                             "image) or three (a volume) positive ints each")
+        self.spacing = None if spacing is None else [float(v) for v in spacing]
+        if (self.spacing is None) != (len(self.shape) == 2):
+            raise ValueError("a volume (three axes) is written with its spacing, an image "
+                             "without")
         self.grid = tuple(-(-s // c) for s, c in zip(self.shape, self.chunks))
         self.classes = [int(v) for v in classes]
         self.dtype = np.dtype(dtype)

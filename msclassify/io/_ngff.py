@@ -62,16 +62,19 @@ def _n_levels(shape, chunks):
     return levels
 
 
-def _multiscales(name, axes, n_levels, channel=False):
+def _multiscales(name, axes, n_levels, channel=False, spacing=None):
     datasets = []
     for level in range(n_levels):
         scale = [float(1 << level)] * 2
+        if spacing is not None:    # a volume: z kept, y and x halved per level, in its units
+            scale = [float(spacing[0])] + [float(s) * (1 << level) for s in spacing[1:]]
         datasets.append({"path": str(level), "coordinateTransformations": [
             {"type": "scale", "scale": ([1.0] if channel else []) + scale}]})
     return [{"name": name, "axes": axes, "datasets": datasets}]
 
 
 _YX = [{"name": "y", "type": "space"}, {"name": "x", "type": "space"}]
+_Z = [{"name": "z", "type": "space"}]
 
 
 def _require_array(group, name, shape, chunks, dtype, dimension_names):
@@ -90,9 +93,10 @@ class ChunkedLabelWriter(ChunkedWriter):
     ----------
     path : str or Path
         The store (``*.zarr``); created, or resumed if it holds this very job.
-    shape : (int, int)
-        ``(H, W)`` of the image.
-    chunks : (int, int)
+    shape : (int, int) or (int, int, int)
+        ``(H, W)`` of the image, or ``(Z, Y, X)`` of a volume (its pyramid levels
+        halve y and x only).
+    chunks : (int, int) or (int, int, int)
         The chunk each `write_chunk` call writes (the last ones may be smaller).
     classes : sequence of int
         Class values (the labels' values).
@@ -109,6 +113,8 @@ class ChunkedLabelWriter(ChunkedWriter):
         Delete a store msclassify wrote at ``path`` first.
     name : str, optional
         Name of the label image inside ``labels/``.
+    spacing : tuple of 3 float, optional
+        A volume's voxel size ``(z, y, x)``, recorded as its NGFF scale.
 
     Examples
     --------
@@ -125,14 +131,16 @@ class ChunkedLabelWriter(ChunkedWriter):
     """
 
     def __init__(self, path, shape, chunks, classes, *, dtype=np.uint8, class_names=None,
-                 n_classes=None, provenance=None, overwrite=False, name="classes"):
-        super().__init__(path, shape, chunks, classes, dtype, n_classes, provenance)
+                 n_classes=None, provenance=None, overwrite=False, name="classes",
+                 spacing=None):
+        super().__init__(path, shape, chunks, classes, dtype, n_classes, provenance,
+                         spacing=spacing)
         self.class_names = ([f"class {v}" for v in self.classes] if class_names is None
                             else [str(n) for n in class_names])
         if len(self.class_names) != len(self.classes):
             raise ValueError(f"{len(self.class_names)} class names for {len(self.classes)} "
                              "classes")
-        self.n_levels = _n_levels(self.shape, self.chunks)
+        self.n_levels = _n_levels(self.shape[-2:], self.chunks[-2:])
         self.name = name
         if overwrite:
             _remove_output(self.path)
@@ -150,11 +158,12 @@ class ChunkedLabelWriter(ChunkedWriter):
         return {"format": _FORMAT, "format_version": _VERSION, "shape": list(self.shape),
                 "chunks": list(self.chunks), "dtype": self.dtype.str, "classes": self.classes,
                 "n_classes": self.n_classes, "levels": self.n_levels, "name": self.name,
-                "provenance": self.provenance}
+                "provenance": self.provenance, "spacing": self.spacing}
 
     def _check_manifest(self, found):
-        _check_record(self.path, found, self._manifest(), ("shape", "chunks", "dtype", "classes",
-                                                           "n_classes", "levels", "name"))
+        _check_record(self.path, found, self._manifest(),
+                      ("shape", "chunks", "dtype", "classes", "n_classes", "levels", "name",
+                       "spacing"))
 
     def _layout(self):
         """Create what a store of this job lacks (all of it when new; what a crash while
@@ -169,30 +178,44 @@ class ChunkedLabelWriter(ChunkedWriter):
             colours = label_colours(self.classes)
             image.attrs["ome"] = {
                 "version": NGFF_VERSION,
-                "multiscales": _multiscales(self.name, _YX, self.n_levels),
+                "multiscales": _multiscales(self.name, self._spatial_axes(), self.n_levels,
+                                            spacing=self.spacing),
                 "image-label": {
                     "colors": [{"label-value": v, "rgba": colours[v]} for v in self.classes],
                     "properties": [{"label-value": v, "name": n}
                                    for v, n in zip(self.classes, self.class_names)],
                     "source": {"image": "../../"}}}
         self._levels = [_require_array(image, str(level), self._level_shape(level),
-                                       tuple(c >> level for c in self.chunks), self.dtype,
-                                       ("y", "x"))
+                                       self._level_chunks(level), self.dtype, self._names())
                         for level in range(self.n_levels)]
         self._proba = None
         if self.n_classes is not None:
             proba = self._root.require_group("probabilities")
             if "ome" not in proba.attrs:
                 proba.attrs["ome"] = {"version": NGFF_VERSION, "multiscales": _multiscales(
-                    "probabilities", [{"name": "c", "type": "channel"}] + _YX, 1, channel=True)}
+                    "probabilities", [{"name": "c", "type": "channel"}] + self._spatial_axes(), 1,
+                    channel=True, spacing=self.spacing)}
             self._proba = _require_array(proba, "0", (self.n_classes,) + self.shape,
                                          (self.n_classes,) + self.chunks, np.float32,
-                                         ("c", "y", "x"))
-        self._done = _require_array(self._root, CHUNKS_DONE, self.grid, (1, 1), np.uint8, None)
+                                         ("c",) + self._names())
+        self._done = _require_array(self._root, CHUNKS_DONE, self.grid, (1,) * len(self.grid),
+                                    np.uint8, None)
+
+    def _spatial_axes(self):
+        return (_Z if len(self.shape) == 3 else []) + _YX
+
+    def _names(self):
+        return tuple(axis["name"] for axis in self._spatial_axes())
+
+    def _steps(self, level):
+        """Per axis, the pixels a level-``level`` label keeps one of (z is never subsampled)."""
+        return (1,) * (len(self.shape) - 2) + (1 << level,) * 2
 
     def _level_shape(self, level):
-        step = 1 << level
-        return tuple(-(-s // step) for s in self.shape)
+        return tuple(-(-s // step) for s, step in zip(self.shape, self._steps(level)))
+
+    def _level_chunks(self, level):
+        return tuple(c // step for c, step in zip(self.chunks, self._steps(level)))
 
     # -- writing ---------------------------------------------------------------------------
     def write_chunk(self, index, labels, probabilities=None):
@@ -201,9 +224,10 @@ class ChunkedLabelWriter(ChunkedWriter):
             if probabilities is not None:
                 self._proba[(slice(None),) + window] = probabilities
             for level, array in enumerate(self._levels):
-                step = 1 << level
-                array[tuple(slice(s.start // step, -(-s.stop // step)) for s in window)] = \
-                    labels[::step, ::step]
+                steps = self._steps(level)
+                array[tuple(slice(s.start // step, -(-s.stop // step))
+                            for s, step in zip(window, steps))] = \
+                    labels[tuple(slice(None, None, step) for step in steps)]
             self._done[index] = 1
         except OSError as exc:
             raise _write_error(self.path / f"chunk {index}", exc) from None

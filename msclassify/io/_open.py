@@ -263,7 +263,7 @@ def open_chunk_writer(path, shape, chunks, classes, **options):
         (`ChunkedHDF5Writer`); ``OUT.tif``: a tiled, pyramidal TIFF (`ChunkedTiffWriter`).
     shape, chunks, classes, **options
         As `ChunkedLabelWriter` (``dtype``, ``class_names``, ``n_classes``,
-        ``provenance``, ``overwrite``).
+        ``provenance``, ``overwrite``; ``spacing`` for a volume, which only OME-Zarr takes).
 
     Returns
     -------
@@ -278,8 +278,9 @@ def open_chunk_writer(path, shape, chunks, classes, **options):
     ['ChunkedLabelWriter', 'ChunkedHDF5Writer', 'ChunkedTiffWriter']
     """
     suffix = Path(str(path)).suffix.lower()
-    if _split_h5(path) is not None or suffix in _H5_SUFFIXES:
-        return ChunkedHDF5Writer(path, shape, chunks, classes, **options)
-    if suffix in _TIFF_SUFFIXES:
-        return ChunkedTiffWriter(path, shape, chunks, classes, **options)
-    return ChunkedLabelWriter(path, shape, chunks, classes, **options)
+    kind = ChunkedHDF5Writer if _split_h5(path) is not None or suffix in _H5_SUFFIXES else \
+        ChunkedTiffWriter if suffix in _TIFF_SUFFIXES else ChunkedLabelWriter
+    if kind is not ChunkedLabelWriter and len(shape) != 2:
+        raise ValueError(f"{path}: a volume's labels are written to OME-Zarr (e.g. -o "
+                         "labels.zarr); HDF5 and TIFF outputs take one image")
+    return kind(path, shape, chunks, classes, **options)

@@ -24,11 +24,11 @@ from xml.etree import ElementTree
 import numpy as np
 import tifffile
 
-from ..checks import file_problem
+from ..checks import available_memory, file_problem
 from ._atomic import write_atomically
 
 __all__ = ["VolumeData", "check_axes", "ngff_spacing", "read_volume", "recorded_z_axis",
-           "write_volume"]
+           "tiff_spacing", "write_volume"]
 
 VOLUME_AXES = "tzyxc"
 # OME length units, in metres
@@ -114,6 +114,13 @@ def _spacing_or_none(spacing):
     return tuple(float(s) for s in spacing)
 
 
+def tiff_spacing(tif):
+    """The ``(z, y, x)`` voxel size an open `tifffile.TiffFile` records (OME or ImageJ), or None."""
+    spacing = _ome_spacing(tif.ome_metadata) if tif.is_ome and tif.ome_metadata \
+        else _imagej_spacing(tif) if tif.is_imagej else None
+    return _spacing_or_none(spacing)
+
+
 def ngff_spacing(attributes):
     """``(z, y, x)`` scale of an OME-Zarr image group's first dataset, or None.
 
@@ -137,7 +144,7 @@ def ngff_spacing(attributes):
         return None
 
 
-def read_volume(path, axes):
+def read_volume(path, axes, reserve=0):
     """A TIFF's array in ``(T, Z, Y, X, C)`` order, with the spacing and axes it records.
 
     Parameters
@@ -145,6 +152,9 @@ def read_volume(path, axes):
     path : str or Path
     axes : str
         One letter per axis of the stored array, from ``tzcyx`` (`check_axes`).
+    reserve : int, optional
+        Bytes needed besides the array (e.g. to predict one of its volumes): the file
+        is refused before it is read when the array and these do not fit in memory.
 
     Returns
     -------
@@ -154,6 +164,8 @@ def read_volume(path, axes):
     ------
     ValueError
         When the file cannot be read or its array has another number of axes.
+    MemoryError
+        When it does not fit in memory (one line suggesting chunked prediction).
     """
     axes = check_axes(axes)
     problem = file_problem(path)  # before opening: a FIFO named .tif would block
@@ -162,10 +174,10 @@ def read_volume(path, axes):
     try:
         with tifffile.TiffFile(path) as tif:
             series = tif.series[0]
+            _check_fits(path, series.shape, series.dtype, reserve)
             data = series.asarray()
             recorded = series.axes
-            spacing = _ome_spacing(tif.ome_metadata) if tif.is_ome and tif.ome_metadata \
-                else _imagej_spacing(tif) if tif.is_imagej else None
+            spacing = tiff_spacing(tif)
     except (OSError, ValueError, tifffile.TiffFileError, IndexError) as exc:
         raise ValueError(f"cannot read {path} as a TIFF volume ({exc}); give a multi-page "
                          "TIFF, OME-TIFF or ImageJ hyperstack") from None
@@ -178,7 +190,18 @@ def read_volume(path, axes):
             data = data[..., np.newaxis]
             axes += letter
     data = np.transpose(data, [axes.index(letter) for letter in VOLUME_AXES])
-    return VolumeData(data, _spacing_or_none(spacing), recorded)
+    return VolumeData(data, spacing, recorded)
+
+
+def _check_fits(path, shape, dtype, reserve):
+    needed = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize + int(reserve)
+    available = available_memory()
+    if needed > available:
+        raise MemoryError(f"{path} ({'x'.join(map(str, shape))} {np.dtype(dtype).name}) needs "
+                          f"about {needed / 2**30:.1f} GiB to read and predict, but only "
+                          f"{available / 2**30:.1f} GiB of memory is available: predict it "
+                          "chunk by chunk with --chunks (e.g. --chunks 64), which reads one "
+                          "window at a time")
 
 
 def recorded_z_axis(path):

@@ -19,7 +19,8 @@ blocks and computes only the features the model uses. The pieces:
     a saved classifier, checked to be one and to fit the frames at hand
 `predict_frame`, `FramePrediction`, `most_probable`, `label_dtype`
     one frame's labels, probabilities and uncertainty from one pass; the labels' dtype
-`ChunkPlan`, `predict_chunks`, `predict_chunk`, `predict_region`, `model_halo`, `feature_halos`
+`ChunkPlan`, `predict_chunks`, `predict_chunk`, `predict_region`, `model_halo`, `model_plan`,
+`feature_halos`
     images larger than memory: chunk by chunk through block-aligned windows with exact halos,
     identical to predicting them whole
 `training_windows`
@@ -45,8 +46,8 @@ Examples
 """
 
 from ._apply import FramePrediction, label_dtype, most_probable, predict_frame
-from ._chunks import (ChunkPlan, feature_halos, model_halo, predict_chunk, predict_chunks,
-                      predict_region, training_windows)
+from ._chunks import (ChunkPlan, feature_halos, model_halo, model_plan, predict_chunk,
+                      predict_chunks, predict_region, training_windows)
 from ._classifier import (ImageCost, PixelClassifier, check_channels, load_pixel_model,
                           training_set)
 from ._export import EXPORT_FORMATS, EXPORT_KINDS, FrameExport, open_export
@@ -59,6 +60,6 @@ from ._semi_supervised import UnlabelledPixels, jittered_grid
 __all__ = ["ChunkPlan", "EXPORT_FORMATS", "EXPORT_KINDS", "FrameExport", "FramePrediction",
            "ImageCost", "IntensityRange", "MultiscaleResult", "PixelClassifier", "TrainingProgress",
            "UnlabelledPixels", "check_channels", "feature_halos", "jittered_grid", "label_dtype",
-           "large_provenance", "load_pixel_model", "model_halo", "most_probable", "open_export",
-           "predict_chunk", "predict_chunks", "predict_frame", "predict_multiscale",
+           "large_provenance", "load_pixel_model", "model_halo", "model_plan", "most_probable",
+           "open_export", "predict_chunk", "predict_chunks", "predict_frame", "predict_multiscale",
            "predict_region", "predict_to_store", "training_set", "training_windows"]

@@ -25,8 +25,12 @@ rules make it exact (docs/large_images.md, *The chunk plan*):
   the halo would, the window ends at the image's edge, and the filters' and the
   pyramid's reflection there is the whole image's.
 
-`ChunkPlan` is the geometry alone, for any number of axes (2-D images now,
-volumes later); `predict_chunks` runs a `PixelClassifier` through it.
+`ChunkPlan` is the geometry alone, for any number of axes; `predict_chunks` runs a
+`PixelClassifier` through it. A volume model's plan is 3-D: its block grid is the
+coarsest pyramid block ``(bz, 8, 8)`` (`msclassify.features.VoxelGrid.pad_multiple`:
+z is aligned to 1, 2, 4 or 8 slices as the block rule pools it) and its halo is
+per axis (`msclassify.features.support_voxels`: a feature's sigma along z is its
+own), so the same three rules hold along z (docs/volumes.md, *Chunked volumes*).
 """
 
 import itertools
@@ -34,11 +38,11 @@ import math
 
 import numpy as np
 
-from ..features import N_LEVELS, PyramidImage, support_pixels
+from ..features import N_LEVELS, PyramidImage, PyramidVolume, support_pixels, support_voxels
 from ._multiscale import predict_multiscale
 
-__all__ = ["BLOCK", "ChunkPlan", "feature_halos", "model_halo", "predict_chunk", "predict_chunks",
-           "predict_region", "training_windows"]
+__all__ = ["BLOCK", "ChunkPlan", "feature_halos", "model_halo", "model_plan", "predict_chunk",
+           "predict_chunks", "predict_region", "training_windows"]
 
 # The coarsest pyramid block: windows and prediction regions start on its grid.
 BLOCK = 2 ** (N_LEVELS - 1)
@@ -59,18 +63,25 @@ def _as_tuple(value, ndim, name):
     return tuple(int(v) for v in value)
 
 
+def _per_axis(value, ndim):
+    """An int (every axis) or a sequence of ``ndim`` ints as a tuple of ints."""
+    return (int(value),) * ndim if np.ndim(value) == 0 else tuple(int(v) for v in value)
+
+
 def _widen(region, shape, halo, block):
     """``region`` (slices starting on the block grid) widened by ``halo`` (rounded up to the
-    block) on every side, its end on the grid, clipped to ``shape`` (see `ChunkPlan.window`)."""
-    halo = _round_up(halo, block)
+    block) on every side, its end on the grid, clipped to ``shape`` (see `ChunkPlan.window`);
+    ``halo`` and ``block`` are ints or one int per axis."""
     window = []
-    for s, size in zip(region, shape):
-        start, stop = max(s.start - halo, 0), min(_round_up(s.stop, block) + halo, size)
+    for s, size, h, b in zip(region, shape, _per_axis(halo, len(shape)),
+                             _per_axis(block, len(shape))):
+        h = _round_up(h, b)
+        start, stop = max(s.start - h, 0), min(_round_up(s.stop, b) + h, size)
         if stop == size:
             # The image's last partial block is padded by reflecting the pixels before
             # its end: the window must hold them, as the whole image does.
-            mirror = 2 * size - _round_up(size, block)
-            start = min(start, max(mirror - mirror % block, 0))
+            mirror = 2 * size - _round_up(size, b)
+            start = min(start, max(mirror - mirror % b, 0))
         window.append(slice(start, stop))
     return tuple(window)
 
@@ -85,11 +96,12 @@ class ChunkPlan:
     chunks : int or tuple of int
         Chunk size per axis (one int for all); chunks tile the image from its
         origin, the last one along an axis may be smaller.
-    halo : int, optional
+    halo : int or tuple of int, optional
         The largest halo any window needs, in full-resolution pixels (rounded up
-        to a multiple of ``block``); see `model_halo`.
-    block : int, optional
-        The grid windows are aligned to (``BLOCK`` = 8 for the image pyramid).
+        to a multiple of ``block``), for all axes or per axis; see `model_halo`.
+    block : int or tuple of int, optional
+        The grid windows are aligned to (``BLOCK`` = 8 for the image pyramid; a
+        volume's coarsest block, e.g. ``(1, 8, 8)``, per axis).
 
     Examples
     --------
@@ -102,6 +114,9 @@ class ChunkPlan:
     (slice(32, 100, None), slice(32, 70, None))
     >>> ChunkPlan((100, 70), 37).region((1, 0))   # starts on the 8-pixel grid
     (slice(32, 74, None), slice(0, 37, None))
+    >>> vol = ChunkPlan((9, 40, 40), (5, 32, 32), halo=(1, 12, 12), block=(2, 8, 8))
+    >>> vol.halo, vol.region((1, 0, 0))[0], vol.window((1, 0, 0))[0]
+    ((2, 16, 16), slice(4, 9, None), slice(2, 9, None))
     """
 
     def __init__(self, shape, chunks, halo=0, block=BLOCK):
@@ -110,19 +125,24 @@ class ChunkPlan:
         self.chunks = _as_tuple(chunks, ndim, "chunks")
         if min(self.shape) < 1 or min(self.chunks) < 1:
             raise ValueError(f"shape {self.shape} and chunks {self.chunks} must be positive")
-        self.block = int(block)
-        self.halo = _round_up(max(int(halo), 0), self.block)
+        self.blocks = _as_tuple(block, ndim, "block")
+        self.halos = tuple(_round_up(max(h, 0), b)
+                           for h, b in zip(_as_tuple(halo, ndim, "halo"), self.blocks))
+        # One int where all axes agree (images), else per axis (volumes).
+        self.block = self.blocks[0] if len(set(self.blocks)) == 1 else self.blocks
+        self.halo = self.halos[0] if len(set(self.halos)) == 1 else self.halos
         self.grid = tuple(-(-size // chunk) for size, chunk in zip(self.shape, self.chunks))
 
     def check_chunks(self):
         """ValueError if a chunk is smaller than the halo (unless it spans its axis): each
         window would then compute several times its chunk's pixels."""
-        for axis, (size, chunk) in enumerate(zip(self.shape, self.chunks)):
-            if chunk < min(self.halo, size):
+        for axis, (size, chunk, halo) in enumerate(zip(self.shape, self.chunks, self.halos)):
+            if chunk < min(halo, size):
                 raise ValueError(
                     f"chunk size {chunk} along axis {axis} is smaller than the model's halo of "
-                    f"{self.halo} pixels, so each window would compute several times its chunk; "
-                    f"use chunks of at least {self.halo} pixels (e.g. {max(4 * self.halo, 256)})")
+                    f"{halo} pixels, so each window would compute several times its chunk; "
+                    f"use chunks of at least {halo} pixels along it "
+                    f"(e.g. {max(4 * halo, 256) if len(self.shape) == 2 else max(2 * halo, 32)})")
         return self
 
     def __len__(self):
@@ -146,7 +166,8 @@ class ChunkPlan:
 
     def region(self, index):
         """What is predicted for the chunk: the chunk, its start moved back to the block grid."""
-        return tuple(slice(s.start - s.start % self.block, s.stop) for s in self.chunk(index))
+        return tuple(slice(s.start - s.start % b, s.stop) for s, b in zip(self.chunk(index),
+                                                                            self.blocks))
 
     def window(self, index, halo=None):
         """The input a chunk's features need: its region widened by ``halo`` on every side.
@@ -155,8 +176,17 @@ class ChunkPlan:
         last block (or at the image's end). ``halo`` defaults to the plan's;
         it is rounded up to a multiple of the block.
         """
-        halo = self.halo if halo is None else halo
-        return _widen(self.region(index), self.shape, halo, self.block)
+        halo = self.halos if halo is None else halo
+        return _widen(self.region(index), self.shape, halo, self.blocks)
+
+
+def _geometry(model):
+    """``(n_axes, per-level blocks)`` of a fitted model: an image's ``(2**L, 2**L)``, a
+    volume's ``(bz, 2**L, 2**L)`` (`msclassify.features.VoxelGrid.blocks`)."""
+    grid = model.bank_.grid
+    if grid is None:
+        return 2, [(2 ** L, 2 ** L) for L in range(N_LEVELS)]
+    return 3, [tuple(b) for b in grid.blocks]
 
 
 def feature_halos(model):
@@ -164,15 +194,24 @@ def feature_halos(model):
 
     Returns
     -------
-    list of (int, ndarray of int64)
+    list of (int or tuple of int, ndarray of int64)
         ``(halo, bank indices)`` per group, smallest halo first; a halo is the
         largest `msclassify.features.support_pixels` of the group's features,
-        rounded up to a multiple of ``BLOCK``.
+        rounded up to a multiple of ``BLOCK``. A volume model's halos are
+        ``(z, y, x)`` (`msclassify.features.support_voxels`, rounded up to the
+        coarsest block per axis), ordered by the window volume they make.
     """
     used = np.asarray(model.booster_.features_used(), dtype=np.int64)
-    halos = np.array([_round_up(support_pixels(model.bank_.specs[i]), BLOCK) for i in used],
-                     dtype=np.int64)
-    return [(int(h), used[halos == h]) for h in np.unique(halos)]
+    grid = model.bank_.grid
+    if grid is None:
+        halos = np.array([_round_up(support_pixels(model.bank_.specs[i]), BLOCK) for i in used],
+                         dtype=np.int64)
+        return [(int(h), used[halos == h]) for h in np.unique(halos)]
+    coarse = grid.pad_multiple
+    halos = [tuple(_round_up(r, b) for r, b in zip(support_voxels(model.bank_.specs[i], grid),
+                                                     coarse)) for i in used]
+    keys = sorted(set(halos), key=lambda h: (math.prod(2 * v + 1 for v in h), h))
+    return [(h, used[[halo == h for halo in halos]]) for h in keys]
 
 
 # Features of a smaller halo are computed on the window of a larger one when that window
@@ -180,21 +219,36 @@ def feature_halos(model):
 _MERGE_RATIO = 1.1
 
 
-def _merge_groups(groups, side):
-    """``groups`` with each merged into the next larger halo's while, for chunks of ``side``
-    pixels, that window holds at most ``_MERGE_RATIO`` times its pixels (results unchanged:
-    a larger halo is exact too)."""
+def _merge_groups(groups, chunks):
+    """``groups`` with each merged into the next larger halo's while, for chunks of ``chunks``
+    pixels per axis, that window holds at most ``_MERGE_RATIO`` times its pixels (results
+    unchanged: a larger halo is exact too; per-axis halos merge only into one as large on
+    every axis)."""
     merged = []
     for halo, indices in reversed(groups):
-        if merged and ((side + 2 * merged[-1][0]) / (side + 2 * halo)) ** 2 <= _MERGE_RATIO:
-            merged[-1] = (merged[-1][0], np.concatenate([merged[-1][1], indices]))
-        else:
-            merged.append((halo, indices))
+        if merged:
+            larger, smaller = (_per_axis(h, len(chunks)) for h in (merged[-1][0], halo))
+            ratio = math.prod((c + 2 * a) / (c + 2 * b)
+                              for c, a, b in zip(chunks, larger, smaller))
+            if all(a >= b for a, b in zip(larger, smaller)) and ratio <= _MERGE_RATIO:
+                merged[-1] = (merged[-1][0], np.concatenate([merged[-1][1], indices]))
+                continue
+        merged.append((halo, indices))
     return merged[::-1]
+
+
+def _widest(groups, ndim):
+    """The per-axis maximum of the groups' halos (one int for an image)."""
+    if not groups:
+        return 0 if ndim == 2 else (0,) * ndim
+    halos = np.array([_per_axis(h, ndim) for h, _ in groups]).max(axis=0)
+    return int(halos[0]) if ndim == 2 else tuple(int(h) for h in halos)
 
 
 def model_halo(model):
     """The largest halo, in full-resolution pixels, any window of ``model`` needs.
+
+    An int for an image model, ``(z, y, x)`` voxels for a volume model.
 
     Examples
     --------
@@ -207,7 +261,30 @@ def model_halo(model):
     >>> model_halo(clf) in (0, 24)
     True
     """
-    return max((halo for halo, _ in feature_halos(model)), default=0)
+    return _widest(feature_halos(model), _geometry(model)[0])
+
+
+def model_plan(model, shape, chunks, groups=None):
+    """The checked `ChunkPlan` of ``model`` over an image (or volume) of spatial ``shape``.
+
+    Its block grid is the model's coarsest pyramid block and its halo the widest of
+    ``groups`` (`feature_halos`, computed if not given); ValueError if a chunk is
+    smaller than the halo (`ChunkPlan.check_chunks`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from msclassify import PixelClassifier
+    >>> volume = np.zeros((6, 24, 24)); volume[:, 8:16, 8:16] = 1
+    >>> labels = np.zeros(volume.shape, np.uint8); labels[2, :2] = 1; labels[2, 10:14, 10:14] = 2
+    >>> clf = PixelClassifier("fast", n_estimators=3, spacing=(16, 1, 1)).fit(volume, labels)
+    >>> model_plan(clf, volume.shape, (4, 24, 24)).blocks      # z is never pooled here
+    (1, 8, 8)
+    """
+    ndim, blocks = _geometry(model)
+    groups = feature_halos(model) if groups is None else groups
+    shape = tuple(int(v) for v in shape)[:ndim]
+    return ChunkPlan(shape, chunks, _widest(groups, ndim), blocks[-1]).check_chunks()
 
 
 def _read(image, window):
@@ -225,30 +302,37 @@ def predict_chunk(model, image, plan, index, outputs=("class",), groups=None):
     model : PixelClassifier
         Fitted.
     image : array_like
-        ``(H, W)`` or ``(H, W, C)``: an ndarray or anything sliceable that returns
-        one (a zarr array, an h5py dataset, a dask array). Only the chunk's
-        window is read.
+        ``(H, W)`` or ``(H, W, C)`` (a volume model's ``(Z, Y, X[, C])``): an
+        ndarray or anything sliceable that returns one (a zarr array, an h5py
+        dataset, a dask array). Only the chunk's window is read.
     plan : ChunkPlan
-        Over ``image``'s spatial shape, with at least `model_halo` halo.
+        Over ``image``'s spatial shape, with at least `model_halo` halo (`model_plan`).
     index : tuple of int
         The chunk.
     outputs : sequence of {"class", "proba"}
-        What to return, in this order (computed from one set of features).
+        What to return, in this order (computed from one set of features and, for
+        both, one walk of the trees).
     groups : list, optional
         `feature_halos` of the model (computed if not given).
 
     Returns
     -------
     list of ndarray
-        Per output: the chunk's labels ``(h, w)`` or probabilities ``(h, w, n_classes)``.
+        Per output: the chunk's labels ``(h, w)`` or probabilities ``(h, w, n_classes)``
+        (``(d, h, w)`` and ``(d, h, w, n_classes)`` for a volume).
     """
+    ndim, blocks = _geometry(model)
     groups = feature_halos(model) if groups is None else groups
-    groups = _merge_groups(groups, min(plan.chunks))
+    groups = _merge_groups(groups, plan.chunks)
     for name in outputs:
         if name not in CHUNK_OUTPUTS:
             raise ValueError(f"outputs must be among {CHUNK_OUTPUTS}, got {name!r}")
-    widest = max((halo for halo, _ in groups), default=0)
-    if widest > plan.halo:
+    widest = _widest(groups, ndim)
+    if len(plan.shape) != ndim or plan.blocks != blocks[-1]:
+        raise ValueError(f"the chunk plan ({len(plan.shape)} axes, block {plan.blocks}) is not "
+                         f"this model's ({ndim} axes, block {blocks[-1]}); build it with "
+                         "model_plan(model, shape, chunks)")
+    if any(w > h for w, h in zip(_per_axis(widest, ndim), plan.halos)):
         raise ValueError(f"the chunk plan's halo ({plan.halo} px) is smaller than the model "
                          f"needs ({widest} px); build it with halo=model_halo(model)")
     region = plan.region(index)
@@ -259,35 +343,38 @@ def predict_chunk(model, image, plan, index, outputs=("class",), groups=None):
     feature_level = np.full(n_features, -1, dtype=np.int64)
     feature_slot = np.zeros(n_features, dtype=np.int64)
     per_level = [[] for _ in range(N_LEVELS)]
-    padded = tuple(_round_up(s.stop - s.start, BLOCK) for s in region)
+    padded = tuple(_round_up(s.stop - s.start, b) for s, b in zip(region, blocks[-1]))
     for halo, indices in groups:
         window = plan.window(index, halo)
         inner = tuple(slice(w.start - o.start, w.stop - o.start) for w, o in zip(window, outer))
-        pyramid = PyramidImage(data[inner], intensity_scale=scale)
+        pyramid = (PyramidImage(data[inner], intensity_scale=scale) if ndim == 2 else
+                   PyramidVolume(data[inner], model.bank_.grid, intensity_scale=scale))
         levels = model.bank_.compute_levels(pyramid, indices)
         del pyramid
         for level, array in enumerate(levels.arrays):
             if array.shape[-1] == 0:
                 continue
-            crop = tuple(slice((r.start - w.start) >> level, (r.start - w.start + p) >> level)
-                         for r, w, p in zip(region, window, padded))
+            crop = tuple(slice((r.start - w.start) // b, (r.start - w.start + p) // b)
+                         for r, w, p, b in zip(region, window, padded, blocks[level]))
             columns = levels.feature_indices[levels.columns[level]]
             feature_level[columns] = level
             feature_slot[columns] = sum(a.shape[-1] for a in per_level[level]) + \
                 np.arange(columns.size)
             per_level[level].append(array[crop])
     arrays = [np.concatenate(parts, axis=-1) if parts else
-              np.zeros(tuple(p >> level for p in padded) + (0,), np.float32)
+              np.zeros(tuple(p // b for p, b in zip(padded, blocks[level])) + (0,), np.float32)
               for level, parts in enumerate(per_level)]
     shape = tuple(s.stop - s.start for s in region)
     crop = tuple(slice(c.start - r.start, c.stop - r.start)
                  for c, r in zip(plan.chunk(index), region))
-    results = []
-    for name in outputs:
-        values = predict_multiscale(model.booster_, arrays, feature_level, feature_slot, shape,
-                                    output=name, classes=model.classes_).values
-        results.append(np.ascontiguousarray(values[crop]))
-    return results
+    walk = "class+proba" if set(outputs) == set(CHUNK_OUTPUTS) else outputs[0] if outputs else None
+    if walk is None:
+        return []
+    values = predict_multiscale(model.booster_, arrays, feature_level, feature_slot, shape,
+                                output=walk, classes=model.classes_,
+                                blocks=None if ndim == 2 else blocks).values
+    found = dict(zip(CHUNK_OUTPUTS, values)) if walk == "class+proba" else {walk: values}
+    return [np.ascontiguousarray(found[name][crop]) for name in outputs]
 
 
 def predict_chunks(model, image, chunks=1024, outputs=("class",), out=None, on_chunk=None):
@@ -301,10 +388,12 @@ def predict_chunks(model, image, chunks=1024, outputs=("class",), out=None, on_c
     model : PixelClassifier
         Fitted.
     image : array_like
-        ``(H, W)`` or ``(H, W, C)`` like the training frames: an ndarray or a lazy
-        array (zarr, h5py, dask, `msclassify.io` readers); read window by window.
-    chunks : int or (int, int), optional
-        Chunk size; at least the model's halo (`model_halo`), else ValueError.
+        ``(H, W)`` or ``(H, W, C)`` like the training frames (a volume model's
+        ``(Z, Y, X[, C])``): an ndarray or a lazy array (zarr, h5py, dask,
+        `msclassify.io` readers); read window by window.
+    chunks : int or tuple of int, optional
+        Chunk size, for all axes or per axis; at least the model's halo
+        (`model_halo`), else ValueError.
     outputs : sequence of {"class", "proba"}, optional
     out : sequence of array_like, optional
         One writable array per output (numpy, zarr, ...) of the image's shape
@@ -330,9 +419,9 @@ def predict_chunks(model, image, chunks=1024, outputs=("class",), out=None, on_c
     True
     """
     outputs = tuple(outputs)
-    shape = tuple(image.shape[:2])
     groups = feature_halos(model)
-    plan = ChunkPlan(shape, chunks, max((h for h, _ in groups), default=0)).check_chunks()
+    plan = model_plan(model, image.shape, chunks, groups)
+    shape = plan.shape
     if out is None:
         n_classes = len(model.classes_)
         out = [np.empty(shape, dtype=model.classes_.dtype) if name == "class" else
@@ -346,7 +435,7 @@ def predict_chunks(model, image, chunks=1024, outputs=("class",), out=None, on_c
     return out
 
 
-def training_windows(image, labels, features="default", chunks=1024):
+def training_windows(image, labels, features="default", chunks=1024, spacing=None):
     """Crops of a large image around its scribbles, to train on without reading it whole.
 
     The label image is read chunk by chunk; for each chunk holding scribbles, the
@@ -361,11 +450,16 @@ def training_windows(image, labels, features="default", chunks=1024):
     Parameters
     ----------
     image, labels : array_like
-        ``(H, W[, C])`` and ``(H, W)`` (0 = unlabelled), ndarrays or lazy arrays.
+        ``(H, W[, C])`` and ``(H, W)`` (0 = unlabelled), ndarrays or lazy arrays; with
+        ``spacing`` a volume ``(Z, Y, X[, C])`` and ``(Z, Y, X)`` labels.
     features : str, FeatureBank or sequence of str
         The candidate features, as `PixelClassifier`'s ``features``.
     chunks : int, optional
         Size of the label chunks scanned (one crop per chunk holding scribbles).
+    spacing : tuple of 3 float, optional
+        A volume's voxel size: the crops follow its 3D pyramid (per-axis halos of
+        `msclassify.features.support_voxels`, the coarsest block's grid), e.g. the
+        slices around the scribbled ones.
 
     Returns
     -------
@@ -384,27 +478,34 @@ def training_windows(image, labels, features="default", chunks=1024):
     """
     from ._classifier import _make_bank
 
-    shape = tuple(labels.shape[:2])
-    if tuple(image.shape[:2]) != shape:
-        raise ValueError(f"the image is {tuple(image.shape[:2])} but the labels are {shape}; "
-                         "scribble on the image itself")
-    bank = _make_bank(features, 1 if len(image.shape) == 2 else int(image.shape[2]))
-    halo = max((support_pixels(spec) for spec in bank.specs), default=0)
-    plan = ChunkPlan(shape, chunks)
+    n_axes = 2 if spacing is None else 3
+    shape = tuple(labels.shape[:n_axes])
+    if tuple(image.shape[:n_axes]) != shape or len(labels.shape) != n_axes:
+        raise ValueError(f"the image is {tuple(image.shape[:n_axes])} but the labels are "
+                         f"{tuple(labels.shape)}; scribble on the image itself")
+    bank = _make_bank(features, 1 if len(image.shape) == n_axes else int(image.shape[n_axes]),
+                      spacing)
+    if bank.grid is None:
+        halo = max((support_pixels(spec) for spec in bank.specs), default=0)
+        block = BLOCK
+    else:
+        halo = tuple(np.max([support_voxels(spec, bank.grid) for spec in bank.specs], axis=0))
+        block = bank.grid.pad_multiple
+    plan = ChunkPlan(shape, chunks, block=block)
     frames, label_frames = [], []
     for index in plan:
         chunk = plan.chunk(index)
         scribbles = np.asarray(_read(labels, chunk))
-        ys, xs = np.nonzero(scribbles)
-        if ys.size == 0:
+        where = np.nonzero(scribbles)
+        if where[0].size == 0:
             continue
-        box = tuple(slice(c.start + lo - (c.start + lo) % BLOCK, c.start + hi + 1)
-                    for c, lo, hi in ((chunk[0], ys.min(), ys.max()), (chunk[1], xs.min(),
-                                                                        xs.max())))
-        window = _widen(box, shape, halo, BLOCK)
+        box = tuple(slice(c.start + lo - (c.start + lo) % b, c.start + hi + 1)
+                    for c, lo, hi, b in zip(chunk, (w.min() for w in where),
+                                            (w.max() for w in where), plan.blocks))
+        window = _widen(box, shape, halo, block)
         crop = np.zeros(tuple(w.stop - w.start for w in window), dtype=scribbles.dtype)
-        crop[ys + chunk[0].start - window[0].start, xs + chunk[1].start - window[1].start] = \
-            scribbles[ys, xs]
+        crop[tuple(w + c.start - win.start for w, c, win in zip(where, chunk, window))] = \
+            scribbles[where]
         frames.append(_read(image, window))
         label_frames.append(crop)
     if not frames:
@@ -423,9 +524,10 @@ def predict_region(model, image, region, output="class"):
     ----------
     model : PixelClassifier
     image : array_like
-        ``(H, W)`` or ``(H, W, C)``, an ndarray or a lazy image.
-    region : (slice, slice)
-        Rows and columns, within the image.
+        ``(H, W)`` or ``(H, W, C)``, an ndarray or a lazy image (a volume model's
+        ``(Z, Y, X[, C])``).
+    region : tuple of slice
+        Rows and columns (slices, rows and columns of a volume), within the image.
     output : {"class", "proba"}, optional
 
     Returns
@@ -444,12 +546,13 @@ def predict_region(model, image, region, output="class"):
     >>> bool((predict_region(clf, image, region) == clf.predict(image)[region]).all())
     True
     """
-    shape = tuple(image.shape[:2])
+    ndim, blocks = _geometry(model)
+    shape = tuple(image.shape[:ndim])
     region = tuple(slice(*r.indices(n)) for r, n in zip(region, shape))
-    if any(r.stop <= r.start for r in region):
+    if len(region) != ndim or any(r.stop <= r.start for r in region):
         raise ValueError(f"region {region} holds no pixel of an image of shape {shape}")
-    aligned = tuple(slice(r.start - r.start % BLOCK, r.stop) for r in region)
-    window = _widen(aligned, shape, model_halo(model), BLOCK)
+    aligned = tuple(slice(r.start - r.start % b, r.stop) for r, b in zip(region, blocks[-1]))
+    window = _widen(aligned, shape, model_halo(model), blocks[-1])
     data = _read(image, window)
     values = model.predict(data) if output == "class" else model.predict_proba(data)
     return values[tuple(slice(r.start - w.start, r.stop - w.start)

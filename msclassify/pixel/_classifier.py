@@ -176,8 +176,9 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         in physical units on a pyramid of 1x2x2 or 2x2x2 blocks chosen from the
         spacing (`msclassify.features.VoxelGrid`; docs/volumes.md). Default
         None: 2D frames, and a ``(T, H, W)`` stack is a stack of frames (the
-        per-slice mode for thin or very anisotropic stacks). Volume models take
-        no ``semi_supervised`` and no ``cost_tradeoff="auto"`` yet.
+        per-slice mode for thin or very anisotropic stacks). With
+        ``cost_tradeoff="auto"`` a volume's scribbles are held out by labelled
+        slice (or by stroke on one). Volume models take no ``semi_supervised``.
 
     Attributes
     ----------
@@ -473,8 +474,12 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
             return booster
 
         if cost_tradeoff == "auto":
+            # A volume's scribbles are held out by labelled slice (or by stroke within one):
+            # its slices in z order hold its labelled voxels in the rows' order.
+            label_frames = [lab for _, lab in pairs] if spacing is None else \
+                [plane for _, lab in pairs for plane in lab if plane.any()]
             self.booster_, self.cost_tradeoff_, self.tradeoff_path_, self.tradeoff_reason_ = \
-                auto_tradeoff(fit_core, [lab for _, lab in pairs], scribbled_rows, classes, X, y,
+                auto_tradeoff(fit_core, label_frames, scribbled_rows, classes, X, y,
                               sample_weight, cost_weight, tolerance, bank.batch_costs(), bank.ids,
                               callback)
         else:
@@ -546,9 +551,6 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         if self.semi_supervised:
             raise ValueError("semi_supervised=True is for 2D frames; train a volume model "
                              "(spacing=...) without it")
-        if isinstance(self.cost_tradeoff, str):
-            raise ValueError("cost_tradeoff='auto' is for 2D frames; give a volume model "
-                             "(spacing=...) a number, e.g. cost_tradeoff=1e-3")
         return spacing
 
     def _check_semi_supervised_params(self):
@@ -634,6 +636,22 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
                                     levels.shape, output=output, classes=self.classes_,
                                     cost_map=cost_map, blocks=levels.blocks)
         return result.values, result
+
+    def prediction_bytes(self, shape, probabilities=False):
+        """Upper estimate of the bytes `predict` allocates for one frame (or volume) of
+        spatial ``shape`` (``probabilities``: `predict_proba`), besides the input itself.
+
+        Examples
+        --------
+        >>> image = np.zeros((16, 16)); labels = np.zeros((16, 16), np.uint8)
+        >>> labels[0], labels[8] = 1, 2
+        >>> clf = PixelClassifier("fast", n_estimators=2).fit(image, labels)
+        >>> clf.prediction_bytes((1000, 1000)) > 8 * 1000 * 1000
+        True
+        """
+        check_is_fitted(self, "booster_")
+        return frame_bytes(int(np.prod(shape, dtype=np.int64)), self.bank_.shares()[self._used],
+                           self.booster_.n_outputs, self.classes_.size, probabilities)
 
     def _booster_on_used_features(self):
         """The model with its features renumbered to the used ones (per-pixel reference)."""

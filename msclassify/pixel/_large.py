@@ -10,7 +10,7 @@ prediction in flight (docs/large_images.md, *Memory*).
 """
 
 from concurrent.futures import ThreadPoolExecutor
-from ._chunks import ChunkPlan, _read, feature_halos, predict_chunk
+from ._chunks import ChunkPlan, _read, feature_halos, model_plan, predict_chunk
 from .batch import _run_on_cluster, model_record
 
 __all__ = ["large_provenance", "predict_to_store"]
@@ -29,8 +29,8 @@ def large_provenance(model_file, image, chunks, probabilities):
     chunks : (int, int)
     probabilities : bool
     """
-    return {"model": model_record(model_file), "input": image.identity(), "chunks": [int(c) for c in chunks],
-            "probabilities": bool(probabilities)}
+    return {"model": model_record(model_file), "input": image.identity(),
+            "chunks": [int(c) for c in chunks], "probabilities": bool(probabilities)}
 
 
 def _outputs(probabilities):
@@ -80,8 +80,7 @@ def predict_to_store(model, image, writer, *, probabilities=False, client=None, 
     (4, 0)
     """
     groups = feature_halos(model)
-    plan = ChunkPlan(tuple(image.shape[:2]), writer.chunks,
-                     max((h for h, _ in groups), default=0)).check_chunks()
+    plan = model_plan(model, image.shape, writer.chunks, groups)
     if tuple(writer.shape) != plan.shape:
         raise ValueError(f"the writer is for a {writer.shape} image, this one is {plan.shape}")
     done = writer.completed() if completed is None else completed
@@ -89,6 +88,9 @@ def predict_to_store(model, image, writer, *, probabilities=False, client=None, 
     outputs = _outputs(probabilities)
     if client is None:
         return _here(model, image, plan, todo, writer, outputs, groups, on_chunk)
+    if model.bank_.grid is not None:
+        raise ValueError("a volume is predicted chunk by chunk in this process; leave out "
+                         "client (Dask clusters predict 2-D images)")
     if model_bytes is None:
         raise ValueError("predicting on a Dask cluster needs model_bytes (the model file's "
                          "content), which are shipped to the workers")
@@ -132,7 +134,7 @@ class _Window:
 
     def __init__(self, data, origin, shape):
         self.data, self.origin = data, origin
-        self.shape = tuple(shape) + data.shape[2:]
+        self.shape = tuple(shape) + data.shape[len(origin):]
 
     def __getitem__(self, window):
         return self.data[tuple(slice(w.start - o, w.stop - o)

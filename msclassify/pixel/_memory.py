@@ -62,9 +62,12 @@ def check_frame_memory(needed, shape):
     if needed > available:
         what = (f"{shape[1]}x{shape[0]} frame" if len(shape) == 2
                 else "x".join(map(str, shape)) + " (z, y, x) volume")
+        advice = LARGE_FRAME_ADVICE if len(shape) == 2 else (
+            "predict it chunk by chunk (msclassify.pixel.predict_chunks; on the command line "
+            "predict --axes ... --chunks N)")
         raise MemoryError(f"a {what} needs about {_size(needed)} to "
                           f"predict, but only {_size(available)} of memory is available: "
-                          f"{LARGE_FRAME_ADVICE}")
+                          f"{advice}")
 
 
 def _size(n_bytes):

@@ -248,6 +248,40 @@ def _scores(acc, level_offset, level_height, level_width, level_zshift, levels_u
                     init, height, r, n_outputs, out[r])
 
 
+@njit(inline="always")
+def _row_probabilities(row, n_outputs, out):
+    """``out`` (W, C) float32 from the raw scores ``row``: logistic for K = 1, else softmax."""
+    for x in range(out.shape[0]):
+        if n_outputs == 1:
+            p = 1.0 / (1.0 + np.exp(-row[x, 0]))
+            out[x, 0] = 1.0 - p
+            out[x, 1] = p
+        else:
+            top = row[x, 0]
+            for k in range(1, n_outputs):
+                top = max(top, row[x, k])
+            total = 0.0
+            for k in range(n_outputs):
+                row[x, k] = np.exp(row[x, k] - top)
+                total += row[x, k]
+            for k in range(n_outputs):
+                out[x, k] = row[x, k] / total
+
+
+@njit(inline="always")
+def _row_classes(row, n_outputs, classes, out):
+    """``out`` (W,) = ``classes[most probable]``: raw > 0 for K = 1, else the first argmax."""
+    for x in range(out.shape[0]):
+        if n_outputs == 1:
+            out[x] = classes[1] if row[x, 0] > 0 else classes[0]
+        else:
+            best = 0
+            for k in range(1, n_outputs):
+                if row[x, k] > row[x, best]:
+                    best = k
+            out[x] = classes[best]
+
+
 @njit(cache=True, parallel=True)
 def _probabilities(acc, level_offset, level_height, level_width, level_zshift, levels_used, init,
                    height, n_outputs, out):
@@ -256,21 +290,7 @@ def _probabilities(acc, level_offset, level_height, level_width, level_zshift, l
         row = np.empty((out.shape[1], n_outputs))
         _row_scores(acc, level_offset, level_height, level_width, level_zshift, levels_used,
                     init, height, y, n_outputs, row)
-        for x in range(out.shape[1]):
-            if n_outputs == 1:
-                p = 1.0 / (1.0 + np.exp(-row[x, 0]))
-                out[y, x, 0] = 1.0 - p
-                out[y, x, 1] = p
-            else:
-                top = row[x, 0]
-                for k in range(1, n_outputs):
-                    top = max(top, row[x, k])
-                total = 0.0
-                for k in range(n_outputs):
-                    row[x, k] = np.exp(row[x, k] - top)
-                    total += row[x, k]
-                for k in range(n_outputs):
-                    out[y, x, k] = row[x, k] / total
+        _row_probabilities(row, n_outputs, out[y])
 
 
 @njit(cache=True, parallel=True)
@@ -281,15 +301,20 @@ def _class_values(acc, level_offset, level_height, level_width, level_zshift, le
         row = np.empty((out.shape[1], n_outputs))
         _row_scores(acc, level_offset, level_height, level_width, level_zshift, levels_used,
                     init, height, y, n_outputs, row)
-        for x in range(out.shape[1]):
-            if n_outputs == 1:
-                out[y, x] = classes[1] if row[x, 0] > 0 else classes[0]
-            else:
-                best = 0
-                for k in range(1, n_outputs):
-                    if row[x, k] > row[x, best]:
-                        best = k
-                out[y, x] = classes[best]
+        _row_classes(row, n_outputs, classes, out[y])
+
+
+@njit(cache=True, parallel=True)
+def _classes_and_probabilities(acc, level_offset, level_height, level_width, level_zshift,
+                               levels_used, init, height, n_outputs, classes, labels, out):
+    """`_class_values` into ``labels`` and `_probabilities` into ``out`` from one pass over
+    the scores: the class decided on the raw scores, as alone (ties alike)."""
+    for y in prange(out.shape[0]):
+        row = np.empty((out.shape[1], n_outputs))
+        _row_scores(acc, level_offset, level_height, level_width, level_zshift, levels_used,
+                    init, height, y, n_outputs, row)
+        _row_classes(row, n_outputs, classes, labels[y])
+        _row_probabilities(row, n_outputs, out[y])
 
 
 def _node_levels(booster, feature_level, feature_slot):
@@ -365,7 +390,7 @@ def _check_inputs(booster, level_arrays, feature_level, feature_slot, shape, blo
     return feature_level, feature_slot, (depth, height, width), padded, zshift, start_level
 
 
-_OUTPUTS = ("raw", "proba", "class")
+_OUTPUTS = ("raw", "proba", "class", "class+proba")
 
 
 def predict_multiscale(booster, level_arrays, feature_level, feature_slot, shape, output="raw",
@@ -386,9 +411,10 @@ def predict_multiscale(booster, level_arrays, feature_level, feature_slot, shape
     shape : (int, int) or (int, int, int)
         ``(H, W)`` of the image (the arrays cover its padded extent), or ``(Z, H, W)``
         of a volume, whose level arrays are ``(d_L, h_L, w_L, k_L)``.
-    output : {"raw", "proba", "class"}, optional
-        Raw scores, class probabilities (binary or softmax models) or the most
-        probable class.
+    output : {"raw", "proba", "class", "class+proba"}, optional
+        Raw scores, class probabilities (binary or softmax models), the most
+        probable class, or both of the last two from one walk of the trees
+        (``values`` is then ``(classes, probabilities)``, each as alone).
     classes : ndarray, optional
         With ``output="class"``, the value to write for each class (default its
         index, as `label_dtype` of the indices: uint8 up to 256 classes); the
@@ -474,7 +500,13 @@ def predict_multiscale(booster, level_arrays, feature_level, feature_slot, shape
             raise ValueError(f"classes must hold one value per class ({n_classes}), got shape "
                              f"{classes.shape}")
         values = np.empty(shape, dtype=classes.dtype)
-        _class_values(*finish, classes, values.reshape(-1, width))
+        if output == "class":
+            _class_values(*finish, classes, values.reshape(-1, width))
+        else:
+            proba = np.empty(shape + (n_classes,), dtype=np.float32)
+            _classes_and_probabilities(*finish, classes, values.reshape(-1, width),
+                                       proba.reshape(-1, width, n_classes))
+            values = (values, proba)
     costs = None
     if cost_map:
         costs = np.empty(shape + (1,))

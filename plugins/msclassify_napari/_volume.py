@@ -1,0 +1,266 @@
+"""Volumes in napari: scribble on slices of a z-stack, train a 3D model with the voxel spacing,
+see the painted slice segmented at once, apply the model to the whole volume in the background.
+
+`VolumeJob` holds the logic (no Qt; tested without a viewer); `VolumeWidget` is the thin dock
+around it. The scribbles are a labels layer of the volume's shape: paint on any slice in
+napari's 2D view, including the orthogonal planes napari shows after "Transpose" or after
+rolling the dimensions (its axes order) - every scribbled voxel counts, whatever plane it was
+painted in. A live update retrains the quick model of the pixel-classifier dock
+(`ClassifierSettings.for_live_update`) and segments only the plane on screen, exactly as the
+whole volume would be (`msclassify.pixel.predict_region`); "Apply to volume" segments the
+volume chunk by chunk (`msclassify.pixel.predict_chunk`), each chunk shown as it is done, so
+a large volume never stalls the window and a stop keeps what is done.
+"""
+
+import numpy as np
+
+from ._controller import ClassifierSettings
+
+__all__ = ["VolumeJob", "VolumeWidget"]
+
+SCRIBBLES = "volume scribbles"
+SEGMENTATION = "volume segmentation"
+# Chunk side of "Apply to volume": a chunk's labels reach the screen as soon as it is done.
+APPLY_CHUNK = 64
+# Scribbled slices this far apart train on separate crops (`VolumeJob.train`).
+TRAIN_SLICES = 64
+
+
+class VolumeJob:
+    """One volume, its scribbles and a 3D model: train, segment a plane, segment it all.
+
+    Parameters
+    ----------
+    volume : array_like
+        ``(Z, Y, X)`` or ``(Z, Y, X, C)``.
+    spacing : tuple of 3 float
+        Voxel size ``(z, y, x)`` (napari: the image layer's ``scale``).
+    settings : ClassifierSettings, optional
+
+    Examples
+    --------
+    >>> volume = np.zeros((6, 24, 24)); volume[:, 8:16, 8:16] = 1
+    >>> scribbles = np.zeros(volume.shape, np.uint8)
+    >>> scribbles[3, :2], scribbles[3, 10:14, 10:14] = 1, 2
+    >>> job = VolumeJob(volume, (2, 1, 1), ClassifierSettings(features="fast", n_estimators=5))
+    >>> model = job.train(scribbles, live=True)
+    >>> int(job.segment_plane(0, 3)[12, 12]), int(job.segment_plane(2, 20)[3, 0])  # z 3, x 20
+    (2, 1)
+    """
+
+    def __init__(self, volume, spacing, settings=None):
+        self.volume = volume
+        self.spacing = tuple(float(s) for s in spacing)
+        self.settings = ClassifierSettings() if settings is None else settings
+        self.model = None
+
+    def train(self, scribbles, live=False):
+        """Fit a volume model on the scribbles (0 = unlabelled), the quick one if ``live``.
+
+        It trains on the slices around the scribbled ones (`msclassify.pixel.training_windows`:
+        the scribbled voxels' features are those of the whole volume), so a stroke on one
+        slice of a deep stack costs the features of a few slices, not of the stack.
+        """
+        from msclassify.pixel import training_windows
+        settings = self.settings.for_live_update() if live else self.settings
+        shape = np.shape(self.volume)[:3]
+        frames, label_frames = training_windows(self.volume, scribbles, settings.features,
+                                                chunks=(TRAIN_SLICES,) + shape[1:],
+                                                spacing=self.spacing)
+        model = settings.make_classifier().set_params(spacing=self.spacing)
+        self.model = model.fit(frames, label_frames)
+        return self.model
+
+    def segment_plane(self, axis, index):
+        """The labels of one plane (``index`` along spatial ``axis`` 0 = z, 1 = y, 2 = x),
+        equal to that plane of the whole volume's prediction."""
+        from msclassify.pixel import predict_region
+        region = [slice(None)] * 3
+        region[axis] = slice(int(index), int(index) + 1)
+        labels = predict_region(self.model, self.volume, tuple(region))
+        return np.take(labels, 0, axis=axis)
+
+    def segment_volume_steps(self, chunks=APPLY_CHUNK):
+        """Segment the whole volume chunk by chunk: yields ``(done, total, chunk, labels)``
+        (``chunk`` the chunk's slices); closing the generator stops after a chunk."""
+        from msclassify.pixel import feature_halos, model_halo, model_plan, predict_chunk
+        shape = np.shape(self.volume)[:3]
+        halo = model_halo(self.model)
+        plan = model_plan(self.model, shape, tuple(max(chunks, min(h, n))
+                                                   for h, n in zip(halo, shape)))
+        groups = feature_halos(self.model)
+        for done, index in enumerate(plan, start=1):
+            (labels,) = predict_chunk(self.model, self.volume, plan, index, groups=groups)
+            yield done, len(plan), plan.chunk(index), labels
+
+
+def _qt_widget_base():
+    from qtpy.QtWidgets import QWidget
+    return QWidget
+
+
+class VolumeWidget(_qt_widget_base()):
+    """Dock: scribble on slices of a volume, train a 3D model, segment (module docstring).
+
+    The last image layer of 3 or more dimensions is the volume (its last three axes z, y,
+    x; a colour or channel axis last is taken as channels when the layer is ``rgb``); the
+    spacing fields start at the layer's ``scale``.
+    """
+
+    def __init__(self, napari_viewer):
+        from qtpy.QtWidgets import (QCheckBox, QDoubleSpinBox, QHBoxLayout, QLabel, QPushButton,
+                                    QVBoxLayout)
+
+        super().__init__()
+        self.viewer = napari_viewer
+        self.spacing = [QDoubleSpinBox(decimals=4, minimum=1e-4, maximum=1e6, value=1.0)
+                        for _ in range(3)]
+        self.new_button = QPushButton("New scribbles")
+        self.train_button = QPushButton("Train")
+        self.live = QCheckBox("Live update (the plane on screen)")
+        self.apply_button = QPushButton("Apply to volume")
+        self.stop_button = QPushButton("Stop")
+        self.status = QLabel("")
+        layout = QVBoxLayout(self)
+        row = QHBoxLayout()
+        row.addWidget(QLabel("spacing z, y, x"))
+        for box in self.spacing:
+            row.addWidget(box)
+        layout.addLayout(row)
+        for widget in (self.new_button, self.train_button, self.live, self.apply_button,
+                       self.stop_button, self.status):
+            layout.addWidget(widget)
+        self.new_button.clicked.connect(self.new_scribbles)
+        self.train_button.clicked.connect(lambda: self.train(live=False))
+        self.apply_button.clicked.connect(self.apply)
+        self.stop_button.clicked.connect(self.stop)
+        self.settings = ClassifierSettings()     # the pixel-classifier dock's defaults
+        self.job, self.worker, self._pending = None, None, False
+
+    # -- layers ------------------------------------------------------------------------------
+    def _volume_layer(self):
+        from napari.layers import Image
+        images = [layer for layer in self.viewer.layers
+                  if isinstance(layer, Image) and layer.ndim >= 3]
+        if not images:
+            raise ValueError("open a volume first (an image layer of 3 dimensions: z, y, x)")
+        return images[-1]
+
+    def _volume(self):
+        layer = self._volume_layer()
+        data = layer.data
+        return data if layer.ndim == 3 else data[(0,) * (layer.ndim - 3)], layer
+
+    def new_scribbles(self):
+        """A labels layer of the volume's shape to paint on (class 1, 2, ...; 0 = unlabelled)."""
+        try:
+            volume, layer = self._volume()
+        except ValueError as exc:
+            self.status.setText(str(exc))
+            return None
+        for box, value in zip(self.spacing, layer.scale[-3:]):
+            box.setValue(float(value))
+        scribbles = self.viewer.add_labels(np.zeros(volume.shape[:3], np.uint8), name=SCRIBBLES,
+                                           scale=layer.scale[-3:])
+        scribbles.events.paint.connect(self._painted)
+        # The result layer now, not when the first plane is done: creating a volume-sized
+        # layer is napari's slowest step (docs/volumes.md), better here than in a live update.
+        self._segmentation(volume.shape[:3], np.uint8)
+        self.viewer.layers.selection.active = scribbles
+        scribbles.mode = "paint"
+        return scribbles
+
+    def _segmentation(self, shape, dtype):
+        if SEGMENTATION not in self.viewer.layers:
+            scale = self._volume_layer().scale[-3:]
+            self.viewer.add_labels(np.zeros(shape, dtype), name=SEGMENTATION, scale=scale,
+                                   opacity=0.5)
+        return self.viewer.layers[SEGMENTATION]
+
+    def _plane_on_screen(self):
+        """``(axis, index)`` of the plane the 2D view shows (the first axis not displayed)."""
+        axis = [a for a in range(self.viewer.dims.ndim) if a not in self.viewer.dims.displayed]
+        axis = axis[-1] - (self.viewer.dims.ndim - 3) if axis else 0
+        return axis, int(self.viewer.dims.current_step[axis + self.viewer.dims.ndim - 3])
+
+    # -- actions -----------------------------------------------------------------------------
+    def _start(self, function, *args, returned=None, yielded=None):
+        from napari.qt.threading import create_worker
+        worker = create_worker(function, *args)
+        if returned is not None:
+            worker.returned.connect(returned)
+        if yielded is not None:
+            worker.yielded.connect(yielded)
+        worker.errored.connect(lambda exc: self.status.setText(str(exc)))
+        worker.finished.connect(self._finished)
+        self.worker = worker
+        worker.start()
+
+    def _finished(self):
+        self.worker = None
+        if self._pending:                 # paint events that came meanwhile: one more update
+            self._pending = False
+            self.train(live=True)
+
+    def _painted(self, event=None):
+        if not self.live.isChecked():
+            return
+        if self.worker is not None:
+            self._pending = True
+            return
+        self.train(live=True)
+
+    def train(self, live=False):
+        """Train (the quick model if ``live``) on a worker thread, then segment the plane on
+        screen."""
+        if SCRIBBLES not in self.viewer.layers:
+            self.status.setText("make scribbles first (New scribbles) and paint two classes")
+            return
+        try:
+            volume, _ = self._volume()
+        except ValueError as exc:
+            self.status.setText(str(exc))
+            return
+        scribbles = np.array(self.viewer.layers[SCRIBBLES].data)     # a snapshot
+        spacing = tuple(box.value() for box in self.spacing)
+        if self.job is None or self.job.volume is not volume or self.job.spacing != spacing:
+            self.job = VolumeJob(volume, spacing, self.settings)
+        plane = self._plane_on_screen()
+        self.status.setText("training..." if not live else "updating...")
+
+        def run():
+            self.job.train(scribbles, live=live)
+            return plane, self.job.segment_plane(*plane)
+
+        self._start(run, returned=self._show_plane)
+
+    def _show_plane(self, result):
+        (axis, index), labels = result
+        layer = self._segmentation(np.shape(self.job.volume)[:3], labels.dtype)
+        key = [slice(None)] * 3
+        key[axis] = index
+        layer.data[tuple(key)] = labels
+        layer.refresh()
+        self.status.setText(f"segmented plane {index} along {'zyx'[axis]}; "
+                            f"{len(self.job.model.features_used_)} features")
+
+    def apply(self):
+        """Segment the whole volume in the background, chunk by chunk."""
+        if self.job is None or self.job.model is None:
+            self.status.setText("train first")
+            return
+        self._segmentation(np.shape(self.job.volume)[:3], self.job.model.classes_.dtype)
+        self._start(self.job.segment_volume_steps, yielded=self._show_chunk)
+
+    def _show_chunk(self, item):
+        done, total, chunk, labels = item
+        layer = self.viewer.layers[SEGMENTATION]
+        layer.data[chunk] = labels
+        axis, index = self._plane_on_screen()
+        if chunk[axis].start <= index < chunk[axis].stop or done == total:
+            layer.refresh()             # only a chunk on screen changes what is shown
+        self.status.setText(f"{done} of {total} chunks" + (" - done" if done == total else ""))
+
+    def stop(self):
+        if self.worker is not None:
+            self.worker.quit()

@@ -1,0 +1,83 @@
+"""The napari side of volumes: the job without Qt (train with the spacing, one plane equal to
+the whole prediction in any orientation, the whole volume chunk by chunk) and the dock in a
+real viewer (scribbles on a slice, Train, live update, Apply to volume)."""
+
+import numpy as np
+import pytest
+
+from msclassify_napari._controller import ClassifierSettings
+from msclassify_napari._volume import SCRIBBLES, SEGMENTATION, VolumeJob
+
+
+def _volume():
+    rng = np.random.default_rng(0)
+    volume = rng.normal(0.3, 0.05, (9, 40, 36)).astype(np.float32)
+    zz, yy, xx = np.indices(volume.shape)
+    volume[(zz - 4) ** 2 * 4 + (yy - 20) ** 2 + (xx - 17) ** 2 < 90] += 0.5
+    scribbles = np.zeros(volume.shape, np.uint8)
+    scribbles[4, :3] = 1
+    scribbles[4, 18:22, 15:19] = 2
+    return volume, scribbles
+
+
+SETTINGS = ClassifierSettings(features="fast", n_estimators=6)
+
+
+def test_job_segments_planes_and_the_volume_as_the_whole_prediction():
+    volume, scribbles = _volume()
+    job = VolumeJob(volume, (3, 1, 1), SETTINGS)
+    model = job.train(scribbles)
+    assert model.bank_.grid.spacing == (3.0, 1.0, 1.0)
+    whole = model.predict(volume)
+    assert set(np.unique(whole)) == {1, 2}
+    for axis, index in ((0, 4), (0, 8), (1, 19), (2, 0)):
+        assert np.array_equal(job.segment_plane(axis, index), np.take(whole, index, axis=axis))
+    out = np.zeros(volume.shape, np.uint8)
+    steps = list(job.segment_volume_steps(chunks=16))
+    assert steps[-1][0] == steps[-1][1] == len(steps) > 1
+    for _, _, chunk, labels in steps:
+        out[chunk] = labels
+    assert np.array_equal(out, whole)
+    live = job.train(scribbles, live=True)
+    assert live.n_estimators <= SETTINGS.n_estimators
+
+
+@pytest.mark.gui
+def test_dock_scribbles_trains_updates_and_applies_in_a_viewer(make_napari_viewer, qtbot):
+    from msclassify_napari._volume import VolumeWidget
+
+    volume, scribbles = _volume()
+    viewer = make_napari_viewer()
+    viewer.add_image(volume, name="stack", scale=(3, 1, 1))
+    dock = VolumeWidget(viewer)
+    viewer.window.add_dock_widget(dock)
+    layer = dock.new_scribbles()
+    assert [box.value() for box in dock.spacing] == [3.0, 1.0, 1.0]
+    assert layer.data.shape == volume.shape and viewer.dims.ndisplay == 2
+    layer.data = scribbles                                 # what painting slice 4 leaves
+    viewer.dims.set_current_step(0, 4)
+    dock.settings = SETTINGS
+    dock.train(live=False)
+    qtbot.waitUntil(lambda: dock.worker is None and SEGMENTATION in viewer.layers, timeout=120000)
+    model = dock.job.model
+    whole = model.predict(volume)
+    segmentation = viewer.layers[SEGMENTATION].data
+    assert np.array_equal(segmentation[4], whole[4])       # the plane on screen, at once
+    assert not segmentation[0].any()                       # ... and only that plane
+    # a live update on the plane painted: retrains the quick model
+    dock.live.setChecked(True)
+    layer.events.paint()
+    qtbot.waitUntil(lambda: dock.worker is None and dock.job.model is not model, timeout=120000)
+    assert dock.job.model.n_estimators <= 6
+    # an orthogonal plane: napari shows z and x with y on the slider after rolling the axes
+    viewer.dims.order = (1, 0, 2)
+    viewer.dims.set_current_step(1, 21)
+    dock.train(live=False)
+    qtbot.waitUntil(lambda: dock.worker is None and "along y" in dock.status.text(),
+                    timeout=120000)
+    assert np.array_equal(viewer.layers[SEGMENTATION].data[:, 21],
+                          dock.job.model.predict(volume)[:, 21])
+    dock.apply()
+    qtbot.waitUntil(lambda: dock.worker is None and "done" in dock.status.text(), timeout=120000)
+    assert np.array_equal(viewer.layers[SEGMENTATION].data, dock.job.model.predict(volume))
+    assert SCRIBBLES in viewer.layers
