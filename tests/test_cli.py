@@ -343,6 +343,22 @@ def test_an_existing_tiff_stack_is_not_overwritten(tmp_path, data, model, capsys
     assert stack.read_bytes() == b"keep me"
 
 
+@pytest.mark.parametrize("output, message", [
+    ("labels.tif", "names one TIFF file, but per-frame output is a folder"),
+    ("labels.h5", "an HDF5 file holds one large image predicted chunk by chunk"),
+    ("labels.h5:/seg", "an HDF5 file holds one large image predicted chunk by chunk"),
+])
+def test_per_frame_output_named_as_one_file_is_refused(tmp_path, data, model, capsys, output,
+                                                       message):
+    """-o labels.tif / labels.h5 without --chunks made a folder of that name full of TIFFs."""
+    folder, _ = data
+    target = tmp_path / output
+    assert main(["predict", str(model), str(folder / "frames.tif"), "-o", str(target),
+                 "-q"]) != 0
+    assert message in error_line(capsys)
+    assert not (tmp_path / output.split(":")[0]).exists()
+
+
 def test_predict_reads_folders_and_globs_of_images(tmp_path, data, model):
     _, frames = data
     images = tmp_path / "images"

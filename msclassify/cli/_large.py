@@ -26,8 +26,7 @@ def _check_options(args):
                                      ("--export", args.export != "labels"),
                                      ("--format", args.format not in ("tif", "tiff", "zarr")),
                                      ("--table", args.table is not None),
-                                     ("--axes", args.axes is not None),
-                                     ("--spacing", args.spacing is not None),
+                                     ("--spacing", args.spacing is not None and not args.axes),
                                      ("--per-slice", args.per_slice))
              if used]
     if given:

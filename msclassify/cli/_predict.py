@@ -1,6 +1,7 @@
 """``msclassify predict``: every frame of a video, stack or folder, resumable, here or on Dask."""
 
 import contextlib
+from pathlib import Path
 
 import numpy as np
 
@@ -127,6 +128,7 @@ def _cmd_predict(args):
     if model.bank_.grid is not None:
         raise CommandError(f"{args.model} is a volume model ({model.bank_.grid.describe()}); "
                            "name the input's axes with --axes (e.g. --axes zyx)")
+    _check_frames_output(args)
     with open_frames(args.input, as_gray=model.n_channels_ == 1) as source:
         channels = 1 if len(source.shape) == 2 else source.shape[2]
         try:
@@ -162,6 +164,22 @@ def _cmd_predict(args):
                     + (f" ({table['track'].max() + 1} tracks)" if "track" in table and len(table)
                        else ""))
             return status
+
+
+def _check_frames_output(args):
+    """CommandError when -o names one HDF5 or TIFF file: per-frame output is a folder."""
+    if args.output is None or args.format not in ("tif", "tiff"):
+        return
+    name = Path(str(args.output).split(":/", 1)[0])
+    if name.suffix.lower() in (".h5", ".hdf5", ".he5"):
+        raise CommandError(f"-o {args.output}: an HDF5 file holds one large image predicted "
+                           "chunk by chunk: add --chunks N (e.g. --chunks 1024) for a single "
+                           "image, or give -o a folder for one TIFF per frame")
+    if name.suffix.lower() in (".tif", ".tiff"):
+        raise CommandError(f"-o {args.output} names one TIFF file, but per-frame output is a "
+                           "folder of TIFFs: add --chunks N (e.g. --chunks 1024) for one tiled "
+                           "TIFF of a single image, --format tiff-stack for one multi-page TIFF "
+                           f"of all frames, or name a folder (e.g. -o {name.with_suffix('')})")
 
 
 def _destination(args):
