@@ -192,6 +192,9 @@ def main():
     parser.add_argument("--tmp", default=None, help="folder for the mosaics (default: a temp dir)")
     parser.add_argument("--quick", action="store_true",
                         help="--size 8192 --sizes 2048 4096 --chunks 1024 --rounds 1")
+    parser.add_argument("--workers-only", action="store_true",
+                        help="only in-process vs 1 vs 2 Dask workers on the last of --sizes with "
+                             "--chunk, --rounds times interleaved (results/large_workers.json)")
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -207,7 +210,8 @@ def main():
     try:
         model = folder / "em.msc"
         train_model(model)
-        sizes = sorted(set(args.sizes + [args.size, args.peer_size]))
+        sizes = [args.sizes[-1]] if args.workers_only else \
+            sorted(set(args.sizes + [args.size, args.peer_size]))
         built = {}
         for size in sizes:
             start = time.perf_counter()
@@ -228,6 +232,14 @@ def main():
             print(json.dumps(row), flush=True)
             return row
 
+        if args.workers_only:
+            for _ in range(args.rounds):
+                local = measure("chunked", args.sizes[-1], args.chunk)
+                for workers in (1, 2):
+                    dask = measure("dask", args.sizes[-1], args.chunk, workers)
+                    assert dask["checksum"] == local["checksum"], "Dask != in-process"
+            return _report(rows, "large_workers", {"numba_threads":
+                                                   os.environ.get("NUMBA_NUM_THREADS")})
         # The same pixels in memory and chunked, alternating.
         for size in args.sizes:
             for _ in range(args.rounds):
@@ -249,9 +261,7 @@ def main():
         measure("chunked", args.size, args.chunk)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    columns = ["method", "size", "megapixels", "chunks", "seconds", "mpixel_per_s",
-               "peak_rss_mb", "load_average"]
-    print_table(rows, columns)
+    _report(rows, None, {})
     ratios = throughput_ratios(rows)
     for chunks, values in ratios.items():
         print(f"chunked {chunks} / in memory, throughput on the same pixels: median "
@@ -261,6 +271,14 @@ def main():
         "image_bytes": args.size ** 2 * 2, "numba_threads": os.environ.get("NUMBA_NUM_THREADS"),
         "rows": rows, "throughput_ratios": ratios})
     _plot(rows, REPO / "docs" / ("large_images_quick.png" if args.quick else "large_images.png"))
+
+
+def _report(rows, name, extra):
+    """Print the table of ``rows``; write them to results/``name``.json when named."""
+    print_table(rows, ["method", "size", "megapixels", "chunks", "seconds", "mpixel_per_s",
+                       "peak_rss_mb", "load_average"])
+    if name is not None:
+        write_results(name, {**extra, "rows": rows})
 
 
 def throughput_ratios(rows):
