@@ -273,7 +273,7 @@ class LargeImageWidget(_qt_widget_base()):
         self._jobs = {}             # image path -> LargeImageJob
         self._model_file = None     # (path text, model) last loaded
         self._stop_requested = False
-        self._started = 0.0
+        self._started = self._progress_drawn = 0.0
 
     # -- the image, its job and its layers ------------------------------------------------------
 
@@ -416,7 +416,11 @@ class LargeImageWidget(_qt_widget_base()):
 
     def _on_training_progress(self, report):
         from ._controller import training_status
-        from ._widget import set_progress
+        from ._widget import PROGRESS_INTERVAL_S, set_progress
+        now = time.perf_counter()       # at most every PROGRESS_INTERVAL_S: a repaint each
+        if report.fraction < 1 and now - self._progress_drawn < PROGRESS_INTERVAL_S:
+            return
+        self._progress_drawn = now
         set_progress(self.progress, round(1000 * report.fraction), 1000,
                      f"training: {report.fraction:.0%}")
         if report.stage != "done":
