@@ -83,6 +83,11 @@ def test_a_store_made_by_another_model_is_not_resumed(tmp_path, model_and_image)
     with pytest.raises(OSError, match="made by something else"):
         LargeImageJob(other, str(path)).segment_whole(tmp_path / "out.zarr", chunks=64,
                                                       model_file=tmp_path / "b.msc")
+    from msclassify.cli import main          # the command line resumes the dock's store
+    assert main(["predict", str(tmp_path / "a.msc"), str(path), "-o", str(tmp_path / "out.zarr"),
+                 "--chunks", "64", "-q"]) == 0
+    written = zarr.open_group(str(tmp_path / "out.zarr"), mode="r")["labels/classes/0"][:]
+    assert np.array_equal(written, model.predict(image))
 
 
 def test_tiled_labels_index_like_numpy_and_store_only_painted_tiles():
