@@ -149,7 +149,7 @@ def main():
     parser.add_argument("--size", type=int, default=8192, help="side of the mosaic (>= 8192)")
     parser.add_argument("--tmp", help="folder for the mosaic and the store (kept; default a "
                                       "temporary folder)")
-    parser.add_argument("--strokes", type=int, default=6, help="strokes per class")
+    parser.add_argument("--strokes", type=int, default=10, help="strokes per class")
     parser.add_argument("--whole-limit", type=float, default=None,
                         help="stop Segment whole image after this many seconds")
     parser.add_argument("--idle-moves", type=int, default=15,
@@ -338,13 +338,11 @@ def main():
 
     if args.screenshot:
         import imageio.v3 as iio
-        for name in ("visible region",):
-            viewer.layers[name].visible = False
-        if finished:
-            viewer.layers["classes"].opacity = 0.45
-        viewer.scene.camera.center = (origin[0] + 500, origin[1] + 700)
-        viewer.scene.camera.zoom = 0.6
-        viewer.layers.selection.active = layer
+        viewer.layers["visible region"].visible = False
+        viewer.scene.camera.center = (origin[0] + 500, origin[1] + 450)   # the first strokes
+        viewer.scene.camera.zoom = 0.75
+        _settle(app, 10)
+        dock.scribble_here()
         _settle(app, 60)
         _close_toasts(app, viewer)
         _settle(app, 30)

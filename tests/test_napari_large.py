@@ -180,11 +180,11 @@ def test_scribble_train_and_segment_the_visible_region_in_a_real_window(
         qtbot.wait(30)
         assert (dock.job().scribbles[tuple(np.array(points).T)] == value).all()
     assert len(dock.job().scribbles.stored_tiles()) <= 4          # only painted tiles
-    with qtbot.waitSignal(dock.trained, timeout=120000):
+    with qtbot.waitSignal(dock.trained, timeout=300000):
         dock.train_button.click()
     viewer.scene.camera.zoom *= 2                        # a part of the image on screen
     qtbot.wait(50)
-    with qtbot.waitSignal(dock.region_shown, timeout=120000):
+    with qtbot.waitSignal(dock.region_shown, timeout=300000):
         dock.visible_button.click()
     result = viewer.layers["visible region"]
     top, left = (int(v) for v in result.translate)
@@ -197,6 +197,18 @@ def test_scribble_train_and_segment_the_visible_region_in_a_real_window(
     assert np.array_equal(result.data, api.predict(image)[region])
     assert viewer.layers.selection.active is layer              # painting goes on
     assert viewer.layers.index(result) < viewer.layers.index(layer)
+
+    dock.output_path.setText(str(tmp_path / "out.zarr"))         # the whole image, in the back
+    with qtbot.waitSignal(dock.whole_finished, timeout=300000,
+                          check_params_cb=lambda *_: True, raising=False) as blocker:
+        dock.whole_button.click()
+    assert blocker.signal_triggered, dock.status.text()
+    whole = viewer.layers["out.zarr classes"]
+    written = whole.data[0] if whole.multiscale else whole.data
+    assert np.array_equal(np.asarray(written), api.predict(image))
+    assert viewer.layers.index(whole) < viewer.layers.index(layer)
+    assert (tmp_path / "out.msc").exists()                       # the model that made it
+    assert dock.progress.value() == dock.progress.maximum() == 1     # one 1024² chunk
 
     dock.model_path.setText(str(tmp_path / "m.msc"))             # a model file replaces it
     api.save(tmp_path / "m.msc")

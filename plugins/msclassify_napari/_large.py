@@ -448,16 +448,22 @@ class LargeImageWidget(_qt_widget_base()):
             layer = self.viewer.layers["visible region"]
             layer.data = labels
         else:
-            layer = self.viewer.add_labels(labels, name="visible region", opacity=0.5)
-            scribbles = self._scribble_name()
-            if scribbles in self.viewer.layers:     # under the scribbles, which stay selected
-                self.viewer.layers.move(self.viewer.layers.index(layer),
-                                        self.viewer.layers.index(scribbles))
-                self.viewer.layers.selection.active = self.viewer.layers[scribbles]
+            layer = self._add_under_scribbles(labels, name="visible region")
         self._place(layer, offset)
         self.status.setText(f"segmented {labels.shape[0]}x{labels.shape[1]} pixels at "
                             f"{offset} in {time.perf_counter() - self._started:.1f} s")
         self.region_shown.emit()
+
+    def _add_under_scribbles(self, data, **kwargs):
+        """A result Labels layer (half opaque) right under the scribbles, which stay selected
+        so that painting goes on."""
+        layer = self.viewer.add_labels(data, opacity=0.5, **kwargs)
+        scribbles = self._scribble_name()
+        if scribbles in self.viewer.layers:
+            self.viewer.layers.move(self.viewer.layers.index(layer),
+                                    self.viewer.layers.index(scribbles))
+            self.viewer.layers.selection.active = self.viewer.layers[scribbles]
+        return layer
 
     def segment_whole(self):
         """Segment every chunk into the output store in a worker thread (resumes a store of
@@ -504,8 +510,9 @@ class LargeImageWidget(_qt_widget_base()):
             return
         self.status.setText(f"done: {output}")
         for data, kwargs, _ in read_ome_zarr(Path(output) / "labels" / "classes"):
-            self.viewer.add_labels(data, **{k: v for k, v in kwargs.items()
-                                            if k in ("name", "multiscale")})
+            self._place(self._add_under_scribbles(
+                data, name=f"{Path(output).name} classes", multiscale=kwargs["multiscale"]),
+                (0, 0))
         self.whole_finished.emit(output)
 
     def stop(self):
