@@ -222,6 +222,9 @@ class LargeImageWidget(_qt_widget_base()):
                                     QProgressBar, QPushButton, QSpinBox, QVBoxLayout)
 
         from msclassify.features import PRESETS
+        # the classifier's libraries are imported here, on docking, not by the first Train's
+        # worker: an import holds the GIL, and the window stalled 0.9 s (load 15) meanwhile
+        from msclassify.pixel import PixelClassifier  # noqa: F401
 
         super().__init__()
         self.viewer = napari_viewer
