@@ -130,8 +130,9 @@ def stall_while(app, monitor, seconds):
     return monitor.longest_gap()[0]
 
 
-def until_signal(app, monitor, signal, action, timeout=3600):
-    """Run ``action`` and process events until ``signal`` fires; (seconds, longest stall)."""
+def until_signal(app, monitor, dock, signal, action, timeout=3600):
+    """Run ``action`` and process events until ``signal`` fires and ``dock``'s worker has
+    finished; (seconds to the signal, longest stall)."""
     from napari_session import wait_until
     fired = []
     connection = signal.connect(lambda *_: fired.append(time.perf_counter()))
@@ -140,6 +141,7 @@ def until_signal(app, monitor, signal, action, timeout=3600):
     action()
     wait_until(lambda: bool(fired), timeout)
     _settle(app, 5)
+    wait_until(lambda: dock.worker is None, 60)          # its buttons enabled again
     signal.disconnect(connection)
     return fired[0] - start, monitor.longest_gap()[0]
 
@@ -257,14 +259,14 @@ def main():
     rows[-2].update(scribbled_px=int((stored[region] > 0).sum()),
                     stored_mb=stored.nbytes_stored / 1e6)
 
-    seconds, stall = until_signal(app, monitor, dock.trained, dock.train_button.click)
+    seconds, stall = until_signal(app, monitor, dock, dock.trained, dock.train_button.click)
     model = dock.job().model
     row("Train (crops around the scribbles)", seconds=seconds, stall_s=stall,
         features_used=len(model.features_used_), trees=model.booster_.n_trees)
 
     viewer.layers.selection.active = viewer.layers[0]
     clicked = time.perf_counter()
-    seconds, stall = until_signal(app, monitor, dock.region_shown, dock.visible_button.click)
+    seconds, stall = until_signal(app, monitor, dock, dock.region_shown, dock.visible_button.click)
     shown = clicked + seconds
     wait_until(lambda: paints.first_after(shown) is not None, 30)
     result = viewer.layers["visible region"]
@@ -280,7 +282,7 @@ def main():
     viewer.scene.camera.center = np.asarray(viewer.scene.camera.center) + 150
     _settle(app, 20)
     clicked = time.perf_counter()
-    seconds, stall = until_signal(app, monitor, dock.region_shown, dock.visible_button.click)
+    seconds, stall = until_signal(app, monitor, dock, dock.region_shown, dock.visible_button.click)
     wait_until(lambda: paints.first_after(clicked + seconds) is not None, 30)
     row("Segment visible region (again, after a pan)",
         seconds=paints.first_after(clicked + seconds)[1] - clicked, stall_s=stall)

@@ -182,6 +182,7 @@ def test_scribble_train_and_segment_the_visible_region_in_a_real_window(
     assert len(dock.job().scribbles.stored_tiles()) <= 4          # only painted tiles
     with qtbot.waitSignal(dock.trained, timeout=300000):
         dock.train_button.click()
+    qtbot.waitUntil(lambda: dock.worker is None)         # buttons enabled again
     viewer.scene.camera.zoom *= 2                        # a part of the image on screen
     qtbot.wait(50)
     with qtbot.waitSignal(dock.region_shown, timeout=300000):
@@ -198,6 +199,7 @@ def test_scribble_train_and_segment_the_visible_region_in_a_real_window(
     assert viewer.layers.selection.active is layer              # painting goes on
     assert viewer.layers.index(result) < viewer.layers.index(layer)
 
+    qtbot.waitUntil(lambda: dock.worker is None)
     dock.output_path.setText(str(tmp_path / "out.zarr"))         # the whole image, in the back
     with qtbot.waitSignal(dock.whole_finished, timeout=300000,
                           check_params_cb=lambda *_: True, raising=False) as blocker:
