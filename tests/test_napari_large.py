@@ -1,12 +1,18 @@
-"""The napari side of large images: the OME-Zarr reader, the job without Qt (visible region,
-whole image with progress, stop and resume) and the dock in a viewer."""
+"""The napari side of large images: the OME-Zarr reader, the scribble store, the job without Qt
+(train around the scribbles, visible region, whole image with progress, stop and resume) and
+the dock in a real window (xvfb-run): mouse strokes -> Train -> Segment visible region.
+
+Run: ``xvfb-run -a python -m pytest tests/test_napari_large.py``.
+"""
 
 import numpy as np
 import pytest
 import zarr
 
-from msclassify import PixelClassifier
+from msclassify import PixelClassifier, load_model
+from msclassify.pixel import predict_region, training_windows
 from msclassify_napari._large import LargeImageJob, get_zarr_reader, read_ome_zarr
+from msclassify_napari._tiled_labels import TiledLabels
 
 
 @pytest.fixture(scope="module")
@@ -56,11 +62,76 @@ def test_job_segments_the_visible_region_and_stops_and_resumes(tmp_path, model_a
     assert not job.segment_whole(tmp_path / "out.zarr", chunks=64,
                                  on_progress=lambda *p: seen.append(p),
                                  should_stop=lambda: len(seen) >= 3)
-    assert [p[:2] for p in seen] == [(1, 25), (2, 25), (3, 25)] and seen[-1][2] > 0
-    steps = list(job.segment_whole_steps(tmp_path / "out.zarr", chunks=64))
-    assert steps[0][0] == 4 and steps[-1] == ("finished", str(tmp_path / "out.zarr"))
+    assert seen == [(1, 25), (2, 25), (3, 25)]
+    assert job.segment_whole(tmp_path / "out.zarr", chunks=64,
+                             on_progress=lambda *p: seen.append(p))
+    assert seen[3] == (4, 25) and seen[-1] == (25, 25) and len(seen) == 25   # resumed
     written = zarr.open_group(str(tmp_path / "out.zarr"), mode="r")["labels/classes/0"][:]
     assert np.array_equal(written, model.predict(image))
+
+
+def test_a_store_made_by_another_model_is_not_resumed(tmp_path, model_and_image):
+    model, image = model_and_image
+    path = _ome(tmp_path / "image.zarr", image)
+    model.save(tmp_path / "a.msc")
+    job = LargeImageJob(model, str(path))
+    assert not job.segment_whole(tmp_path / "out.zarr", chunks=64, model_file=tmp_path / "a.msc",
+                                 should_stop=lambda: True)
+    other = PixelClassifier("fast", n_estimators=3, random_state=1).fit(
+        image, model.predict(image)[:, :] * (np.arange(260) % 7 == 0))
+    other.save(tmp_path / "b.msc")
+    with pytest.raises(OSError, match="made by something else"):
+        LargeImageJob(other, str(path)).segment_whole(tmp_path / "out.zarr", chunks=64,
+                                                      model_file=tmp_path / "b.msc")
+    from msclassify.cli import main          # the command line resumes the dock's store
+    assert main(["predict", str(tmp_path / "a.msc"), str(path), "-o", str(tmp_path / "out.zarr"),
+                 "--chunks", "64", "-q"]) == 0
+    written = zarr.open_group(str(tmp_path / "out.zarr"), mode="r")["labels/classes/0"][:]
+    assert np.array_equal(written, model.predict(image))
+
+
+def test_tiled_labels_index_like_numpy_and_store_only_painted_tiles():
+    rng = np.random.default_rng(1)
+    reference = np.zeros((300, 230), np.uint8)
+    labels = TiledLabels(reference.shape, tile=32)
+    for _ in range(60):
+        (y0, y1), (x0, x1) = np.sort(rng.integers(0, 300, 2)), np.sort(rng.integers(0, 230, 2))
+        value = rng.integers(0, 4)
+        reference[y0:y1, x0:x1] = value
+        labels[y0:y1, x0:x1] = value
+        ys, xs, values = rng.integers(-300, 300, 9), rng.integers(-230, 230, 9), \
+            rng.integers(0, 4, 9)
+        reference[ys, xs] = values
+        labels[(ys, xs)] = values
+        assert np.array_equal(labels[(ys, xs)], reference[ys, xs])
+    assert np.array_equal(np.asarray(labels), reference)
+    view = labels.window((slice(100, 260), slice(-100, None)))
+    assert view.shape == (160, 100) and np.array_equal(np.asarray(view), reference[100:260, 130:])
+    view[3, 4:9] = 5
+    reference[103, 134:139] = 5
+    assert view[3, 4] == 5 and np.array_equal(np.asarray(labels), reference)
+    snapshot = labels.copy()
+    labels[0, 0] = 7
+    assert snapshot[0, 0] == reference[0, 0]
+    fresh = TiledLabels((40000, 40000))
+    fresh[39990:39995, 100] = 2
+    fresh[0:10, 0:10] = 0                         # erasing nothing stores nothing
+    assert fresh.stored_tiles() == [(156, 0)] and fresh.nbytes_stored == 256 * 256
+    with pytest.raises(IndexError):
+        fresh[::2, :]
+
+
+def test_job_trains_around_the_scribbles_as_the_api_does(model_and_image):
+    _, image = model_and_image
+    job = LargeImageJob(None, image)
+    job.scribbles[3:8, 3:250] = 1
+    job.scribbles[120:140, 80:110] = 2
+    trained = job.train("fast", n_estimators=5)
+    frames, labels = training_windows(image, np.asarray(job.scribbles), "fast")
+    api = PixelClassifier("fast", n_estimators=5, random_state=0).fit(frames, labels)
+    region = (slice(100, 200), slice(50, 150))
+    assert np.array_equal(job.segment_region(region)[0], predict_region(api, image, region))
+    assert trained is job.model
 
 
 @pytest.mark.gui
@@ -81,3 +152,67 @@ def test_dock_segments_the_visible_region_in_a_viewer(make_napari_viewer, qtbot,
     top, left = (int(v) for v in layer.translate)
     h, w = layer.data.shape
     assert np.array_equal(layer.data, model.predict(image)[top:top + h, left:left + w])
+
+
+@pytest.mark.gui
+def test_scribble_train_and_segment_the_visible_region_in_a_real_window(
+        make_napari_viewer, qtbot, tmp_path, model_and_image):
+    """Mouse strokes on a multiscale OME-Zarr -> Train -> Segment visible region: the result
+    layer is what the API gives from the same scribbles, on the region on screen."""
+    from benchmarks.napari_session import stroke
+    from msclassify_napari._large import LargeImageWidget
+
+    _, image = model_and_image
+    viewer = make_napari_viewer(show=True)
+    for data, kwargs, _ in read_ome_zarr(_ome(tmp_path / "image.zarr", image)):
+        viewer.add_image(data, **kwargs)
+    dock = LargeImageWidget(viewer)
+    viewer.window.add_dock_widget(dock)
+    dock.features_combo.setCurrentText("fast")
+    dock.scribble_here()
+    layer = viewer.layers["image scribbles"]
+    assert layer.data.origin == (0, 0) and layer.data.shape == image.shape   # all on screen
+    layer.brush_size = 5
+    for value, points in ((1, [(15, x) for x in range(20, 240, 10)]),
+                          (2, [(150, x) for x in range(60, 170, 10)])):
+        dock.class_spin.setValue(value)
+        stroke(viewer, points)
+        qtbot.wait(30)
+        assert (dock.job().scribbles[tuple(np.array(points).T)] == value).all()
+    assert len(dock.job().scribbles.stored_tiles()) <= 4          # only painted tiles
+    with qtbot.waitSignal(dock.trained, timeout=300000):
+        dock.train_button.click()
+    qtbot.waitUntil(lambda: dock.worker is None)         # buttons enabled again
+    viewer.scene.camera.zoom *= 2                        # a part of the image on screen
+    qtbot.wait(50)
+    with qtbot.waitSignal(dock.region_shown, timeout=300000):
+        dock.visible_button.click()
+    result = viewer.layers["visible region"]
+    top, left = (int(v) for v in result.translate)
+    h, w = result.data.shape
+    assert 0 < h * w < image.size
+    scribbles = np.asarray(dock.job().scribbles)
+    api = PixelClassifier("fast", random_state=0).fit(*training_windows(image, scribbles, "fast"))
+    region = (slice(top, top + h), slice(left, left + w))
+    assert np.array_equal(result.data, predict_region(api, image, region))
+    assert np.array_equal(result.data, api.predict(image)[region])
+    assert viewer.layers.selection.active is layer              # painting goes on
+    assert viewer.layers.index(result) < viewer.layers.index(layer)
+
+    qtbot.waitUntil(lambda: dock.worker is None)
+    dock.output_path.setText(str(tmp_path / "out.zarr"))         # the whole image, in the back
+    with qtbot.waitSignal(dock.whole_finished, timeout=300000,
+                          check_params_cb=lambda *_: True, raising=False) as blocker:
+        dock.whole_button.click()
+    assert blocker.signal_triggered, dock.status.text()
+    whole = viewer.layers["out.zarr classes"]
+    written = whole.data[0] if whole.multiscale else whole.data
+    assert np.array_equal(np.asarray(written), api.predict(image))
+    assert viewer.layers.index(whole) < viewer.layers.index(layer)
+    assert (tmp_path / "out.msc").exists()                       # the model that made it
+    assert dock.progress.value() == dock.progress.maximum() == 1     # one 1024² chunk
+
+    dock.model_path.setText(str(tmp_path / "m.msc"))             # a model file replaces it
+    api.save(tmp_path / "m.msc")
+    assert np.array_equal(dock.job().model.predict(image), load_model(tmp_path / "m.msc")
+                          .predict(image))

@@ -1,24 +1,31 @@
-"""Large images in napari: an OME-Zarr opened as a multiscale layer, the region on screen
-segmented for fast feedback, and the whole image segmented in the background into an
-OME-Zarr store, with progress and ETA, never holding the image in memory.
+"""Large images in napari: an OME-Zarr opened as a multiscale layer, scribbled on and trained
+on around the scribbles only, the region on screen segmented for fast feedback, and the whole
+image segmented in the background into an OME-Zarr store, with progress and ETA, never holding
+the image in memory.
 
 `LargeImageJob` holds the logic (no Qt; tested without a viewer); `LargeImageWidget` is
 the thin dock around it. The reader (`get_zarr_reader`) gives napari every level of an
 OME-Zarr (NGFF 0.4 / 0.5) image, so it shows the coarse level when zoomed out and reads
-only the chunks on screen.
+only the chunks on screen. napari does not paint on multiscale layers, so the scribbles
+live in a `TiledLabels` of the image's size (only painted tiles are stored) and napari
+paints in a window of it over the region on screen ("Scribble here").
 """
 
-import queue
-import threading
 import time
 from pathlib import Path
 
 import numpy as np
+from qtpy.QtCore import Signal
 
 from msclassify.io import open_image
 
+from ._tiled_labels import TiledLabels
+
 __all__ = ["LargeImageJob", "LargeImageWidget", "get_zarr_reader", "read_ome_zarr"]
 
+# The longest side of a region napari paints in or "Segment visible region" predicts: the
+# centre of the view when more is on screen (a Labels layer of 2048² redraws in ~0.1 s).
+REGION_SIDE = 2048
 
 def _multiscales(path):
     import zarr
@@ -70,22 +77,29 @@ class _Stopped(Exception):
 
 
 class LargeImageJob:
-    """One large image and one model: segment a region now, or the whole image into a store.
+    """One large image, its scribbles and its model: train around the scribbles, segment a
+    region now, or the whole image into a store.
 
     Parameters
     ----------
-    model : PixelClassifier
+    model : PixelClassifier or None
+        None until one is trained (`train`) or given.
     image : str or array_like
         A path `msclassify.io.open_image` opens (OME-Zarr, zarr, ``file.h5:/path``,
         TIFF) or an array (lazy or not), ``(H, W[, C])``.
 
+    Attributes
+    ----------
+    scribbles : TiledLabels
+        The image's scribbles (0 unlabelled, 1, 2, ... classes), stored per painted tile.
+
     Examples
     --------
     >>> import numpy as np
-    >>> from msclassify import PixelClassifier
     >>> image = np.eye(64)
-    >>> model = PixelClassifier("fast", n_estimators=2).fit(image, image.astype(int) + 1)
-    >>> job = LargeImageJob(model, image)
+    >>> job = LargeImageJob(None, image)
+    >>> job.scribbles[0, :] = 1; job.scribbles[5:9, 5:9] = 2
+    >>> model = job.train("fast", n_estimators=2)
     >>> job.visible_region([[-40, 10], [60, 500]])      # corners on screen, clipped
     (slice(0, 61, None), slice(10, 64, None))
     """
@@ -93,26 +107,53 @@ class LargeImageJob:
     def __init__(self, model, image):
         self.model = model
         self.image = open_image(image) if isinstance(image, (str, Path)) else image
+        self.scribbles = TiledLabels(self.image.shape[:2])
 
-    def visible_region(self, corner_pixels):
-        """The image region napari shows: ``layer.corner_pixels`` (level 0 data
-        coordinates of the top-left and bottom-right corners, last two axes y, x),
-        clipped to the image."""
-        corners = np.asarray(corner_pixels)[:, -2:]
-        return tuple(slice(int(max(low, 0)), int(min(high + 1, size)))
-                     for low, high, size in zip(corners[0], corners[1], self.image.shape[:2]))
+    def visible_region(self, corners, max_side=None):
+        """The image region between ``corners`` (level-0 data coordinates of the top-left and
+        bottom-right pixels on screen, last two axes y, x), clipped to the image and, with
+        ``max_side``, to that many pixels a side around the centre."""
+        corners = np.asarray(corners, float)[:, -2:]
+        region = []
+        for low, high, size in zip(corners[0], corners[1], self.image.shape[:2]):
+            low, high = int(max(np.floor(low), 0)), int(min(np.floor(high) + 1, size))
+            if max_side is not None and high - low > max_side:
+                low = min(max((low + high - max_side) // 2, 0), size - max_side)
+                high = low + max_side
+            region.append(slice(low, max(high, low)))
+        return tuple(region)
+
+    def train(self, features="default", progress=None, **params):
+        """Fit a `PixelClassifier` on crops around the scribbles (`training_windows`), make it
+        this job's model and return it. ``params`` go to `PixelClassifier`
+        (``random_state`` 0 unless given); ``progress`` to its ``fit``."""
+        from msclassify import PixelClassifier
+        from msclassify.pixel import training_windows
+
+        frames, labels = training_windows(self.image, self.scribbles.copy(), features)
+        model = PixelClassifier(features, **{"random_state": 0, **params})
+        self.model = model.fit(frames, labels, progress=progress)
+        return self.model
+
+    def _model(self):
+        if self.model is None:
+            raise ValueError("there is no model yet: scribble and press Train, or load a "
+                             "model file (*.msc)")
+        return self.model
 
     def segment_region(self, region):
         """``(labels, (top, left))`` of the region: what `predict_region` gives, and where."""
         from msclassify.pixel import predict_region
-        labels = predict_region(self.model, self.image, region)
+        labels = predict_region(self._model(), self.image, region)
         return labels, (region[0].start, region[1].start)
 
-    def segment_whole(self, output, chunks=1024, probabilities=False, on_progress=None,
-                      should_stop=None):
+    def segment_whole(self, output, chunks=1024, probabilities=False, model_file=None,
+                      on_progress=None, should_stop=None):
         """Segment every chunk into the OME-Zarr store ``output`` (resumed if it holds this
-        job); ``on_progress(done, total, eta_seconds)`` after each chunk; a true
-        ``should_stop()`` stops after the current chunk (the finished ones stay).
+        job); ``on_progress(done, total)`` after each chunk; a true ``should_stop()`` stops
+        after the current chunk (the finished ones stay). With ``model_file`` (the model
+        saved) and a lazy image, the store records what made it and refuses to be resumed
+        by another model or image.
 
         Returns
         -------
@@ -120,61 +161,35 @@ class LargeImageJob:
             True if the whole image is done, False if stopped.
         """
         from msclassify.io import ChunkedLabelWriter
-        from msclassify.pixel import label_dtype, predict_to_store
+        from msclassify.pixel import label_dtype, large_provenance, predict_to_store
 
-        classes = np.asarray(self.model.classes_)
+        model = self._model()
+        classes = np.asarray(model.classes_)
         size = (min(chunks, self.image.shape[0]), min(chunks, self.image.shape[1]))
+        provenance = None
+        if model_file is not None and hasattr(self.image, "identity"):
+            provenance = large_provenance(model_file, self.image, size, probabilities)
         writer = ChunkedLabelWriter(output, self.image.shape[:2], size, classes,
                                     dtype=label_dtype(classes),
-                                    n_classes=classes.size if probabilities else None)
+                                    n_classes=classes.size if probabilities else None,
+                                    provenance=provenance)
         total = writer.grid[0] * writer.grid[1]
         done = len(writer.completed())
-        start, first = time.perf_counter(), done
 
         def on_chunk(index):
             nonlocal done
             done += 1
-            rate = (done - first) / max(time.perf_counter() - start, 1e-9)
             if on_progress is not None:
-                on_progress(done, total, (total - done) / rate)
+                on_progress(done, total)
             if should_stop is not None and should_stop() and done < total:
                 raise _Stopped
 
         try:
-            predict_to_store(self.model, self.image, writer, probabilities=probabilities,
+            predict_to_store(model, self.image, writer, probabilities=probabilities,
                              on_chunk=on_chunk)
         except _Stopped:
             return False
         return True
-
-    def segment_whole_steps(self, output, chunks=1024, probabilities=False):
-        """`segment_whole` as a generator of ``(done, total, eta_seconds)``, for napari's
-        ``create_worker``: closing the generator (``worker.quit()``) stops the run after
-        the current chunk. The last item is ``("finished", output)``."""
-        updates = queue.Queue()
-        stop = threading.Event()
-
-        def run():
-            try:
-                finished = self.segment_whole(output, chunks, probabilities,
-                                              lambda *p: updates.put(p), stop.is_set)
-                updates.put(("finished" if finished else "stopped", str(output)))
-            except BaseException as exc:       # re-raised in the generator's thread
-                updates.put(("error", exc))
-
-        thread = threading.Thread(target=run, daemon=True)
-        thread.start()
-        try:
-            while True:
-                item = updates.get()
-                if item[0] == "error":
-                    raise item[1]
-                yield item
-                if item[0] in ("finished", "stopped"):
-                    return
-        finally:
-            stop.set()
-            thread.join()
 
 
 def _qt_widget_base():
@@ -183,34 +198,87 @@ def _qt_widget_base():
 
 
 class LargeImageWidget(_qt_widget_base()):
-    """Dock: segment the region on screen, or the whole image into an OME-Zarr store.
+    """Dock: scribble on a large image, train around the scribbles, segment the region on
+    screen, or the whole image into an OME-Zarr store.
 
-    Pick the model file and the image layer (opened from an OME-Zarr, zarr, HDF5 or TIFF
-    path); "Segment visible region" shows the result as a labels layer over the view,
-    "Segment whole image" runs in the background with progress and ETA and opens the
-    written labels as a multiscale layer when done.
+    Choose the image layer (opened from an OME-Zarr, zarr, HDF5 or TIFF path), press
+    "Scribble here" and paint (classes 1, 2, ...) in the region on screen, press Train
+    (or give a model file); "Segment visible region" shows the result as a labels layer
+    over the view, "Segment whole image" runs in the background with progress and ETA
+    and opens the written labels as a multiscale layer when done. Everything that reads
+    or computes runs in napari worker threads.
     """
 
+    # emitted from worker threads, handled on the GUI thread (queued)
+    chunk_done = Signal(int, int)
+    training_progressed = Signal(object)
+    # the GUI thread finished showing a result / a model / a whole-image run
+    region_shown = Signal()
+    trained = Signal()
+    whole_finished = Signal(str)
+
     def __init__(self, napari_viewer):
-        from qtpy.QtWidgets import QLabel, QLineEdit, QPushButton, QVBoxLayout
+        from qtpy.QtWidgets import (QComboBox, QFormLayout, QHBoxLayout, QLabel, QLineEdit,
+                                    QProgressBar, QPushButton, QSpinBox, QVBoxLayout)
+
+        from msclassify.features import PRESETS
+        # the classifier's libraries are imported here, on docking, not by the first Train's
+        # worker: an import holds the GIL, and the window stalled 0.9 s (load 15) meanwhile
+        from msclassify.pixel import PixelClassifier  # noqa: F401
 
         super().__init__()
         self.viewer = napari_viewer
-        self.model_path = QLineEdit(placeholderText="model file (*.msc)")
+        self.scribble_button = QPushButton("Scribble here")
+        self.scribble_button.setToolTip(
+            "Paint scribbles over the region on screen (at most "
+            f"{REGION_SIDE}x{REGION_SIDE} full-resolution pixels); press again after moving "
+            "the view to scribble elsewhere. Every scribble is kept.")
+        self.class_spin = QSpinBox(minimum=1, maximum=255, value=1)
+        self.class_spin.setToolTip("The class the brush paints (1, 2, ...; 0 erases)")
+        self.features_combo = QComboBox()
+        self.features_combo.addItems(list(PRESETS))
+        self.features_combo.setCurrentText("default")
+        self.train_button = QPushButton("Train")
+        self.model_path = QLineEdit(placeholderText="or a model file (*.msc)")
         self.output_path = QLineEdit(placeholderText="output store (*.zarr)")
         self.visible_button = QPushButton("Segment visible region")
         self.whole_button = QPushButton("Segment whole image")
-        self.stop_button = QPushButton("Stop")
-        self.status = QLabel("")
+        self.stop_button = QPushButton("Stop", enabled=False)
+        self.progress = QProgressBar(textVisible=True)
+        self.status = QLabel("", wordWrap=True)
         layout = QVBoxLayout(self)
-        for widget in (self.model_path, self.visible_button, self.output_path, self.whole_button,
-                       self.stop_button, self.status):
+        form = QFormLayout()
+        scribble_row = QHBoxLayout()
+        scribble_row.addWidget(self.scribble_button)
+        scribble_row.addWidget(QLabel("class"))
+        scribble_row.addWidget(self.class_spin)
+        form.addRow(scribble_row)
+        train_row = QHBoxLayout()
+        train_row.addWidget(self.train_button)
+        train_row.addWidget(QLabel("features"))
+        train_row.addWidget(self.features_combo)
+        form.addRow(train_row)
+        form.addRow("Model", self.model_path)
+        layout.addLayout(form)
+        for widget in (self.visible_button, self.output_path, self.whole_button,
+                       self.stop_button, self.progress, self.status):
             layout.addWidget(widget)
+        layout.addStretch(1)
+        self.scribble_button.clicked.connect(self.scribble_here)
+        self.class_spin.valueChanged.connect(self._select_class)
+        self.train_button.clicked.connect(self.train)
         self.visible_button.clicked.connect(self.segment_visible)
         self.whole_button.clicked.connect(self.segment_whole)
         self.stop_button.clicked.connect(self.stop)
+        self.chunk_done.connect(self._on_chunk)
+        self.training_progressed.connect(self._on_training_progress)
         self.worker = None
-        self._job = None
+        self._jobs = {}             # image path -> LargeImageJob
+        self._model_file = None     # (path text, model) last loaded
+        self._stop_requested = False
+        self._started = self._progress_drawn = 0.0
+
+    # -- the image, its job and its layers ------------------------------------------------------
 
     def _image_layer(self):
         from napari.layers import Image
@@ -223,70 +291,233 @@ class LargeImageWidget(_qt_widget_base()):
         return images[-1]
 
     def job(self):
-        """The `LargeImageJob` of the image layer and the model file (loaded once)."""
+        """The `LargeImageJob` of the image layer; its model is the one trained here, or the
+        model file's when one is given (loaded once)."""
         from msclassify.pixel import load_pixel_model
 
         layer = self._image_layer()
         path = layer.metadata.get("msclassify_path") or layer.source.path
-        key = (self.model_path.text(), path)
-        if self._job is None or self._job[0] != key:
-            self._job = (key, LargeImageJob(load_pixel_model(key[0]), path))
-        return self._job[1]
+        if path is None:
+            raise ValueError(f"{layer.name} was not opened from a file: open the large image "
+                             "with File > Open (an OME-Zarr folder, zarr, HDF5 or TIFF)")
+        job = self._jobs.get(path)
+        if job is None:
+            job = self._jobs[path] = LargeImageJob(None, path)
+        model_text = self.model_path.text().strip()
+        if model_text and (self._model_file is None or self._model_file[0] != model_text):
+            self._model_file = (model_text, load_pixel_model(model_text))
+            job.model = self._model_file[1]
+        return job
 
-    def _start(self, function, *args, returned=None, yielded=None):
-        """Run ``function(*args)`` on a napari worker thread; errors go to the status line."""
+    def _scribble_name(self):
+        return f"{self._image_layer().name} scribbles"
+
+    def _place(self, layer, offset):
+        """Put ``layer`` (level-0 pixels of the image) at ``offset`` over the image layer."""
+        image = self._image_layer()
+        scale = np.asarray(image.scale)[-2:]
+        layer.scale = scale
+        layer.translate = np.asarray(image.translate)[-2:] + np.asarray(offset) * scale
+
+    def view_corners(self):
+        """Level-0 data coordinates of the top-left and bottom-right of the canvas."""
+        image = self._image_layer()
+        center = np.asarray(self.viewer.scene.camera.center)[-2:]
+        half = np.asarray(self.viewer.canvas.size) / 2 / self.viewer.scene.camera.zoom
+        corners = [center - half, center + half]
+        return np.array([np.asarray(image.world_to_data(c))[-2:] for c in corners])
+
+    def _region_or_say(self):
+        job = self._job_or_say()
+        if job is None:
+            return None, None
+        region = job.visible_region(self.view_corners(), REGION_SIDE)
+        if any(r.stop <= r.start for r in region):
+            self.status.setText("the image is not on screen: move the view over it")
+            return None, None
+        return job, region
+
+    def scribble_here(self):
+        """A Labels layer over the region on screen that paints into the image's scribbles."""
+        job, region = self._region_or_say()
+        if job is None:
+            return
+        window = job.scribbles.window(region)
+        name = self._scribble_name()
+        if name in self.viewer.layers:
+            layer = self.viewer.layers[name]
+            layer.data = window
+        else:
+            layer = self.viewer.add_labels(window, name=name)
+            layer.brush_size = 8
+        self._place(layer, window.origin)
+        layer.selected_label = self.class_spin.value()
+        self.viewer.layers.selection.active = layer
+        layer.mode = "paint"
+        self.status.setText(f"scribble on rows {region[0].start}–{region[0].stop}, columns "
+                            f"{region[1].start}–{region[1].stop}; class "
+                            f"{self.class_spin.value()} (change it above)")
+
+    def _select_class(self, value):
+        if self._scribble_name() in self.viewer.layers:
+            self.viewer.layers[self._scribble_name()].selected_label = value
+
+    # -- workers: the plugin's shared machinery -------------------------------------------------
+
+    def _start(self, function, *args, returned=None, **kwargs):
+        """Run ``function(*args, **kwargs)`` on a napari worker thread; errors are told with
+        `notify_error`."""
         from napari.qt.threading import create_worker
-        worker = create_worker(function, *args)
-        for signal, slot in ((worker.returned, returned), (getattr(worker, "yielded", None),
-                                                           yielded)):
-            if slot is not None:
-                signal.connect(slot)
-        worker.errored.connect(lambda exc: self.status.setText(str(exc)))
-        worker.start()
+
+        from ._notify import notify_error
+
+        worker = create_worker(function, *args, **kwargs, _ignore_errors=True)
+        if returned is not None:
+            worker.returned.connect(returned)
+        worker.errored.connect(lambda exc: notify_error(exc, self.status))
+        worker.finished.connect(self._on_finished)
+        self._set_running(True)
+        self._started = time.perf_counter()
         self.worker = worker
+        worker.start()
+        return worker
+
+    def _set_running(self, running):
+        for button in (self.train_button, self.visible_button, self.whole_button):
+            button.setEnabled(not running)
+        self.stop_button.setEnabled(running)
+
+    def _on_finished(self):
+        self.worker = None
+        self._set_running(False)
 
     def _job_or_say(self):
+        from ._notify import USER_ERRORS, notify_error
         try:
             return self.job()
-        except (ValueError, OSError) as exc:
-            self.status.setText(str(exc))
+        except USER_ERRORS as exc:
+            notify_error(exc, self.status)
             return None
 
-    def segment_visible(self):
+    # -- train ------------------------------------------------------------------------------------
+
+    def train(self):
+        """Fit a model on the scribbles (crops around them only) in a worker thread."""
+        from ._notify import notify_error
         job = self._job_or_say()
+        if job is None:
+            return None
+        if not job.scribbles.stored_tiles():
+            notify_error(ValueError("there are no scribbles yet: press 'Scribble here' and "
+                                    "paint classes 1 and 2"), self.status)
+            return None
+        self.model_path.clear()                  # the trained model replaces a file's
+        self._model_file = None
+        self.status.setText("training on the scribbled regions…")
+        return self._start(job.train, self.features_combo.currentText(),
+                           progress=self.training_progressed.emit, returned=self._on_trained)
+
+    def _on_training_progress(self, report):
+        from ._controller import training_status
+        from ._widget import PROGRESS_INTERVAL_S, set_progress
+        now = time.perf_counter()       # at most every PROGRESS_INTERVAL_S: a repaint each
+        if report.fraction < 1 and now - self._progress_drawn < PROGRESS_INTERVAL_S:
+            return
+        self._progress_drawn = now
+        set_progress(self.progress, round(1000 * report.fraction), 1000,
+                     f"training: {report.fraction:.0%}")
+        if report.stage != "done":
+            self.status.setText(f"training: {training_status(report)}")
+
+    def _on_trained(self, model):
+        seconds = time.perf_counter() - self._started
+        self.status.setText(f"trained in {seconds:.1f} s: {model.booster_.n_trees} trees, "
+                            f"{len(model.features_used_)} features; press Segment visible "
+                            "region")
+        self.trained.emit()
+
+    # -- segment ----------------------------------------------------------------------------------
+
+    def segment_visible(self):
+        job, region = self._region_or_say()
         if job is not None:
-            self.status.setText("segmenting the visible region...")
-            region = job.visible_region(self._image_layer().corner_pixels)
-            self._start(job.segment_region, region, returned=self._show_region)
+            self.status.setText("segmenting the visible region…")
+            return self._start(job.segment_region, region, returned=self._show_region)
+        return None
 
     def _show_region(self, result):
         labels, offset = result
         if "visible region" in self.viewer.layers:
             layer = self.viewer.layers["visible region"]
-            layer.data, layer.translate = labels, offset
+            layer.data = labels
         else:
-            self.viewer.add_labels(labels, name="visible region", translate=offset)
-        self.status.setText(f"segmented {labels.shape[0]}x{labels.shape[1]} pixels at {offset}")
+            layer = self._add_under_scribbles(labels, name="visible region")
+        self._place(layer, offset)
+        self.status.setText(f"segmented {labels.shape[0]}x{labels.shape[1]} pixels at "
+                            f"{offset} in {time.perf_counter() - self._started:.1f} s")
+        self.region_shown.emit()
+
+    def _add_under_scribbles(self, data, **kwargs):
+        """A result Labels layer (half opaque) right under the scribbles, which stay selected
+        so that painting goes on."""
+        layer = self.viewer.add_labels(data, opacity=0.5, **kwargs)
+        scribbles = self._scribble_name()
+        if scribbles in self.viewer.layers:
+            self.viewer.layers.move(self.viewer.layers.index(layer),
+                                    self.viewer.layers.index(scribbles))
+            self.viewer.layers.selection.active = self.viewer.layers[scribbles]
+        return layer
 
     def segment_whole(self):
+        """Segment every chunk into the output store in a worker thread (resumes a store of
+        the same model and image); the model is saved beside the store when it was trained
+        here."""
+        from ._notify import USER_ERRORS, notify_error
+        from ._widget import set_progress
         job = self._job_or_say()
-        if job is not None:
-            output = self.output_path.text() or str(
-                Path(job.image.description.split(" ")[0]).with_suffix(".labels.zarr"))
-            self._start(job.segment_whole_steps, output, yielded=self._progress)
+        if job is None:
+            return None
+        try:
+            model = job._model()
+            output = Path(self.output_path.text() or Path(str(job.image.description).split(
+                " ")[0]).with_suffix(".labels.zarr"))
+            model_file = self._model_file[0] if self._model_file else \
+                output.with_name(output.name.removesuffix(".zarr") + ".msc")
+            if not self._model_file:
+                model.save(model_file)
+        except USER_ERRORS as exc:
+            notify_error(exc, self.status)
+            return None
+        self._stop_requested = False
+        self._whole_first = None
+        set_progress(self.progress, 0, 1, "segmenting the whole image: %v / %m chunks")
+        self.status.setText(f"segmenting the whole image into {output}…")
+        return self._start(job.segment_whole, output, model_file=model_file,
+                           on_progress=self.chunk_done.emit,
+                           should_stop=lambda: self._stop_requested,
+                           returned=lambda done: self._whole_done(done, str(output)))
 
-    def _progress(self, item):
-        if item[0] == "finished":
-            self.status.setText(f"done: {item[1]}")
-            for data, kwargs, kind in read_ome_zarr(Path(item[1]) / "labels" / "classes"):
-                self.viewer.add_labels(data, **{k: v for k, v in kwargs.items()
-                                                if k in ("name", "multiscale")})
-        elif item[0] == "stopped":
-            self.status.setText(f"stopped; the finished chunks are in {item[1]} (resumes)")
-        else:
-            done, total, eta = item
-            self.status.setText(f"{done} of {total} chunks, about {eta:.0f} s left")
+    def _on_chunk(self, done, total):
+        from ._controller import eta_text
+        from ._widget import set_progress
+        if self._whole_first is None:            # chunks of an earlier run: not in the ETA
+            self._whole_first = done - 1
+        first = self._whole_first
+        eta = eta_text(done - first, total - first, time.perf_counter() - self._started)
+        set_progress(self.progress, done, total, f"%v / %m chunks, {eta}")
+
+    def _whole_done(self, finished, output):
+        if not finished:
+            self.status.setText(f"stopped; the finished chunks are in {output} (Segment "
+                                "whole image resumes)")
+            return
+        self.status.setText(f"done: {output}")
+        for data, kwargs, _ in read_ome_zarr(Path(output) / "labels" / "classes"):
+            self._place(self._add_under_scribbles(
+                data, name=f"{Path(output).name} classes", multiscale=kwargs["multiscale"]),
+                (0, 0))
+        self.whole_finished.emit(output)
 
     def stop(self):
-        if self.worker is not None:
-            self.worker.quit()
+        """Stop the whole-image run after the current chunk (the finished chunks stay)."""
+        self._stop_requested = True
