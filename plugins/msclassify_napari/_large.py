@@ -19,6 +19,7 @@ from qtpy.QtCore import Signal
 
 from msclassify.io import open_image
 
+from ._layers import update_or_add_layer
 from ._tiled_labels import TiledLabels
 
 __all__ = ["LargeImageJob", "LargeImageWidget", "get_zarr_reader", "read_ome_zarr"]
@@ -447,20 +448,22 @@ class LargeImageWidget(_qt_widget_base()):
 
     def _show_region(self, result):
         labels, offset = result
-        if "visible region" in self.viewer.layers:
-            layer = self.viewer.layers["visible region"]
-            layer.data = labels
-        else:
-            layer = self._add_under_scribbles(labels, name="visible region")
+        layer, added = update_or_add_layer(self.viewer, "labels", labels, "visible region",
+                                           opacity=0.5)
+        if added:
+            self._under_scribbles(layer)
         self._place(layer, offset)
         self.status.setText(f"segmented {labels.shape[0]}x{labels.shape[1]} pixels at "
                             f"{offset} in {time.perf_counter() - self._started:.1f} s")
         self.region_shown.emit()
 
     def _add_under_scribbles(self, data, **kwargs):
-        """A result Labels layer (half opaque) right under the scribbles, which stay selected
-        so that painting goes on."""
-        layer = self.viewer.add_labels(data, opacity=0.5, **kwargs)
+        """A result Labels layer (half opaque) right under the scribbles."""
+        return self._under_scribbles(self.viewer.add_labels(data, opacity=0.5, **kwargs))
+
+    def _under_scribbles(self, layer):
+        """Move ``layer`` right under the scribbles, which stay selected so that painting goes
+        on."""
         scribbles = self._scribble_name()
         if scribbles in self.viewer.layers:
             self.viewer.layers.move(self.viewer.layers.index(layer),
