@@ -167,10 +167,13 @@ def _cmd_predict(args):
 
 
 def _check_frames_output(args):
-    """CommandError when -o names one HDF5 or TIFF file: per-frame output is a folder."""
+    """CommandError when -o names one HDF5 or TIFF file: per-frame output is a folder (an
+    existing path is left to the writer's checks, which protect inputs and foreign files)."""
     if args.output is None or args.format not in ("tif", "tiff"):
         return
     name = Path(str(args.output).split(":/", 1)[0])
+    if name.exists() or name.is_symlink():
+        return
     if name.suffix.lower() in (".h5", ".hdf5", ".he5"):
         raise CommandError(f"-o {args.output}: an HDF5 file holds one large image predicted "
                            "chunk by chunk: add --chunks N (e.g. --chunks 1024) for a single "
