@@ -14,33 +14,41 @@ model; then predict) it records the longest gap and the 99th percentile of the
 gaps, attributed to the stage running when the gap began. A warm-up fit and
 predict on a crop run first so compilation is not measured.
 
-Usage::
+Before/after in the same run: ``--compare DIR`` runs the study alternately on the
+msclassify checkout in DIR ("before", e.g. a worktree of the integration branch,
+warmed with ``python -m msclassify._warmup``) and on this checkout ("after"), one
+subprocess per run, so the machine's load hits both alike::
 
-    python benchmarks/study_gil.py --label before     # writes benchmarks/results/gil.json
-    python benchmarks/study_gil.py --label after      # adds/overwrites its label there
+    git -C /work/main worktree add --detach /work/wt-before int
+    PYTHONPATH=/work/wt-before python -m msclassify._warmup
+    python benchmarks/study_gil.py --compare /work/wt-before --rounds 3
+    NUMBA_NUM_THREADS=1 python benchmarks/study_gil.py --compare /work/wt-before --rounds 3
 
-Each label keeps its own machine record (CPU model, load average).
+Without ``--compare`` it measures this checkout only (``--label`` names the run).
+Results go to benchmarks/results/gil.json under ``numba_threads_<N>`` (with the
+CPU model and load average of the run).
 """
 
 import argparse
 import json
 import os
+import subprocess
+import sys
 import threading
 import time
 
 import numpy as np
 
 from _common import RESULTS, command_line, machine, print_table, write_results
-from _real_data import load_fly_masks_dev
-
-from msclassify import PixelClassifier
 
 
-def gaps_while(work, tick_s):
+def gaps_while(work, tick_s, long_s=None):
     """Run ``work(set_stage)`` in a worker thread while this thread ticks every ``tick_s``.
 
     Returns ``{stage: [gap seconds, ...]}`` (the time between consecutive ticks,
-    attributed to the stage current when the gap began) and the work's wall time.
+    attributed to the stage current when the gap began), the work's wall time and,
+    for every gap longer than ``long_s``, where the worker was when the main thread
+    woke up (its innermost msclassify frames: just past the code that held the GIL).
     """
     stage = ["start"]
     done = threading.Event()
@@ -54,7 +62,7 @@ def gaps_while(work, tick_s):
         finally:
             done.set()
 
-    gaps = {}
+    gaps, suspects = {}, []
     worker = threading.Thread(target=run, daemon=True)
     start = last = time.perf_counter()
     worker.start()
@@ -63,15 +71,32 @@ def gaps_while(work, tick_s):
         time.sleep(tick_s)
         now = time.perf_counter()
         gaps.setdefault(current, []).append(now - last)
+        if long_s is not None and now - last > long_s:
+            suspects.append({"stage": current, "gap_ms": round(1e3 * (now - last), 1),
+                             "worker_at": _where(sys._current_frames().get(worker.ident))})
         last = now
     worker.join()
     if failure:
         raise failure[0]
-    return gaps, time.perf_counter() - start
+    return gaps, time.perf_counter() - start, suspects
+
+
+def _where(frame, depth=3):
+    """The innermost ``depth`` msclassify frames of a stack, as ``file:line function``."""
+    found = []
+    while frame is not None and len(found) < depth:
+        code = frame.f_code
+        if "msclassify" in code.co_filename:
+            name = code.co_filename.split("msclassify", 1)[1].lstrip("/")
+            found.append(f"{name}:{frame.f_lineno} {code.co_name}")
+        frame = frame.f_back
+    return found
 
 
 def fit_and_predict(image, labels, n_estimators):
     """The work of one study run: fit (stages from its progress reports), then predict."""
+    from msclassify import PixelClassifier
+
     def work(set_stage):
         model = PixelClassifier(n_estimators=n_estimators, random_state=0)
         model.fit(image, labels, progress=lambda report: set_stage(report.stage))
@@ -103,61 +128,124 @@ def summarise(gaps, tick_s):
     return rows
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--label", default="current",
-                        help="name of this run in gil.json (e.g. before / after)")
-    parser.add_argument("--tick", type=float, default=5.0, help="main-thread tick, ms")
-    parser.add_argument("--repeats", type=int, default=2,
-                        help="runs of fit+predict; per stage the worst max and p99 are kept")
-    parser.add_argument("--n-estimators", type=int, default=50)
-    args = parser.parse_args()
-    tick_s = args.tick / 1e3
-
+def measure(code, tick_s, n_estimators, repeats):
+    """``repeats`` runs of fit + predict with msclassify imported from ``code``."""
+    sys.path.insert(0, code)
+    import msclassify
+    from msclassify import PixelClassifier
+    from _real_data import load_fly_masks_dev
+    assert os.path.dirname(os.path.dirname(msclassify.__file__)) == os.path.abspath(code), \
+        msclassify.__file__
     data = load_fly_masks_dev(test_limit=0)
     image, labels = data["train_images"][0], data["train_labels"][0]
-    # warm-up on a crop holding both classes: compiles (or loads) every kernel first
+    # warm-up: loads (or compiles) every kernel first
     PixelClassifier(n_estimators=3, random_state=0).fit(image, labels).predict(image[:256, :256])
-
     runs = []
-    for _ in range(args.repeats):
-        gaps, wall = gaps_while(fit_and_predict(image, labels, args.n_estimators), tick_s)
-        runs.append({"wall_s": round(wall, 3), "stages": summarise(gaps, tick_s)})
-        print(f"run {len(runs)}: {wall:.2f} s")
-        print_table(runs[-1]["stages"],
-                    ["stage", "ticks", "seconds", "max_gap_ms", "p99_gap_ms", "stall_share"])
+    for _ in range(repeats):
+        gaps, wall, suspects = gaps_while(fit_and_predict(image, labels, n_estimators), tick_s,
+                                          long_s=tick_s + 0.006)
+        runs.append({"wall_s": round(wall, 3), "stages": summarise(gaps, tick_s),
+                     "long_gaps": suspects,
+                     "load_average": [round(x, 2) for x in os.getloadavg()]})
+    return {"code": os.path.abspath(code), "commit": _commit(code),
+            "frame": int(data["train_ids"][0]), "image_shape": list(image.shape), "runs": runs}
+
+
+def _commit(code):
+    result = subprocess.run(["git", "-C", code, "rev-parse", "--short", "HEAD"],
+                            capture_output=True, text=True)
+    return result.stdout.strip() or None
+
+
+def worst_of(runs):
+    """Per stage, the worst longest gap and the worst p99 over the runs."""
     worst = {}
     for run in runs:
         for row in run["stages"]:
             kept = worst.setdefault(row["stage"], {"stage": row["stage"], "max_gap_ms": 0.0,
-                                                   "p99_gap_ms": 0.0})
+                                                   "p99_gap_ms": 0.0, "runs": 0})
             kept["max_gap_ms"] = max(kept["max_gap_ms"], row["max_gap_ms"])
             kept["p99_gap_ms"] = max(kept["p99_gap_ms"], row["p99_gap_ms"])
+            kept["runs"] += 1
+    return list(worst.values())
 
-    record = {"command": command_line(), "machine": machine(),
-              "numba_num_threads": os.environ.get("NUMBA_NUM_THREADS"),
-              "tick_ms": args.tick, "frame": int(data["train_ids"][0]),
-              "image_shape": list(image.shape), "n_estimators": args.n_estimators,
-              "worst": list(worst.values()), "runs": runs}
+
+def rounds(args, checkouts, child, records):
+    """Alternate the checkouts' runs (order reversed every other round); print each run."""
+    for round_ in range(args.rounds if args.compare else 1):
+        for name, code in list(checkouts.items())[::1 if round_ % 2 == 0 else -1]:
+            result = child(code)
+            record = records.setdefault(name, dict(result, runs=[]))
+            record["runs"] += result["runs"]
+            for run in result["runs"]:
+                print(f"{name} ({result['commit']}): {run['wall_s']:.2f} s, "
+                      f"load {run['load_average']}")
+                print_table(run["stages"], ["stage", "ticks", "seconds", "max_gap_ms",
+                                            "p99_gap_ms", "stall_share"])
+                for gap in run["long_gaps"]:
+                    print(f"  gap {gap['gap_ms']} ms in {gap['stage']}, worker then at "
+                          f"{' <- '.join(gap['worker_at'])}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--label", default="after",
+                        help="name of this checkout's runs in gil.json (without --compare)")
+    parser.add_argument("--compare", metavar="DIR",
+                        help="msclassify checkout measured as 'before', alternating with this one")
+    parser.add_argument("--rounds", type=int, default=3, help="before/after alternations")
+    parser.add_argument("--tick", type=float, default=5.0, help="main-thread tick, ms")
+    parser.add_argument("--repeats", type=int, default=1,
+                        help="runs of fit+predict per process")
+    parser.add_argument("--n-estimators", type=int, default=50)
+    parser.add_argument("--busy", type=int, default=0,
+                        help="CPU-bound processes kept running meanwhile (a busy box)")
+    parser.add_argument("--child", metavar="DIR", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    tick_s = args.tick / 1e3
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if args.child:
+        print(json.dumps(measure(args.child, tick_s, args.n_estimators, args.repeats)))
+        return
+
+    def child(code):
+        out = subprocess.run([sys.executable, __file__, "--child", code, "--tick", str(args.tick),
+                              "--repeats", str(args.repeats), "--n-estimators",
+                              str(args.n_estimators)], capture_output=True, text=True, check=True)
+        return json.loads(out.stdout.splitlines()[-1])
+
+    checkouts = {args.label: here} if not args.compare else {"before": args.compare,
+                                                             "after": here}
+    records = {}
+    burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+               for _ in range(args.busy)]
+    try:
+        rounds(args, checkouts, child, records)
+    finally:
+        for burner in burners:
+            burner.kill()
+            burner.wait()
+    threads = os.environ.get("NUMBA_NUM_THREADS", str(os.cpu_count()))
+    key = f"numba_threads_{threads}_busy_{args.busy}"
     path = RESULTS / "gil.json"
-    labels_so_far = json.loads(path.read_text())["results"] if path.exists() else {}
-    labels_so_far[args.label] = record
-    write_results("gil", labels_so_far)
-    print(f"\n{args.label}: worst over {args.repeats} runs "
-          f"(tick {args.tick} ms, load {record['machine']['load_average']}, "
-          f"{record['machine']['cpu']})")
-    print_table(record["worst"], ["stage", "max_gap_ms", "p99_gap_ms"])
-    compared = [name for name in ("before", "after") if name in labels_so_far]
-    if len(compared) == 2:
-        rows = {}
-        for name in compared:
-            for row in labels_so_far[name]["worst"]:
-                entry = rows.setdefault(row["stage"], {"stage": row["stage"]})
-                entry[f"{name}_max_ms"] = row["max_gap_ms"]
-                entry[f"{name}_p99_ms"] = row["p99_gap_ms"]
-        print("\nbefore vs after")
-        print_table(list(rows.values()), ["stage", "before_max_ms", "after_max_ms",
-                                          "before_p99_ms", "after_p99_ms"])
+    stored = json.loads(path.read_text())["results"] if path.exists() else {}
+    stored[key] = {"command": command_line(), "machine": machine(), "tick_ms": args.tick,
+                   "numba_threads": int(threads), "busy_processes": args.busy,
+                   "n_estimators": args.n_estimators,
+                   **{name: dict(record, worst=worst_of(record["runs"]))
+                      for name, record in records.items()}}
+    write_results("gil", stored, command="python benchmarks/study_gil.py (see each entry)")
+    print(f"\nworst per stage over the runs (tick {args.tick} ms, NUMBA_NUM_THREADS {threads}, "
+          f"{args.busy} busy processes, load {stored[key]['machine']['load_average']}, "
+          f"{stored[key]['machine']['cpu']})")
+    rows = {}
+    for name in records:
+        for row in stored[key][name]["worst"]:
+            entry = rows.setdefault(row["stage"], {"stage": row["stage"]})
+            entry[f"{name}_max_ms"] = row["max_gap_ms"]
+            entry[f"{name}_p99_ms"] = row["p99_gap_ms"]
+    print_table(list(rows.values()), ["stage"] + [f"{name}_{what}_ms" for what in ("max", "p99")
+                                                  for name in records])
 
 
 if __name__ == "__main__":
