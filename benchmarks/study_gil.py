@@ -47,8 +47,9 @@ def gaps_while(work, tick_s, long_s=None):
 
     Returns ``{stage: [gap seconds, ...]}`` (the time between consecutive ticks,
     attributed to the stage current when the gap began), the work's wall time and,
-    for every gap longer than ``long_s``, where the worker was when the main thread
-    woke up (its innermost msclassify frames: just past the code that held the GIL).
+    for every gap longer than ``long_s``, where the other threads (the worker and the
+    feature bank's pool) were in msclassify when the main thread woke up: at or just
+    past the code that held the GIL, or that kept the cores busy.
     """
     stage = ["start"]
     done = threading.Event()
@@ -62,7 +63,7 @@ def gaps_while(work, tick_s, long_s=None):
         finally:
             done.set()
 
-    gaps, suspects = {}, []
+    gaps, suspects, main = {}, [], threading.get_ident()
     worker = threading.Thread(target=run, daemon=True)
     start = last = time.perf_counter()
     worker.start()
@@ -73,7 +74,7 @@ def gaps_while(work, tick_s, long_s=None):
         gaps.setdefault(current, []).append(now - last)
         if long_s is not None and now - last > long_s:
             suspects.append({"stage": current, "gap_ms": round(1e3 * (now - last), 1),
-                             "worker_at": _where(sys._current_frames().get(worker.ident))})
+                             "worker_at": _where(sys._current_frames(), main)})
         last = now
     worker.join()
     if failure:
@@ -81,16 +82,21 @@ def gaps_while(work, tick_s, long_s=None):
     return gaps, time.perf_counter() - start, suspects
 
 
-def _where(frame, depth=3):
-    """The innermost ``depth`` msclassify frames of a stack, as ``file:line function``."""
-    found = []
-    while frame is not None and len(found) < depth:
-        code = frame.f_code
-        if "msclassify" in code.co_filename:
-            name = code.co_filename.split("msclassify", 1)[1].lstrip("/")
-            found.append(f"{name}:{frame.f_lineno} {code.co_name}")
-        frame = frame.f_back
-    return found
+def _where(frames, main, depth=2):
+    """Per other thread in msclassify code, its innermost ``depth`` msclassify frames
+    (``file:line function``), innermost first; threads joined by `` | ``."""
+    threads = []
+    for ident, frame in frames.items():
+        found = []
+        while ident != main and frame is not None and len(found) < depth:
+            code = frame.f_code
+            if "msclassify" in code.co_filename:
+                name = code.co_filename.split("msclassify", 1)[1].lstrip("/")
+                found.append(f"{name}:{frame.f_lineno} {code.co_name}")
+            frame = frame.f_back
+        if found:
+            threads.append(" <- ".join(found))
+    return threads
 
 
 def fit_and_predict(image, labels, n_estimators):
@@ -184,7 +190,7 @@ def rounds(args, checkouts, child, records):
                                             "p99_gap_ms", "stall_share"])
                 for gap in run["long_gaps"]:
                     print(f"  gap {gap['gap_ms']} ms in {gap['stage']}, worker then at "
-                          f"{' <- '.join(gap['worker_at'])}")
+                          f"{' | '.join(gap['worker_at'])}")
 
 
 def main():
