@@ -149,7 +149,7 @@ class TreeGrower:
         return tree, leaf_of_row
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _penalised_best(gain, unpaid, W, leaf_share, costs, settings):
     """Best feature of a leaf and its gain minus ``mu * dPsi`` (docs/design.md); the first
     feature on ties."""
@@ -186,7 +186,7 @@ def _new_node(nodes, node, value, count, share):
     gains[node] = 0.0
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _grow_tree(Xb, n_bins, active, ghc, grad, hess, is_loss, cost_weight, rows, n, root_sums,
                work, slots, costs, settings, nodes, leaf_of_row):
     """Grow one tree best-first (or breadth-first); returns its number of nodes.

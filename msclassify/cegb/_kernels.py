@@ -26,7 +26,7 @@ PREFETCH_ROWS = 32
 PARTITION_CHUNK = 4096
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, nogil=True)
 def bin_data(X, edges, n_bins, origin, scale, first, out):
     """Map raw values to bins: out[m, i] = first b with X[i, m] <= edges[m, b].
 
@@ -528,13 +528,13 @@ def _renamed(function, suffix):
     return twin
 
 
-root_splits_parallel = njit(parallel=True, cache=True)(_root_splits)
-root_splits_serial = njit(cache=True)(_renamed(_root_splits, "_serial"))
-split_leaf_parallel = njit(parallel=True, cache=True)(_split_leaf)
-split_leaf_serial = njit(cache=True)(_renamed(_split_leaf, "_serial"))
+root_splits_parallel = njit(parallel=True, cache=True, nogil=True)(_root_splits)
+root_splits_serial = njit(cache=True, nogil=True)(_renamed(_root_splits, "_serial"))
+split_leaf_parallel = njit(parallel=True, cache=True, nogil=True)(_split_leaf)
+split_leaf_serial = njit(cache=True, nogil=True)(_renamed(_split_leaf, "_serial"))
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, nogil=True)
 def route_binned(Xb, rows, feature, threshold_bin, default_left, left, right, leaf_out):
     """Leaf reached by each of ``rows`` in one tree, on binned data."""
     for k in prange(rows.shape[0]):
@@ -550,7 +550,7 @@ def route_binned(Xb, rows, feature, threshold_bin, default_left, left, right, le
         leaf_out[k] = node
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def mark_paid_on_paths(Xb, feature, threshold_bin, default_left, left, right, rows, paid_bits):
     """Record, for rows that were not in the tree's training sample, the features on their path."""
     for k in range(rows.shape[0]):

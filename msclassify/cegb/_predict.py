@@ -25,7 +25,7 @@ ROW_BLOCK = 32
 ROW_CHUNK = 1024
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _breadth_first(feature, left, right, roots, origin, packed_left, packed_roots, depth):
     """Packed order of `pack_nodes`; returns the number of packed nodes (-1 if a node is
     reached twice: not a tree)."""
@@ -112,7 +112,7 @@ def _walk_block(X, start, stop, root, depth, nodes, reached):
             reached[r] = _step(X[start + r], reached[r], nodes)
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, nogil=True)
 def predict_raw(X, nodes, value, roots, depth, tree_output, n_trees, out):
     """Add the first ``n_trees`` trees' outputs to ``out`` (N, K), prefilled with the init score
     (``value`` per packed node)."""
@@ -128,7 +128,7 @@ def predict_raw(X, nodes, value, roots, depth, tree_output, n_trees, out):
                     out[start + r, k] += value[reached[r]]
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, nogil=True)
 def predict_leaves(X, nodes, roots, depth, leaf_id, out):
     """Leaf reached in every tree, as ``leaf_id`` of its packed node."""
     n_rows = X.shape[0]
@@ -142,7 +142,7 @@ def predict_leaves(X, nodes, roots, depth, leaf_id, out):
                     out[start + r, t] = leaf_id[reached[r]]
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, nogil=True)
 def prediction_cost(X, nodes, node_cost, roots, tree_iteration, beta, n_trees, n_iterations,
                     evaluation, feature_cost, evaluation_by_iteration, feature_by_iteration):
     """Per-sample evaluation and feature cost, and their per-iteration sums over samples.

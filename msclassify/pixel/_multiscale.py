@@ -94,7 +94,7 @@ def _walk_pixels(features, node_level, node_base, node_plane, node_row, node_col
     return n_eval
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=True, nogil=True)
 def _walk_blocks(features, node_level, node_base, node_plane, node_row, node_col, threshold,
                  default_left, left, right, value, node_cost, roots, tree_output, n_outputs,
                  start_level, depth, height, width, level_zshift, level_offset, level_height,
@@ -239,7 +239,7 @@ def _row_scores(acc, level_offset, level_height, level_width, level_zshift, leve
                 row[x, k] += acc[base + (x >> L) * n_outputs + k]
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=True, nogil=True)
 def _scores(acc, level_offset, level_height, level_width, level_zshift, levels_used, init,
             height, n_outputs, out):
     """Raw scores ``out`` (Z * H, W, K) from the per-level accumulators."""
@@ -282,7 +282,7 @@ def _row_classes(row, n_outputs, classes, out):
             out[x] = classes[best]
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=True, nogil=True)
 def _probabilities(acc, level_offset, level_height, level_width, level_zshift, levels_used, init,
                    height, n_outputs, out):
     """Class probabilities ``out`` (Z * H, W, C) float32: logistic for K = 1, else softmax."""
@@ -293,7 +293,7 @@ def _probabilities(acc, level_offset, level_height, level_width, level_zshift, l
         _row_probabilities(row, n_outputs, out[y])
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=True, nogil=True)
 def _class_values(acc, level_offset, level_height, level_width, level_zshift, levels_used, init,
                   height, n_outputs, classes, out):
     """``out`` (Z * H, W) = ``classes[most probable]``: raw > 0 for K = 1, else the first argmax."""
@@ -304,7 +304,7 @@ def _class_values(acc, level_offset, level_height, level_width, level_zshift, le
         _row_classes(row, n_outputs, classes, out[y])
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=True, nogil=True)
 def _classes_and_probabilities(acc, level_offset, level_height, level_width, level_zshift,
                                levels_used, init, height, n_outputs, classes, labels, out):
     """`_class_values` into ``labels`` and `_probabilities` into ``out`` from one pass over
