@@ -78,7 +78,7 @@ LIVE_N_COST_SAMPLES = 4096
 # LIVE_COLSAMPLE of the candidate features. On the 4-class photo of bench_napari (fly larvae,
 # 7,056 scribbled pixels) that made the live fit 2.4x cheaper (0.26 s instead of 0.64 s of
 # CPU, one thread) while its segmentation still agrees with the full Train's on 92.9 % of the
-# pixels (93.3 % before; benchmarks/bench_live_preview.py).
+# pixels (93.3 % before; `benchmarks/study_live_model.py --multiclass`).
 LIVE_TREE_BUDGET = 40
 LIVE_MIN_TREES = 5
 LIVE_COLSAMPLE = 0.5
