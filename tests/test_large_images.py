@@ -14,7 +14,8 @@ import tifffile
 import zarr
 
 from msclassify import PixelClassifier
-from msclassify.io import ChunkedLabelWriter, FrameReadError, FrameWriteError, open_image
+from msclassify.io import (ChunkedLabelWriter, FrameReadError, FrameWriteError, open_chunk_writer,
+                           open_image)
 from msclassify.pixel import predict_to_store
 
 IMAGE = (np.arange(70 * 90) * 7 % 251).astype(np.uint8).reshape(70, 90)
@@ -379,6 +380,14 @@ def test_hdf5_and_tiff_labels_equal_the_whole_image_prediction(tmp_path, name):
     assert open_chunk_writer(tmp_path / name, image.shape, (72, 64), model.classes_, n_classes=2,
                              provenance={"model": {"sha256": "a"}}).completed() == \
         {(i, j) for i in range(3) for j in range(3)}             # finished: nothing to do
+
+
+@pytest.mark.parametrize("name", ["labels.h5", "labels.h5:/seg", "labels.tif"])
+def test_hdf5_and_tiff_outputs_refuse_a_volume_naming_ome_zarr(tmp_path, name):
+    with pytest.raises(ValueError, match="writes one image .*OME-Zarr"):
+        open_chunk_writer(str(tmp_path / name), (4, 40, 50), (2, 32, 32), [1, 2],
+                          spacing=(50.0, 4.0, 4.0))
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_tiff_pyramid_holds_every_2nd_pixel(tmp_path):

@@ -39,6 +39,8 @@ class ChunkedWriter(_Opened):
         A volume's voxel size ``(z, y, x)``; None for an image.
     """
 
+    _takes_volumes = False      # only OME-Zarr stores a volume (its spacing as the NGFF scale)
+
     def __init__(self, path, shape, chunks, classes, dtype, n_classes, provenance, spacing=None):
         self.path = Path(path)
         self.shape = tuple(int(v) for v in shape)
@@ -47,6 +49,9 @@ class ChunkedWriter(_Opened):
                 or min(self.shape + self.chunks) < 1:
             raise ValueError(f"shape {self.shape} and chunks {self.chunks} must be two (an "
                              "image) or three (a volume) positive ints each")
+        if len(self.shape) == 3 and not self._takes_volumes:
+            raise ValueError(f"{path}: {type(self).__name__} writes one image (two axes); write a "
+                             "volume's labels to OME-Zarr (e.g. -o labels.zarr)")
         self.spacing = None if spacing is None else [float(v) for v in spacing]
         if (self.spacing is None) != (len(self.shape) == 2):
             raise ValueError("a volume (three axes) is written with its spacing, an image "

@@ -65,6 +65,9 @@ class ChunkedHDF5Writer(ChunkedWriter):
         the labels), the probability channels (or None), what made the labels (a file
         is resumed only if it records the same) and whether to delete a file msclassify
         wrote at ``path`` first.
+    spacing : None
+        Taken for a uniform signature: a volume (three axes) is refused, its labels go to
+        OME-Zarr (`ChunkedLabelWriter`).
 
     Examples
     --------
@@ -80,7 +83,7 @@ class ChunkedHDF5Writer(ChunkedWriter):
     """
 
     def __init__(self, path, shape, chunks, classes, *, dtype=np.uint8, class_names=None,
-                 n_classes=None, provenance=None, overwrite=False):
+                 n_classes=None, provenance=None, overwrite=False, spacing=None):
         import h5py
 
         split = _split_h5(path)
@@ -88,7 +91,7 @@ class ChunkedHDF5Writer(ChunkedWriter):
         dataset = "/" + dataset.strip("/")
         if dataset == "/":
             raise ValueError(f"{path}: name the labels' dataset (e.g. {file}:/labels)")
-        super().__init__(file, shape, chunks, classes, dtype, n_classes, provenance)
+        super().__init__(file, shape, chunks, classes, dtype, n_classes, provenance, spacing)
         self.dataset = dataset
         self.class_names = ([f"class {v}" for v in self.classes] if class_names is None
                             else [str(n) for n in class_names])

@@ -130,6 +130,8 @@ class ChunkedLabelWriter(ChunkedWriter):
     {(1, 0)}
     """
 
+    _takes_volumes = True
+
     def __init__(self, path, shape, chunks, classes, *, dtype=np.uint8, class_names=None,
                  n_classes=None, provenance=None, overwrite=False, name="classes",
                  spacing=None):

@@ -280,7 +280,4 @@ def open_chunk_writer(path, shape, chunks, classes, **options):
     suffix = Path(str(path)).suffix.lower()
     kind = ChunkedHDF5Writer if _split_h5(path) is not None or suffix in _H5_SUFFIXES else \
         ChunkedTiffWriter if suffix in _TIFF_SUFFIXES else ChunkedLabelWriter
-    if kind is not ChunkedLabelWriter and len(shape) != 2:
-        raise ValueError(f"{path}: a volume's labels are written to OME-Zarr (e.g. -o "
-                         "labels.zarr); HDF5 and TIFF outputs take one image")
     return kind(path, shape, chunks, classes, **options)

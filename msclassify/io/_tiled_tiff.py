@@ -76,6 +76,9 @@ class ChunkedTiffWriter(ChunkedWriter):
         kept, resumably, in ``.OUT.tif.partial.zarr`` beside it.
     shape, chunks, classes, dtype, class_names, n_classes, provenance, overwrite
         As `ChunkedLabelWriter`.
+    spacing : None
+        Taken for a uniform signature: a volume (three axes) is refused, its labels go to
+        OME-Zarr (`ChunkedLabelWriter`).
 
     Examples
     --------
@@ -90,8 +93,8 @@ class ChunkedTiffWriter(ChunkedWriter):
     """
 
     def __init__(self, path, shape, chunks, classes, *, dtype=np.uint8, class_names=None,
-                 n_classes=None, provenance=None, overwrite=False):
-        super().__init__(path, shape, chunks, classes, dtype, n_classes, provenance)
+                 n_classes=None, provenance=None, overwrite=False, spacing=None):
+        super().__init__(path, shape, chunks, classes, dtype, n_classes, provenance, spacing)
         self.class_names = class_names
         self.probabilities_path = self.path.with_name(
             f"{self.path.stem}_probabilities{self.path.suffix}")
