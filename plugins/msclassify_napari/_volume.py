@@ -171,6 +171,9 @@ class VolumeWidget(_qt_widget_base()):
         return scribbles
 
     def _segmentation(self, shape, dtype):
+        layers = self.viewer.layers
+        if SEGMENTATION in layers and layers[SEGMENTATION].data.shape != tuple(shape):
+            layers.remove(SEGMENTATION)        # another volume's: not written into
         if SEGMENTATION not in self.viewer.layers:
             scale = self._volume_layer().scale[-3:]
             self.viewer.add_labels(np.zeros(shape, dtype), name=SEGMENTATION, scale=scale,
@@ -210,9 +213,17 @@ class VolumeWidget(_qt_widget_base()):
             return
         self.train(live=True)
 
+    def _busy(self):
+        """True (and says so) while a job runs: one job at a time on this dock's model."""
+        if self.worker is not None:
+            self.status.setText("busy: wait for the running job, or press Stop")
+        return self.worker is not None
+
     def train(self, live=False):
         """Train (the quick model if ``live``) on a worker thread, then segment the plane on
         screen."""
+        if self._busy():
+            return
         if SCRIBBLES not in self.viewer.layers:
             self.status.setText("make scribbles first (New scribbles) and paint two classes")
             return
@@ -246,6 +257,8 @@ class VolumeWidget(_qt_widget_base()):
 
     def apply(self):
         """Segment the whole volume in the background, chunk by chunk."""
+        if self._busy():
+            return
         if self.job is None or self.job.model is None:
             self.status.setText("train first")
             return
@@ -254,6 +267,10 @@ class VolumeWidget(_qt_widget_base()):
 
     def _show_chunk(self, item):
         done, total, chunk, labels = item
+        if SEGMENTATION not in self.viewer.layers:     # deleted or renamed meanwhile
+            self.stop()
+            self.status.setText(f"stopped: the '{SEGMENTATION}' layer is gone")
+            return
         layer = self.viewer.layers[SEGMENTATION]
         layer.data[chunk] = labels
         axis, index = self._plane_on_screen()
