@@ -280,6 +280,35 @@ def test_hdf5_output_resumes_after_kill_9_without_rewriting_a_finished_chunk(tmp
                                    model.predict_proba(image), atol=1e-6, rtol=0)
 
 
+def test_two_hdf5_runs_finished_at_once_keep_the_first(tmp_path):
+    from msclassify.io import ChunkedHDF5Writer
+
+    out = tmp_path / "out.h5"
+    writer = ChunkedHDF5Writer(out, (4, 6), (4, 6), np.array([1, 2]))
+    out.write_bytes(b"the first run's file")     # finished while this run wrote its chunk
+    with pytest.raises(FrameWriteError, match="written by another run while this one ran"):
+        writer.write_chunk((0, 0), np.ones((4, 6), np.uint8))
+    writer.close()
+    assert out.read_bytes() == b"the first run's file"
+    assert (tmp_path / ".out.h5.partial").is_file()        # this run's labels are kept
+
+
+def test_publish_without_hard_links_still_never_replaces_a_file(tmp_path, monkeypatch):
+    from msclassify.io._atomic import publish
+
+    def no_links(source, target):
+        raise PermissionError(1, "hard links not supported")
+
+    monkeypatch.setattr(os, "link", no_links)
+    (tmp_path / "a.tmp").write_text("a")
+    publish(tmp_path / "a.tmp", tmp_path / "a")
+    assert (tmp_path / "a").read_text() == "a" and not (tmp_path / "a.tmp").exists()
+    (tmp_path / "b.tmp").write_text("b")
+    with pytest.raises(FileExistsError):
+        publish(tmp_path / "b.tmp", tmp_path / "a")
+    assert (tmp_path / "a").read_text() == "a" and (tmp_path / "b.tmp").read_text() == "b"
+
+
 @pytest.mark.slow
 def test_on_a_dask_cluster_the_store_is_identical(tmp_path):
     import dask.array

@@ -1,5 +1,6 @@
 """Atomic writes: a file is either its old self or complete, never half-written."""
 
+import errno
 import os
 import tempfile
 from pathlib import Path
@@ -43,3 +44,28 @@ def write_atomically(final_path, write):
         if isinstance(exc, OSError) and not isinstance(exc, FrameWriteError):
             raise _write_error(final_path, exc, writing_frame=False) from None
         raise
+
+
+def publish(temporary, final_path):
+    """Give the finished file ``temporary`` the name ``final_path``, never replacing a file.
+
+    A hard link is atomic and fails when ``final_path`` exists, so a file that
+    another run wrote meanwhile is never overwritten; the temporary name is then
+    removed. On a file system without hard links, the rename happens only if no
+    file of that name exists (a check that cannot be atomic there).
+
+    Raises
+    ------
+    FileExistsError
+        When ``final_path`` exists; ``temporary`` is left as it is.
+    """
+    try:
+        os.link(temporary, final_path)
+    except FileExistsError:
+        raise
+    except OSError:  # no hard links on this file system
+        if os.path.lexists(final_path):
+            raise FileExistsError(errno.EEXIST, "file exists", str(final_path)) from None
+        os.replace(temporary, final_path)
+        return
+    os.unlink(temporary)

@@ -28,6 +28,7 @@ import re
 
 import numpy as np
 
+from ._atomic import publish
 from ._chunked import ChunkedWriter
 from ._errors import FrameWriteError, _reason, _write_error
 from ._lazy import _split_h5
@@ -247,11 +248,12 @@ class ChunkedHDF5Writer(ChunkedWriter):
         self._file = None
         with open(self._partial, "rb") as file:
             os.fsync(file.fileno())
-        if os.path.lexists(self.path):
+        try:
+            publish(self._partial, self.path)
+        except FileExistsError:
             raise FrameWriteError(f"{self.path} was written by another run while this one ran; "
                                   f"this run's labels stay in {self._partial}: choose another "
-                                  "output", errno=errno.EEXIST, filename=str(self.path))
-        os.replace(self._partial, self.path)
+                                  "output", errno=errno.EEXIST, filename=str(self.path)) from None
         self._finished = True
 
     def close(self):

@@ -12,7 +12,7 @@ import numpy as np
 import tifffile
 
 from ..checks import check_int, is_int
-from ._atomic import write_atomically
+from ._atomic import publish, write_atomically
 from ._errors import FrameWriteError, _write_error
 from ._frames import _Opened, _default_names
 from ._manifest import (_MANIFEST_FORMAT, _MANIFEST_NAME, _MANIFEST_VERSION, _START_OVER,
@@ -383,16 +383,12 @@ class TiffStackWriter(BaseWriter):
                 self._check_target()  # still a stack of msclassify's (or nothing)
                 os.replace(self._temporary, self.path)
             else:
-                try:  # a hard link never replaces a file that appeared meanwhile
-                    os.link(self._temporary, self.path)
+                try:
+                    publish(self._temporary, self.path)
                 except FileExistsError:
                     raise FrameWriteError(f"{self.path} was written by another run while this "
                                           "one ran; this run's stack is discarded: choose "
                                           "another file name", filename=str(self.path)) from None
-                except OSError:  # no hard links on this file system
-                    if os.path.lexists(self.path):
-                        raise
-                    os.replace(self._temporary, self.path)
         except BaseException:
             self._discard()
             raise
