@@ -382,10 +382,41 @@ def test_cli_trains_predicts_and_evaluates_a_volume(volume_files, tmp_path, caps
                                                                    "volume_0000.tif"]
     code, out, _ = _cli(capsys, "predict", tmp_path / "m.msc", f / "vol.tif", "-o",
                         tmp_path / "out", "--axes", "zyx")
-    assert code == 0 and "1 were already there" in out
+    assert code == 0 and "all 1 volumes are already in" in out and "nothing to do" in out
     code, out, _ = _cli(capsys, "evaluate", tmp_path / "out", f / "gt.tif", "--volumes")
     assert code == 0
     assert float(out.split("SEG ")[-1].split()[0]) > 0.95
+
+
+def test_cli_ctrl_c_between_volumes_keeps_the_finished_one_and_resumes(volume_files, tmp_path,
+                                                                       capsys, monkeypatch):
+    import tifffile
+
+    from msclassify import PixelClassifier, load_model
+    f = volume_files
+    volume = tifffile.imread(f / "vol.tif")
+    tifffile.imwrite(tmp_path / "two.tif", np.stack([volume, volume[:, ::-1]]))
+    assert _cli(capsys, "train", f / "vol.tif", "--labels", f / "lab.tif", "--axes", "zyx",
+                "-o", tmp_path / "m.msc", "--n-estimators", "4")[0] == 0
+    predict, calls = PixelClassifier.predict, []
+
+    def interrupted_second(self, image):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return predict(self, image)
+
+    monkeypatch.setattr(PixelClassifier, "predict", interrupted_second)
+    args = ("predict", tmp_path / "m.msc", tmp_path / "two.tif", "-o", tmp_path / "out",
+            "--axes", "tzyx", "--spacing", "3", "1", "1")
+    code, _, err = _cli(capsys, *args)
+    assert code == 130 and "1 of 2 volumes are complete" in err and "resume" in err
+    assert [p.name for p in sorted((tmp_path / "out").glob("volume_*"))] == ["volume_0000.tif"]
+    monkeypatch.setattr(PixelClassifier, "predict", predict)
+    code, out, err = _cli(capsys, *args)
+    assert code == 0 and "resuming: 1 of 2 volumes" in out and "wrote 1 label volume(s)" in out
+    assert np.array_equal(tifffile.imread(tmp_path / "out" / "volume_0001.tif"),
+                          predict(load_model(tmp_path / "m.msc"), volume[:, ::-1]))
 
 
 @pytest.mark.parametrize("args, message", [

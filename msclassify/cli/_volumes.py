@@ -8,8 +8,8 @@ The spacing is ``--spacing Z Y X`` or the one the file records (OME-TIFF, ImageJ
 hyperstack); ``--per-slice`` classifies the slices as 2D frames instead.
 """
 
+import contextlib
 import json
-import time
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +19,7 @@ from ..io import (check_axes, check_not_an_input, open_volume, read_volume, reco
                   write_atomically, write_volume)
 from ..metrics import label_instances, seg_score
 from ..pixel import check_channels
-from ._common import CommandError, make_output_folder, say
+from ._common import CommandError, make_output_folder, run_prediction, say
 
 MANIFEST = "msclassify_volumes.json"
 _FORMAT = "msclassify-volumes"
@@ -197,20 +197,22 @@ def predict_volumes(args, model, model_file):
               "spacing": None if spacing is None else list(spacing),
               "per_slice": bool(args.per_slice)}
     done = _open_output(output, record, args.overwrite, len(data))
-    start, written = time.perf_counter(), 0
-    for t, volume in enumerate(data):
-        path = output / f"volume_{t:04d}.tif"
-        if t in done:
-            continue
-        volume = _squeeze(volume)
-        labels = (np.stack([model.predict(plane) for plane in volume]) if grid is None
-                  else model.predict(volume))
-        write_volume(path, labels, spacing or (1.0, 1.0, 1.0))
-        written += 1
-    elapsed = time.perf_counter() - start
-    say(args, f"wrote {written} label volume(s) to {output} in {elapsed:.1f} s"
-              + (f"; {len(done)} were already there" if done else ""))
-    return 0
+
+    def predict(client, on_volume):
+        for t, volume in enumerate(data):
+            if t in done:
+                continue
+            volume = _squeeze(volume)
+            labels = (np.stack([model.predict(plane) for plane in volume]) if grid is None
+                      else model.predict(volume))
+            write_volume(output / f"volume_{t:04d}.tif", labels, spacing or (1.0, 1.0, 1.0))
+            on_volume(t)
+
+    status, written, elapsed = run_prediction(args, contextlib.nullcontext(), len(data),
+                                              len(done), "volume", output, predict)
+    if status == 0 and written:
+        say(args, f"wrote {written} label volume(s) to {output} in {elapsed:.1f} s")
+    return status
 
 
 def _stored_volume_shape(path, axes):
