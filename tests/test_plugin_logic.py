@@ -169,7 +169,9 @@ def test_frame_labels_store_only_written_frames_and_index_like_numpy():
         target[[0, 3], 4, 4] = 9                     # a list of frames
     assert labels.stored_frames() == [0, 1, 2, 3, 4, 5]
     for key in (1, -1, (2, 1), (slice(1, 5), slice(None), 2), [0, 4], stroke,
-                (np.array([4]), np.array([4]), np.array([3]))):
+                (np.array([4]), np.array([4]), np.array([3])), slice(None, None, -2),
+                ([4, 1, 4], [0, 2, 4]),                       # frames broadcast with pixels
+                ([[1], [4]], 0, [6, 0, 1]), (slice(None, 3), [1, 2], [2, 3]), ([], 0)):
         np.testing.assert_array_equal(labels[key], reference[key])
     np.testing.assert_array_equal(np.asarray(labels), reference)
     fresh = FrameLabels(3, (2, 2))

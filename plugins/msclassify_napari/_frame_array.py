@@ -66,9 +66,14 @@ class FrameArray:
         selected = self._selected(first)
         if selected.ndim == 0:
             return self.frame(int(selected))[rest]
-        stacked = np.stack([self.frame(int(index)) for index in selected]) if selected.size \
+        if isinstance(first, slice):
+            frames, first = selected, slice(None)
+        else:  # an advanced index: it broadcasts with array pixel keys, as in NumPy
+            frames, where = np.unique(selected, return_inverse=True)   # each frame read once
+            first = where.reshape(selected.shape)
+        stacked = np.stack([self.frame(int(index)) for index in frames]) if frames.size \
             else np.zeros((0, *self.shape[1:]), self.dtype)
-        return stacked[(slice(None), *rest)]
+        return stacked[(first, *rest)]
 
     def __getitem__(self, key):
         return self._read(*self._split(key))
