@@ -110,6 +110,13 @@ def test_tiled_labels_index_like_numpy_and_store_only_painted_tiles():
     view[3, 4:9] = 5
     reference[103, 134:139] = 5
     assert view[3, 4] == 5 and np.array_equal(np.asarray(labels), reference)
+    for key, value in (((7, np.array([3, 200, -1])), 6),            # an integer and an array
+                       ((np.array([[5], [250]]), 40), 2),
+                       (rng.random(reference.shape) < 0.01, 3)):   # a boolean mask
+        reference[key] = value
+        labels[key] = value
+        assert np.array_equal(labels[key], reference[key])
+    assert np.array_equal(np.asarray(labels), reference)
     snapshot = labels.copy()
     labels[0, 0] = 7
     assert snapshot[0, 0] == reference[0, 0]
@@ -117,8 +124,10 @@ def test_tiled_labels_index_like_numpy_and_store_only_painted_tiles():
     fresh[39990:39995, 100] = 2
     fresh[0:10, 0:10] = 0                         # erasing nothing stores nothing
     assert fresh.stored_tiles() == [(156, 0)] and fresh.nbytes_stored == 256 * 256
-    with pytest.raises(IndexError):
-        fresh[::2, :]
+    for key in (np.s_[::2, :], np.s_[1:5, [1, 2]], np.zeros((3, 3), bool),
+                np.s_[np.array([1.5]), 2]):
+        with pytest.raises(IndexError):
+            fresh[key]
 
 
 def test_job_trains_around_the_scribbles_as_the_api_does(model_and_image):

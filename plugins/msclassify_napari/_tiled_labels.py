@@ -21,8 +21,9 @@ class TiledLabels:
     is first written; or a window of one (`window`), which shares its tiles.
 
     Indexing follows NumPy for what napari and training use: integers and slices
-    (steps of 1), and a tuple of integer arrays (napari's brush strokes and undo), for
-    reading and writing. Reads of unwritten tiles give zeros.
+    (steps of 1), integer index arrays (napari's brush strokes and undo; integers
+    broadcast with them) and a boolean mask of the whole shape, for reading and writing.
+    Slices mixed with index arrays are refused. Reads of unwritten tiles give zeros.
 
     Parameters
     ----------
@@ -97,8 +98,18 @@ class TiledLabels:
         key = key if isinstance(key, tuple) else (key,)
         if len(key) > 2 or any(item is Ellipsis or item is None for item in key):
             raise IndexError("TiledLabels takes up to two integers, slices or index arrays")
+        if len(key) == 1 and getattr(key[0], "dtype", None) == bool:
+            if key[0].shape != self.shape:
+                raise IndexError(f"a boolean mask of shape {key[0].shape} does not fit "
+                                 f"TiledLabels of shape {self.shape}")
+            key = np.nonzero(key[0])
         key = key + (slice(None),) * (2 - len(key))
-        if all(isinstance(item, np.ndarray) and item.dtype.kind in "iu" for item in key):
+        if any(isinstance(item, (np.ndarray, list)) for item in key) and not any(
+                isinstance(item, slice) for item in key):
+            key = tuple(np.asarray(item) for item in key)   # integers broadcast with arrays
+            if any(item.dtype.kind not in "iu" for item in key):
+                raise IndexError("TiledLabels takes integer index arrays (or one boolean mask "
+                                 "of its shape)")
             ys, xs = np.broadcast_arrays(*key)
             ys = np.where(ys < 0, ys + self.shape[0], ys)
             xs = np.where(xs < 0, xs + self.shape[1], xs)
@@ -136,7 +147,7 @@ class TiledLabels:
         for tile_id in np.unique(ids):
             inside = ids == tile_id
             first = np.argmax(inside)
-            yield (int(rows[first]), int(columns[first])), inside
+            yield (int(rows.flat[first]), int(columns.flat[first])), inside
 
     def _writable(self, tile):
         with self._lock:
