@@ -163,12 +163,21 @@ class VolumeWidget(_qt_widget_base()):
         scribbles = self.viewer.add_labels(np.zeros(volume.shape[:3], np.uint8), name=SCRIBBLES,
                                            scale=layer.scale[-3:])
         scribbles.events.paint.connect(self._painted)
-        # The result layer now, not when the first plane is done: creating a volume-sized
-        # layer is napari's slowest step (docs/volumes.md), better here than in a live update.
-        self._segmentation(volume.shape[:3], np.uint8)
         self.viewer.layers.selection.active = scribbles
         scribbles.mode = "paint"
+        # The result layer soon, not when the first plane is done: adding a layer is napari's
+        # slowest step (docs/volumes.md), better now than in a live update; in the next turn
+        # of the event loop, so the window answers between the two layers' creation.
+        from qtpy.QtCore import QTimer
+        QTimer.singleShot(0, self._add_segmentation)
         return scribbles
+
+    def _add_segmentation(self):
+        try:
+            volume, _ = self._volume()
+        except ValueError:              # the volume is gone: the layer comes with a result
+            return
+        self._segmentation(volume.shape[:3], np.uint8)
 
     def _segmentation(self, shape, dtype):
         layers = self.viewer.layers
@@ -232,7 +241,9 @@ class VolumeWidget(_qt_widget_base()):
         except ValueError as exc:
             self.status.setText(str(exc))
             return
-        scribbles = np.array(self.viewer.layers[SCRIBBLES].data)     # a snapshot
+        # No copy here: the worker reads the crops around the scribbled voxels from the
+        # layer's array (`VolumeJob.train`); a stroke painted meanwhile queues one more update.
+        scribbles = self.viewer.layers[SCRIBBLES].data
         spacing = tuple(box.value() for box in self.spacing)
         if self.job is None or self.job.volume is not volume or self.job.spacing != spacing:
             self.job = VolumeJob(volume, spacing, self.settings)
