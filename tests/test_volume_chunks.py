@@ -169,6 +169,17 @@ def test_labels_and_probabilities_from_one_walk_resolve_ties_as_the_class_walk(i
 
 
 # -- the command line: one volume chunk by chunk into OME-Zarr --------------------------------
+def _write_ome_zarr(path, volume, scale, chunks):
+    """``volume`` as an NGFF 0.5 image (one z, y, x dataset of voxel size ``scale``)."""
+    import zarr
+    root = zarr.open_group(str(path), mode="w", zarr_format=3)
+    root.attrs["ome"] = {"version": "0.5", "multiscales": [{
+        "axes": [{"name": n, "type": "space"} for n in "zyx"],
+        "datasets": [{"path": "0", "coordinateTransformations": [
+            {"type": "scale", "scale": scale}]}]}]}
+    root.create_array("0", data=volume, chunks=chunks)
+
+
 @pytest.fixture(scope="module")
 def chunk_files(tmp_path_factory):
     import tifffile
@@ -179,12 +190,7 @@ def chunk_files(tmp_path_factory):
     tifffile.imwrite(folder / "vol.tif", volume, imagej=True, resolution=(1, 1),
                      metadata={"axes": "ZYX", "spacing": 2.0})
     tifffile.imwrite(folder / "lab.tif", labels)
-    root = zarr.open_group(str(folder / "vol.zarr"), mode="w", zarr_format=3)
-    root.attrs["ome"] = {"version": "0.5", "multiscales": [{
-        "axes": [{"name": n, "type": "space"} for n in "zyx"],
-        "datasets": [{"path": "0", "coordinateTransformations": [
-            {"type": "scale", "scale": [2.0, 1.0, 1.0]}]}]}]}
-    root.create_array("0", data=volume, chunks=(4, 16, 16))
+    _write_ome_zarr(folder / "vol.zarr", volume, [2.0, 1.0, 1.0], (4, 16, 16))
     plain = zarr.create_array(str(folder / "cyx_plain.zarr"), shape=(2,) + volume.shape,
                               chunks=(1, 5, 20, 20), dtype=np.uint8)
     plain[0], plain[1] = volume, 255 - volume
@@ -310,7 +316,6 @@ def test_cli_trains_a_volume_from_windows_around_its_scribbles(tmp_path, capsys)
     """``train --axes zyx --chunks``: only the slices around the scribbled ones are read, and
     the model is the one the API fits on those windows (`training_windows`)."""
     import tifffile
-    import zarr
     from msclassify import load_model
     from msclassify.pixel import training_windows
     volume, labels = _blob_volume((64, 40, 40))
@@ -320,12 +325,7 @@ def test_cli_trains_a_volume_from_windows_around_its_scribbles(tmp_path, capsys)
     scribbles[32, 35:, :] = 1
     tifffile.imwrite(tmp_path / "vol.tif", volume)
     tifffile.imwrite(tmp_path / "lab.tif", scribbles)
-    root = zarr.open_group(str(tmp_path / "vol.zarr"), mode="w", zarr_format=3)
-    root.attrs["ome"] = {"version": "0.5", "multiscales": [{
-        "axes": [{"name": n, "type": "space"} for n in "zyx"],
-        "datasets": [{"path": "0", "coordinateTransformations": [
-            {"type": "scale", "scale": [4.0, 1.0, 1.0]}]}]}]}
-    root.create_array("0", data=volume, chunks=(8, 40, 40))
+    _write_ome_zarr(tmp_path / "vol.zarr", volume, [4.0, 1.0, 1.0], (8, 40, 40))
     options = ["--features", "fast", "--n-estimators", "5", "--random-state", "0"]
     code, text, err = _cli(capsys, "train", tmp_path / "vol.tif", "--labels",
                            tmp_path / "lab.tif", "--axes", "zyx", "--spacing", "4", "1", "1",

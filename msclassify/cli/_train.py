@@ -9,7 +9,7 @@ import numpy as np
 from ..io import read_training_frames
 from ..modelfile import check_model_path
 from ..pixel import PixelClassifier
-from ._common import CommandError, positive_int, progress, say, tradeoff_lines, training_progress
+from ._common import positive_int, progress, say, tradeoff_lines, training_progress
 from ._large import (DEFAULT_CHUNK, DEFAULT_VOLUME_CHUNK, is_large_image,
                      large_training_frames)
 from ._volumes import (add_volume_options, train_summary, train_volume_windows, train_volumes,
