@@ -30,6 +30,13 @@ Methods
   scikit-image's recipe in 3D.
 * ``skimage per-slice + RF``: the 2D recipe of bench_accuracy.py slice by slice.
 
+``--spread 0 1 2 3 4`` (stardist_3d only; into volumes_spread.json) fits ``ours 3D``,
+``ours 3D mu=0`` and ``skimage 3D + RF`` for each model seed (``random_state`` of ours and of
+the forest) on the committed scribbles, and at the first seed with the three scribbled slices
+shifted by each of ``--slice-shifts`` (default -2 -1 1 2), and prints the mean, sd, min and max
+of each method's 3D SEG and of ours minus the recipe's: how much of a SEG difference on this
+51-nucleus stack is the seed and the scribbles' placement.
+
 Timing: ``s/volume`` is the wall time of predicting the whole test volume,
 features included, after one warm-up call; methods interleaved, the order
 rotating per round; median over rounds. ``--scaling`` predicts EM volumes of
@@ -63,7 +70,7 @@ import numpy as np
 
 from _common import REPO, cpu_model, print_table, write_results
 from _real_data import (INTERIOR, MEMBRANE, NUCLEUS, em_classes, em_scribbles, EM_DIR, EM_TEST,
-                        EM_TRAIN, _read_png, load_stardist_3d)
+                        EM_TRAIN, _read_png, load_stardist_3d, nuclei_scribbles)
 
 from msclassify.metrics import label_instances, seg_score
 from msclassify.pixel import PixelClassifier
@@ -74,13 +81,13 @@ EM_SPACING = (50.0, 4.0, 4.0)
 # --------------------------------------------------------------------------------- methods
 
 class Ours3D:
-    def __init__(self, spacing, **params):
-        self.spacing, self.params = spacing, params
+    def __init__(self, spacing, seed=0, **params):
+        self.spacing, self.params, self.seed = spacing, params, seed
         self.name = "ours 3D" + "".join(f" mu={v:g}" if v != "auto" else " auto"
                                         for k, v in params.items() if k == "cost_tradeoff")
 
     def fit(self, volume, labels):
-        self.model = PixelClassifier(random_state=0, spacing=self.spacing,
+        self.model = PixelClassifier(random_state=self.seed, spacing=self.spacing,
                                      **self.params).fit(volume, labels)
 
     def predict(self, volume):
@@ -122,8 +129,8 @@ def _skimage_features(image):
 class SkimageRF:
     """scikit-image's trainable-segmentation recipe, in 3D or slice by slice."""
 
-    def __init__(self, per_slice):
-        self.per_slice = per_slice
+    def __init__(self, per_slice, seed=0):
+        self.per_slice, self.seed = per_slice, seed
         self.name = "skimage per-slice + RF" if per_slice else "skimage 3D + RF"
 
     def _features(self, volume):
@@ -135,7 +142,7 @@ class SkimageRF:
         from sklearn.ensemble import RandomForestClassifier
         stack = self._features(volume)
         self.model = RandomForestClassifier(n_estimators=50, max_depth=10, n_jobs=-1,
-                                            random_state=0)
+                                            random_state=self.seed)
         self.model.fit(stack[labels > 0], labels[labels > 0])
 
     def predict(self, volume):
@@ -175,14 +182,53 @@ def load_stardist():
 
 
 def nuclei_scores(prediction, mask):
-    objects = label_instances(prediction, foreground=NUCLEUS, volume=True)
+    """3D SEG of the 26-connected objects of the nucleus class (``SEG``), of its 6-connected
+    ones (``SEG 6-conn``: nuclei touching only along edges or corners stay apart) and the
+    nucleus IoU."""
     nucleus = prediction == NUCLEUS
-    return {"SEG": float(seg_score(mask, objects, volume=True)),
+    return {"SEG": float(seg_score(mask, label_instances(prediction, foreground=NUCLEUS,
+                                                         volume=True), volume=True)),
+            "SEG 6-conn": float(seg_score(mask, label_instances(
+                prediction, foreground=NUCLEUS, connectivity=1, volume=True), volume=True)),
             "nucleus IoU": float((nucleus & (mask > 0)).sum() / (nucleus | (mask > 0)).sum())}
 
 
+def run_spread(seeds, shifts):
+    """stardist_3d: SEG of the default model, μ = 0 and the scikit-image recipe over model
+    seeds (``random_state`` of ours and of the forest; scribbles on slices Z/4, Z/2, 3Z/4)
+    and over the scribbled slices (all three shifted by each of ``shifts``, seed 0)."""
+    data = load_stardist()
+    image, mask = data["train"], data["truth"]
+    configs = [(seed, 0) for seed in seeds] + [(seeds[0], d) for d in shifts if d != 0]
+    rows = []
+    for seed, shift in configs:
+        slices = [z + shift for z in data["slices"]]
+        labels = nuclei_scribbles(mask, slices)
+        for method in (Ours3D(data["spacing"], seed), Ours3D(data["spacing"], seed,
+                                                             cost_tradeoff=0.0),
+                       SkimageRF(per_slice=False, seed=seed)):
+            method.fit(image, labels)
+            rows.append({"method": method.name, "seed": seed, "slices": slices,
+                         **nuclei_scores(method.predict(image), mask)})
+            print(f"[spread] {rows[-1]}", flush=True)
+    summary = []
+    for name in dict.fromkeys(r["method"] for r in rows):
+        for metric in ("SEG", "SEG 6-conn", "nucleus IoU"):
+            values = [r[metric] for r in rows if r["method"] == name]
+            summary.append({"method": name, "metric": metric, "mean": float(np.mean(values)),
+                            "sd": float(np.std(values)), "min": min(values),
+                            "max": max(values), "n": len(values)})
+    gaps = [a["SEG"] - b["SEG"] for a, b in zip(rows[0::3], rows[2::3])]
+    summary.append({"method": "ours 3D - skimage 3D + RF", "metric": "SEG",
+                    "mean": float(np.mean(gaps)), "sd": float(np.std(gaps)), "min": min(gaps),
+                    "max": max(gaps), "n": len(gaps)})
+    print_table(summary, ["method", "metric", "mean", "sd", "min", "max", "n"])
+    return {"configs": [{"seed": s, "slice shift": d} for s, d in configs], "rows": rows,
+            "summary": summary}
+
+
 SETS = {"isbi2012_em": (load_em_volume, em_scores, ["SEG", "membrane F1", "pixel acc"]),
-        "stardist_3d": (load_stardist, nuclei_scores, ["SEG", "nucleus IoU"])}
+        "stardist_3d": (load_stardist, nuclei_scores, ["SEG", "SEG 6-conn", "nucleus IoU"])}
 
 
 def run_set(name, data, repeats):
@@ -376,6 +422,15 @@ def main():
     parser.add_argument("--chunk", type=int, default=128, help="chunk side of the chunked run")
     parser.add_argument("--memory-limit", type=int, default=2560,
                         help="address-space limit (MiB) of each chunked-run process")
+    parser.add_argument("--spread", nargs="*", type=int, metavar="SEED",
+                        help="stardist_3d only: SEG over these model seeds, and over shifted "
+                             "scribbled slices (--slice-shifts), into volumes_spread.json")
+    parser.add_argument("--slice-shifts", nargs="*", type=int, default=[-2, -1, 1, 2])
+    parser.add_argument("--stardist-spacing", type=float, nargs=3, metavar=("Z", "Y", "X"),
+                        help="stardist_3d's voxel spacing for our models (default 1 1 1: not "
+                             "recorded; its nuclei span 7 x 15 x 14 voxels, median, which "
+                             "StarDist's extents rule reads as 2.1 x 1 x 1.07); into "
+                             "volumes_stardist_3d_spacing_Z_Y_X.json")
     parser.add_argument("--scaling-worker", nargs=3, help=argparse.SUPPRESS)
     parser.add_argument("--chunked-worker", nargs=6, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -387,9 +442,19 @@ def main():
         path, store, mode, chunk, out, limit = args.chunked_worker
         chunked_worker(path, store, mode, int(chunk), out, int(limit))
         return
+    if args.spread:
+        results = {"cpu": cpu_model(), "load at start": os.getloadavg(),
+                   "spread": run_spread(args.spread, args.slice_shifts),
+                   "load at end": os.getloadavg()}
+        print(f"CPU {results['cpu']}; load {results['load at start']} -> "
+              f"{results['load at end']}; wrote {write_results('volumes_spread', results)}")
+        return
     results = {"cpu": cpu_model(), "load at start": os.getloadavg(), "sets": {}}
     for name in args.sets:
-        results["sets"][name] = run_set(name, SETS[name][0](), 1 if args.quick else args.repeats)
+        data = SETS[name][0]()
+        if name == "stardist_3d" and args.stardist_spacing:
+            data["spacing"] = tuple(args.stardist_spacing)
+        results["sets"][name] = run_set(name, data, 1 if args.quick else args.repeats)
     if args.scaling and not args.quick:
         results["scaling"] = run_scaling(args.scaling, args.side)
     if args.chunked:
@@ -399,6 +464,8 @@ def main():
             "volumes" if set(args.sets) == set(SETS) else
             "volumes_" + "_".join(args.sets) if args.sets else
             "volumes_scaling" if args.scaling else "volumes_chunked")
+    if args.stardist_spacing and "stardist_3d" in args.sets:
+        name += "_spacing_" + "_".join(f"{v:g}" for v in args.stardist_spacing)
     path = write_results(name, results)
     print(f"CPU {results['cpu']}; load {results['load at start']} -> {results['load at end']}; "
           f"wrote {path}")

@@ -169,6 +169,17 @@ def test_labels_and_probabilities_from_one_walk_resolve_ties_as_the_class_walk(i
 
 
 # -- the command line: one volume chunk by chunk into OME-Zarr --------------------------------
+def _write_ome_zarr(path, volume, scale, chunks):
+    """``volume`` as an NGFF 0.5 image (one z, y, x dataset of voxel size ``scale``)."""
+    import zarr
+    root = zarr.open_group(str(path), mode="w", zarr_format=3)
+    root.attrs["ome"] = {"version": "0.5", "multiscales": [{
+        "axes": [{"name": n, "type": "space"} for n in "zyx"],
+        "datasets": [{"path": "0", "coordinateTransformations": [
+            {"type": "scale", "scale": scale}]}]}]}
+    root.create_array("0", data=volume, chunks=chunks)
+
+
 @pytest.fixture(scope="module")
 def chunk_files(tmp_path_factory):
     import tifffile
@@ -179,12 +190,7 @@ def chunk_files(tmp_path_factory):
     tifffile.imwrite(folder / "vol.tif", volume, imagej=True, resolution=(1, 1),
                      metadata={"axes": "ZYX", "spacing": 2.0})
     tifffile.imwrite(folder / "lab.tif", labels)
-    root = zarr.open_group(str(folder / "vol.zarr"), mode="w", zarr_format=3)
-    root.attrs["ome"] = {"version": "0.5", "multiscales": [{
-        "axes": [{"name": n, "type": "space"} for n in "zyx"],
-        "datasets": [{"path": "0", "coordinateTransformations": [
-            {"type": "scale", "scale": [2.0, 1.0, 1.0]}]}]}]}
-    root.create_array("0", data=volume, chunks=(4, 16, 16))
+    _write_ome_zarr(folder / "vol.zarr", volume, [2.0, 1.0, 1.0], (4, 16, 16))
     plain = zarr.create_array(str(folder / "cyx_plain.zarr"), shape=(2,) + volume.shape,
                               chunks=(1, 5, 20, 20), dtype=np.uint8)
     plain[0], plain[1] = volume, 255 - volume
@@ -304,3 +310,54 @@ def test_training_windows_of_a_volume_give_the_scribbles_their_whole_volume_feat
     got = np.concatenate([bank.gather(f, *np.nonzero(lab)[1:], zs=np.nonzero(lab)[0])
                           for f, lab in zip(frames, label_frames)])
     assert np.array_equal(got[np.lexsort(got.T[::-1])], whole[np.lexsort(whole.T[::-1])])
+
+
+def test_cli_trains_a_volume_from_windows_around_its_scribbles(tmp_path, capsys):
+    """``train --axes zyx --chunks``: only the slices around the scribbled ones are read, and
+    the model is the one the API fits on those windows (`training_windows`)."""
+    import tifffile
+    from msclassify import load_model
+    from msclassify.pixel import training_windows
+    volume, labels = _blob_volume((64, 40, 40))
+    volume = (volume * 255).clip(0, 255).astype(np.uint8)
+    scribbles = np.zeros_like(labels)
+    scribbles[32] = labels[32]                      # one scribbled slice of 64
+    scribbles[32, 35:, :] = 1
+    tifffile.imwrite(tmp_path / "vol.tif", volume)
+    tifffile.imwrite(tmp_path / "lab.tif", scribbles)
+    _write_ome_zarr(tmp_path / "vol.zarr", volume, [4.0, 1.0, 1.0], (8, 40, 40))
+    options = ["--features", "fast", "--n-estimators", "5", "--random-state", "0"]
+    code, text, err = _cli(capsys, "train", tmp_path / "vol.tif", "--labels",
+                           tmp_path / "lab.tif", "--axes", "zyx", "--spacing", "4", "1", "1",
+                           "--chunks", "64", "-o", tmp_path / "m.msc", *options)
+    assert code == 0, err
+    frames, label_frames = training_windows(volume, scribbles, "fast", 64, spacing=(4, 1, 1))
+    assert len(frames) == 1 and frames[0].shape[0] < volume.shape[0] // 2
+    assert f"read 1 crop(s) around the scribbles: {frames[0].size / 1e6:.2f} of 0.10 Mvoxel" \
+        in text
+    api = PixelClassifier("fast", n_estimators=5, random_state=0,
+                          spacing=(4, 1, 1)).fit(frames, label_frames)
+    model = load_model(tmp_path / "m.msc")
+    assert model.bank_.grid.spacing == (4.0, 1.0, 1.0)
+    assert np.array_equal(model.predict(volume), api.predict(volume))
+    # an OME-Zarr volume takes this path without --chunks (chunks of 128: the same crop), its
+    # spacing from the NGFF scale
+    code, text, err = _cli(capsys, "train", tmp_path / "vol.zarr", "--labels",
+                           tmp_path / "lab.tif", "--axes", "zyx", "-o", tmp_path / "z.msc",
+                           *options)
+    assert code == 0 and "recorded in" in text and "read 1 crop(s)" in text, err
+    assert np.array_equal(load_model(tmp_path / "z.msc").predict(volume), api.predict(volume))
+    tifffile.imwrite(tmp_path / "short.tif", scribbles[:60])
+    tifffile.imwrite(tmp_path / "none.tif", np.zeros_like(scribbles))
+    for extra, message in ((["--per-slice"], "--per-slice trains a 2D model"),
+                           (["--labels", tmp_path / "short.tif"], "give labels of the volume's"),
+                           (["--labels", tmp_path / "none.tif"], "hold no scribbles"),
+                           ([], "records no voxel spacing")):
+        labels_option = [] if "--labels" in extra else ["--labels", tmp_path / "lab.tif"]
+        code, _, err = _cli(capsys, "train", tmp_path / "vol.tif", *labels_option, "--axes",
+                            "zyx", "--chunks", "16", "-o", tmp_path / "bad.msc", *options,
+                            *(extra if extra else []),
+                            *([] if extra == [] or "--per-slice" in extra
+                              else ["--spacing", "4", "1", "1"]))
+        assert code != 0 and message in err and err.count("\n") == 1, (message, err)
+        assert not (tmp_path / "bad.msc").exists()

@@ -9,9 +9,11 @@ import numpy as np
 from ..io import read_training_frames
 from ..modelfile import check_model_path
 from ..pixel import PixelClassifier
-from ._common import CommandError, positive_int, progress, say, tradeoff_lines, training_progress
-from ._large import DEFAULT_CHUNK, is_large_image, large_training_frames
-from ._volumes import add_volume_options, train_summary, train_volumes, uses_volumes
+from ._common import positive_int, progress, say, tradeoff_lines, training_progress
+from ._large import (DEFAULT_CHUNK, DEFAULT_VOLUME_CHUNK, is_large_image,
+                     large_training_frames)
+from ._volumes import (add_volume_options, train_summary, train_volume_windows, train_volumes,
+                       uses_volumes)
 
 
 def cost_tradeoff_value(text):
@@ -89,7 +91,8 @@ def add_train_command(commands, quiet):
                        help="one large image (OME-Zarr, zarr, file.h5:/dataset or TIFF; zarr and "
                             "HDF5 always take this path) scribbled in places: read it only "
                             "around the scribbles, chunk by chunk (PIXELS a side, default "
-                            f"{DEFAULT_CHUNK})")
+                            f"{DEFAULT_CHUNK}); with --axes one volume, read around its "
+                            f"scribbled voxels (default {DEFAULT_VOLUME_CHUNK} a side)")
     colour = train.add_mutually_exclusive_group()
     colour.add_argument("--gray", dest="as_gray", action="store_const", const=True,
                         default="auto",
@@ -132,11 +135,13 @@ def _cmd_train(args):
     features = args.features.split(",") if "," in args.features or ":" in args.features \
         else args.features
     if uses_volumes(args, args.images):
-        if args.chunks is not None:
-            raise CommandError("--chunks reads large 2-D images around their scribbles; volumes "
-                               "are read whole: drop --chunks")
-        clf, frames, labels = train_volumes(
-            args, lambda spacing: PixelClassifier(features=features, spacing=spacing, **params))
+        def make(spacing):
+            return PixelClassifier(features=features, spacing=spacing, **params)
+        if args.chunks is not None or any(is_large_image(path) for path in args.images):
+            clf, frames, labels = train_volume_windows(args, features, make,
+                                                       args.chunks or DEFAULT_VOLUME_CHUNK)
+        else:
+            clf, frames, labels = train_volumes(args, make)
         say(args, train_summary(args, clf, frames))
     else:
         if args.chunks is not None or any(is_large_image(path) for path in args.images):

@@ -18,7 +18,7 @@ from ..features import check_spacing
 from ..io import (check_axes, check_not_an_input, open_volume, read_volume, recorded_z_axis,
                   write_atomically, write_volume)
 from ..metrics import label_instances, seg_score
-from ..pixel import check_channels
+from ..pixel import check_channels, training_windows
 from ._common import CommandError, make_output_folder, run_prediction, say
 
 MANIFEST = "msclassify_volumes.json"
@@ -158,6 +158,39 @@ def train_volumes(args, make_classifier):
         raise CommandError("the labels hold no labelled voxel on any slice; scribble at least "
                            "two classes (0 = unlabelled)")
     return make_classifier(spacing), volumes, labels
+
+
+def train_volume_windows(args, features, make_classifier, chunk):
+    """``train --axes ... --chunks``: one volume larger than memory, read only in windows
+    around its scribbled voxels (`msclassify.pixel.training_windows` with the spacing: the
+    scribbles' features are the whole volume's). Returns the classifier, crops and labels."""
+    if len(args.images) != 1 or len(args.labels) != 1:
+        raise CommandError("a volume read around its scribbles trains alone: give one IMAGES "
+                           "input and one --labels input of the same shape")
+    if args.per_slice:
+        raise CommandError("--per-slice trains a 2D model on whole slices; crops around the "
+                           "scribbles (--chunks, zarr input) train a volume model: drop one")
+    try:
+        volume = open_volume(args.images[0], args.axes)
+        labels = open_volume(args.labels[0], args.axes.replace("c", ""))
+    except ValueError as exc:
+        raise CommandError(str(exc)) from None
+    if labels.shape != volume.shape[:3]:
+        raise CommandError(f"labels {args.labels[0]} are (Z, Y, X) {labels.shape} but "
+                           f"{args.images[0]} is {volume.shape[:3]}; give labels of the "
+                           "volume's shape")
+    spacing = _spacing(args, volume.spacing, args.images[0])
+    say(args, f"voxel spacing (z, y, x): {' x '.join(f'{s:g}' for s in spacing)}"
+              + ("" if args.spacing is not None else f" (recorded in {args.images[0]})"))
+    try:
+        frames, label_frames = training_windows(volume, labels, features, chunk,
+                                                spacing=spacing)
+    except ValueError as exc:
+        raise CommandError(str(exc)) from None
+    read = sum(int(np.prod(frame.shape[:3])) for frame in frames)
+    say(args, f"read {len(frames)} crop(s) around the scribbles: {read / 1e6:.2f} of "
+              f"{np.prod(volume.shape[:3]) / 1e6:.2f} Mvoxel")
+    return make_classifier(spacing), [_squeeze(f) for f in frames], label_frames
 
 
 def predict_volumes(args, model, model_file):

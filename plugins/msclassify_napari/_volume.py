@@ -64,7 +64,8 @@ class VolumeJob:
         from msclassify.pixel import training_windows
         settings = self.settings.for_live_update() if live else self.settings
         shape = np.shape(self.volume)[:3]
-        frames, label_frames = training_windows(self.volume, scribbles, settings.features,
+        frames, label_frames = training_windows(self.volume, _CopyOnRead(scribbles),
+                                                settings.features,
                                                 chunks=(TRAIN_SLICES,) + shape[1:],
                                                 spacing=self.spacing)
         model = settings.make_classifier().set_params(spacing=self.spacing)
@@ -92,6 +93,18 @@ class VolumeJob:
         for done, index in enumerate(plan, start=1):
             (labels,) = predict_chunk(self.model, self.volume, plan, index, groups=groups)
             yield done, len(plan), plan.chunk(index), labels
+
+
+class _CopyOnRead:
+    """``array`` read window by window as copies: the scribble layer's array, which the window's
+    thread may paint into while a worker reads it (a stroke then never changes a window the
+    worker is scanning; numpy refuses to count nonzero elements that change meanwhile)."""
+
+    def __init__(self, array):
+        self.array, self.shape = array, np.shape(array)
+
+    def __getitem__(self, window):
+        return np.array(self.array[window])
 
 
 def _qt_widget_base():
@@ -163,12 +176,21 @@ class VolumeWidget(_qt_widget_base()):
         scribbles = self.viewer.add_labels(np.zeros(volume.shape[:3], np.uint8), name=SCRIBBLES,
                                            scale=layer.scale[-3:])
         scribbles.events.paint.connect(self._painted)
-        # The result layer now, not when the first plane is done: creating a volume-sized
-        # layer is napari's slowest step (docs/volumes.md), better here than in a live update.
-        self._segmentation(volume.shape[:3], np.uint8)
         self.viewer.layers.selection.active = scribbles
         scribbles.mode = "paint"
+        # The result layer soon, not when the first plane is done: adding a layer is napari's
+        # slowest step (docs/volumes.md), better now than in a live update; in the next turn
+        # of the event loop, so the window answers between the two layers' creation.
+        from qtpy.QtCore import QTimer
+        QTimer.singleShot(0, self._add_segmentation)
         return scribbles
+
+    def _add_segmentation(self):
+        try:
+            volume, _ = self._volume()
+        except ValueError:              # the volume is gone: the layer comes with a result
+            return
+        self._segmentation(volume.shape[:3], np.uint8)
 
     def _segmentation(self, shape, dtype):
         layers = self.viewer.layers
@@ -232,7 +254,10 @@ class VolumeWidget(_qt_widget_base()):
         except ValueError as exc:
             self.status.setText(str(exc))
             return
-        scribbles = np.array(self.viewer.layers[SCRIBBLES].data)     # a snapshot
+        # No copy here: the worker copies the layer's array window by window (TRAIN_SLICES
+        # slices) and keeps the crops around the scribbled voxels (`VolumeJob.train`); a stroke
+        # painted meanwhile queues one more update.
+        scribbles = self.viewer.layers[SCRIBBLES].data
         spacing = tuple(box.value() for box in self.spacing)
         if self.job is None or self.job.volume is not volume or self.job.spacing != spacing:
             self.job = VolumeJob(volume, spacing, self.settings)
