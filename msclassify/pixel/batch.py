@@ -193,7 +193,8 @@ def _predict_here(model, source, writer, todo, frame_index, probabilities, on_fr
 
     Frames are read in increasing order and written in order, one write at a time; a write's
     error stops the run at the next frame. Whatever stops this thread (an error, Ctrl-C) lets
-    the write under way finish (a complete frame, which a re-run skips) and drops the rest.
+    the frame already predicted be written (a complete frame, which a re-run skips) and
+    drops the frames read ahead.
     The writes stay in this thread if Numba's threading layer is ``workqueue``, which may not
     run parallel kernels from two threads at once (an object classifier's trees would).
     """
@@ -226,7 +227,7 @@ def _predict_here(model, source, writer, todo, frame_index, probabilities, on_fr
                 on_frame(pending[0])
     finally:
         reader.shutdown(wait=True, cancel_futures=True)
-        writing.shutdown(wait=True, cancel_futures=True)
+        writing.shutdown(wait=True)         # the one write submitted finishes
     return len(todo)
 
 
