@@ -47,7 +47,9 @@ Measures (per configuration, over the fly objects of each frame):
   the bright body counts more than the dim wings, which SLEAP's centre leaves out);
 * ``axis error``: angle between the object's major axis (``orientation``) and the
   abdomen -> head line, modulo 180 degrees, median and p90; ``weighted axis``: the
-  same for ``orientation_weighted`` (of the intensity-weighted moments);
+  same for ``orientation_weighted`` (of the intensity-weighted moments); ``body axis``:
+  for ``orientation_body`` (of the object's bright part, above Otsu's threshold of its
+  own intensities);
 * ``identity``: each SLEAP fly's matched track id, frame by frame: a *switch* is a
   frame where the two flies' track ids are exchanged or one takes an id the other
   had; ``tracks`` counts the distinct track ids the two flies ever had (2 is perfect);
@@ -289,11 +291,14 @@ def main():
     for name, table in tables.items():
         weighted = evaluate(table, centres, axes, n_frames, "centroid_weighted",
                             "orientation_weighted")
+        body = evaluate(table, centres, axes, n_frames, "centroid_weighted", "orientation_body")
         results.append({"config": name, **evaluate(table, centres, axes, n_frames),
                         "weighted centroid median px": weighted["centroid median px"],
                         "weighted centroid p90 px": weighted["centroid p90 px"],
                         "weighted axis median deg": weighted["axis median deg"],
                         "weighted axis p90 deg": weighted["axis p90 deg"],
+                        "body axis median deg": body["axis median deg"],
+                        "body axis p90 deg": body["axis p90 deg"],
                         "frames/s": n_frames / (shared_wall + wall[name]),
                         "CPU ms/frame": 1e3 * (shared_cpu + cpu[name]) / n_frames,
                         "objects ms/frame": 1e3 * wall[name] / n_frames})
@@ -303,7 +308,8 @@ def main():
     columns = ["config", "right count %", "frames with 1 / 3+ flies", "centroid median px",
                "centroid p90 px", "weighted centroid median px", "weighted centroid p90 px",
                "axis median deg", "axis p90 deg", "weighted axis median deg",
-               "weighted axis p90 deg", "switches", "tracks",
+               "weighted axis p90 deg", "body axis median deg", "body axis p90 deg",
+               "switches", "tracks",
                "frames/s", "CPU ms/frame", "objects ms/frame"]
     print(f"{n_frames} frames; CPU {cpu_model()}; load {load_start[0]:.1f} at start, "
           f"{load_end[0]:.1f} at end; read {1e3 * wall['read'] / n_frames:.1f} ms/frame, "

@@ -128,7 +128,83 @@ def test_local_engine_with_a_real_model_matches_predict(tmp_path, model_file):
         np.testing.assert_array_equal(root["labels"][t], model.predict(frames[t]))
 
 
-def test_a_failing_write_stops_the_run_and_keeps_earlier_frames(tmp_path):
+class _Timeline:
+    """A source, model and writer that record which thread does what, and when."""
+
+    def __init__(self, n_frames):
+        import threading
+        self.frames = make_frames(n_frames)
+        self.events = []
+        self.written = {}
+        self.dtype = np.uint8
+        self.first_written = threading.Event()
+
+    def read(self, index):
+        self.events.append(("read", index, _thread_name()))
+        return self.frames[index]
+
+    def predict(self, frame):
+        index = next(t for t, f in enumerate(self.frames) if np.array_equal(f, frame))
+        if index == 1:      # frame 0 is written while frame 1 is predicted, or never
+            assert self.first_written.wait(10), "frame 0 was not written during frame 1"
+        self.events.append(("predict", index, _thread_name()))
+        return ThresholdModel().predict(frame)
+
+    def write(self, position, labels, probabilities=None):
+        self.events.append(("write", position, _thread_name()))
+        self.written[position] = labels
+        self.first_written.set()
+
+
+def _thread_name():
+    import threading
+    return threading.current_thread().name
+
+
+def test_local_engine_reads_ahead_and_writes_while_the_next_frame_is_predicted(monkeypatch):
+    monkeypatch.setattr(batch, "_threadsafe_numba", lambda: True)
+    timeline = _Timeline(5)
+    seen = []
+    assert predict_to_writer(timeline, timeline, timeline, range(5), on_frame=seen.append) == 5
+    assert seen == [0, 1, 2, 3, 4] and sorted(timeline.written) == [0, 1, 2, 3, 4]
+    threads = {kind: {name for k, _, name in timeline.events if k == kind}
+               for kind in ("read", "predict", "write")}
+    assert threads["predict"] == {_thread_name()}
+    assert len(threads["read"]) == len(threads["write"]) == 1
+    assert not threads["read"] & threads["predict"] and not threads["write"] & threads["predict"]
+    order = [(k, i) for k, i, _ in timeline.events]
+    assert [i for k, i in order if k == "read"] == [0, 1, 2, 3, 4]
+    assert [i for k, i in order if k == "write"] == [0, 1, 2, 3, 4]
+    for t in range(5):
+        np.testing.assert_array_equal(timeline.written[t], 1 + (timeline.frames[t] > 100))
+
+
+def test_local_engine_writes_in_its_own_thread_when_numba_cannot_share_kernels(monkeypatch):
+    monkeypatch.setattr(batch, "_threadsafe_numba", lambda: False)
+    timeline = _Timeline(3)
+    timeline.first_written.set()
+    predict_to_writer(timeline, timeline, timeline, range(3))
+    assert {name for k, _, name in timeline.events if k != "read"} == {_thread_name()}
+    assert sorted(timeline.written) == [0, 1, 2]
+
+
+def test_a_failing_read_stops_the_run_with_its_error(tmp_path, monkeypatch):
+    monkeypatch.setattr(batch, "_threadsafe_numba", lambda: True)
+    writer = open_writer(tmp_path / "out", 5, (SIZE, SIZE))
+
+    class Broken(FrameList):
+        def read(self, index):
+            if index == 3:
+                raise OSError("frame 3 is damaged")
+            return self[index]
+    with pytest.raises(OSError, match="frame 3 is damaged"):
+        predict_to_writer(ThresholdModel(), Broken(make_frames(5)), writer, range(5))
+    assert writer.completed() == [0, 1, 2]
+
+
+@pytest.mark.parametrize("threaded", [True, False])
+def test_a_failing_write_stops_the_run_and_keeps_earlier_frames(tmp_path, monkeypatch, threaded):
+    monkeypatch.setattr(batch, "_threadsafe_numba", lambda: threaded)
     writer = open_writer(tmp_path / "out", 5, (SIZE, SIZE))
     real_write = writer.write
 

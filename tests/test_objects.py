@@ -70,6 +70,37 @@ def test_the_weighted_orientation_follows_a_bright_body_not_its_dim_wings():
     assert "orientation_weighted" not in measure_objects(objects)
 
 
+def test_the_body_orientation_is_the_bright_parts_alone():
+    # a bright 15x3 body along the rows under dim, wide 9x21 wings: the mask's axis is the
+    # wings' (columns, +-pi/2); the intensity-weighted one too, the wings having many more pixels;
+    # the bright part alone (above Otsu's threshold of the object) lies along the rows: 0, exact
+    objects = np.zeros((25, 25), int); image = np.zeros((25, 25))
+    objects[5:20, 11:14] = 1; image[5:20, 11:14] = 100
+    objects[8:17, 2:23] = 1; image[8:17, 2:23] = 20; image[8:17, 11:14] = 100
+    row = measure_objects(objects, image).iloc[0]
+    assert abs(row["orientation"]) == pytest.approx(np.pi / 2)
+    assert abs(row["orientation_weighted"]) == pytest.approx(np.pi / 2)
+    assert row["orientation_body"] == pytest.approx(0)
+    # a bright speck away from the body (a reflection) is not part of it: the largest bright part
+    image[8, 3] = 100
+    assert measure_objects(objects, image).iloc[0]["orientation_body"] == pytest.approx(0)
+    # a diagonal body: +pi/4 as regionprops' orientation of the same bar alone
+    objects = np.ones((12, 12), int); image = np.full((12, 12), 10.0)
+    bar = np.zeros((12, 12), int)
+    for k in range(10):
+        bar[1 + k, 1 + k] = bar[1 + k, 2 + k] = 1
+    image[bar > 0] = 90
+    assert measure_objects(objects, image).iloc[0]["orientation_body"] == \
+        pytest.approx(measure_objects(bar).iloc[0]["orientation"])
+    # all pixels alike: the whole object is its body; no frame, no column; not of the probability
+    objects = np.zeros((9, 9), int); objects[2:5, 1:8] = 1
+    assert abs(measure_objects(objects, np.full((9, 9), 7.0)).iloc[0]["orientation_body"]) == \
+        pytest.approx(np.pi / 2)
+    assert "orientation_body" not in measure_objects(objects)
+    table = measure_objects(objects, np.full((9, 9), 7.0), np.full((9, 9), 0.5))
+    assert [c for c in table if "body" in c] == ["orientation_body"]
+
+
 def test_the_probability_adds_its_own_columns_and_an_empty_frame_gives_no_rows():
     objects = np.zeros((6, 6), int); objects[1:3, 1:3] = 1
     probability = np.where(objects > 0, 0.75, 0.0)

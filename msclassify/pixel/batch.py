@@ -24,7 +24,7 @@ import threading
 import time
 import uuid
 from collections import deque
-from concurrent.futures import CancelledError
+from concurrent.futures import CancelledError, ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -44,6 +44,8 @@ DEFAULT_CHUNK_SIZE = 4
 # Chunks in flight per worker: one running, one queued, so a worker never
 # waits for the driver; more would only hold frames in memory.
 _CHUNKS_PER_WORKER = 2
+# Frames read ahead of the one predicted, in this process: decoding overlaps prediction.
+_READ_AHEAD = 2
 # How long a run on a cluster without workers waits for one to join.
 _WORKER_WAIT_SECONDS = 60
 # While waiting for a chunk: how often the cluster is checked, and how long it may have no
@@ -126,13 +128,7 @@ def predict_to_writer(model, source, writer, todo, *, frame_index=None, probabil
         frame_index = _Identity()
     check_int(chunk_size, "chunk_size")
     if client is None:
-        for position in todo:
-            labels, proba, _ = predict_frame(model, source.read(frame_index[position]),
-                                             probabilities, writer.dtype)
-            writer.write(position, labels, proba)
-            if on_frame is not None:
-                on_frame(position)
-        return len(todo)
+        return _predict_here(model, source, writer, todo, frame_index, probabilities, on_frame)
     if model_bytes is None:
         raise ValueError("predicting on a Dask cluster needs model_bytes (the model file's "
                          "content), which are shipped to the workers")
@@ -188,6 +184,61 @@ def prediction_provenance(model_file, source, frame_index, probabilities, export
             "probabilities": bool(probabilities),
             **({} if export is None or export == FrameExport() else
                {"export": dataclasses.asdict(export)})}
+
+
+def _predict_here(model, source, writer, todo, frame_index, probabilities, on_frame):
+    """`predict_to_writer` in this process, three stages at once: one thread reads the next
+    frames (decoding), this one predicts (its Numba kernels release the GIL), another writes
+    the frame before (and measures its objects, with `msclassify.objects.ObjectTableWriter`).
+
+    Frames are read in increasing order and written in order, one write at a time; a write's
+    error stops the run at the next frame. Whatever stops this thread (an error, Ctrl-C) lets
+    the frame already predicted be written (a complete frame, which a re-run skips) and
+    drops the frames read ahead.
+    The writes stay in this thread if Numba's threading layer is ``workqueue``, which may not
+    run parallel kernels from two threads at once (an object classifier's trees would).
+    """
+    if not todo:
+        return 0
+    reader, writing = ThreadPoolExecutor(1), ThreadPoolExecutor(1)
+    reads = deque(reader.submit(source.read, frame_index[p]) for p in todo[:_READ_AHEAD])
+    pending = None                          # (position, future) of the write under way
+    try:
+        for i, position in enumerate(todo):
+            frame = reads.popleft().result()
+            if i + _READ_AHEAD < len(todo):
+                reads.append(reader.submit(source.read, frame_index[todo[i + _READ_AHEAD]]))
+            labels, proba, _ = predict_frame(model, frame, probabilities, writer.dtype)
+            del frame
+            if pending is not None:
+                pending[1].result()
+                if on_frame is not None:
+                    on_frame(pending[0])
+            if _threadsafe_numba():
+                pending = position, writing.submit(writer.write, position, labels, proba)
+                continue
+            pending = None
+            writer.write(position, labels, proba)
+            if on_frame is not None:
+                on_frame(position)
+        if pending is not None:
+            pending[1].result()
+            if on_frame is not None:
+                on_frame(pending[0])
+    finally:
+        reader.shutdown(wait=True, cancel_futures=True)
+        writing.shutdown(wait=True)         # the one write submitted finishes
+    return len(todo)
+
+
+def _threadsafe_numba():
+    """Whether Numba's threading layer runs parallel kernels from several threads at once
+    (OpenMP and TBB do; workqueue does not). Asked after a prediction, when it is known."""
+    import numba
+    try:
+        return numba.threading_layer() != "workqueue"
+    except ValueError:                      # no parallel kernel has run: nothing to clash with
+        return False
 
 
 class _Identity:
