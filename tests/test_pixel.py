@@ -84,6 +84,32 @@ def test_multiclass_and_rgb():
         clf.predict(image)
 
 
+def test_many_classes_draw_half_the_features_per_tree_by_default(tmp_path):
+    """colsample=None: all features with two classes, half with more (one tree per class and
+    round); a given colsample is kept; the teacher draws the same share; the file keeps None."""
+    image, mask, labels = _blobs(4)
+    rgb = np.stack([image, 255 - image, image // 2], axis=2)
+    three = labels.copy()
+    three[:, :8][three[:, :8] == 1] = 3
+    params = dict(SMALL, n_estimators=4, distill_weight=1.0)
+    drawn = {}
+    for name, lab, colsample in (("2", labels, None), ("3", three, None), ("3, 0.8", three, 0.8)):
+        clf = PixelClassifier(colsample=colsample, **params).fit(rgb, lab)
+        assert clf.get_params()["colsample"] == colsample
+        drawn[name] = clf.booster_.params["colsample"]
+        # every tree splits only on features of its draw: at most that share of the bank
+        for tree in clf.booster_.trees:
+            assert np.unique(tree["feature"][tree["feature"] >= 0]).size <= \
+                round(drawn[name] * len(clf.bank_))
+    assert drawn == {"2": 1.0, "3": 0.5, "3, 0.8": 0.8}
+    clf = PixelClassifier(**params).fit(rgb, three)
+    assert np.mean(clf.predict(rgb)[three > 0] == three[three > 0]) > 0.9
+    clf.save(tmp_path / "m.msc")
+    loaded = load_model(tmp_path / "m.msc")
+    assert loaded.get_params()["colsample"] is None
+    np.testing.assert_array_equal(loaded.predict(rgb), clf.predict(rgb))
+
+
 def test_uncertainty_is_one_minus_max_probability(trained):
     image, _, _ = _blobs(5)
     uncertainty = trained.uncertainty(image)
