@@ -102,6 +102,11 @@ def test_many_classes_draw_half_the_features_per_tree_by_default(tmp_path):
             assert np.unique(tree["feature"][tree["feature"] >= 0]).size <= \
                 round(drawn[name] * len(clf.bank_))
     assert drawn == {"2": 1.0, "3": 0.5, "3, 0.8": 0.8}
+    # two classes: the very model of colsample=1.0 (what the default was)
+    two = [PixelClassifier(colsample=c, **params).fit(rgb, labels).booster_ for c in (None, 1.0)]
+    for a, b in zip(*(booster.trees for booster in two)):
+        np.testing.assert_array_equal(a["feature"], b["feature"])
+        np.testing.assert_array_equal(a["value"], b["value"])
     clf = PixelClassifier(**params).fit(rgb, three)
     assert np.mean(clf.predict(rgb)[three > 0] == three[three > 0]) > 0.9
     clf.save(tmp_path / "m.msc")
