@@ -17,6 +17,10 @@ Frames and scribbles (real images, ``benchmarks/_real_data.py``)
 ``larvae-4``
     the same photo, 4 classes: dark tray, feed (brighter than the tray), the outer
     3 px of each larva, the rest of the larva.
+``photo-4``
+    the 4-class photo of ``bench_napari.py`` (top-left 512x384 of img_1, tray / larva / feed /
+    rim scribbles, `bench_napari.larvae_photo`): what its "4 classes: Train" row fits in the
+    real window.
 
 The 4-class maps are made for timing (the classes are drawn on real frames, but
 only the 2-class ones are what a lab would segment).
@@ -25,7 +29,9 @@ Variants: ``default`` = ``PixelClassifier(random_state=0)``; ``auto`` = the same
 with ``cost_tradeoff="auto"``; ``no-distill`` = ``distill_weight=0``;
 ``no-balance`` = ``class_weight=None``; ``balanced`` = ``class_weight="balanced"``;
 ``teacher-stride-1`` = ``teacher_stride=1`` (the teacher predicts every pixel of the frame for
-its class map, the default before its coarse-to-fine map).
+its class map, the default before its coarse-to-fine map); ``all-features`` = ``colsample=1.0``
+(every tree draws from all features; the default before ``colsample=None``, which draws half of
+them per tree with more than two classes).
 
 What is measured
 ----------------
@@ -57,10 +63,11 @@ import numpy as np
 import msclassify  # noqa: F401  (before _common puts this checkout first: --ref runs another)
 from _common import REPO, cpu_model, print_table, write_results
 
-CASES = ("fly-2", "fly-4", "larvae-2", "larvae-4")
+CASES = ("fly-2", "fly-4", "larvae-2", "larvae-4", "photo-4")
 VARIANTS = {"default": {}, "auto": {"cost_tradeoff": "auto"},
             "no-distill": {"distill_weight": 0.0}, "no-balance": {"class_weight": None},
-            "balanced": {"class_weight": "balanced"}, "teacher-stride-1": {"teacher_stride": 1}}
+            "balanced": {"class_weight": "balanced"}, "teacher-stride-1": {"teacher_stride": 1},
+            "all-features": {"colsample": 1.0}}
 
 
 def four_classes(object_mask, far):
@@ -86,6 +93,10 @@ def case_data(case):
         flies = data["test_masks"][0] > 0
         far = ~ndi.binary_dilation(flies, iterations=10)
         return data["test_images"][0], balanced_scribbles(four_classes(flies, far), seed=0)
+    if case == "photo-4":
+        from bench_napari import larvae_photo
+        photo, _, scribbles = larvae_photo()
+        return photo, scribbles
     data = load_fly_larvae_dev("balanced")
     image = data["train_images"][0]
     if case == "larvae-2":

@@ -11,6 +11,7 @@ from msclassify.features import FeatureBank, FeatureCache
 from msclassify.metrics import label_instances, seg_score
 from msclassify.modelfile import read_model, write_model
 from msclassify.pixel import ImageCost, PixelClassifier, most_probable, training_set
+from msclassify.pixel import _classifier
 
 
 def _blobs(seed, shape=(61, 75), n_blobs=4, radius=7):
@@ -82,6 +83,45 @@ def test_multiclass_and_rgb():
     np.testing.assert_array_equal(clf.predict(rgb), clf.classes_[np.argmax(proba, axis=2)])
     with pytest.raises(ValueError, match=r"\(H, W, 3\)"):
         clf.predict(image)
+
+
+def test_many_classes_draw_half_the_features_per_tree_by_default(tmp_path, monkeypatch):
+    """colsample=None: all features with two classes, half with more (one tree per class and
+    round) but all for the teacher; a given colsample is kept (teacher too); the file keeps
+    None."""
+    image, mask, labels = _blobs(4)
+    rgb = np.stack([image, 255 - image, image // 2], axis=2)
+    three = labels.copy()
+    three[:, :8][three[:, :8] == 1] = 3
+    params = dict(SMALL, n_estimators=4, distill_weight=1.0)
+    drawn, teacher = {}, {}
+    real_fit_teacher = _classifier.fit_teacher
+
+    def spy(X, y, weight, params, *args, **kwargs):
+        teacher[name] = params["colsample"]
+        return real_fit_teacher(X, y, weight, params, *args, **kwargs)
+    monkeypatch.setattr(_classifier, "fit_teacher", spy)
+    for name, lab, colsample in (("2", labels, None), ("3", three, None), ("3, 0.8", three, 0.8)):
+        clf = PixelClassifier(colsample=colsample, **params).fit(rgb, lab)
+        assert clf.get_params()["colsample"] == colsample
+        drawn[name] = clf.booster_.params["colsample"]
+        # every tree splits only on features of its draw: at most that share of the bank
+        for tree in clf.booster_.trees:
+            assert np.unique(tree["feature"][tree["feature"] >= 0]).size <= \
+                round(drawn[name] * len(clf.bank_))
+    assert drawn == {"2": 1.0, "3": 0.5, "3, 0.8": 0.8}
+    assert teacher == {"2": 1.0, "3": 1.0, "3, 0.8": 0.8}
+    # two classes: the very model of colsample=1.0 (what the default was)
+    two = [PixelClassifier(colsample=c, **params).fit(rgb, labels).booster_ for c in (None, 1.0)]
+    for a, b in zip(*(booster.trees for booster in two)):
+        np.testing.assert_array_equal(a["feature"], b["feature"])
+        np.testing.assert_array_equal(a["value"], b["value"])
+    clf = PixelClassifier(**params).fit(rgb, three)
+    assert np.mean(clf.predict(rgb)[three > 0] == three[three > 0]) > 0.9
+    clf.save(tmp_path / "m.msc")
+    loaded = load_model(tmp_path / "m.msc")
+    assert loaded.get_params()["colsample"] is None
+    np.testing.assert_array_equal(loaded.predict(rgb), clf.predict(rgb))
 
 
 def test_uncertainty_is_one_minus_max_probability(trained):

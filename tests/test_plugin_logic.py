@@ -457,7 +457,8 @@ def test_settings_make_the_classifier_with_library_defaults():
     assert (other.features, other.cost_tradeoff) == ("fast", 0.01)
     assert (live.split_cost, live.max_leaves) == (settings.split_cost, settings.max_leaves)
     assert settings.replace(n_estimators=5).for_live_update().n_estimators == 5
-    assert live.colsample == settings.colsample == 1.0      # two classes: all features
+    # two classes: all features (None: PixelClassifier's choice, all of them with two classes)
+    assert live.colsample is settings.colsample is None
 
 
 def test_live_model_for_many_classes_keeps_a_tree_budget():
@@ -467,7 +468,8 @@ def test_live_model_for_many_classes_keeps_a_tree_budget():
     assert [by_classes[n].n_estimators for n in (2, 3, 4, 8, 20)] == [
         LIVE_N_ESTIMATORS, LIVE_TREE_BUDGET // 3, LIVE_TREE_BUDGET // 4, LIVE_MIN_TREES,
         LIVE_MIN_TREES]
-    assert [by_classes[n].colsample for n in (2, 3, 4)] == [1.0, LIVE_COLSAMPLE, LIVE_COLSAMPLE]
+    assert [by_classes[n].colsample for n in (2, 3, 4)] == [None, LIVE_COLSAMPLE, LIVE_COLSAMPLE]
+    assert settings.replace(colsample=0.3).for_live_update(4).colsample == 0.3
     # never more trees than Train's, and the colsample reaches the classifier
     assert settings.replace(n_estimators=3).for_live_update(4).n_estimators == 3
     assert by_classes[4].make_classifier().get_params()["colsample"] == LIVE_COLSAMPLE

@@ -45,7 +45,8 @@ _MODEL_OPTIONS = {
     "l2_regularization": (float, None, "L2 penalty on leaf values"),
     "max_bins": (int, None, "histogram bins per feature (at most 255)"),
     "subsample": (float, None, "fraction of the labelled pixels drawn for each tree"),
-    "colsample": (float, None, "fraction of the features drawn for each tree"),
+    "colsample": (float, None, "fraction of the features drawn for each tree; none: all with "
+                               "two classes, half with more"),
     "random_state": (int, None, "seed, for reproducible models"),
     "share_mode": (str, ("path", "feature"), "how coarse features discount evaluations"),
     "growth": (str, ("best_first", "breadth_first"), "tree growth order"),

@@ -114,7 +114,7 @@ class ClassifierSettings:
     semi_supervised: bool = _DEFAULTS["semi_supervised"]
     n_cost_samples: int = _DEFAULTS["n_cost_samples"]
     distill_weight: float = _DEFAULTS["distill_weight"]
-    colsample: float = _DEFAULTS["colsample"]
+    colsample: float | None = _DEFAULTS["colsample"]   # None: PixelClassifier's (by classes)
     random_state: int = 0
 
     TOOLTIPS = {
@@ -159,7 +159,7 @@ class ClassifierSettings:
         trees, colsample = LIVE_N_ESTIMATORS, self.colsample
         if n_classes > 2:
             trees = max(LIVE_MIN_TREES, min(trees, LIVE_TREE_BUDGET // int(n_classes)))
-            colsample = min(colsample, LIVE_COLSAMPLE)
+            colsample = LIVE_COLSAMPLE if colsample is None else min(colsample, LIVE_COLSAMPLE)
         return self.replace(n_estimators=min(self.n_estimators, trees),
                             n_cost_samples=min(self.n_cost_samples, LIVE_N_COST_SAMPLES),
                             semi_supervised=False, distill_weight=0.0, features=features,
