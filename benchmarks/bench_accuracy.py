@@ -52,6 +52,8 @@ Methods (`METHODS`; pass ``--methods`` to pick; a method is any object with
   pixel weighs 1 (the default; the same as ``ours default`` while it is).
 * ``ours balanced``: ``class_weight="balanced"``: every class's labelled pixels
   weigh the same in total (what class balancing buys).
+* ``ours sqrt-balanced``: ``class_weight="sqrt"``: a class's labelled pixels weigh
+  in total the square root of how many were scribbled (7:1 strokes weigh 2.6:1).
 * ``ours teacher stride 1``: ``teacher_stride=1``: the distillation teacher
   predicts every pixel for its class map instead of coarse to fine from every
   4th pixel (what the coarse-to-fine map costs in accuracy, if anything).
@@ -229,6 +231,7 @@ def make_methods(mu_path, seeds=(0,)):
                Ours("ours auto", cost_tradeoff="auto"),
                Ours("ours unbalanced", class_weight=None),
                Ours("ours balanced", class_weight="balanced"),
+               Ours("ours sqrt-balanced", class_weight="sqrt"),
                Ours("ours teacher stride 1", teacher_stride=1)]
     methods += [Ours(f"ours mu={mu:g}", cost_tradeoff=mu) for mu in mu_path]
     bank = ilastik_bank()
