@@ -145,18 +145,20 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         (`msclassify.pixel._distill.teacher_classes`): 4, the default, makes
         about 6-14% of the predictions of 1 (every pixel) and the same class map
         but for a few pixels (docs/scribbles.md).
-    class_weight : {None, "balanced", "sqrt"}, optional
-        None (default): every labelled pixel weighs 1. ``"sqrt"``: a partial
-        balance, the labelled pixels of a class weigh in total the square root
-        of how many were scribbled (7:1 strokes weigh 2.6:1). ``"balanced"``: the
-        labelled pixels of every class weigh the same in total, however many of
-        each were scribbled (a 1-px brush along membranes labels ~7 interior
-        pixels for each membrane pixel; unweighted, the model learns that ratio
-        as a prior and shrinks the thin class). The distillation teacher and the
-        model both train with these weights. Use it for thin or rarely scribbled
-        classes (EM membranes with a thin brush: membrane F1 0.689 instead of
-        0.645); it is not the default because its outlines follow the 8x8 block
-        grid more (docs/scribbles.md, "Defaults").
+    class_weight : {"sqrt", None, "balanced"}, optional
+        How much each class's scribbles weigh in the loss, for the distillation
+        teacher and the model alike. ``"sqrt"`` (default): a partial balance, the
+        labelled pixels of a class weigh in total the square root of how many
+        were scribbled (7:1 strokes weigh 2.6:1, 2:1 weigh 1.4:1). None: every
+        labelled pixel weighs 1, so the model learns the ratio of the strokes
+        as a prior and shrinks a thinly scribbled class (a 1-px brush along
+        membranes labels ~7 interior pixels for each membrane pixel).
+        ``"balanced"``: every class weighs the same in total. On EM with thin
+        strokes (mean of 3 scribble draws) membrane F1 0.683 (None), 0.694
+        (sqrt), 0.699 (balanced), the recipe 0.699; the fly outlines' share on
+        the 8x8 block grid 0.29 / 0.32 / 0.37 (seeds 0-3): "balanced" makes the
+        outlines blockier, "sqrt" takes most of its gain on thin strokes without
+        that (docs/scribbles.md, section 8).
     semi_supervised : bool, optional
         Also learn from unlabelled pixels (GRBB, `msclassify.baselines.GRBBClassifier`):
         the gradients of the scribbled pixels are propagated over a kNN graph on
@@ -307,7 +309,7 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
                  max_bins=255, subsample=1.0, colsample=1.0, random_state=None,
                  share_mode="path", growth="best_first", hessian="exact",
                  feature_cost_mode="lazy", evaluation_cost_mode="leaf", n_cost_samples=16384,
-                 distill_weight=3.0, n_distill_pixels=25000, teacher_stride=4, class_weight=None,
+                 distill_weight=3.0, n_distill_pixels=25000, teacher_stride=4, class_weight="sqrt",
                  semi_supervised=False, n_unlabelled=4096, n_neighbors=9,
                  laplacian_regularization=0.0, spacing=None):
         self.features = features
