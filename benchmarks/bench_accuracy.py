@@ -49,12 +49,11 @@ Methods (`METHODS`; pass ``--methods`` to pick; a method is any object with
   the scribbles alone, no teacher (what distillation buys, and what it costs in
   training time).
 * ``ours unbalanced``: the defaults with ``class_weight=None``: every labelled
-  pixel weighs 1 (the default before issue 24's third round).
+  pixel weighs 1 (the default; the same as ``ours default`` while it is).
 * ``ours balanced``: ``class_weight="balanced"``: every class's labelled pixels
   weigh the same in total (what class balancing buys).
 * ``ours sqrt-balanced``: ``class_weight="sqrt"``: a class's labelled pixels weigh
-  in total the square root of how many were scribbled (7:1 strokes weigh 2.6:1);
-  the default since issue 24's third round (the same as ``ours default``).
+  in total the square root of how many were scribbled (7:1 strokes weigh 2.6:1).
 * ``ours teacher stride 1``: ``teacher_stride=1``: the distillation teacher
   predicts every pixel for its class map instead of coarse to fine from every
   4th pixel (what the coarse-to-fine map costs in accuracy, if anything).

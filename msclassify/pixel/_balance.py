@@ -8,8 +8,8 @@ thin class. `class_balanced_weights` gives every class the same total weight
 (and keeps the total), so the prior the model starts from says nothing about how
 much of each class was drawn.
 
-`PixelClassifier` with ``class_weight="sqrt"`` (the default: a partial balance,
-``power=0.5``) or ``"balanced"`` uses them for the distillation teacher and for
+`PixelClassifier` with ``class_weight="sqrt"`` (a partial balance, ``power=0.5``)
+or ``"balanced"`` (both opt-in) uses them for the distillation teacher and for
 the scribbled rows of the model it trains;
 ``benchmarks/bench_accuracy.py`` measures the effect per scribble style
 (docs/scribbles.md).

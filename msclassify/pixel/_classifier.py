@@ -145,20 +145,24 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         (`msclassify.pixel._distill.teacher_classes`): 4, the default, makes
         about 6-14% of the predictions of 1 (every pixel) and the same class map
         but for a few pixels (docs/scribbles.md).
-    class_weight : {"sqrt", None, "balanced"}, optional
+    class_weight : {None, "sqrt", "balanced"}, optional
         How much each class's scribbles weigh in the loss, for the distillation
-        teacher and the model alike. ``"sqrt"`` (default): a partial balance, the
-        labelled pixels of a class weigh in total the square root of how many
-        were scribbled (7:1 strokes weigh 2.6:1, 2:1 weigh 1.4:1). None: every
-        labelled pixel weighs 1, so the model learns the ratio of the strokes
-        as a prior and shrinks a thinly scribbled class (a 1-px brush along
-        membranes labels ~7 interior pixels for each membrane pixel).
+        teacher and the model alike. None (default): every labelled pixel weighs
+        1, so the model learns the ratio of the strokes as a prior: right when
+        the strokes over-represent a rare class (small flies on a large floor),
+        wrong when they under-represent it (a 1-px brush along membranes labels
+        ~7 interior pixels for each membrane pixel, and the model shrinks the
+        membranes). ``"sqrt"``: a partial balance, the labelled pixels of a
+        class weigh in total the square root of how many were scribbled (7:1
+        strokes weigh 2.6:1, 2:1 weigh 1.4:1).
         ``"balanced"``: every class weighs the same in total. On EM with thin
         strokes (mean of 3 scribble draws) membrane F1 0.683 (None), 0.694
         (sqrt), 0.699 (balanced), the recipe 0.699; the fly outlines' share on
         the 8x8 block grid 0.29 / 0.32 / 0.37 (seeds 0-3): "balanced" makes the
         outlines blockier, "sqrt" takes most of its gain on thin strokes without
-        that (docs/scribbles.md, section 8).
+        that. Neither is the default: on the napari live-update test (a 9-px
+        brush on the floor, 3 px on a fly, "pyramid" features) "sqrt" drops the
+        fly SEG from 0.93 to 0.32 (docs/scribbles.md, section 8).
     semi_supervised : bool, optional
         Also learn from unlabelled pixels (GRBB, `msclassify.baselines.GRBBClassifier`):
         the gradients of the scribbled pixels are propagated over a kNN graph on
@@ -309,7 +313,7 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
                  max_bins=255, subsample=1.0, colsample=1.0, random_state=None,
                  share_mode="path", growth="best_first", hessian="exact",
                  feature_cost_mode="lazy", evaluation_cost_mode="leaf", n_cost_samples=16384,
-                 distill_weight=3.0, n_distill_pixels=25000, teacher_stride=4, class_weight="sqrt",
+                 distill_weight=3.0, n_distill_pixels=25000, teacher_stride=4, class_weight=None,
                  semi_supervised=False, n_unlabelled=4096, n_neighbors=9,
                  laplacian_regularization=0.0, spacing=None):
         self.features = features
