@@ -49,6 +49,11 @@ from the real masks (the same rules on every set, deterministic for a seed):
     `click_scribbles`: a handful of clicks: per frame and class,
     `N_CLICKS` (3) short strokes (7 px long, 3 px wide) at deep points.
 
+Draws: a generated style is drawn with seed ``frame id + DRAW_SEED_STEP x draw``
+(``draw=0``, the default, is the original seed). One draw is one sample of how a
+person might scribble: with a handful of strokes the scores of one draw swing
+by ±0.05-0.1 (docs/scribbles.md, section 8), so the benchmark averages draws.
+
 The generated styles need a class map, so on fly_masks_dev (whose train frames
 carry scribbles but no masks) they are drawn on its first 5 test frames and
 scored on the last 5 (`FLY_STYLE_TRAIN`, `FLY_STYLE_TEST`); ``user`` keeps the
@@ -69,6 +74,7 @@ LARVAE_TRAIN, LARVAE_TEST = (1,), (2,)
 STYLES = ("user", "balanced", "thin", "clicks")
 THIN_RATIO = 7
 N_CLICKS = 3
+DRAW_SEED_STEP = 1000
 EM_TRAIN = (0, 1, 2, 3, 4)
 EM_TEST = tuple(range(5, 15))
 STARDIST_DIR = SHARED_DATA / "stardist_wheel"
@@ -237,8 +243,9 @@ def _path_order(ys, xs):
     return np.asarray(order)
 
 
-def load_isbi2012_em(test_limit=None):
-    """EM slices: train = slices 0-4 with `em_scribbles` (seed = slice index), test = 5-14.
+def load_isbi2012_em(test_limit=None, draw=0):
+    """EM slices: train = slices 0-4 with `em_scribbles` (seed = slice index + ``DRAW_SEED_STEP``
+    x ``draw``), test = 5-14.
 
     Returns a dict like `load_fly_masks_dev`, with ``test_labels`` (1 membrane,
     2 interior) instead of instance masks.
@@ -247,7 +254,8 @@ def load_isbi2012_em(test_limit=None):
     train_labels = [em_classes(_read_png(EM_DIR / f"label_{k}.png")) for k in EM_TRAIN]
     return {
         "train_images": [_read_png(EM_DIR / f"image_{k}.png") for k in EM_TRAIN],
-        "train_labels": [em_scribbles(labels, seed=k) for k, labels in zip(EM_TRAIN, train_labels)],
+        "train_labels": [em_scribbles(labels, seed=k + DRAW_SEED_STEP * draw)
+                         for k, labels in zip(EM_TRAIN, train_labels)],
         "test_images": [_read_png(EM_DIR / f"image_{k}.png") for k in test_ids],
         "test_labels": [em_classes(_read_png(EM_DIR / f"label_{k}.png")) for k in test_ids],
         "train_ids": list(EM_TRAIN), "test_ids": test_ids,
@@ -452,11 +460,13 @@ def style_scribbles(classes, style, seed):
 FLY_STYLE_TRAIN, FLY_STYLE_TEST = slice(0, 5), slice(5, 10)
 
 
-def load_fly_style(style, test_limit=None):
-    """fly_masks_dev under a scribble ``style``: ``"user"`` = `load_fly_masks_dev`; a
-    generated style trains on strokes drawn from the masks of its first 5 test frames
-    (seed = frame id) and tests on the last 5."""
+def load_fly_style(style, test_limit=None, draw=0):
+    """fly_masks_dev under a scribble ``style``: ``"user"`` = `load_fly_masks_dev` (one
+    draw only); a generated style trains on strokes drawn from the masks of its first 5
+    test frames (seed = frame id + ``DRAW_SEED_STEP`` x ``draw``) and tests on the last 5."""
     if style == "user":
+        if draw:
+            raise ValueError("fly_masks_dev's user scribbles are one draw; draw must be 0")
         return load_fly_masks_dev(test_limit)
     data = load_fly_masks_dev()
     train_ids = data["test_ids"][FLY_STYLE_TRAIN]
@@ -466,19 +476,21 @@ def load_fly_style(style, test_limit=None):
     return {
         "train_images": data["test_images"][FLY_STYLE_TRAIN],
         "train_labels": [style_scribbles(np.where(m > 0, FLY, BACKGROUND).astype(np.uint8),
-                                         style, seed=i) for i, m in zip(train_ids, train_masks)],
+                                         style, seed=i + DRAW_SEED_STEP * draw)
+                        for i, m in zip(train_ids, train_masks)],
         "test_images": data["test_images"][test], "test_masks": data["test_masks"][test],
         "train_ids": train_ids, "test_ids": data["test_ids"][test],
     }
 
 
-def load_em_style(style, test_limit=None):
+def load_em_style(style, test_limit=None, draw=0):
     """isbi2012_em under a scribble ``style`` ("balanced" = `em_scribbles`, as in
-    `load_isbi2012_em`); seed = slice index."""
-    data = load_isbi2012_em(test_limit)
+    `load_isbi2012_em`); seed = slice index + ``DRAW_SEED_STEP`` x ``draw``."""
+    data = load_isbi2012_em(test_limit, draw)
     if style != "balanced":
         data["train_labels"] = [style_scribbles(em_classes(_read_png(EM_DIR / f"label_{k}.png")),
-                                                style, seed=k) for k in EM_TRAIN]
+                                                style, seed=k + DRAW_SEED_STEP * draw)
+                                for k in EM_TRAIN]
     return data
 
 
@@ -492,8 +504,9 @@ def larvae_instances(mask_png):
     return out
 
 
-def load_fly_larvae_dev(style="balanced", test_limit=None):
-    """fly_larvae_dev: img_1 trains (strokes of ``style`` from its mask, seed 1), img_2 tests.
+def load_fly_larvae_dev(style="balanced", test_limit=None, draw=0):
+    """fly_larvae_dev: img_1 trains (strokes of ``style`` from its mask, seed 1 +
+    ``DRAW_SEED_STEP`` x ``draw``), img_2 tests.
 
     Returns a dict like `load_fly_masks_dev` (``test_masks``: larva instances);
     images are (925, 1380, 3) uint8 RGB. ``test_limit`` is accepted for symmetry.
@@ -503,7 +516,8 @@ def load_fly_larvae_dev(style="balanced", test_limit=None):
                         LARVA, BACKGROUND).astype(np.uint8)
     return {
         "train_images": [_read_png(LARVAE_DIR / f"img_{k}.png")[..., :3] for k in LARVAE_TRAIN],
-        "train_labels": [style_scribbles(classes(k), style, seed=k) for k in LARVAE_TRAIN],
+        "train_labels": [style_scribbles(classes(k), style, seed=k + DRAW_SEED_STEP * draw)
+                         for k in LARVAE_TRAIN],
         "test_images": [_read_png(LARVAE_DIR / f"img_{k}.png")[..., :3] for k in LARVAE_TEST],
         "test_masks": [larvae_instances(_read_png(LARVAE_DIR / f"img_{k}_mask.png"))
                        for k in LARVAE_TEST],

@@ -7,8 +7,11 @@ that lie on the 8x8 grid (the real mask: 0.13; the test allows 0.35) and the sha
 pixels within 2 px of the real outline. Writes ``benchmarks/results/outline_grid.json``.
 
     python benchmarks/study_outline_grid.py
+    python benchmarks/study_outline_grid.py --class-weights none sqrt balanced --strides 4 \
+        --seeds 0 1 2 3 --out outline_grid_class_weight
 """
 
+import argparse
 import sys
 import time
 
@@ -23,11 +26,18 @@ from msclassify.pixel import PixelClassifier  # noqa: E402
 
 
 def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--class-weights", nargs="+", default=["none", "balanced"],
+                        choices=["none", "sqrt", "balanced"])
+    parser.add_argument("--strides", nargs="+", type=int, default=[1, 2, 4])
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1])
+    parser.add_argument("--out", default="outline_grid")
+    args = parser.parse_args()
     image, scribbles, test, mask = fly_frames.__wrapped__()
     rows = []
-    for class_weight in (None, "balanced"):
-        for stride in (1, 2, 4):
-            for seed in (0, 1):
+    for class_weight in [None if w == "none" else w for w in args.class_weights]:
+        for stride in args.strides:
+            for seed in args.seeds:
                 start = time.perf_counter()
                 model = PixelClassifier(random_state=seed, class_weight=class_weight,
                                         teacher_stride=stride)
@@ -39,7 +49,7 @@ def main():
                              "seconds": round(time.perf_counter() - start, 1)})
                 print(rows[-1], flush=True)
     print_table(rows, list(rows[0]))
-    write_results("outline_grid", rows)
+    write_results(args.out, rows)
 
 
 if __name__ == "__main__":

@@ -52,15 +52,17 @@ def test_unbalanced_strokes_flip_the_rare_region_unless_classes_are_balanced(dis
     image, truth = noisy_regions(MEANS)
     labels = strokes(truth, [480, 48])                        # 10:1
     recall = {}
-    for weight in (None, "balanced"):
+    for weight in (None, "sqrt", "balanced"):
         model = pixel_only(distill, class_weight=weight).fit(image, labels)
         assert (model.teacher_features_ is not None) == distill
         predicted = model.predict(image)
         recall[weight] = float((predicted[truth == 2] == 2).mean())
     # the Gaussians put 75% of class 2 above 0.5 and 14% above 0.76 (measured: 0.20 and 0.57
-    # without distillation, 0.24 and 0.57 with it)
+    # without distillation, 0.24 and 0.57 with it); "sqrt" weighs the strokes 3.2:1, a prior
+    # of ln 3.2 = 1.15 that moves the boundary to about 0.63 (42% of class 2 above it)
     assert recall[None] < 0.3
     assert recall["balanced"] > 0.5
+    assert recall[None] < recall["sqrt"] < recall["balanced"]
 
 
 def test_balanced_strokes_need_no_reweighting():
@@ -92,9 +94,20 @@ def test_class_balanced_weights_equalise_classes_and_keep_the_total():
     assert out[-1] == 0 and np.isclose(out.sum(), weight.sum())
 
 
-def test_class_weight_must_be_balanced_or_none():
+def test_sqrt_class_weights_make_class_totals_the_square_root_of_the_scribbled():
+    y = np.array([0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1])
+    weight = np.ones(11)
+    weight[-1] = 0                                             # a cost sample
+    out = class_balanced_weights(y, weight, 2, power=0.5)      # 9:1 scribbled
+    sums = np.bincount(y, weights=out)
+    assert np.isclose(sums[0] / sums[1], 3.0)                  # sqrt(9):1
+    assert out[-1] == 0 and np.isclose(out.sum(), weight.sum())
+    assert np.array_equal(class_balanced_weights(y, weight, 2, power=0.0), weight)
+
+
+def test_class_weight_must_be_balanced_sqrt_or_none():
     image, truth = noisy_regions(MEANS)
-    with pytest.raises(ValueError, match="class_weight must be 'balanced' or None"):
+    with pytest.raises(ValueError, match="class_weight must be 'balanced', 'sqrt' or None"):
         pixel_only(class_weight="equal").fit(image, strokes(truth, [50, 50]))
 
 

@@ -56,6 +56,10 @@ _CEGB_PARAMS = ("n_estimators", "learning_rate", "max_leaves", "max_depth", "min
                 "feature_cost_mode", "evaluation_cost_mode")
 
 
+# class_weight -> power of the balancing factor (`class_balanced_weights`).
+_CLASS_WEIGHT_POWER = {"balanced": 1.0, "sqrt": 0.5}
+
+
 class ImageCost(NamedTuple):
     """What predicting one image costs a `PixelClassifier` (see `PixelClassifier.prediction_cost`).
 
@@ -154,16 +158,24 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         (`msclassify.pixel._distill.teacher_classes`): 4, the default, makes
         about 6-14% of the predictions of 1 (every pixel) and the same class map
         but for a few pixels (docs/scribbles.md).
-    class_weight : {None, "balanced"}, optional
-        None (default): every labelled pixel weighs 1. ``"balanced"``: the
-        labelled pixels of every class weigh the same in total, however many of
-        each were scribbled (a 1-px brush along membranes labels ~7 interior
-        pixels for each membrane pixel; unweighted, the model learns that ratio
-        as a prior and shrinks the thin class). The distillation teacher and the
-        model both train with these weights. Use it for thin or rarely scribbled
-        classes (EM membranes with a thin brush: membrane F1 0.689 instead of
-        0.645); it is not the default because its outlines follow the 8x8 block
-        grid more (docs/scribbles.md, "Defaults").
+    class_weight : {None, "sqrt", "balanced"}, optional
+        How much each class's scribbles weigh in the loss, for the distillation
+        teacher and the model alike. None (default): every labelled pixel weighs
+        1, so the model learns the ratio of the strokes as a prior: right when
+        the strokes over-represent a rare class (small flies on a large floor),
+        wrong when they under-represent it (a 1-px brush along membranes labels
+        ~7 interior pixels for each membrane pixel, and the model shrinks the
+        membranes). ``"sqrt"``: a partial balance, the labelled pixels of a
+        class weigh in total the square root of how many were scribbled (7:1
+        strokes weigh 2.6:1, 2:1 weigh 1.4:1).
+        ``"balanced"``: every class weighs the same in total. On EM with thin
+        strokes (mean of 3 scribble draws) membrane F1 0.683 (None), 0.694
+        (sqrt), 0.699 (balanced), the recipe 0.699; the fly outlines' share on
+        the 8x8 block grid 0.29 / 0.32 / 0.37 (seeds 0-3): "balanced" makes the
+        outlines blockier, "sqrt" takes most of its gain on thin strokes without
+        that. Neither is the default: on the napari live-update test (a 9-px
+        brush on the floor, 3 px on a fly, "pyramid" features) "sqrt" drops the
+        fly SEG from 0.93 to 0.32 (docs/scribbles.md, section 8).
     semi_supervised : bool, optional
         Also learn from unlabelled pixels (GRBB, `msclassify.baselines.GRBBClassifier`):
         the gradients of the scribbled pixels are propagated over a kNN graph on
@@ -430,8 +442,10 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         params["feature_share"] = bank.shares()
         params["feature_costs"] = None
         scribbled_rows = np.flatnonzero(sample_weight > 0)   # before teacher-labelled rows
-        if self._check_class_weight() == "balanced":
-            sample_weight = class_balanced_weights(y, sample_weight, classes.size)
+        class_weight = self._check_class_weight()
+        if class_weight is not None:
+            sample_weight = class_balanced_weights(y, sample_weight, classes.size,
+                                                   _CLASS_WEIGHT_POWER[class_weight])
         if teacher_features is not None:
             tracker.start("teacher", self.n_estimators)
             # the teacher draws from all its features unless colsample is given: its class map
@@ -544,8 +558,9 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         return full_resolution
 
     def _check_class_weight(self):
-        if self.class_weight not in (None, "balanced"):
-            raise ValueError(f"class_weight must be 'balanced' or None, got {self.class_weight!r}")
+        if self.class_weight is not None and self.class_weight not in _CLASS_WEIGHT_POWER:
+            raise ValueError(f"class_weight must be 'balanced', 'sqrt' or None, got "
+                             f"{self.class_weight!r}")
         return self.class_weight
 
     def _check_tradeoff_params(self):
