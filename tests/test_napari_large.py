@@ -170,6 +170,8 @@ def test_scribble_train_and_segment_the_visible_region_in_a_real_window(
     viewer.window.add_dock_widget(dock)
     # the classifier loads in a worker after docking; its presets then fill the box
     qtbot.waitUntil(lambda: dock.features_combo.isEnabled(), timeout=300000)
+    viewer.reset_view()                                  # the whole image on screen
+    qtbot.wait(50)
     dock.features_combo.setCurrentText("fast")
     assert dock.features_combo.currentText() == "fast"
     dock.scribble_here()

@@ -19,7 +19,7 @@ from qtpy.QtCore import Signal
 
 from msclassify.io import open_image
 
-from ._layers import update_or_add_layer
+from ._layers import in_turns, update_or_add_layer
 from ._tiled_labels import TiledLabels
 
 __all__ = ["LargeImageJob", "LargeImageWidget", "get_zarr_reader", "read_ome_zarr"]
@@ -200,8 +200,8 @@ def _qt_widget_base():
 
 def _train_loaded(job, features, progress):
     """`LargeImageJob.train` once the classifier is loaded (a worker's function)."""
-    from ._preload import load_classifier
-    load_classifier()
+    from ._preload import preload_classifier
+    preload_classifier()
     return job.train(features, progress=progress)
 
 
@@ -229,9 +229,9 @@ class LargeImageWidget(_qt_widget_base()):
         from qtpy.QtWidgets import (QComboBox, QFormLayout, QHBoxLayout, QLabel, QLineEdit,
                                     QProgressBar, QPushButton, QSpinBox, QVBoxLayout)
 
-        from napari.qt.threading import create_worker
+        from qtpy.QtCore import QTimer
 
-        from ._preload import load_classifier
+        from ._preload import preload_in_background
 
         super().__init__()
         self.viewer = napari_viewer
@@ -285,13 +285,20 @@ class LargeImageWidget(_qt_widget_base()):
         self._model_file = None     # (path text, model) last loaded
         self._stop_requested = False
         self._started = self._progress_drawn = 0.0
-        # the classifier's libraries and kernels load in a worker (`load_classifier`), not on
-        # docking: importing them on the GUI thread froze the window 1.25 s (quiet box)
-        self._loader = create_worker(load_classifier, _ignore_errors=True)
-        self._loader.returned.connect(self._add_presets)
-        self._loader.start()
+        # the classifier's libraries and kernels load in a thread (`preload_classifier`), not
+        # on docking: importing them on the GUI thread froze the window 1.25 s (quiet box)
+        preload_in_background()
+        self._presets_timer = QTimer(self, interval=100)
+        self._presets_timer.timeout.connect(self._add_presets)
+        self._presets_timer.start()
 
-    def _add_presets(self, presets):
+    def _add_presets(self):
+        """Fill the features box once the classifier is loaded."""
+        from ._preload import preloaded
+        presets = preloaded()
+        if presets is None:
+            return
+        self._presets_timer.stop()
         self.features_combo.addItems([name for name in presets if name != "default"])
         self.features_combo.setEnabled(True)
         self.features_combo.setToolTip("The image features the model may use")
@@ -370,17 +377,16 @@ class LargeImageWidget(_qt_widget_base()):
             layer.data = window
         self._place(layer, window.origin)
         layer.selected_label = self.class_spin.value()
-        if added:       # napari's add and its first brush (cursor, overlays) in two turns
-            from qtpy.QtCore import QTimer
-            QTimer.singleShot(0, lambda: self._paint_on(layer))
-        else:
-            self._paint_on(layer)
+        # napari's add and its first brush (cursor, overlays) in two turns
+        in_turns([lambda: None, lambda: self._paint_on(name)] if added else
+                 [lambda: self._paint_on(name)], self)
         self.status.setText(f"scribble on rows {region[0].start}–{region[0].stop}, columns "
                             f"{region[1].start}–{region[1].stop}; class "
                             f"{self.class_spin.value()} (change it above)")
 
-    def _paint_on(self, layer):
-        if layer in self.viewer.layers:
+    def _paint_on(self, name):
+        if name in self.viewer.layers:
+            layer = self.viewer.layers[name]
             self.viewer.layers.selection.active = layer
             layer.mode = "paint"
 

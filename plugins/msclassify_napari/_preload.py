@@ -6,7 +6,7 @@ loads its Numba kernels from the disk cache. Both hold Python's GIL in long piec
 stalls napari's GUI thread even from a worker thread. Most of the longest pieces are not the
 imports themselves but the cyclic garbage collector: the imports create hundreds of thousands
 of objects, and each full collection walks all of them (0.1-0.6 s each, GIL held, on a busy
-2-core machine). `load_classifier` therefore pauses the collector while it imports and fits,
+2-core machine). `preload_classifier` therefore pauses the collector while it imports and fits,
 then freezes what it loaded (`gc.freeze`: those long-lived objects are left out of later
 collections, so napari's own collections get shorter too) and turns the collector back on.
 
@@ -18,13 +18,26 @@ and fit a tiny model (load 8, 2 cores): longest gap 0.57-0.65 s with the collect
 import gc
 import threading
 
-__all__ = ["load_classifier"]
+__all__ = ["preload_classifier", "preload_in_background", "preloaded"]
 
 _lock = threading.Lock()
 _loaded = []
 
 
-def load_classifier():
+def preload_in_background():
+    """Start `preload_classifier` in a daemon thread (a plain thread: no Qt object can be
+    deleted under it when the window closes first); nothing when it has run already."""
+    if not _loaded:
+        threading.Thread(target=preload_classifier, name="msclassify preload",
+                         daemon=True).start()
+
+
+def preloaded():
+    """The feature presets' names once `preload_classifier` has run, else None."""
+    return _loaded[0] if _loaded else None
+
+
+def preload_classifier():
     """Import the classifier and load the kernels a first fit and prediction use, once per
     process (later calls return at once; a call while another thread loads waits for it).
 
@@ -32,7 +45,7 @@ def load_classifier():
 
     Examples
     --------
-    >>> presets = load_classifier()
+    >>> presets = preload_classifier()
     >>> "default" in presets
     True
     """
