@@ -38,14 +38,20 @@ sys.path.insert(0, {benchmarks!r})
 import napari
 from qtpy.QtWidgets import QApplication
 from napari_session import EventLoopMonitor, wait_until
-from bench_napari import _settle
+
+
+def _settle(app, n):            # (bench_napari's, which would put this checkout's plugin first)
+    for _ in range(n):
+        app.processEvents()
+        time.sleep(0.01)
+
 
 viewer = napari.Viewer(show=True)
 viewer.window._qt_window.resize(1500, 1050)
 app = QApplication.instance()
 monitor = EventLoopMonitor()
 _settle(app, 30)
-out = {{"plugin": __import__("msclassify_napari").__file__}}
+out = {{}}
 monitor.mark()
 viewer.open({video!r}, plugin="msclassify")
 _settle(app, 30)
@@ -69,6 +75,8 @@ except ImportError:                      # a checkout without it: nothing loads 
     pass
 out["dock"] = monitor.longest_gap()[0]
 out["load"] = os.getloadavg()[0]
+out["plugin"] = sys.modules["msclassify_napari"].__file__
+out["msclassify"] = sys.modules["msclassify"].__file__
 print("RESULT " + json.dumps(out))
 """
 
@@ -78,7 +86,7 @@ def run(checkout, wait):
     code = _CHILD.format(benchmarks=str(REPO / "benchmarks"), wait=wait,
                          video=str(SHARED_DATA / "fly_sleap" / "clip.mp4"))
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                         timeout=900)
+                         timeout=900, cwd=checkout)      # (-c puts the working folder first)
     lines = [line for line in out.stdout.splitlines() if line.startswith("RESULT ")]
     if not lines:
         raise RuntimeError(f"the session in {checkout} failed:\n{out.stderr[-3000:]}")

@@ -24,12 +24,15 @@ _lock = threading.Lock()
 _loaded = []
 
 
-def preload_in_background():
-    """Start `preload_classifier` in a daemon thread (a plain thread: no Qt object can be
-    deleted under it when the window closes first); nothing when it has run already."""
+def preload_in_background(delay=0.0):
+    """Start `preload_classifier` in a daemon thread after ``delay`` seconds (a plain thread:
+    no Qt object can be deleted under it when the window closes first); nothing when it has
+    run already. A delay lets the GUI thread finish what it is doing first (the thread shares
+    the GIL and the cores with it)."""
     if not _loaded:
-        threading.Thread(target=preload_classifier, name="msclassify preload",
-                         daemon=True).start()
+        timer = threading.Timer(delay, preload_classifier)
+        timer.name, timer.daemon = "msclassify preload", True
+        timer.start()
 
 
 def preloaded():
