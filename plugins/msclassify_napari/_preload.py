@@ -20,6 +20,9 @@ import threading
 
 __all__ = ["preload_classifier", "preload_in_background", "preloaded"]
 
+# The longest the collector stays paused (a warm load takes 1-5 s).
+GC_PAUSE_LIMIT_S = 30.0
+
 _lock = threading.Lock()
 _loaded = []
 
@@ -56,11 +59,18 @@ def preload_classifier():
         if not _loaded:
             enabled = gc.isenabled()
             gc.disable()
+            # a cold Numba cache compiles for minutes: the collector comes back on after
+            # GC_PAUSE_LIMIT_S whatever happens, so memory in cycles cannot pile up that long
+            if enabled:
+                watchdog = threading.Timer(GC_PAUSE_LIMIT_S, gc.enable)
+                watchdog.daemon = True
+                watchdog.start()
             try:
                 _fit_tiny()
             finally:
                 gc.freeze()
                 if enabled:
+                    watchdog.cancel()
                     gc.enable()
             from msclassify.features import PRESETS
             _loaded.append(list(PRESETS))
