@@ -560,6 +560,7 @@ class PixelClassifierWidget(QWidget):
                       IMAGE_KEY: image.name})
         layer.brush_size = 5
         layer.selected_label = 1
+        layer.mode = "paint"
         self.scribble_combo.setCurrentText(layer.name)
         self._arrange_layers()
         return layer
