@@ -100,7 +100,12 @@ def make_session():
     widget = PixelClassifierWidget(viewer)
     viewer.window.add_dock_widget(widget, name="Pixel classifier")
     _settle(QApplication.instance(), 30)
-    dock = [{"action": "dock the widget (first time)", "stall_s": monitor.longest_gap()[0],
+    from msclassify_napari._preload import preloaded
+    from napari_session import wait_until
+    wait_until(lambda: preloaded() is not None, 300)   # the first fit's kernels, in a thread
+    _settle(QApplication.instance(), 10)
+    dock = [{"action": "dock the widget (first time; until the kernels are loaded in the "
+                       "background)", "stall_s": monitor.longest_gap()[0],
              "slowdown": cpu_slowdown_now(), "load": os.getloadavg()[0]}]
     # what the dock adds to the window: the segmentation layer, one napari Labels layer
     monitor.mark()
@@ -477,7 +482,7 @@ def video_session(app, viewer, widget, monitor):
     scribbles for it, move far along the movie; against napari's own in-memory equivalents
     (an image layer of the same shape, a Labels layer of np.zeros), interleaved."""
     from _common import SHARED_DATA
-    from napari_session import bare_repaint_stall
+    from napari_session import bare_repaint_stall, wait_until
     path = SHARED_DATA / "fly_sleap" / "clip.mp4"
     rows = []
 
@@ -537,6 +542,23 @@ def video_session(app, viewer, widget, monitor):
     for frame in (700, 701, 1400):
         _, stall, _ = stall_of(lambda: viewer.dims.set_current_step(0, frame))
         add(f"video: frame change to {frame} (decoding on napari's GUI thread)", stall)
+    # napari's asynchronous slicing (Preferences > Experimental > Render Layers
+    # Asynchronously, or NAPARI_ASYNC=1) slices in a thread; switched on for this viewer only
+    # (what the setting does to each viewer), not in the user's saved settings. The frames
+    # lie as far from their key frames as 700 and 1400 (key frames every 250th).
+    slicer = viewer._layer_slicer
+    slicer._force_sync = False
+    try:
+        def jump(frame):
+            viewer.dims.set_current_step(0, frame)
+            wait_until(lambda: clip.loaded, 60)       # the frame is drawn
+
+        for frame in (450, 451, 1150):
+            _, stall, seconds = stall_of(lambda: jump(frame))
+            add(f"video: frame change to {frame}, napari's asynchronous slicing", stall,
+                seconds)
+    finally:
+        slicer._force_sync = True
     return rows
 
 

@@ -177,9 +177,16 @@ def test_scribble_train_and_segment_the_visible_region_in_a_real_window(
         viewer.add_image(data, **kwargs)
     dock = LargeImageWidget(viewer)
     viewer.window.add_dock_widget(dock)
+    # the classifier loads in a worker after docking; its presets then fill the box
+    qtbot.waitUntil(lambda: dock.features_combo.isEnabled(), timeout=300000)
+    viewer.reset_view()                                  # the whole image on screen
+    qtbot.wait(50)
     dock.features_combo.setCurrentText("fast")
+    assert dock.features_combo.currentText() == "fast"
     dock.scribble_here()
     layer = viewer.layers["image scribbles"]
+    qtbot.waitUntil(lambda: layer.mode == "paint")     # painting starts one turn after the add
+    assert viewer.layers.selection.active is layer
     assert layer.data.origin == (0, 0) and layer.data.shape == image.shape   # all on screen
     layer.brush_size = 5
     for value, points in ((1, [(15, x) for x in range(20, 240, 10)]),

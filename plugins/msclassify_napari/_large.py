@@ -19,7 +19,7 @@ from qtpy.QtCore import Signal
 
 from msclassify.io import open_image
 
-from ._layers import update_or_add_layer
+from ._layers import in_turns, update_or_add_layer
 from ._tiled_labels import TiledLabels
 
 __all__ = ["LargeImageJob", "LargeImageWidget", "get_zarr_reader", "read_ome_zarr"]
@@ -198,6 +198,13 @@ def _qt_widget_base():
     return QWidget
 
 
+def _train_loaded(job, features, progress):
+    """`LargeImageJob.train` once the classifier is loaded (a worker's function)."""
+    from ._preload import preload_classifier
+    preload_classifier()
+    return job.train(features, progress=progress)
+
+
 class LargeImageWidget(_qt_widget_base()):
     """Dock: scribble on a large image, train around the scribbles, segment the region on
     screen, or the whole image into an OME-Zarr store.
@@ -222,10 +229,9 @@ class LargeImageWidget(_qt_widget_base()):
         from qtpy.QtWidgets import (QComboBox, QFormLayout, QHBoxLayout, QLabel, QLineEdit,
                                     QProgressBar, QPushButton, QSpinBox, QVBoxLayout)
 
-        from msclassify.features import PRESETS
-        # the classifier's libraries are imported here, on docking, not by the first Train's
-        # worker: an import holds the GIL, and the window stalled 0.9 s (load 15) meanwhile
-        from msclassify.pixel import PixelClassifier  # noqa: F401
+        from qtpy.QtCore import QTimer
+
+        from ._preload import preload_in_background
 
         super().__init__()
         self.viewer = napari_viewer
@@ -237,8 +243,9 @@ class LargeImageWidget(_qt_widget_base()):
         self.class_spin = QSpinBox(minimum=1, maximum=255, value=1)
         self.class_spin.setToolTip("The class the brush paints (1, 2, ...; 0 erases)")
         self.features_combo = QComboBox()
-        self.features_combo.addItems(list(PRESETS))
-        self.features_combo.setCurrentText("default")
+        self.features_combo.addItem("default")   # the other presets once the classifier is loaded
+        self.features_combo.setEnabled(False)
+        self.features_combo.setToolTip("loading the classifier…")
         self.train_button = QPushButton("Train")
         self.model_path = QLineEdit(placeholderText="or a model file (*.msc)")
         self.output_path = QLineEdit(placeholderText="output store (*.zarr)")
@@ -278,6 +285,23 @@ class LargeImageWidget(_qt_widget_base()):
         self._model_file = None     # (path text, model) last loaded
         self._stop_requested = False
         self._started = self._progress_drawn = 0.0
+        # the classifier's libraries and kernels load in a thread (`preload_classifier`), not
+        # on docking: importing them on the GUI thread froze the window 1.25 s (quiet box)
+        preload_in_background()
+        self._presets_timer = QTimer(self, interval=100)
+        self._presets_timer.timeout.connect(self._add_presets)
+        self._presets_timer.start()
+
+    def _add_presets(self):
+        """Fill the features box once the classifier is loaded."""
+        from ._preload import preloaded
+        presets = preloaded()
+        if presets is None:
+            return
+        self._presets_timer.stop()
+        self.features_combo.addItems([name for name in presets if name != "default"])
+        self.features_combo.setEnabled(True)
+        self.features_combo.setToolTip("The image features the model may use")
 
     # -- the image, its job and its layers ------------------------------------------------------
 
@@ -294,8 +318,6 @@ class LargeImageWidget(_qt_widget_base()):
     def job(self):
         """The `LargeImageJob` of the image layer; its model is the one trained here, or the
         model file's when one is given (loaded once)."""
-        from msclassify.pixel import load_pixel_model
-
         layer = self._image_layer()
         path = layer.metadata.get("msclassify_path") or layer.source.path
         if path is None:
@@ -306,6 +328,7 @@ class LargeImageWidget(_qt_widget_base()):
             job = self._jobs[path] = LargeImageJob(None, path)
         model_text = self.model_path.text().strip()
         if model_text and (self._model_file is None or self._model_file[0] != model_text):
+            from msclassify.pixel import load_pixel_model
             self._model_file = (model_text, load_pixel_model(model_text))
             job.model = self._model_file[1]
         return job
@@ -345,19 +368,27 @@ class LargeImageWidget(_qt_widget_base()):
             return
         window = job.scribbles.window(region)
         name = self._scribble_name()
-        if name in self.viewer.layers:
-            layer = self.viewer.layers[name]
-            layer.data = window
-        else:
+        added = name not in self.viewer.layers
+        if added:
             layer = self.viewer.add_labels(window, name=name)
             layer.brush_size = 8
+        else:
+            layer = self.viewer.layers[name]
+            layer.data = window
         self._place(layer, window.origin)
         layer.selected_label = self.class_spin.value()
-        self.viewer.layers.selection.active = layer
-        layer.mode = "paint"
+        # napari's add and its first brush (cursor, overlays) in two turns
+        in_turns([lambda: None, lambda: self._paint_on(name)] if added else
+                 [lambda: self._paint_on(name)], self)
         self.status.setText(f"scribble on rows {region[0].start}–{region[0].stop}, columns "
                             f"{region[1].start}–{region[1].stop}; class "
                             f"{self.class_spin.value()} (change it above)")
+
+    def _paint_on(self, name):
+        if name in self.viewer.layers:
+            layer = self.viewer.layers[name]
+            self.viewer.layers.selection.active = layer
+            layer.mode = "paint"
 
     def _select_class(self, value):
         if self._scribble_name() in self.viewer.layers:
@@ -415,7 +446,7 @@ class LargeImageWidget(_qt_widget_base()):
         self.model_path.clear()                  # the trained model replaces a file's
         self._model_file = None
         self.status.setText("training on the scribbled regions…")
-        return self._start(job.train, self.features_combo.currentText(),
+        return self._start(_train_loaded, job, self.features_combo.currentText(),
                            progress=self.training_progressed.emit, returned=self._on_trained)
 
     def _on_training_progress(self, report):

@@ -7,7 +7,7 @@ visuals takes 0.1-0.5 s of the GUI thread, `benchmarks/bench_napari.py`).
 
 from napari.layers import Image, Labels, Tracks
 
-__all__ = ["PLACEMENT", "update_or_add_layer"]
+__all__ = ["PLACEMENT", "in_turns", "update_or_add_layer"]
 
 _KINDS = {"image": Image, "labels": Labels, "tracks": Tracks}
 # Layer properties that follow the result when a layer is updated in place.
@@ -37,3 +37,17 @@ def update_or_add_layer(viewer, layer_type, data, name, **kwargs):
             return layer, False
         layers.remove(layer)
     return getattr(viewer, f"add_{layer_type}")(data, name=name, **kwargs), True
+
+
+def in_turns(steps, parent, delay_ms=20):
+    """Run ``steps`` (callables, e.g. layer adds) one per turn of the event loop, ``delay_ms``
+    apart, the first now: the window draws in between, so each is one napari stall instead of
+    one freeze for all of them. The timers are children of the QObject ``parent``: the steps
+    left stop when it is deleted."""
+    steps[0]()
+    if len(steps) > 1:
+        from qtpy.QtCore import QTimer
+        timer = QTimer(parent, singleShot=True, interval=delay_ms)
+        timer.timeout.connect(lambda: (timer.deleteLater(), in_turns(steps[1:], parent,
+                                                                     delay_ms)))
+        timer.start()

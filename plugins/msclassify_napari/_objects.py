@@ -322,15 +322,9 @@ class ObjectTableWidget(QWidget):
             if name in self.viewer.layers:
                 self.viewer.layers.remove(name)
         self.objects_layer = self.class_layer = self.markers_layer = None
-        self._in_turns([self._add_objects_layer, self._add_tracks_layer, self._add_class_layer,
-                        self._update_markers, self._measure_shown])
-
-    def _in_turns(self, steps):
-        """One step (a layer add) per turn of the event loop: the window draws in between, each
-        add is one napari stall instead of one freeze for all of them."""
-        steps[0]()
-        if len(steps) > 1:
-            QTimer.singleShot(20, lambda: self._in_turns(steps[1:]))
+        from ._layers import in_turns
+        in_turns([self._add_objects_layer, self._add_tracks_layer, self._add_class_layer,
+                        self._update_markers, self._measure_shown], self)
 
     def _add_objects_layer(self):
         data = self.objects.frame(0) if self._single() else self.objects

@@ -48,8 +48,9 @@ from ._controller import (CLASS_COLORS_KEY, CLASS_NAMES_KEY, PREDICT, RETRAIN, T
                           label_hints_spec, load_classifier, new_labels, probability_spec,
                           segmentation_spec, training_status, uncertainty_spec, update_job,
                           write_class_legend)
-from ._layers import update_or_add_layer
+from ._layers import in_turns, update_or_add_layer
 from ._notify import USER_ERRORS, notify_error
+from ._preload import preload_in_background
 
 __all__ = ["ExportDialog", "PixelClassifierWidget", "set_progress"]
 
@@ -241,6 +242,10 @@ class PixelClassifierWidget(QWidget):
         self._build_ui()
         self._connect_viewer()
         self._refresh_layer_choices()
+        # the first fit's Numba kernels load in a thread with the garbage collector paused, 1 s
+        # later: at once, it shared the GIL with the dock's layer adds (0.30-0.33 s stalls
+        # against 0.19-0.24 s without it, load 3-4)
+        preload_in_background(delay=1.0)
 
     # -- construction ----------------------------------------------------------------------------
     def _build_ui(self):
@@ -587,18 +592,26 @@ class PixelClassifierWidget(QWidget):
 
     def _on_scribble_layer_changed(self, *_):
         layer = self.scribble_layer
+        steps = []
         if layer is not None and layer is not self._scribble_layer:
-            self._keep_selected(layer)            # ready to paint
-            if layer.mode == "pan_zoom":
-                layer.mode = "paint"
+            self._keep_selected(layer)            # ready to paint, in a turn of its own:
+            # napari's first brush of a session (its cursor overlay) costs as much as a layer
+            steps.append(lambda: self._start_painting(layer.name))
         self._follow_scribbles(layer)
         self._fill_class_table()
         self._frame_status()
         if layer is not None and self.image_layer is not None:
             # the segmentation layer comes with the scribbles, so no job waits for napari to
-            # build a layer; in the next turn of the event loop, so the window draws the
-            # scribble layer in between (adding a Labels layer takes 0.1-0.4 s of napari's)
-            QTimer.singleShot(0, self._add_segmentation_layer)
+            # build a layer; in a turn of its own, so the window draws the scribble layer in
+            # between (adding a Labels layer takes 0.1-0.4 s of napari's)
+            steps.append(self._add_segmentation_layer)
+        if steps:
+            in_turns([lambda: None] + steps, self)       # from the next turn on
+
+    def _start_painting(self, name):
+        layer = self.scribble_layer          # (napari hands plugins proxies: compare names)
+        if layer is not None and layer.name == name and layer.mode == "pan_zoom":
+            layer.mode = "paint"
 
     def _add_segmentation_layer(self):
         if self.scribble_layer is None or self.image_layer is None:

@@ -1,0 +1,131 @@
+"""A session's first use of the plugin, as a user meets it: open a video, then dock the Pixel
+classifier from the Plugins menu; the longest stall of the window at each step.
+
+Docking the first time imports the classifier's libraries (SciPy, scikit-learn, pandas,
+Numba). ``bench_napari.py`` imports the widget before it measures the dock, so it does not see
+that; this script does, each round in a fresh process (a fresh session):
+
+1. **open** ``fly_sleap/clip.mp4`` with the plugin's reader (the plugin's first use: napari
+   activates it, and the plugin starts loading the classifier in a background thread);
+2. **look at the video** for ``--wait`` seconds (events processed; the longest stall while
+   the classifier loads in the background);
+3. **dock** *Plugins > Pixel classifier* (``add_plugin_dock_widget``), until the first fit's
+   kernels are loaded.
+
+Stall = the longest gap of a 10 ms timer on the GUI thread (``napari_session``).
+``--compare DIR`` alternates the rounds with another checkout (e.g. ``/work/main``: before),
+``PYTHONPATH=DIR:DIR/plugins``, the same machinery. Run::
+
+    QT_API=pyqt6 xvfb-run -a python benchmarks/bench_napari_first_dock.py --compare /work/main
+
+Writes benchmarks/results/napari_first_dock.json and prints a table (medians of the rounds).
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from _common import REPO, SHARED_DATA, command_line, cpu_model, print_table, write_results
+
+_CHILD = r"""
+import json, os, sys, time
+sys.path.insert(0, {benchmarks!r})
+import napari
+from qtpy.QtWidgets import QApplication
+from napari_session import EventLoopMonitor, wait_until
+
+
+def _settle(app, n):            # (bench_napari's, which would put this checkout's plugin first)
+    for _ in range(n):
+        app.processEvents()
+        time.sleep(0.01)
+
+
+viewer = napari.Viewer(show=True)
+viewer.window._qt_window.resize(1500, 1050)
+app = QApplication.instance()
+monitor = EventLoopMonitor()
+_settle(app, 30)
+out = {{}}
+monitor.mark()
+viewer.open({video!r}, plugin="msclassify")
+_settle(app, 30)
+out["open"] = monitor.longest_gap()[0]
+monitor.mark()
+end = time.perf_counter() + {wait}
+while time.perf_counter() < end:
+    app.processEvents()
+    time.sleep(0.005)
+out["wait"] = monitor.longest_gap()[0]
+monitor.mark()
+begin = time.perf_counter()
+_, widget = viewer.window.add_plugin_dock_widget("msclassify", "Pixel classifier")
+out["dock_call_s"] = time.perf_counter() - begin
+_settle(app, 30)
+try:
+    from msclassify_napari._preload import preloaded
+    wait_until(lambda: preloaded() is not None, 300)
+    _settle(app, 10)
+except ImportError:                      # a checkout without it: nothing loads in the back
+    pass
+out["dock"] = monitor.longest_gap()[0]
+out["load"] = os.getloadavg()[0]
+out["plugin"] = sys.modules["msclassify_napari"].__file__
+out["msclassify"] = sys.modules["msclassify"].__file__
+print("RESULT " + json.dumps(out))
+"""
+
+
+def run(checkout, wait):
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(checkout), str(checkout / "plugins")])}
+    code = _CHILD.format(benchmarks=str(REPO / "benchmarks"), wait=wait,
+                         video=str(SHARED_DATA / "fly_sleap" / "clip.mp4"))
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         timeout=900, cwd=checkout)      # (-c puts the working folder first)
+    lines = [line for line in out.stdout.splitlines() if line.startswith("RESULT ")]
+    if not lines:
+        raise RuntimeError(f"the session in {checkout} failed:\n{out.stderr[-3000:]}")
+    return json.loads(lines[-1][len("RESULT "):])
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--wait", type=float, default=5.0,
+                        help="seconds between opening the video and docking")
+    parser.add_argument("--compare", metavar="DIR", type=Path,
+                        help="another checkout to alternate with (before)")
+    args = parser.parse_args()
+    checkouts = {"this checkout": REPO}
+    if args.compare:
+        checkouts = {"before": args.compare.resolve(), **checkouts}
+    runs = {label: [] for label in checkouts}
+    for _ in range(args.rounds):
+        for label, checkout in checkouts.items():
+            runs[label].append(run(checkout, args.wait))
+            print(label, runs[label][-1], flush=True)
+    rows = []
+    for label in checkouts:
+        for step, name in (("open", "open the video (first use: the plugin activates)"),
+                           ("wait", f"look at it for {args.wait:g} s"),
+                           ("dock", "dock Pixel classifier from the Plugins menu")):
+            values = [r[step] for r in runs[label]]
+            rows.append({"checkout": label, "step": name, "stall_s": statistics.median(values),
+                         "stall_max_s": max(values),
+                         "load": statistics.median(r["load"] for r in runs[label])})
+    print_table(rows, list(rows[0]))
+    path = write_results("napari_first_dock", {
+        "cpu": cpu_model(), "rounds": args.rounds, "wait_s": args.wait,
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "checkouts": {label: str(path) for label, path in checkouts.items()},
+        "rows": rows, "runs": runs})
+    print(f"wrote {path}; {command_line()}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,58 @@
+"""The plugin's background load of the classifier: the garbage collector is paused while it
+loads, frozen objects after, back on afterwards (and after GC_PAUSE_LIMIT_S at the latest)."""
+
+import gc
+import time
+
+from msclassify_napari import _preload
+
+
+def test_loads_once_with_the_collector_paused_then_frozen_and_back_on(monkeypatch):
+    seen = []
+    monkeypatch.setattr(_preload, "_loaded", [])
+    monkeypatch.setattr(_preload, "_fit_tiny", lambda: seen.append(gc.isenabled()))
+    frozen = gc.get_freeze_count()
+    assert gc.isenabled()
+    presets = _preload.preload_classifier()
+    assert seen == [False]                       # paused while loading
+    assert gc.isenabled()                        # back on
+    assert gc.get_freeze_count() >= frozen       # what was loaded is frozen
+    assert "default" in presets and _preload.preloaded() == presets
+    assert _preload.preload_classifier() == presets and seen == [False]      # once
+
+
+def test_the_collector_comes_back_on_after_the_limit_even_while_loading(monkeypatch):
+    seen = []
+
+    def slow():                                  # a cold Numba cache compiling
+        seen.append(gc.isenabled())
+        time.sleep(0.5)
+        seen.append(gc.isenabled())
+
+    monkeypatch.setattr(_preload, "_loaded", [])
+    monkeypatch.setattr(_preload, "_fit_tiny", slow)
+    monkeypatch.setattr(_preload, "GC_PAUSE_LIMIT_S", 0.1)
+    _preload.preload_classifier()
+    assert seen == [False, True] and gc.isenabled()
+
+
+def test_a_collector_the_caller_turned_off_stays_off(monkeypatch):
+    monkeypatch.setattr(_preload, "_loaded", [])
+    monkeypatch.setattr(_preload, "_fit_tiny", lambda: None)
+    gc.disable()
+    try:
+        _preload.preload_classifier()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_background_load_fills_preloaded(monkeypatch):
+    monkeypatch.setattr(_preload, "_loaded", [])
+    monkeypatch.setattr(_preload, "_fit_tiny", lambda: None)
+    _preload.preload_in_background(delay=0.05)
+    assert _preload.preloaded() is None          # not before the delay
+    deadline = time.perf_counter() + 10
+    while _preload.preloaded() is None and time.perf_counter() < deadline:
+        time.sleep(0.01)
+    assert "default" in _preload.preloaded()
