@@ -244,16 +244,20 @@ def write_model(path, kind, meta, arrays):
               "arrays": sorted(arrays), "meta": meta}
     text = json.dumps(header, indent=1)
 
+    def entry(name):  # a fixed time stamp: the same model saves to the same bytes (and hash)
+        return zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
+
     def write(fh):
         with zipfile.ZipFile(fh, "w", zipfile.ZIP_DEFLATED) as zf:
-            zf.writestr("model.json", text)
+            zf.writestr(entry("model.json"), text, compress_type=zipfile.ZIP_DEFLATED)
             for name, array in arrays.items():
                 array = np.asarray(array)
                 if array.dtype.hasobject:
                     raise TypeError(f"array {name!r} has object dtype; model files hold numbers only")
                 buffer = io.BytesIO()
                 np.lib.format.write_array(buffer, np.ascontiguousarray(array), allow_pickle=False)
-                zf.writestr(f"{name}.npy", buffer.getvalue())
+                zf.writestr(entry(f"{name}.npy"), buffer.getvalue(),
+                            compress_type=zipfile.ZIP_DEFLATED)
 
     write_atomically(path, write)
 

@@ -291,6 +291,16 @@ def test_sklearn_params_and_clone(trained):
     assert copy.get_params() == params and not hasattr(copy, "booster_")
 
 
+def test_the_same_model_saved_later_is_the_same_file(trained, tmp_path, monkeypatch):
+    """A store records its model's hash, so a re-saved model must hash alike (resume)."""
+    import time
+    trained.save(tmp_path / "a.msc")
+    later = time.time() + 3600
+    monkeypatch.setattr(time, "time", lambda: later)          # zip entries' clock
+    trained.save(tmp_path / "b.msc")
+    assert (tmp_path / "a.msc").read_bytes() == (tmp_path / "b.msc").read_bytes()
+
+
 def test_save_and_load_round_trip(trained, tmp_path):
     path = tmp_path / "model.msc"
     trained.save(path)
