@@ -5,6 +5,8 @@ the dock in a real window (xvfb-run): mouse strokes -> Train -> Segment visible 
 Run: ``xvfb-run -a python -m pytest tests/test_napari_large.py``.
 """
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import zarr
@@ -161,6 +163,34 @@ def test_dock_segments_the_visible_region_in_a_viewer(make_napari_viewer, qtbot,
     top, left = (int(v) for v in layer.translate)
     h, w = layer.data.shape
     assert np.array_equal(layer.data, model.predict(image)[top:top + h, left:left + w])
+
+
+def test_dock_gives_the_model_file_to_every_image_and_writes_beside_it(
+        make_napari_viewer, qtbot, tmp_path, model_and_image):
+    from msclassify_napari._large import LargeImageWidget
+
+    model, image = model_and_image
+    model.save(tmp_path / "m.msc")
+    viewer = make_napari_viewer()
+    folder = tmp_path / "my scans"                       # a folder name with a space
+    folder.mkdir()
+    for name in ("first", "second"):
+        for data, kwargs, _ in read_ome_zarr(_ome(folder / f"{name}.zarr", image)):
+            viewer.add_image(data, **kwargs)
+    dock = LargeImageWidget(viewer)
+    dock.model_path.setText(str(tmp_path / "m.msc"))
+    models = []
+    for name in ("first", "second"):
+        viewer.layers.selection.active = viewer.layers[name]
+        models.append(dock.job().model)
+    assert models[0] is not None and models[1] is models[0]
+    finished = []
+    dock.whole_finished.connect(finished.append)
+    dock.segment_whole()                                  # no output given: beside the image
+    qtbot.waitUntil(lambda: bool(finished), timeout=60000)
+    assert [Path(path) for path in finished] == [folder / "second.labels.zarr"]
+    root = zarr.open_group(str(finished[0]), mode="r")
+    assert np.array_equal(root["labels/classes/0"][:], model.predict(image))
 
 
 @pytest.mark.gui

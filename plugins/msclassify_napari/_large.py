@@ -282,6 +282,7 @@ class LargeImageWidget(_qt_widget_base()):
         self.training_progressed.connect(self._on_training_progress)
         self.worker = None
         self._jobs = {}             # image path -> LargeImageJob
+        self._file_given = {}       # image path -> the model file text its job was given
         self._model_file = None     # (path text, model) last loaded
         self._stop_requested = False
         self._started = self._progress_drawn = 0.0
@@ -318,20 +319,27 @@ class LargeImageWidget(_qt_widget_base()):
     def job(self):
         """The `LargeImageJob` of the image layer; its model is the one trained here, or the
         model file's when one is given (loaded once)."""
+        path = self._image_path()
+        job = self._jobs.get(path)
+        if job is None:
+            job = self._jobs[path] = LargeImageJob(None, path)
+        model_text = self.model_path.text().strip()
+        if model_text and self._file_given.get(path) != model_text:
+            if self._model_file is None or self._model_file[0] != model_text:
+                from msclassify.pixel import load_pixel_model
+                self._model_file = (model_text, load_pixel_model(model_text))
+            job.model = self._model_file[1]         # every image gets the file's model once
+            self._file_given[path] = model_text
+        return job
+
+    def _image_path(self):
+        """The file the selected large image was opened from."""
         layer = self._image_layer()
         path = layer.metadata.get("msclassify_path") or layer.source.path
         if path is None:
             raise ValueError(f"{layer.name} was not opened from a file: open the large image "
                              "with File > Open (an OME-Zarr folder, zarr, HDF5 or TIFF)")
-        job = self._jobs.get(path)
-        if job is None:
-            job = self._jobs[path] = LargeImageJob(None, path)
-        model_text = self.model_path.text().strip()
-        if model_text and (self._model_file is None or self._model_file[0] != model_text):
-            from msclassify.pixel import load_pixel_model
-            self._model_file = (model_text, load_pixel_model(model_text))
-            job.model = self._model_file[1]
-        return job
+        return path
 
     def _scribble_name(self):
         return f"{self._image_layer().name} scribbles"
@@ -445,6 +453,7 @@ class LargeImageWidget(_qt_widget_base()):
             return None
         self.model_path.clear()                  # the trained model replaces a file's
         self._model_file = None
+        self._file_given.pop(self._image_path(), None)
         self.status.setText("training on the scribbled regions…")
         return self._start(_train_loaded, job, self.features_combo.currentText(),
                            progress=self.training_progressed.emit, returned=self._on_trained)
@@ -513,11 +522,12 @@ class LargeImageWidget(_qt_widget_base()):
             return None
         try:
             model = job._model()
-            output = Path(self.output_path.text() or Path(str(job.image.description).split(
-                " ")[0]).with_suffix(".labels.zarr"))
-            model_file = self._model_file[0] if self._model_file else \
+            output = Path(self.output_path.text()
+                          or Path(self._image_path()).with_suffix(".labels.zarr"))
+            from_file = self._model_file is not None and model is self._model_file[1]
+            model_file = self._model_file[0] if from_file else \
                 output.with_name(output.name.removesuffix(".zarr") + ".msc")
-            if not self._model_file:
+            if not from_file:      # trained here: saved beside the store (same model, same file)
                 model.save(model_file)
         except USER_ERRORS as exc:
             notify_error(exc, self.status)
