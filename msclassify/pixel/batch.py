@@ -212,22 +212,23 @@ def _predict_here(model, source, writer, todo, frame_index, probabilities, on_fr
             del frame
             if pending is not None:
                 pending[1].result()
+                done, pending = pending[0], None
                 if on_frame is not None:
-                    on_frame(pending[0])
+                    on_frame(done)
             if _threadsafe_numba():
                 pending = position, writing.submit(writer.write, position, labels, proba)
                 continue
-            pending = None
             writer.write(position, labels, proba)
             if on_frame is not None:
                 on_frame(position)
-        if pending is not None:
-            pending[1].result()
-            if on_frame is not None:
-                on_frame(pending[0])
     finally:
         reader.shutdown(wait=True, cancel_futures=True)
         writing.shutdown(wait=True)         # the one write submitted finishes
+        # ... and counts as written (also when a read or Ctrl-C stopped the run meanwhile)
+        if pending is not None and pending[1].exception() is None and on_frame is not None:
+            on_frame(pending[0])
+    if pending is not None:
+        pending[1].result()                 # the last write's error
     return len(todo)
 
 
