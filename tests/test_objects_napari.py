@@ -89,6 +89,15 @@ def test_object_labels_toggle_and_make_an_object_label_file(tmp_path):
         train_classifier(clicked, lazy_objects(labels, image, min_size=20))
     with pytest.raises(ValueError, match="no objects are labelled yet"):
         train_classifier(ObjectLabels(), objects)
+    # labels made on a movie, trained on a single image: refused, not read from frame 0
+    later = ObjectLabels()
+    for t, place, name in ((2, (6, 12), "fly"), (2, (26, 35), "debris")):
+        later.toggle(np.asarray(objects.frame(t)), t, place, name)
+    with pytest.raises(ValueError, match="point at frame 2, but the segmentation has 1 frame"):
+        train_classifier(later, lazy_objects(labels[2], image[2]))
+    # intensity features without the image say so
+    with pytest.raises(ValueError, match="need the image the objects were found on"):
+        train_classifier(later, lazy_objects(labels, None))
 
 
 def test_class_frames_colour_each_object_by_its_class():

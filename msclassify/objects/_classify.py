@@ -45,6 +45,9 @@ _LEVELS = 32
 
 
 def _grey(image):
+    if image is None:
+        raise ValueError("intensity and texture features need the image the objects were found "
+                         "on: give its frame (in napari, choose the segmentation's Image)")
     image = np.asarray(image, dtype=np.float32)
     return image if image.ndim == 2 else image.mean(axis=-1)
 

@@ -103,6 +103,8 @@ class LargeImageJob:
     >>> model = job.train("fast", n_estimators=2)
     >>> job.visible_region([[-40, 10], [60, 500]])      # corners on screen, clipped
     (slice(0, 61, None), slice(10, 64, None))
+    >>> job.visible_region([[9.7, 9.4], [20.7, 20.2]])  # the pixels whose centres are nearest
+    (slice(10, 22, None), slice(9, 21, None))
     """
 
     def __init__(self, model, image):
@@ -117,7 +119,8 @@ class LargeImageJob:
         corners = np.asarray(corners, float)[:, -2:]
         region = []
         for low, high, size in zip(corners[0], corners[1], self.image.shape[:2]):
-            low, high = int(max(np.floor(low), 0)), int(min(np.floor(high) + 1, size))
+            # pixel i covers [i - 0.5, i + 0.5) in napari's data coordinates
+            low, high = int(max(np.floor(low + 0.5), 0)), int(min(np.floor(high + 0.5) + 1, size))
             if max_side is not None and high - low > max_side:
                 low = min(max((low + high - max_side) // 2, 0), size - max_side)
                 high = low + max_side

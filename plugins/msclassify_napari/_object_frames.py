@@ -217,7 +217,12 @@ class ObjectLabels:
         points = self.table()
         points["line"] = np.arange(len(points)) + 1
         samples, y = [], []
+        n_frames = len(objects.source)
         for frame, rows in points.groupby("frame", sort=True):
+            if not 0 <= frame < n_frames:
+                raise ValueError(f"object label(s) on line(s) {', '.join(map(str, rows['line']))} "
+                                 f"point at frame {frame}, but the segmentation has {n_frames} "
+                                 "frame(s): label objects of this segmentation")
             frame_objects = np.asarray(objects.frame(int(frame)))
             y.append(objects_at(frame_objects, rows, where="object label"))
             samples.append((frame_objects, objects.source.image_frame(int(frame))))
