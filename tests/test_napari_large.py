@@ -187,10 +187,36 @@ def test_dock_gives_the_model_file_to_every_image_and_writes_beside_it(
     finished = []
     dock.whole_finished.connect(finished.append)
     dock.segment_whole()                                  # no output given: beside the image
+    assert dock.stop_button.isEnabled()                   # only a whole-image run stops
     qtbot.waitUntil(lambda: bool(finished), timeout=60000)
     assert [Path(path) for path in finished] == [folder / "second.labels.zarr"]
     root = zarr.open_group(str(finished[0]), mode="r")
     assert np.array_equal(root["labels/classes/0"][:], model.predict(image))
+
+
+def test_a_region_result_stays_on_its_image_or_is_dropped_with_it(make_napari_viewer, qtbot,
+                                                                  tmp_path, model_and_image):
+    from msclassify_napari._large import LargeImageWidget
+
+    model, image = model_and_image
+    model.save(tmp_path / "m.msc")
+    viewer = make_napari_viewer()
+    for name, scale in (("first", 1), ("second", 2)):
+        for data, kwargs, _ in read_ome_zarr(_ome(tmp_path / f"{name}.zarr", image)):
+            viewer.add_image(data, scale=(scale, scale), **kwargs)
+    dock = LargeImageWidget(viewer)
+    dock.model_path.setText(str(tmp_path / "m.msc"))
+    viewer.layers.selection.active = viewer.layers["first"]
+    dock.segment_visible()
+    assert not dock.stop_button.isEnabled() and not dock.train_button.isEnabled()
+    viewer.layers.selection.active = viewer.layers["second"]   # while the worker runs
+    qtbot.waitUntil(lambda: "visible region" in viewer.layers, timeout=60000)
+    assert tuple(viewer.layers["visible region"].scale) == (1, 1)       # on "first"
+    viewer.layers.remove("visible region")
+    dock.segment_visible()                                   # on "second", closed meanwhile
+    viewer.layers.remove("second")
+    qtbot.waitUntil(lambda: "was closed" in dock.status.text(), timeout=60000)
+    assert "visible region" not in viewer.layers
 
 
 @pytest.mark.gui

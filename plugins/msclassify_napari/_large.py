@@ -344,12 +344,11 @@ class LargeImageWidget(_qt_widget_base()):
                              "with File > Open (an OME-Zarr folder, zarr, HDF5 or TIFF)")
         return path
 
-    def _scribble_name(self):
-        return f"{self._image_layer().name} scribbles"
+    def _scribble_name(self, image=None):
+        return f"{(image or self._image_layer()).name} scribbles"
 
-    def _place(self, layer, offset):
-        """Put ``layer`` (level-0 pixels of the image) at ``offset`` over the image layer."""
-        image = self._image_layer()
+    def _place(self, layer, offset, image):
+        """Put ``layer`` (level-0 pixels of ``image``) at ``offset`` over that image layer."""
         scale = np.asarray(image.scale)[-2:]
         layer.scale = scale
         layer.translate = np.asarray(image.translate)[-2:] + np.asarray(offset) * scale
@@ -378,7 +377,8 @@ class LargeImageWidget(_qt_widget_base()):
         if job is None:
             return
         window = job.scribbles.window(region)
-        name = self._scribble_name()
+        image = self._image_layer()
+        name = self._scribble_name(image)
         added = name not in self.viewer.layers
         if added:
             layer = self.viewer.add_labels(window, name=name)
@@ -386,7 +386,7 @@ class LargeImageWidget(_qt_widget_base()):
         else:
             layer = self.viewer.layers[name]
             layer.data = window
-        self._place(layer, window.origin)
+        self._place(layer, window.origin, image)
         layer.selected_label = self.class_spin.value()
         # napari's add and its first brush (cursor, overlays) in two turns
         in_turns([lambda: None, lambda: self._paint_on(name)] if added else
@@ -407,9 +407,9 @@ class LargeImageWidget(_qt_widget_base()):
 
     # -- workers: the plugin's shared machinery -------------------------------------------------
 
-    def _start(self, function, *args, returned=None, **kwargs):
+    def _start(self, function, *args, returned=None, stoppable=False, **kwargs):
         """Run ``function(*args, **kwargs)`` on a napari worker thread; errors are told with
-        `notify_error`."""
+        `notify_error`. Stop is enabled only for a ``stoppable`` run (the whole image)."""
         from napari.qt.threading import create_worker
 
         from ._notify import notify_error
@@ -419,16 +419,16 @@ class LargeImageWidget(_qt_widget_base()):
             worker.returned.connect(returned)
         worker.errored.connect(lambda exc: notify_error(exc, self.status))
         worker.finished.connect(self._on_finished)
-        self._set_running(True)
+        self._set_running(True, stoppable)
         self._started = time.perf_counter()
         self.worker = worker
         worker.start()
         return worker
 
-    def _set_running(self, running):
+    def _set_running(self, running, stoppable=False):
         for button in (self.train_button, self.visible_button, self.whole_button):
             button.setEnabled(not running)
-        self.stop_button.setEnabled(running)
+        self.stop_button.setEnabled(running and stoppable)
 
     def _on_finished(self):
         self.worker = None
@@ -486,28 +486,39 @@ class LargeImageWidget(_qt_widget_base()):
         job, region = self._region_or_say()
         if job is not None:
             self.status.setText("segmenting the visible region…")
-            return self._start(job.segment_region, region, returned=self._show_region)
+            image = self._image_layer()          # the image computed on, whatever is selected later
+            return self._start(job.segment_region, region,
+                               returned=lambda result: self._show_region(result, image))
         return None
 
-    def _show_region(self, result):
+    def _gone(self, image):
+        """True (and says so) if ``image`` was closed while a job ran on it."""
+        if image in self.viewer.layers:
+            return False
+        self.status.setText(f"{image.name} was closed while it was segmented: nothing to show")
+        return True
+
+    def _show_region(self, result, image):
+        if self._gone(image):
+            return
         labels, offset = result
         layer, added = update_or_add_layer(self.viewer, "labels", labels, "visible region",
                                            opacity=0.5)
         if added:
-            self._under_scribbles(layer)
-        self._place(layer, offset)
+            self._under_scribbles(layer, image)
+        self._place(layer, offset, image)
         self.status.setText(f"segmented {labels.shape[0]}x{labels.shape[1]} pixels at "
                             f"{offset} in {time.perf_counter() - self._started:.1f} s")
         self.region_shown.emit()
 
-    def _add_under_scribbles(self, data, **kwargs):
-        """A result Labels layer (half opaque) right under the scribbles."""
-        return self._under_scribbles(self.viewer.add_labels(data, opacity=0.5, **kwargs))
+    def _add_under_scribbles(self, data, image, **kwargs):
+        """A result Labels layer (half opaque) right under the scribbles of ``image``."""
+        return self._under_scribbles(self.viewer.add_labels(data, opacity=0.5, **kwargs), image)
 
-    def _under_scribbles(self, layer):
-        """Move ``layer`` right under the scribbles, which stay selected so that painting goes
-        on."""
-        scribbles = self._scribble_name()
+    def _under_scribbles(self, layer, image):
+        """Move ``layer`` right under the scribbles of ``image``, which stay selected so that
+        painting goes on."""
+        scribbles = self._scribble_name(image)
         if scribbles in self.viewer.layers:
             self.viewer.layers.move(self.viewer.layers.index(layer),
                                     self.viewer.layers.index(scribbles))
@@ -523,6 +534,7 @@ class LargeImageWidget(_qt_widget_base()):
         job = self._job_or_say()
         if job is None:
             return None
+        image = self._image_layer()
         try:
             model = job._model()
             output = Path(self.output_path.text()
@@ -541,8 +553,8 @@ class LargeImageWidget(_qt_widget_base()):
         self.status.setText(f"segmenting the whole image into {output}…")
         return self._start(job.segment_whole, output, model_file=model_file,
                            on_progress=self.chunk_done.emit,
-                           should_stop=lambda: self._stop_requested,
-                           returned=lambda done: self._whole_done(done, str(output)))
+                           should_stop=lambda: self._stop_requested, stoppable=True,
+                           returned=lambda done: self._whole_done(done, str(output), image))
 
     def _on_chunk(self, done, total):
         from ._controller import eta_text
@@ -553,16 +565,18 @@ class LargeImageWidget(_qt_widget_base()):
         eta = eta_text(done - first, total - first, time.perf_counter() - self._started)
         set_progress(self.progress, done, total, f"%v / %m chunks, {eta}")
 
-    def _whole_done(self, finished, output):
+    def _whole_done(self, finished, output, image):
         if not finished:
             self.status.setText(f"stopped; the finished chunks are in {output} (Segment "
                                 "whole image resumes)")
             return
         self.status.setText(f"done: {output}")
+        if self._gone(image):
+            return
         for data, kwargs, _ in read_ome_zarr(Path(output) / "labels" / "classes"):
             self._place(self._add_under_scribbles(
-                data, name=f"{Path(output).name} classes", multiscale=kwargs["multiscale"]),
-                (0, 0))
+                data, image, name=f"{Path(output).name} classes",
+                multiscale=kwargs["multiscale"]), (0, 0), image)
         self.whole_finished.emit(output)
 
     def stop(self):
