@@ -345,7 +345,7 @@ class LargeImageWidget(_qt_widget_base()):
         return path
 
     def _scribble_name(self, image=None):
-        return f"{(image or self._image_layer()).name} scribbles"
+        return f"{(self._image_layer() if image is None else image).name} scribbles"
 
     def _place(self, layer, offset, image):
         """Put ``layer`` (level-0 pixels of ``image``) at ``offset`` over that image layer."""
@@ -389,8 +389,7 @@ class LargeImageWidget(_qt_widget_base()):
         self._place(layer, window.origin, image)
         layer.selected_label = self.class_spin.value()
         # napari's add and its first brush (cursor, overlays) in two turns
-        in_turns([lambda: None, lambda: self._paint_on(name)] if added else
-                 [lambda: self._paint_on(name)], self)
+        in_turns([lambda: self._paint_on(name)], self, now=not added)
         self.status.setText(f"scribble on rows {region[0].start}–{region[0].stop}, columns "
                             f"{region[1].start}–{region[1].stop}; class "
                             f"{self.class_spin.value()} (change it above)")

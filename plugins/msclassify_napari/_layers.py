@@ -39,15 +39,16 @@ def update_or_add_layer(viewer, layer_type, data, name, **kwargs):
     return getattr(viewer, f"add_{layer_type}")(data, name=name, **kwargs), True
 
 
-def in_turns(steps, parent, delay_ms=20):
+def in_turns(steps, parent, delay_ms=20, now=True):
     """Run ``steps`` (callables, e.g. layer adds) one per turn of the event loop, ``delay_ms``
-    apart, the first now: the window draws in between, so each is one napari stall instead of
-    one freeze for all of them. The timers are children of the QObject ``parent``: the steps
-    left stop when it is deleted."""
-    steps[0]()
-    if len(steps) > 1:
+    apart, the first now (or, with ``now=False``, in the next turn): the window draws in
+    between, so each is one napari stall instead of one freeze for all of them. The timers are
+    children of the QObject ``parent``: the steps left stop when it is deleted."""
+    if now:
+        steps[0]()
+        steps = steps[1:]
+    if steps:
         from qtpy.QtCore import QTimer
         timer = QTimer(parent, singleShot=True, interval=delay_ms)
-        timer.timeout.connect(lambda: (timer.deleteLater(), in_turns(steps[1:], parent,
-                                                                     delay_ms)))
+        timer.timeout.connect(lambda: (timer.deleteLater(), in_turns(steps, parent, delay_ms)))
         timer.start()

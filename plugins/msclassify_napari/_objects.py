@@ -324,7 +324,7 @@ class ObjectTableWidget(QWidget):
         self.objects_layer = self.class_layer = self.markers_layer = None
         from ._layers import in_turns
         in_turns([self._add_objects_layer, self._add_tracks_layer, self._add_class_layer,
-                        self._update_markers, self._measure_shown], self)
+                  self._update_markers, self._measure_shown], self)
 
     def _add_objects_layer(self):
         data = self.objects.frame(0) if self._single() else self.objects

@@ -606,7 +606,7 @@ class PixelClassifierWidget(QWidget):
             # between (adding a Labels layer takes 0.1-0.4 s of napari's)
             steps.append(self._add_segmentation_layer)
         if steps:
-            in_turns([lambda: None] + steps, self)       # from the next turn on
+            in_turns(steps, self, now=False)
 
     def _start_painting(self, name):
         layer = self.scribble_layer          # (napari hands plugins proxies: compare names)
