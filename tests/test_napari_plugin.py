@@ -56,7 +56,8 @@ def flies():
 
 
 def pixel_widget(viewer):
-    _, widget = viewer.window.add_plugin_dock_widget("msclassify", "Pixel classifier")
+    _, dock = viewer.window.add_plugin_dock_widget("msclassify", "Pixel classifier")
+    widget = dock.widget               # (the module is imported: built at once, `_dock`)
     assert isinstance(widget, PixelClassifierWidget)
     widget.trees_spin.setValue(30)
     return widget
