@@ -4,22 +4,27 @@ Run (needs a display; Xvfb is enough): ``QT_API=pyqt6 xvfb-run -a python
 benchmarks/study_layer_add.py [--repeats N]``. Prints one table; nothing is written.
 
 The window holds the 10 fly frames (1024x1024) and their scribbles, as in
-``bench_napari.py``. Each row is one way of putting a 10x1024x1024 Labels layer (or a
-float32 image) in the window, measured with `napari_session.EventLoopMonitor` (the longest
-gap of a 10 ms timer on the GUI thread: the stall) and cProfile (the time spent in each
-part, summed over the whole action):
+``bench_napari.py``. Two tables:
 
-* ``construct``: napari building the layer object (``Labels.__init__``);
-* ``vispy``: napari's canvas making the layer's visual and its overlays (the Labels brush
-  and polygon overlays), ``VispyCanvas.add_layer_visual_mapping``;
-* ``controls``: the Qt layer-controls widget (``QtLayerControlsContainer._add``);
-* ``paint``: the canvas paints (``paintGL``: slicing already done, texture upload, drawing);
-* ``plugin``: the Pixel classifier's own handlers of napari's events (rows "docked");
-* ``remove``: napari removing a layer (it runs ``gc.collect()`` each time).
+1. **Parts** (one cProfile pass per row, so times are inflated; read them as shares): the time
+   spent in each part of napari's ``add_labels`` of a 10x1024x1024 Labels layer, summed over
+   the call and the window's settling after it:
 
-Ways: napari's ``add_labels`` in one call, before and after the Pixel classifier is docked;
-the layer added hidden and shown one event-loop turn later (`_layers.in_turns`), the way the
-plugin's docks add layers; and a removal.
+   * ``construct``: napari building the layer object (``Labels.__init__``);
+   * ``vispy``: napari's canvas making the layer's visual and its overlays (the Labels brush
+     and polygon overlays), ``VispyCanvas.add_layer_visual_mapping``;
+   * ``controls``: the Qt layer-controls widget (``QtLayerControlsContainer._add``);
+   * ``paint``: the canvas paints (``paintGL``: texture upload, drawing);
+   * ``plugin``: the Pixel classifier's own handlers of napari's events (rows "docked");
+   * ``remove``: napari removing a layer (``VispyCanvas._remove_layer``, which runs
+     ``gc.collect()`` each time).
+
+2. **Turns** (no profiler): ways of putting the same layer in the window, each step in an
+   event-loop turn of its own, and the stall of each turn (medians): napari's ``add_labels``
+   in one call; added hidden and shown one turn later; the layer object built in one turn,
+   appended hidden in the next, shown in a third; a 1-pixel layer added, its data set next
+   turn; an existing layer's data replaced by one of another shape (in place); a removal;
+   and a bare canvas repaint (the floor).
 """
 
 import argparse
@@ -78,6 +83,18 @@ def measure(app, monitor, action):
     return {"stall_s": monitor.longest_gap()[0], **_parts(profile)}
 
 
+def turns(app, monitor, steps):
+    """The stall of each step of ``steps``, each run in an event-loop turn of its own."""
+    stalls = []
+    for step in steps:
+        _settle(app, 10)
+        monitor.mark()
+        step()
+        _settle(app, 15)
+        stalls.append(monitor.longest_gap()[0])
+    return stalls
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
@@ -85,7 +102,7 @@ def main():
     import napari
     from qtpy.QtWidgets import QApplication
     from _real_data import load_fly_masks_dev
-    from msclassify_napari._layers import in_turns
+    from napari.layers import Labels
     from msclassify_napari._preload import preloaded
     from msclassify_napari._widget import PixelClassifierWidget
     from napari_session import EventLoopMonitor, wait_until
@@ -107,34 +124,57 @@ def main():
             viewer.add_labels(np.zeros(frames.shape, np.uint8), name=name)
         return action
 
-    def hidden_then_shown(name):
-        def action():
-            added = []
-            in_turns([lambda: added.append(viewer.add_labels(
-                          np.zeros(frames.shape, np.uint8), name=name, visible=False)),
-                      lambda: setattr(added[0], "visible", True)], viewer.window._qt_window)
-            wait_until(lambda: added and added[0].visible)
-        return action
+    def profiled(label):
+        name = label
+        rows.append({"way": label, **measure(app, monitor, plain_add(name)),
+                     "load": os.getloadavg()[0]})
+        rows.append({"way": "remove a Labels layer", **measure(
+            app, monitor, lambda: viewer.layers.remove(name)), "load": os.getloadavg()[0]})
 
-    def run(label, make_action, repeats):
-        for repeat in range(repeats):
-            name = f"{label} {repeat}"
-            rows.append({"way": label, **measure(app, monitor, make_action(name)),
-                         "load": os.getloadavg()[0]})
-            rows.append({"way": "remove a Labels layer", **measure(
-                app, monitor, lambda: viewer.layers.remove(name)), "load": os.getloadavg()[0]})
+    def zeros():
+        return np.zeros(frames.shape, np.uint8)
 
-    run("add_labels, first in the session", plain_add, 1)
-    for _ in range(args.repeats):
-        run("add_labels", plain_add, 1)
-        run("hidden, shown next turn", hidden_then_shown, 1)
+    def ways():
+        made = {}
+        yield "add_labels in one call", [
+            lambda: made.update(layer=viewer.add_labels(zeros(), name="x"))]
+        yield "remove a Labels layer", [lambda: viewer.layers.remove("x")]
+        yield "added hidden | shown", [
+            lambda: made.update(layer=viewer.add_labels(zeros(), name="x", visible=False)),
+            lambda: setattr(made["layer"], "visible", True)]
+        yield "data of another shape, in place", [
+            lambda: setattr(made["layer"], "data", np.zeros((10, 512, 512), np.uint8))]
+        viewer.layers.remove("x")
+        yield "built | appended hidden | shown", [
+            lambda: made.update(layer=Labels(zeros(), name="x", visible=False)),
+            lambda: viewer.layers.append(made["layer"]),
+            lambda: setattr(made["layer"], "visible", True)]
+        viewer.layers.remove("x")
+        yield "1-pixel layer | its data", [
+            lambda: made.update(layer=viewer.add_labels(np.zeros((1, 1, 1), np.uint8),
+                                                        name="x")),
+            lambda: setattr(made["layer"], "data", zeros())]
+        viewer.layers.remove("x")
+        yield "bare canvas repaint (floor)", [
+            lambda: viewer.window._qt_viewer.canvas.native.update()]
+
+    timed = []
+
+    def run_turns(suffix):
+        for _ in range(args.repeats):
+            for way, steps in ways():
+                timed.append({"way": way + suffix, "turns": turns(app, monitor, steps),
+                              "load": os.getloadavg()[0]})
+
+    profiled("add_labels, first in the session")
+    profiled("add_labels")
+    run_turns("")
     widget = PixelClassifierWidget(viewer)
     viewer.window.add_dock_widget(widget, name="Pixel classifier")
     wait_until(lambda: preloaded() is not None, 300)
     _settle(app, 50)
-    for _ in range(args.repeats):
-        run("add_labels, docked", plain_add, 1)
-        run("hidden, shown next turn, docked", hidden_then_shown, 1)
+    profiled("add_labels, docked")
+    run_turns(", docked")
     monitor.stop()
     summary = []
     for way in dict.fromkeys(row["way"] for row in rows):
@@ -146,6 +186,16 @@ def main():
     print(f"{cpu_model()}; load average at start {load:.2f}; medians")
     print_table(summary, ["way", "n", "stall_s_ms", "construct_ms", "vispy_ms", "controls_ms",
                           "paint_ms", "plugin_ms", "remove_ms", "load"])
+    turn_rows = []
+    for way in dict.fromkeys(row["way"] for row in timed):
+        chosen = [row for row in timed if row["way"] == way]
+        medians = [1000 * statistics.median(t) for t in zip(*(row["turns"] for row in chosen))]
+        turn_rows.append({"way": way, "n": len(chosen),
+                          "turns_ms": " | ".join(f"{m:.0f}" for m in medians),
+                          "longest_turn_ms": round(max(medians)),
+                          "load": round(statistics.median(r["load"] for r in chosen), 2)})
+    print("\nStall of each event-loop turn (medians, ms):")
+    print_table(turn_rows, ["way", "n", "turns_ms", "longest_turn_ms", "load"])
 
 
 if __name__ == "__main__":
