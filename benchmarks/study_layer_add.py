@@ -24,7 +24,10 @@ The window holds the 10 fly frames (1024x1024) and their scribbles, as in
    in one call; added hidden and shown one turn later; the layer object built in one turn,
    appended hidden in the next, shown in a third; a 1-pixel layer added, its data set next
    turn; an existing layer's data replaced by one of another shape (in place); a removal;
-   and a bare canvas repaint (the floor).
+   and a bare canvas repaint (the floor). Then frame changes (the time slider moved one
+   frame) with different layers shown, docked, live update off: the image alone, with the
+   scribbles, with a plain napari Labels layer, with the widget's segmentation layer instead
+   (and one profiled: the ``plugin`` column is the widget's handler of the frame change).
 """
 
 import argparse
@@ -175,6 +178,31 @@ def main():
     _settle(app, 50)
     profiled("add_labels, docked")
     run_turns(", docked")
+
+    # frame changes: which layers are shown, the same window, interleaved
+    ours = viewer.layers["flies segmentation"]
+    plain = viewer.add_labels(np.zeros(frames.shape, np.uint8), name="plain labels")
+    labels = [viewer.layers["scribbles"], ours, plain]
+    shown = {"image only": [], "image + scribbles": ["scribbles"],
+             "image + scribbles + a plain Labels (napari)": ["scribbles", "plain labels"],
+             "image + scribbles + our segmentation": ["scribbles", "flies segmentation"]}
+    step = [0]
+
+    def next_frame():
+        step[0] += 1
+        viewer.dims.set_current_step(0, step[0] % frames.shape[0])
+
+    for _ in range(args.repeats):
+        for way, names in shown.items():
+            for layer in labels:
+                layer.visible = layer.name in names
+            for _ in range(2):
+                timed.append({"way": "frame change: " + way,
+                              "turns": turns(app, monitor, [next_frame]),
+                              "load": os.getloadavg()[0]})
+    rows.append({"way": "frame change, our segmentation shown", **measure(app, monitor,
+                                                                          next_frame),
+                 "load": os.getloadavg()[0]})
     monitor.stop()
     summary = []
     for way in dict.fromkeys(row["way"] for row in rows):
