@@ -62,7 +62,10 @@ def test_a_dock_imports_its_module_in_a_thread_and_the_window_keeps_drawing(
     assert dock.widget is None and "Loading" in dock.status.text()
     qtbot.waitUntil(lambda: dock.widget is not None, timeout=10_000)
     assert dock.widget.text() == "the real widget" and dock.widget.viewer is viewer
-    assert dock.widget.isVisible() and not dock.status.isVisible()
+    qtbot.waitUntil(dock.widget.isVisible, timeout=1000)    # (Qt shows it in the next turn)
+    assert not dock.status.isVisible()
+    qtbot.waitUntil(lambda: dock.widget.height() == dock.height(), timeout=1000)   # all of it
+    assert dock.height() > 300                       # (napari adds no stretch under it)
     # the window drew all along (the import alone would have stalled it SLOW_IMPORT_S)
     assert monitor.longest_gap()[0] < SLOW_IMPORT_S / 2
     monitor.stop()

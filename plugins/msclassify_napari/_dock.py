@@ -15,8 +15,8 @@ widget is ``dock.widget``.
 import sys
 import threading
 
-from qtpy.QtCore import QTimer
-from qtpy.QtWidgets import QLabel, QVBoxLayout, QWidget
+from qtpy.QtCore import Qt, QTimer
+from qtpy.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
 
 from ._preload import import_quietly
 
@@ -41,12 +41,14 @@ class LoadingDock(QWidget):
         self.widget = None
         self.loaded = threading.Event()
         self._error = None
+        # expanding: napari then adds no stretch under it, so the widget gets all the height
+        self.setSizePolicy(QSizePolicy.Preferred, QSizePolicy.Expanding)
         self.setLayout(QVBoxLayout())
         self.layout().setContentsMargins(0, 0, 0, 0)
         self.status = QLabel("Loading the classifier (a few seconds the first time)…")
         self.status.setWordWrap(True)
+        self.status.setAlignment(Qt.AlignLeft | Qt.AlignTop)
         self.layout().addWidget(self.status)
-        self.layout().addStretch(1)
         self._timer = QTimer(self, interval=POLL_MS)
         self._timer.timeout.connect(self._poll)
         if self.MODULE in sys.modules:                # nothing left to import
@@ -76,7 +78,7 @@ class LoadingDock(QWidget):
             return
         self.widget = getattr(sys.modules[self.MODULE], self.NAME)(self.viewer)
         self.status.hide()
-        self.layout().insertWidget(0, self.widget, 1)
+        self.layout().addWidget(self.widget, 1)
 
 
 class PixelClassifierDock(LoadingDock):
