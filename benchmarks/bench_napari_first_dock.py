@@ -13,12 +13,14 @@ that; this script does, each round in a fresh process (a fresh session):
    kernels are loaded.
 
 Stall = the longest gap of a 10 ms timer on the GUI thread (``napari_session``).
+``--first dock`` makes docking the plugin's very first action (an image in the window, no
+video); ``--dock NAME`` picks the dock (e.g. ``Volume``, ``Object table and tracks``).
 ``--compare DIR`` alternates the rounds with another checkout (e.g. ``/work/main``: before),
 ``PYTHONPATH=DIR:DIR/plugins``, the same machinery. Run::
 
     QT_API=pyqt6 xvfb-run -a python benchmarks/bench_napari_first_dock.py --compare /work/main
 
-Writes benchmarks/results/napari_first_dock.json and prints a table (medians of the rounds).
+Writes benchmarks/results/napari_first_dock[_dock_NAME].json and prints a table (medians of the rounds).
 """
 
 import argparse
@@ -52,27 +54,35 @@ app = QApplication.instance()
 monitor = EventLoopMonitor()
 _settle(app, 30)
 out = {{}}
-monitor.mark()
-viewer.open({video!r}, plugin="msclassify")
-_settle(app, 30)
-out["open"] = monitor.longest_gap()[0]
-monitor.mark()
-end = time.perf_counter() + {wait}
-while time.perf_counter() < end:
-    app.processEvents()
-    time.sleep(0.005)
-out["wait"] = monitor.longest_gap()[0]
+if {open_first}:
+    monitor.mark()
+    viewer.open({video!r}, plugin="msclassify")
+    _settle(app, 30)
+    out["open"] = monitor.longest_gap()[0]
+    monitor.mark()
+    end = time.perf_counter() + {wait}
+    while time.perf_counter() < end:
+        app.processEvents()
+        time.sleep(0.005)
+    out["wait"] = monitor.longest_gap()[0]
+else:
+    viewer.add_image(__import__("numpy").zeros((1024, 1024), "uint8"), name="an image")
+    _settle(app, 30)
 monitor.mark()
 begin = time.perf_counter()
-_, widget = viewer.window.add_plugin_dock_widget("msclassify", "Pixel classifier")
+_, widget = viewer.window.add_plugin_dock_widget("msclassify", {dock!r})
 out["dock_call_s"] = time.perf_counter() - begin
 _settle(app, 30)
+if hasattr(widget, "loaded"):            # a LoadingDock: until the real widget is in it
+    wait_until(lambda: widget.widget is not None, 300)
+    out["widget_after_s"] = time.perf_counter() - begin
 try:
     from msclassify_napari._preload import preloaded
-    wait_until(lambda: preloaded() is not None, 300)
-    _settle(app, 10)
+    if {dock!r} == "Pixel classifier":   # (the only dock that loads it in every checkout)
+        wait_until(lambda: preloaded() is not None, 300)
 except ImportError:                      # a checkout without it: nothing loads in the back
     pass
+_settle(app, 30)
 out["dock"] = monitor.longest_gap()[0]
 out["load"] = os.getloadavg()[0]
 out["plugin"] = sys.modules["msclassify_napari"].__file__
@@ -81,9 +91,10 @@ print("RESULT " + json.dumps(out))
 """
 
 
-def run(checkout, wait):
+def run(checkout, wait, first, dock):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(checkout), str(checkout / "plugins")])}
-    code = _CHILD.format(benchmarks=str(REPO / "benchmarks"), wait=wait,
+    code = _CHILD.format(benchmarks=str(REPO / "benchmarks"), wait=wait, dock=dock,
+                         open_first=first == "video",
                          video=str(SHARED_DATA / "fly_sleap" / "clip.mp4"))
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          timeout=900, cwd=checkout)      # (-c puts the working folder first)
@@ -98,6 +109,10 @@ def main():
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--wait", type=float, default=5.0,
                         help="seconds between opening the video and docking")
+    parser.add_argument("--first", choices=["video", "dock"], default="video",
+                        help="the plugin's first use: open the video (then dock), or dock")
+    parser.add_argument("--dock", default="Pixel classifier",
+                        help="which dock (its name in the Plugins menu)")
     parser.add_argument("--compare", metavar="DIR", type=Path,
                         help="another checkout to alternate with (before)")
     args = parser.parse_args()
@@ -107,20 +122,26 @@ def main():
     runs = {label: [] for label in checkouts}
     for _ in range(args.rounds):
         for label, checkout in checkouts.items():
-            runs[label].append(run(checkout, args.wait))
+            runs[label].append(run(checkout, args.wait, args.first, args.dock))
             print(label, runs[label][-1], flush=True)
     rows = []
     for label in checkouts:
         for step, name in (("open", "open the video (first use: the plugin activates)"),
                            ("wait", f"look at it for {args.wait:g} s"),
-                           ("dock", "dock Pixel classifier from the Plugins menu")):
+                           ("dock", f"dock {args.dock} from the Plugins menu"
+                                    + (" (first use)" if args.first == "dock" else ""))):
+            if step not in runs[label][0]:
+                continue
             values = [r[step] for r in runs[label]]
             rows.append({"checkout": label, "step": name, "stall_s": statistics.median(values),
                          "stall_max_s": max(values),
                          "load": statistics.median(r["load"] for r in runs[label])})
     print_table(rows, list(rows[0]))
-    path = write_results("napari_first_dock", {
-        "cpu": cpu_model(), "rounds": args.rounds, "wait_s": args.wait,
+    name = "napari_first_dock" if (args.first, args.dock) == ("video", "Pixel classifier") \
+        else f"napari_first_dock_{args.first}_{args.dock.split()[0].lower()}"
+    path = write_results(name, {
+        "cpu": cpu_model(), "rounds": args.rounds, "wait_s": args.wait, "first": args.first,
+        "dock": args.dock,
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "checkouts": {label: str(path) for label, path in checkouts.items()},
         "rows": rows, "runs": runs})

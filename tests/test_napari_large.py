@@ -163,6 +163,16 @@ def test_dock_segments_the_visible_region_in_a_viewer(make_napari_viewer, qtbot,
     top, left = (int(v) for v in layer.translate)
     h, w = layer.data.shape
     assert np.array_equal(layer.data, model.predict(image)[top:top + h, left:left + w])
+    # zoomed in: a region of another shape, shown in the same layer (reshaped in place: napari's
+    # remove + add would stall the window twice)
+    viewer.camera.zoom *= 3
+    with qtbot.waitSignal(dock.region_shown, timeout=60000):
+        dock.segment_visible()
+    again = viewer.layers["visible region"]
+    assert again is layer and again.data.shape != (h, w)
+    top, left = (int(v) for v in again.translate)
+    h, w = again.data.shape
+    assert np.array_equal(again.data, model.predict(image)[top:top + h, left:left + w])
 
 
 def test_dock_gives_the_model_file_to_every_image_and_writes_beside_it(

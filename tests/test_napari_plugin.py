@@ -23,7 +23,8 @@ from msclassify import load_model
 from msclassify.datasets import load_sample_flies, sample_data_path
 from msclassify.metrics import label_instances, seg_score
 from msclassify.pixel import FrameExport
-from msclassify_napari._controller import CLASS_NAMES_KEY, PREDICT, RETRAIN, TRAIN
+from msclassify_napari._controller import (CLASS_NAMES_KEY, PREDICT, RETRAIN, TRAIN,
+                                          class_colors, color_rgb)
 from msclassify_napari._reader import LazyFrames
 from msclassify_napari._tabular_widget import TabularWidget
 from msclassify_napari._widget import PixelClassifierWidget
@@ -56,7 +57,8 @@ def flies():
 
 
 def pixel_widget(viewer):
-    _, widget = viewer.window.add_plugin_dock_widget("msclassify", "Pixel classifier")
+    _, dock = viewer.window.add_plugin_dock_widget("msclassify", "Pixel classifier")
+    widget = dock.widget               # (the module is imported: built at once, `_dock`)
     assert isinstance(widget, PixelClassifierWidget)
     widget.trees_spin.setValue(30)
     return widget
@@ -602,9 +604,15 @@ def test_second_image_with_four_classes_shows_its_own_result_on_top(make_napari_
     assert probability.name == "photo P(larva) (0–1)"
     assert probability.colorbar.visible and probability.name_overlay.visible
     np.testing.assert_allclose(probability.colormap.colors[-1][:3], [0, 1, 0])
+    probability.opacity = 0.6                      # the user's setting
+    larva_layer = probability
     widget.probability_class_combo.setCurrentText("feed")
     [probability] = [layer for layer in viewer.layers if " P(" in layer.name]
     assert probability.name == "photo P(feed) (0–1)"
+    # the same layer, renamed and recoloured (napari's remove + add would stall twice)
+    assert probability is larva_layer and probability.opacity == 0.6
+    [feed_color] = class_colors(widget.scribble_layer.metadata, [3])
+    np.testing.assert_allclose(probability.colormap.colors[-1][:3], color_rgb(feed_color))
     np.testing.assert_array_equal(probability.data, widget.last_prediction.probabilities[..., 2])
     names = [layer.name for layer in viewer.layers]
     assert names.index("photo segmentation") < names.index("photo P(feed) (0–1)") \

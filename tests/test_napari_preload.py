@@ -56,3 +56,11 @@ def test_background_load_fills_preloaded(monkeypatch):
     while _preload.preloaded() is None and time.perf_counter() < deadline:
         time.sleep(0.01)
     assert "default" in _preload.preloaded()
+
+
+def test_import_quietly_imports_with_the_collector_paused(monkeypatch, tmp_path):
+    (tmp_path / "quiet_probe.py").write_text("import gc\nCOLLECTING = gc.isenabled()\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(_preload, "_loaded", ["done"])           # the classifier: loaded
+    module = _preload.import_quietly("quiet_probe")
+    assert module.COLLECTING is False and gc.isenabled()

@@ -110,3 +110,14 @@ def test_dock_scribbles_trains_updates_and_applies_in_a_viewer(make_napari_viewe
     qtbot.waitUntil(lambda: dock.worker is None and "done" in dock.status.text(), timeout=120000)
     assert np.array_equal(viewer.layers[SEGMENTATION].data, dock.job.model.predict(volume))
     assert SCRIBBLES in viewer.layers
+    # another volume (the last one added is the dock's): its segmentation is the same layer,
+    # emptied and reshaped in place (napari's remove + add would stall the window twice)
+    before = viewer.layers[SEGMENTATION]
+    before.opacity = 0.9                                   # the user's setting stays
+    viewer.add_image(volume[:5, :20], name="small stack", scale=(2, 1, 1))
+    layer = dock.new_scribbles()
+    qtbot.waitUntil(lambda: viewer.layers[SEGMENTATION].data.shape == (5, 20, volume.shape[2]),
+                    timeout=10000)
+    after = viewer.layers[SEGMENTATION]
+    assert after is before and not after.data.any() and after.opacity == 0.9
+    assert tuple(after.scale) == (2, 1, 1)

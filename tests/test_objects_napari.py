@@ -182,6 +182,7 @@ def test_dock_measures_labels_by_clicks_trains_and_shows_classes(make_napari_vie
     monkeypatch.setattr(LazyFrames, "__array__", whole_stack)
 
     _, dock = viewer.window.add_plugin_dock_widget("msclassify", "Object table and tracks")
+    dock = dock.widget                 # (the module is imported: built at once, `_dock`)
     assert isinstance(dock, ObjectTableWidget)
     dock.labels_choice.setCurrentText("frames segmentation")
     dock.image_choice.setCurrentText("frames")

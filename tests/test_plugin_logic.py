@@ -897,7 +897,7 @@ def test_cost_sweep_rejects_bad_input():
     assert all(mu > 0 for mu in DEFAULT_COST_TRADEOFFS)
 
 
-def test_update_or_add_layer_updates_in_place_and_replaces_another_kind_or_shape():
+def test_update_or_add_layer_updates_in_place_and_replaces_another_kind_or_dimensions():
     from napari.components import ViewerModel
     from msclassify_napari._layers import update_or_add_layer
     viewer = ViewerModel()
@@ -909,7 +909,12 @@ def test_update_or_add_layer_updates_in_place_and_replaces_another_kind_or_shape
                                        translate=(2.0, 3.0), opacity=0.3)
     assert not added and again is first and again.opacity == 0.8
     assert again.data.sum() == 20 and tuple(again.translate) == (2.0, 3.0)
-    other, added = update_or_add_layer(viewer, "labels", np.ones((6, 5), np.uint16), "result")
+    # labels of another shape and dtype: in place too (napari's remove + add cost 2-4 repaints)
+    reshaped, added = update_or_add_layer(viewer, "labels", np.ones((6, 5), np.uint16),
+                                          "result")
+    assert not added and reshaped is first and reshaped.data.shape == (6, 5)
+    assert reshaped.data.dtype == np.uint16 and reshaped.opacity == 0.8
+    other, added = update_or_add_layer(viewer, "labels", np.ones((2, 6, 5), np.uint16), "result")
     assert added and other is not first and len(viewer.layers) == 1
     image, added = update_or_add_layer(viewer, "image", np.ones((6, 5), np.uint16), "result")
     assert added and len(viewer.layers) == 1 and viewer.layers["result"] is image

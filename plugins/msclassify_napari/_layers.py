@@ -1,8 +1,13 @@
 """One way for the plugin's docks to show a result layer: update it in place, or add it.
 
 Updating in place keeps the user's display settings (opacity, visibility, position in the
-layer list) and costs napari far less than removing and adding a layer (building a layer's
-visuals takes 0.1-0.5 s of the GUI thread, `benchmarks/bench_napari.py`).
+layer list) and costs napari far less than removing and adding a layer: adding one takes
+0.1-0.5 s of the GUI thread, removing one 0.1-0.5 s more (napari runs ``gc.collect()`` on each
+removal), replacing a Labels layer's data by one of another shape about what one bare repaint
+does (`benchmarks/study_layer_add.py`). No split of napari's add into several event-loop turns
+(added hidden and shown a turn later, the layer object built a turn before, a 1-pixel
+placeholder) brings its longest turn down by more than the noise (the same study): the
+docks add each layer in a turn of its own (`in_turns`) and otherwise update layers in place.
 """
 
 from napari.layers import Image, Labels, Tracks
@@ -16,8 +21,9 @@ PLACEMENT = ("scale", "translate", "contrast_limits")
 
 def update_or_add_layer(viewer, layer_type, data, name, **kwargs):
     """Put ``data`` in the layer called ``name``: in place if it is a ``layer_type`` layer of
-    the same shape and dtype, else in a new one (``viewer.add_<layer_type>(data, name=name,
-    **kwargs)``, replacing a layer of that name).
+    the same shape and dtype (a Labels layer: of the same number of dimensions), else in a new
+    one (``viewer.add_<layer_type>(data, name=name, **kwargs)``, replacing a layer of that
+    name).
 
     Returns
     -------
@@ -28,8 +34,10 @@ def update_or_add_layer(viewer, layer_type, data, name, **kwargs):
     layers = viewer.layers
     if name in layers:
         layer = layers[name]
-        if isinstance(layer, _KINDS[layer_type]) and layer.data.shape == data.shape \
-                and layer.data.dtype == data.dtype:
+        same = layer.data.shape == data.shape and layer.data.dtype == data.dtype
+        if layer_type == "labels":            # napari re-slices a Labels layer of a new shape
+            same = layer.data.ndim == data.ndim
+        if isinstance(layer, _KINDS[layer_type]) and same:
             for key in PLACEMENT:
                 if key in kwargs and tuple(getattr(layer, key)) != tuple(kwargs[key]):
                     setattr(layer, key, kwargs[key])

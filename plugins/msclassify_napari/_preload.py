@@ -15,10 +15,12 @@ and fit a tiny model (load 8, 2 cores): longest gap 0.57-0.65 s with the collect
 0.05-0.08 s with it paused.
 """
 
+import contextlib
 import gc
+import importlib
 import threading
 
-__all__ = ["preload_classifier", "preload_in_background", "preloaded"]
+__all__ = ["import_quietly", "preload_classifier", "preload_in_background", "preloaded"]
 
 # The longest the collector stays paused (a warm load takes 1-5 s).
 GC_PAUSE_LIMIT_S = 30.0
@@ -57,24 +59,45 @@ def preload_classifier():
     """
     with _lock:
         if not _loaded:
-            enabled = gc.isenabled()
-            gc.disable()
-            # a cold Numba cache compiles for minutes: the collector comes back on after
-            # GC_PAUSE_LIMIT_S whatever happens, so memory in cycles cannot pile up that long
-            if enabled:
-                watchdog = threading.Timer(GC_PAUSE_LIMIT_S, gc.enable)
-                watchdog.daemon = True
-                watchdog.start()
-            try:
+            with _collector_paused():
                 _fit_tiny()
-            finally:
-                gc.freeze()
-                if enabled:
-                    watchdog.cancel()
-                    gc.enable()
             from msclassify.features import PRESETS
             _loaded.append(list(PRESETS))
         return _loaded[0]
+
+
+def import_quietly(name):
+    """`preload_classifier`, then import module ``name`` the same way (collector paused, what
+    it loaded frozen); returns the module. Call it in a worker thread (`_dock`: a dock's own
+    module, e.g. the object dock's, imports more than the classifier).
+
+    Examples
+    --------
+    >>> import_quietly("msclassify_napari._controller").__name__
+    'msclassify_napari._controller'
+    """
+    preload_classifier()
+    with _lock, _collector_paused():
+        return importlib.import_module(name)
+
+
+@contextlib.contextmanager
+def _collector_paused():
+    """The cyclic collector off (for GC_PAUSE_LIMIT_S at most: a cold Numba cache compiles for
+    minutes, and memory in cycles must not pile up that long), then what was loaded frozen."""
+    enabled = gc.isenabled()
+    gc.disable()
+    if enabled:
+        watchdog = threading.Timer(GC_PAUSE_LIMIT_S, gc.enable)
+        watchdog.daemon = True
+        watchdog.start()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        if enabled:
+            watchdog.cancel()
+            gc.enable()
 
 
 def _fit_tiny():

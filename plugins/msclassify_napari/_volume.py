@@ -194,12 +194,11 @@ class VolumeWidget(_qt_widget_base()):
 
     def _segmentation(self, shape, dtype):
         layers = self.viewer.layers
-        if SEGMENTATION in layers and layers[SEGMENTATION].data.shape != tuple(shape):
-            layers.remove(SEGMENTATION)        # another volume's: not written into
-        if SEGMENTATION not in self.viewer.layers:
-            scale = self._volume_layer().scale[-3:]
-            self.viewer.add_labels(np.zeros(shape, dtype), name=SEGMENTATION, scale=scale,
-                                   opacity=0.5)
+        # none yet, or another volume's (not written into: emptied, reshaped in place)
+        if SEGMENTATION not in layers or layers[SEGMENTATION].data.shape != tuple(shape):
+            from ._layers import update_or_add_layer
+            update_or_add_layer(self.viewer, "labels", np.zeros(shape, dtype), SEGMENTATION,
+                                scale=self._volume_layer().scale[-3:], opacity=0.5)
         return self.viewer.layers[SEGMENTATION]
 
     def _plane_on_screen(self):

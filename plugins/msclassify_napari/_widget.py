@@ -640,15 +640,19 @@ class PixelClassifierWidget(QWidget):
         if layer.data.ndim == 3:
             create_worker(self.scribbled.rescan, layer.data, _start_thread=True)
 
-    def _add_layer(self, spec):
+    def _add_layer(self, spec, restyle=False):
         """Update the layer called ``spec.name`` in place, or add it above its image (keeping
-        the selection)."""
+        the selection). ``restyle``: a layer renamed for ``spec`` (another class's probability)
+        takes its colormap and attributes too."""
         active = self.viewer.layers.selection.active
         layer, added = update_or_add_layer(self.viewer, spec.layer_type, spec.data, spec.name,
                                            metadata={OUTPUT_KEY: True}, **spec.kwargs)
-        if added:
-            for key, value in spec.attributes.items():
+        if added or restyle:
+            styles = {"colormap": spec.kwargs["colormap"]} \
+                if restyle and "colormap" in spec.kwargs else {}
+            for key, value in {**styles, **spec.attributes}.items():
                 setattr(layer, key, value)
+        if added:
             self._arrange_layers()
             self._keep_selected(active)
         return layer
@@ -1131,11 +1135,16 @@ class PixelClassifierWidget(QWidget):
             return
         specs = self._output_specs(key)
         names = {spec.name for spec in specs}
-        for layer in self._output_layers(key):      # e.g. another class's probability
-            if specs and layer.name not in names:
-                self.viewer.layers.remove(layer)
+        stale = [layer for layer in self._output_layers(key) if specs and layer.name not in names]
+        restyled = set()
+        for spec in specs:     # e.g. another class's probability: the same layer, renamed
+            if stale and spec.name not in self.viewer.layers:    # (napari's remove + add
+                stale.pop(0).name = spec.name                    # stall 2-4 repaints)
+                restyled.add(spec.name)
+        for layer in stale:
+            self.viewer.layers.remove(layer)
         for spec in specs:
-            layer = self._add_layer(spec)
+            layer = self._add_layer(spec, restyle=spec.name in restyled)
             if key == "hints":
                 _set_colormap(layer, _HINT_COLORS)     # every region in one bright colour
             else:
