@@ -273,10 +273,12 @@ def run_set(name, data, repeats):
 
 # --------------------------------------------------------------------------------- scaling
 
-def em_volume(n_slices, side=512):
-    """``n_slices`` EM slices (0..14, then back: mirrored), ``side`` x ``side`` (tiled)."""
+def em_volume(n_slices, side=512, start=0):
+    """Slices ``start`` to ``n_slices`` of the EM slices 0..14, then back (mirrored), repeated,
+    ``side`` x ``side`` (tiled)."""
     cycle = list(range(15)) + list(range(14, 0, -1))
-    planes = [_read_png(EM_DIR / f"image_{cycle[i % len(cycle)]}.png") for i in range(n_slices)]
+    planes = [_read_png(EM_DIR / f"image_{cycle[i % len(cycle)]}.png")
+              for i in range(start, n_slices)]
     volume = np.stack(planes)
     reps = -(-side // volume.shape[1])
     return np.tile(volume, (1, reps, reps))[:, :side, :side]
@@ -409,6 +411,76 @@ def run_chunked(sizes, side, chunk, limit_mib):
     return {"chunk": chunk, "side": side, "memory limit MiB": limit_mib, "rows": rows}
 
 
+def _run_measured(command, limit_mib):
+    """Run ``command`` in a child process limited to ``limit_mib`` of address space; its wall
+    time, peak resident memory (the child's own ``ru_maxrss``, from ``wait4``), exit code and
+    last output line."""
+    import resource
+
+    def limit():
+        if limit_mib:
+            size = int(limit_mib) * 2 ** 20
+            resource.setrlimit(resource.RLIMIT_AS, (size, size))
+
+    start = time.perf_counter()
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             preexec_fn=limit, cwd=REPO / "benchmarks")
+    output = child.stdout.read().decode(errors="replace")
+    _, status, usage = os.wait4(child.pid, 0)
+    child.returncode = os.waitstatus_to_exitcode(status)
+    lines = [line for line in output.strip().splitlines() if line.strip()]
+    return {"s": time.perf_counter() - start, "peak RSS MiB": usage.ru_maxrss / 1024,
+            "exit": child.returncode, "last line": lines[-1] if lines else ""}
+
+
+def run_cli_scaling(sizes, side, chunk, limit_mib):
+    """``msclassify train VOL.zarr --labels L.zarr --axes zyx --chunks C`` and ``msclassify
+    predict MODEL VOL.zarr --axes zyx --chunks C -o OUT.zarr`` on OME-Zarr EM volumes of
+    ``sizes`` slices (scribbles on slices 0-4, the same at every size), each command in its
+    own process under ``limit_mib`` of address space: wall time (start-up, I/O included) and
+    the process's peak resident memory."""
+    import zarr
+    data = load_em_volume()
+    rows = []
+    with tempfile.TemporaryDirectory() as folder:
+        for n in sizes:
+            store, labels = os.path.join(folder, f"em_{n}.zarr"), os.path.join(folder,
+                                                                              f"lab_{n}.zarr")
+            root = zarr.open_group(store, mode="w", zarr_format=3)
+            root.attrs["ome"] = {"version": "0.5", "multiscales": [{
+                "axes": [{"name": a, "type": "space"} for a in "zyx"],
+                "datasets": [{"path": "0", "coordinateTransformations": [
+                    {"type": "scale", "scale": list(EM_SPACING)}]}]}]}
+            array = root.create_array("0", shape=(n, side, side), chunks=(16, 256, 256),
+                                      dtype=np.uint8)
+            scribbles = zarr.open_array(labels, mode="w", shape=(n, side, side),
+                                        chunks=(16, 256, 256), dtype=np.uint8, zarr_format=3)
+            for z in range(0, n, 16):                   # written slab by slab: bounded here too
+                array[z:z + 16] = em_volume(min(n, z + 16), side, start=z)
+            scribbles[:len(EM_TRAIN), :data["labels"].shape[1], :data["labels"].shape[2]] = \
+                data["labels"][:, :side, :side]
+            model, out = os.path.join(folder, f"m_{n}.msc"), os.path.join(folder, f"o_{n}.zarr")
+            cli = [sys.executable, "-m", "msclassify.cli"]
+            for step, command in (
+                    ("train", cli + ["train", store, "--labels", labels, "--axes", "zyx",
+                                     "--chunks", str(chunk), "--random-state", "0", "-o", model]),
+                    ("predict", cli + ["predict", model, store, "--axes", "zyx", "--chunks",
+                                       str(chunk), "-o", out, "--quiet"])):
+                row = {"step": step, "slices": n, "voxels": n * side * side,
+                       "volume MiB": n * side * side / 2 ** 20, "limit MiB": limit_mib,
+                       **_run_measured(command, limit_mib)}
+                row["us/voxel"] = 1e6 * row["s"] / row["voxels"]
+                rows.append(row)
+                print(f"[cli] {row}", flush=True)
+                if row["exit"] != 0:
+                    raise RuntimeError(f"{step} failed: {row['last line']}")
+            for path in (store, labels, out):
+                shutil.rmtree(path)
+    print_table(rows, ["step", "slices", "voxels", "volume MiB", "limit MiB", "s", "us/voxel",
+                       "peak RSS MiB"])
+    return {"chunk": chunk, "side": side, "memory limit MiB": limit_mib, "rows": rows}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=2)
@@ -422,6 +494,9 @@ def main():
     parser.add_argument("--chunk", type=int, default=128, help="chunk side of the chunked run")
     parser.add_argument("--memory-limit", type=int, default=2560,
                         help="address-space limit (MiB) of each chunked-run process")
+    parser.add_argument("--cli", nargs="*", type=int, default=[],
+                        help="slice counts of the CLI run: train and predict --chunks on "
+                             "OME-Zarr volumes, peak RSS and time of each process")
     parser.add_argument("--spread", nargs="*", type=int, metavar="SEED",
                         help="stardist_3d only: SEG over these model seeds, and over shifted "
                              "scribbled slices (--slice-shifts), into volumes_spread.json")
@@ -459,11 +534,14 @@ def main():
         results["scaling"] = run_scaling(args.scaling, args.side)
     if args.chunked:
         results["chunked"] = run_chunked(args.chunked, args.side, args.chunk, args.memory_limit)
+    if args.cli:
+        results["cli"] = run_cli_scaling(args.cli, args.side, args.chunk, args.memory_limit)
     results["load at end"] = os.getloadavg()
     name = ("volumes_quick" if args.quick else
             "volumes" if set(args.sets) == set(SETS) else
             "volumes_" + "_".join(args.sets) if args.sets else
-            "volumes_scaling" if args.scaling else "volumes_chunked")
+            "volumes_scaling" if args.scaling else
+            "volumes_chunked" if args.chunked else "volumes_cli")
     if args.stardist_spacing and "stardist_3d" in args.sets:
         name += "_spacing_" + "_".join(f"{v:g}" for v in args.stardist_spacing)
     path = write_results(name, results)
