@@ -378,21 +378,29 @@ def chunked_worker(model_path, store, mode, chunk, out, limit_mib):
                       "bytes/voxel": (peak - before) * 2 ** 20 / voxels}))
 
 
+def _write_em_store(store, n_slices, side):
+    """An OME-Zarr EM volume of ``n_slices`` (`em_volume`), spacing ``EM_SPACING``, written slab
+    by slab; returns ``store``."""
+    import zarr
+    root = zarr.open_group(store, mode="w", zarr_format=3)
+    root.attrs["ome"] = {"version": "0.5", "multiscales": [{
+        "axes": [{"name": a, "type": "space"} for a in "zyx"],
+        "datasets": [{"path": "0", "coordinateTransformations": [
+            {"type": "scale", "scale": list(EM_SPACING)}]}]}]}
+    array = root.create_array("0", shape=(n_slices, side, side), chunks=(16, 256, 256),
+                              dtype=np.uint8)
+    for z in range(0, n_slices, 16):
+        array[z:z + 16] = em_volume(min(n_slices, z + 16), side, start=z)
+    return store
+
+
 def run_chunked(sizes, side, chunk, limit_mib):
     import zarr
     rows = []
     with tempfile.TemporaryDirectory() as folder:
         path = _save_em_model(folder)
         for n in sizes:
-            store = os.path.join(folder, f"em_{n}.zarr")
-            root = zarr.open_group(store, mode="w", zarr_format=3)
-            root.attrs["ome"] = {"version": "0.5", "multiscales": [{
-                "axes": [{"name": a, "type": "space"} for a in "zyx"],
-                "datasets": [{"path": "0", "coordinateTransformations": [
-                    {"type": "scale", "scale": list(EM_SPACING)}]}]}]}
-            array = root.create_array("0", shape=(n, side, side), chunks=(16, 256, 256),
-                                      dtype=np.uint8)
-            array[:] = em_volume(n, side)
+            store = _write_em_store(os.path.join(folder, f"em_{n}.zarr"), n, side)
             outputs = {}
             for mode in ("in memory", "chunked"):
                 outputs[mode] = os.path.join(folder, f"out_{n}_{mode[0]}" + (
@@ -448,19 +456,10 @@ def run_cli_scaling(sizes, side, chunk, limit_mib):
     rows = []
     with tempfile.TemporaryDirectory() as folder:
         for n in sizes:
-            store, labels = os.path.join(folder, f"em_{n}.zarr"), os.path.join(folder,
-                                                                              f"lab_{n}.zarr")
-            root = zarr.open_group(store, mode="w", zarr_format=3)
-            root.attrs["ome"] = {"version": "0.5", "multiscales": [{
-                "axes": [{"name": a, "type": "space"} for a in "zyx"],
-                "datasets": [{"path": "0", "coordinateTransformations": [
-                    {"type": "scale", "scale": list(EM_SPACING)}]}]}]}
-            array = root.create_array("0", shape=(n, side, side), chunks=(16, 256, 256),
-                                      dtype=np.uint8)
+            store = _write_em_store(os.path.join(folder, f"em_{n}.zarr"), n, side)
+            labels = os.path.join(folder, f"lab_{n}.zarr")
             scribbles = zarr.open_array(labels, mode="w", shape=(n, side, side),
                                         chunks=(16, 256, 256), dtype=np.uint8, zarr_format=3)
-            for z in range(0, n, 16):                   # written slab by slab: bounded here too
-                array[z:z + 16] = em_volume(min(n, z + 16), side, start=z)
             scribbles[:len(EM_TRAIN), :data["labels"].shape[1], :data["labels"].shape[2]] = \
                 data["labels"][:, :side, :side]
             model, out = os.path.join(folder, f"m_{n}.msc"), os.path.join(folder, f"o_{n}.zarr")
