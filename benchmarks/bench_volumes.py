@@ -17,7 +17,8 @@ isbi2012_em
 stardist_3d
     ``stardist_wheel/img3d.tif`` (31x61x57) with ``nuclei_scribbles`` on slices
     7, 15 and 23, treated as isotropic; 3D SEG of all 51 nuclei over the whole
-    volume (26-connected components of the nucleus class).
+    volume (6-connected components of the nucleus class, `label_instances`' default for
+    volumes; SEG 26-conn: 26-connected).
 
 Methods
 -------
@@ -182,14 +183,15 @@ def load_stardist():
 
 
 def nuclei_scores(prediction, mask):
-    """3D SEG of the 26-connected objects of the nucleus class (``SEG``), of its 6-connected
-    ones (``SEG 6-conn``: nuclei touching only along edges or corners stay apart) and the
-    nucleus IoU."""
+    """3D SEG of the objects of the nucleus class (``SEG``: `label_instances`' default for
+    volumes, 6-connected, so nuclei touching only along voxel edges or corners stay apart; ``SEG
+    26-conn``: joined through edges and corners too, scikit-image's default) and the nucleus
+    IoU. The same objects rule for every method."""
     nucleus = prediction == NUCLEUS
     return {"SEG": float(seg_score(mask, label_instances(prediction, foreground=NUCLEUS,
                                                          volume=True), volume=True)),
-            "SEG 6-conn": float(seg_score(mask, label_instances(
-                prediction, foreground=NUCLEUS, connectivity=1, volume=True), volume=True)),
+            "SEG 26-conn": float(seg_score(mask, label_instances(
+                prediction, foreground=NUCLEUS, connectivity=3, volume=True), volume=True)),
             "nucleus IoU": float((nucleus & (mask > 0)).sum() / (nucleus | (mask > 0)).sum())}
 
 
@@ -213,7 +215,7 @@ def run_spread(seeds, shifts):
             print(f"[spread] {rows[-1]}", flush=True)
     summary = []
     for name in dict.fromkeys(r["method"] for r in rows):
-        for metric in ("SEG", "SEG 6-conn", "nucleus IoU"):
+        for metric in ("SEG", "SEG 26-conn", "nucleus IoU"):
             values = [r[metric] for r in rows if r["method"] == name]
             summary.append({"method": name, "metric": metric, "mean": float(np.mean(values)),
                             "sd": float(np.std(values)), "min": min(values),
@@ -228,7 +230,7 @@ def run_spread(seeds, shifts):
 
 
 SETS = {"isbi2012_em": (load_em_volume, em_scores, ["SEG", "membrane F1", "pixel acc"]),
-        "stardist_3d": (load_stardist, nuclei_scores, ["SEG", "SEG 6-conn", "nucleus IoU"])}
+        "stardist_3d": (load_stardist, nuclei_scores, ["SEG", "SEG 26-conn", "nucleus IoU"])}
 
 
 def run_set(name, data, repeats):
@@ -273,10 +275,12 @@ def run_set(name, data, repeats):
 
 # --------------------------------------------------------------------------------- scaling
 
-def em_volume(n_slices, side=512):
-    """``n_slices`` EM slices (0..14, then back: mirrored), ``side`` x ``side`` (tiled)."""
+def em_volume(n_slices, side=512, start=0):
+    """Slices ``start`` to ``n_slices`` of the EM slices 0..14, then back (mirrored), repeated,
+    ``side`` x ``side`` (tiled)."""
     cycle = list(range(15)) + list(range(14, 0, -1))
-    planes = [_read_png(EM_DIR / f"image_{cycle[i % len(cycle)]}.png") for i in range(n_slices)]
+    planes = [_read_png(EM_DIR / f"image_{cycle[i % len(cycle)]}.png")
+              for i in range(start, n_slices)]
     volume = np.stack(planes)
     reps = -(-side // volume.shape[1])
     return np.tile(volume, (1, reps, reps))[:, :side, :side]
@@ -374,21 +378,29 @@ def chunked_worker(model_path, store, mode, chunk, out, limit_mib):
                       "bytes/voxel": (peak - before) * 2 ** 20 / voxels}))
 
 
+def _write_em_store(store, n_slices, side):
+    """An OME-Zarr EM volume of ``n_slices`` (`em_volume`), spacing ``EM_SPACING``, written slab
+    by slab; returns ``store``."""
+    import zarr
+    root = zarr.open_group(store, mode="w", zarr_format=3)
+    root.attrs["ome"] = {"version": "0.5", "multiscales": [{
+        "axes": [{"name": a, "type": "space"} for a in "zyx"],
+        "datasets": [{"path": "0", "coordinateTransformations": [
+            {"type": "scale", "scale": list(EM_SPACING)}]}]}]}
+    array = root.create_array("0", shape=(n_slices, side, side), chunks=(16, 256, 256),
+                              dtype=np.uint8)
+    for z in range(0, n_slices, 16):
+        array[z:z + 16] = em_volume(min(n_slices, z + 16), side, start=z)
+    return store
+
+
 def run_chunked(sizes, side, chunk, limit_mib):
     import zarr
     rows = []
     with tempfile.TemporaryDirectory() as folder:
         path = _save_em_model(folder)
         for n in sizes:
-            store = os.path.join(folder, f"em_{n}.zarr")
-            root = zarr.open_group(store, mode="w", zarr_format=3)
-            root.attrs["ome"] = {"version": "0.5", "multiscales": [{
-                "axes": [{"name": a, "type": "space"} for a in "zyx"],
-                "datasets": [{"path": "0", "coordinateTransformations": [
-                    {"type": "scale", "scale": list(EM_SPACING)}]}]}]}
-            array = root.create_array("0", shape=(n, side, side), chunks=(16, 256, 256),
-                                      dtype=np.uint8)
-            array[:] = em_volume(n, side)
+            store = _write_em_store(os.path.join(folder, f"em_{n}.zarr"), n, side)
             outputs = {}
             for mode in ("in memory", "chunked"):
                 outputs[mode] = os.path.join(folder, f"out_{n}_{mode[0]}" + (
@@ -409,6 +421,70 @@ def run_chunked(sizes, side, chunk, limit_mib):
     return {"chunk": chunk, "side": side, "memory limit MiB": limit_mib, "rows": rows}
 
 
+def _run_measured(command, limit_mib):
+    """Run ``command`` in a child process limited to ``limit_mib`` of address space; its wall
+    time, peak resident memory (the child's own ``ru_maxrss``, from ``wait4``), exit code and
+    last output line."""
+    import resource
+
+    def limit():
+        if limit_mib:
+            size = int(limit_mib) * 2 ** 20
+            resource.setrlimit(resource.RLIMIT_AS, (size, size))
+
+    start = time.perf_counter()
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             preexec_fn=limit, cwd=REPO / "benchmarks")
+    output = child.stdout.read().decode(errors="replace")
+    _, status, usage = os.wait4(child.pid, 0)
+    child.returncode = os.waitstatus_to_exitcode(status)
+    lines = [line for line in output.strip().splitlines() if line.strip()]
+    return {"s": time.perf_counter() - start, "peak RSS MiB": usage.ru_maxrss / 1024,
+            "exit": child.returncode, "last line": lines[-1] if lines else ""}
+
+
+def run_cli_scaling(sizes, side, chunk, limit_mib):
+    """``msclassify train VOL.zarr --labels L.zarr --axes zyx --chunks C`` and ``msclassify
+    predict MODEL VOL.zarr --axes zyx --chunks C -o OUT.zarr`` on OME-Zarr EM volumes of
+    ``sizes`` slices (scribbles on slices 0-4, the same at every size), each command in its
+    own process (predict under ``limit_mib`` of address space, the volume's size in memory
+    being more than that at the largest sizes; train reads only the crops around the
+    scribbles, the same at every size): wall time (start-up, I/O included) and the process's
+    peak resident memory."""
+    import zarr
+    data = load_em_volume()
+    rows = []
+    with tempfile.TemporaryDirectory() as folder:
+        for n in sizes:
+            store = _write_em_store(os.path.join(folder, f"em_{n}.zarr"), n, side)
+            labels = os.path.join(folder, f"lab_{n}.zarr")
+            scribbles = zarr.open_array(labels, mode="w", shape=(n, side, side),
+                                        chunks=(16, 256, 256), dtype=np.uint8, zarr_format=3)
+            scribbles[:len(EM_TRAIN), :data["labels"].shape[1], :data["labels"].shape[2]] = \
+                data["labels"][:, :side, :side]
+            model, out = os.path.join(folder, f"m_{n}.msc"), os.path.join(folder, f"o_{n}.zarr")
+            cli = [sys.executable, "-m", "msclassify.cli"]
+            for step, command in (
+                    ("train", cli + ["train", store, "--labels", labels, "--axes", "zyx",
+                                     "--chunks", str(chunk), "--random-state", "0", "-o", model]),
+                    ("predict", cli + ["predict", model, store, "--axes", "zyx", "--chunks",
+                                       str(chunk), "-o", out, "--quiet"])):
+                limit = limit_mib if step == "predict" else 0
+                row = {"step": step, "slices": n, "voxels": n * side * side,
+                       "volume MiB": n * side * side / 2 ** 20, "limit MiB": limit,
+                       **_run_measured(command, limit)}
+                row["us/voxel"] = 1e6 * row["s"] / row["voxels"]
+                rows.append(row)
+                print(f"[cli] {row}", flush=True)
+                if row["exit"] != 0:
+                    raise RuntimeError(f"{step} failed: {row['last line']}")
+            for path in (store, labels, out):
+                shutil.rmtree(path)
+    print_table(rows, ["step", "slices", "voxels", "volume MiB", "limit MiB", "s", "us/voxel",
+                       "peak RSS MiB"])
+    return {"chunk": chunk, "side": side, "memory limit MiB": limit_mib, "rows": rows}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=2)
@@ -422,6 +498,9 @@ def main():
     parser.add_argument("--chunk", type=int, default=128, help="chunk side of the chunked run")
     parser.add_argument("--memory-limit", type=int, default=2560,
                         help="address-space limit (MiB) of each chunked-run process")
+    parser.add_argument("--cli", nargs="*", type=int, default=[],
+                        help="slice counts of the CLI run: train and predict --chunks on "
+                             "OME-Zarr volumes, peak RSS and time of each process")
     parser.add_argument("--spread", nargs="*", type=int, metavar="SEED",
                         help="stardist_3d only: SEG over these model seeds, and over shifted "
                              "scribbled slices (--slice-shifts), into volumes_spread.json")
@@ -459,11 +538,14 @@ def main():
         results["scaling"] = run_scaling(args.scaling, args.side)
     if args.chunked:
         results["chunked"] = run_chunked(args.chunked, args.side, args.chunk, args.memory_limit)
+    if args.cli:
+        results["cli"] = run_cli_scaling(args.cli, args.side, args.chunk, args.memory_limit)
     results["load at end"] = os.getloadavg()
     name = ("volumes_quick" if args.quick else
             "volumes" if set(args.sets) == set(SETS) else
             "volumes_" + "_".join(args.sets) if args.sets else
-            "volumes_scaling" if args.scaling else "volumes_chunked")
+            "volumes_scaling" if args.scaling else
+            "volumes_chunked" if args.chunked else "volumes_cli")
     if args.stardist_spacing and "stardist_3d" in args.sets:
         name += "_spacing_" + "_".join(f"{v:g}" for v in args.stardist_spacing)
     path = write_results(name, results)

@@ -194,6 +194,27 @@ def test_memory_depends_on_the_chunk_not_the_image(tmp_path):
     assert grown < one_plane / 2, f"peak RSS grew by {grown / 2**20:.0f} MB"
 
 
+def test_training_windows_read_overlapping_halos_once():
+    """Scribbles in neighbouring chunks: their windows overlap (halo > chunk), so they are
+    read as one crop, no larger than the two apart; a far scribble keeps its own crop."""
+    from msclassify.pixel import training_windows
+
+    image = np.arange(700 * 700, dtype=np.uint32).reshape(700, 700) % 251
+    labels = np.zeros(image.shape, np.uint8)
+    labels[10, 10], labels[10, 70], labels[690, 690] = 1, 2, 1
+    frames, label_frames = training_windows(image, labels, "fast", chunks=64)
+    assert len(frames) == 2
+    assert sorted(int((lab > 0).sum()) for lab in label_frames) == [1, 2]
+    apart = 0
+    for y, x in ((10, 10), (10, 70)):
+        one = np.zeros_like(labels)
+        one[y, x] = labels[y, x]
+        (frame,), _ = training_windows(image, one, "fast", chunks=64)
+        apart += frame.size
+    merged = next(f for f, lab in zip(frames, label_frames) if (lab > 0).sum() == 2)
+    assert merged.size < apart
+
+
 def test_training_windows_give_the_scribbles_their_whole_image_features():
     from msclassify.features import FeatureBank
     from msclassify.pixel import training_windows

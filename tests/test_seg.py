@@ -303,3 +303,15 @@ def test_stardist_nuclei_perturbations_match_py_ctcmetrics(tmp_path, seed, share
     perturbed = np.stack(frames).astype(np.uint16)
     score = _assert_agree(np.stack([reference] * len(frames)), perturbed, tmp_path)
     assert 0.3 < score < 1.0
+
+
+def test_label_instances_of_volumes_connect_through_faces_by_default():
+    # two 2x2x2 cubes meeting along an edge, a third meeting the second at a corner
+    volume = np.zeros((6, 6, 6), np.uint8)
+    volume[:2, :2, :2] = volume[2:4, 2:4, :2] = volume[4:, 4:, 2:4] = 1
+    assert label_instances(volume, volume=True).max() == 3          # 6 neighbours
+    assert label_instances(volume, volume=True, connectivity=1).max() == 3
+    assert label_instances(volume, volume=True, connectivity=2).max() == 2  # edges join
+    assert label_instances(volume, volume=True, connectivity=3).max() == 1  # corners too
+    with pytest.raises(ValueError, match="connectivity"):
+        label_instances(volume, volume=True, connectivity=4)

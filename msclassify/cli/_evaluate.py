@@ -25,7 +25,8 @@ def add_evaluate_command(commands, quiet):
                           help="PRED already holds instance labels (0 = background)")
     evaluate.add_argument("--volumes", action="store_true",
                           help="PRED and GT are label volumes (a predict output of volumes or "
-                               "a (Z, Y, X) / (T, Z, Y, X) TIFF): objects and SEG in 3D")
+                               "a (Z, Y, X) / (T, Z, Y, X) TIFF): objects (6-connected: "
+                               "voxels sharing a face) and SEG in 3D")
     evaluate.set_defaults(run=_cmd_evaluate)
 
 

@@ -442,8 +442,11 @@ def training_windows(image, labels, features="default", chunks=1024, spacing=Non
     box around them is widened by the halo of the *candidate* features (the
     largest `msclassify.features.support_pixels` of the bank) on the block grid,
     so every scribbled pixel's features in its crop equal those of the whole
-    image (the halo rule of `ChunkPlan`). Pass the crops to `PixelClassifier.fit`.
-    What differs from training on the whole image: the pixels that stand for the
+    image (the halo rule of `ChunkPlan`). Two such windows are merged into the box
+    around them while that box holds no more pixels than the two apart, so the halos
+    of neighbouring scribbled chunks are read (and trained on) once: the crops never
+    hold more pixels than the windows of the scribbled chunks, nor than the image.
+    Pass the crops to `PixelClassifier.fit`. What differs from training on the whole image: the pixels that stand for the
     image in the cost terms, and the distillation teacher's pixels, are drawn
     from the crops (docs/large_images.md, *Training on part of a big image*).
 
@@ -455,7 +458,7 @@ def training_windows(image, labels, features="default", chunks=1024, spacing=Non
     features : str, FeatureBank or sequence of str
         The candidate features, as `PixelClassifier`'s ``features``.
     chunks : int, optional
-        Size of the label chunks scanned (one crop per chunk holding scribbles).
+        Size of the label chunks scanned (the labels are read one chunk at a time).
     spacing : tuple of 3 float, optional
         A volume's voxel size: the crops follow its 3D pyramid (per-axis halos of
         `msclassify.features.support_voxels`, the coarsest block's grid), e.g. the
@@ -464,8 +467,8 @@ def training_windows(image, labels, features="default", chunks=1024, spacing=Non
     Returns
     -------
     frames, label_frames : list of ndarray
-        One crop of the image and of the labels per scribbled chunk; each label
-        crop holds only that chunk's scribbles (none is counted twice).
+        One crop of the image and of the labels per group of merged windows; each
+        label crop holds only its chunks' scribbles (none is counted twice).
 
     Examples
     --------
@@ -492,7 +495,7 @@ def training_windows(image, labels, features="default", chunks=1024, spacing=Non
         halo = tuple(np.max([support_voxels(spec, bank.grid) for spec in bank.specs], axis=0))
         block = bank.grid.pad_multiple
     plan = ChunkPlan(shape, chunks, block=block)
-    frames, label_frames = [], []
+    crops = []                                   # [window, [(where, values), ...]]
     for index in plan:
         chunk = plan.chunk(index)
         scribbles = np.asarray(_read(labels, chunk))
@@ -502,15 +505,45 @@ def training_windows(image, labels, features="default", chunks=1024, spacing=Non
         box = tuple(slice(c.start + lo - (c.start + lo) % b, c.start + hi + 1)
                     for c, lo, hi, b in zip(chunk, (w.min() for w in where),
                                             (w.max() for w in where), plan.blocks))
-        window = _widen(box, shape, halo, block)
-        crop = np.zeros(tuple(w.stop - w.start for w in window), dtype=scribbles.dtype)
-        crop[tuple(w + c.start - win.start for w, c, win in zip(where, chunk, window))] = \
-            scribbles[where]
+        crops.append([_widen(box, shape, halo, block),
+                      [(tuple(w + c.start for w, c in zip(where, chunk)), scribbles[where])]])
+    if not crops:
+        raise ValueError("the labels hold no scribbles (0 is unlabelled, 1, 2, ... are classes)")
+    frames, label_frames = [], []
+    for window, parts in _merge_windows(crops):
+        crop = np.zeros(tuple(w.stop - w.start for w in window), dtype=parts[0][1].dtype)
+        for where, values in parts:
+            crop[tuple(w - win.start for w, win in zip(where, window))] = values
         frames.append(_read(image, window))
         label_frames.append(crop)
-    if not frames:
-        raise ValueError("the labels hold no scribbles (0 is unlabelled, 1, 2, ... are classes)")
     return frames, label_frames
+
+
+def _box_size(window):
+    return int(np.prod([w.stop - w.start for w in window]))
+
+
+def _merge_windows(crops):
+    """Merge ``[window, parts]`` crops while the box around two windows holds no more voxels
+    than the two apart: neighbouring scribbled chunks, whose halos overlap, are read once.
+    A merged box starts and ends where its windows do, so it keeps their block grid and their
+    halos (and the image's edge rule)."""
+    crops = list(crops)
+    merged = True
+    while merged:
+        merged = False
+        for i in range(len(crops)):
+            for j in range(i + 1, len(crops)):
+                union = tuple(slice(min(a.start, b.start), max(a.stop, b.stop))
+                              for a, b in zip(crops[i][0], crops[j][0]))
+                if _box_size(union) <= _box_size(crops[i][0]) + _box_size(crops[j][0]):
+                    crops[i] = [union, crops[i][1] + crops[j][1]]
+                    del crops[j]
+                    merged = True
+                    break
+            if merged:
+                break
+    return crops
 
 
 def predict_region(model, image, region, output="class"):
