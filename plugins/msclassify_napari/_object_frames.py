@@ -20,7 +20,7 @@ from msclassify.objects import (OBJECT_LABEL_COLUMNS, ObjectClassifier, ObjectPi
                                 objects_at)
 
 __all__ = ["ClassFrames", "ObjectFrames", "ObjectLabels", "SegmentationChanged", "ShownObjects",
-           "classify_frames", "frames_to_measure", "measure_frames", "object_pipeline",
+           "classify_frames", "frames_text", "frames_to_measure", "measure_frames", "object_pipeline",
            "train_classifier"]
 
 MEASURE_AGAIN = "press Measure objects to measure again"
@@ -167,6 +167,25 @@ def frames_to_measure(labels):
         return [0]
     stored = getattr(labels, "stored_frames", None)
     return list(stored()) if stored is not None else list(range(labels.shape[0]))
+
+
+def frames_text(frames):
+    """Frames as runs, for a status line: which frames a table holds.
+
+    Examples
+    --------
+    >>> frames_text([0, 1, 2, 3, 39, 1499, 1500]), frames_text([7]), frames_text([])
+    ('frames 0–3, 39, 1499–1500', 'frame 7', 'no frame')
+    """
+    frames = sorted(int(frame) for frame in frames)
+    if not frames:
+        return "no frame"
+    runs, first = [], frames[0]
+    for previous, frame in zip(frames, frames[1:] + [None]):
+        if frame is None or frame != previous + 1:
+            runs.append(str(first) if first == previous else f"{first}–{previous}")
+            first = frame
+    return ("frames " if len(frames) > 1 else "frame ") + ", ".join(runs)
 
 
 def measure_frames(objects, frames, tracker=None):

@@ -21,7 +21,7 @@ from msclassify.objects import (SPLIT_LANDSCAPES, read_object_labels, write_obje
 
 from ._object_frames import (MEASURE_AGAIN, ClassFrames, ObjectFrames, ObjectLabels,
                              SegmentationChanged, ShownObjects, classify_frames,
-                             frames_to_measure, measure_frames, object_pipeline,
+                             frames_text, frames_to_measure, measure_frames, object_pipeline,
                              train_classifier)
 from ._reader import LazyFrames
 
@@ -166,7 +166,9 @@ class ObjectTableWidget(QWidget):
         form.addRow("Segmentation", self.labels_choice)
         form.addRow("Image", self.image_choice)
         self.target = QSpinBox(minimum=1, maximum=65535, value=2)
-        form.addRow("Class", self.target)
+        self.target.setToolTip("The objects are the connected regions of this class of the "
+                               "segmentation (2: the second class scribbled, e.g. the flies)")
+        form.addRow("Objects of class", self.target)
         self.min_size = QSpinBox(minimum=0, maximum=10**8, value=0)
         form.addRow("Min size (px)", self.min_size)
         self.split = QComboBox()
@@ -342,8 +344,9 @@ class ObjectTableWidget(QWidget):
         self.model.set_table(self.table)
         n_tracks = (int(self.table["track"].max()) + 1
                     if "track" in self.table and len(self.table) else 0)
+        measured = "" if self._single() else f" ({frames_text(self._rows_of_frame)})"
         self.status.setText(f"{len(self.table)} objects in {len(self._rows_of_frame)} frame(s)"
-                            + (f", {n_tracks} tracks" if n_tracks else ""))
+                            + measured + (f", {n_tracks} tracks" if n_tracks else ""))
         for name in [layer.name for layer in self._own_layers()] + [
                 f"{layer.name} tracks" for layer in {old, segmentation} if layer is not None]:
             if name in self.viewer.layers:
