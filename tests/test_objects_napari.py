@@ -296,6 +296,8 @@ def test_dock_on_a_single_image(make_napari_viewer, plugin, qtbot, tmp_path):
     with qtbot.waitSignal(dock.measured, timeout=TIMEOUT):
         dock.measure()
     assert dock.model.rowCount() == 4 and dock.objects_layer.data.ndim == 2
+    # nothing to link on a single image: no Tracks layer giving the viewer a time axis
+    assert "photo segmentation tracks" not in viewer.layers and viewer.dims.ndim == 2
     dock.label_check.setChecked(True)
     for name, points in (("fly", [(17, 13), (62, 108)]), ("debris", [(41, 61), (81, 21)])):
         dock.class_choice.setCurrentText(name)
@@ -417,6 +419,18 @@ def test_frames_are_the_segmentations_first_axis_in_a_viewer_of_more_dimensions(
     dock.view.selectRow(4 * 5)                      # frame 5's first object
     assert viewer.dims.current_step[1] == 5 and viewer.dims.current_step[0] == other
     assert dock._current_frame() == 5
+    assert dock.objects_layer.show_selected_label          # the row's object alone
+    dock.click((5, 30, 40))                                 # beside the objects: all again
+    assert not dock.objects_layer.show_selected_label
+    assert not dock.view.selectionModel().selectedRows()
+
+
+def test_the_table_view_shows_a_colour_images_intensity_per_channel():
+    from msclassify_napari._objects import TableModel
+    model = TableModel()
+    model.set_table(pd.DataFrame({"frame": [0], "object": [1], "intensity_mean-0": [1.0],
+                                  "intensity_mean-1": [2.0], "intensity_max-0": [3.0]}))
+    assert model.columns == ["frame", "object", "intensity_mean-0", "intensity_mean-1"]
 
 
 @pytest.mark.gui

@@ -106,7 +106,9 @@ class TableModel(QAbstractTableModel):
     def set_table(self, table):
         self.beginResetModel()
         self.table = table
-        self.columns = [name for name in SHOWN if name in table]
+        # a colour image's intensities are per channel: intensity_mean-0, -1, ...
+        self.columns = [column for name in SHOWN for column in table
+                        if column == name or column.startswith(f"{name}-")]
         self._positions = [table.columns.get_loc(name) for name in self.columns]
         self.endResetModel()
 
@@ -304,8 +306,10 @@ class ObjectTableWidget(QWidget):
             return
         split = None if self.split.currentIndex() == 0 else self.split.currentText()
         try:
+            # a single image has nothing to link (its Tracks layer gave the viewer a time axis)
             pipeline = object_pipeline(self.target.value(), min_size=self.min_size.value(),
-                                       split=split, tracks=self.tracks.isChecked())
+                                       split=split,
+                                       tracks=self.tracks.isChecked() and labels.data.ndim > 2)
         except ValueError as exc:
             self.status.setText(str(exc))
             return
@@ -424,6 +428,11 @@ class ObjectTableWidget(QWidget):
         number = object_at(objects[None], 0, point)
         if self.label_check.isChecked():
             self._label(objects, frame, point, number)
+        if number == 0 and not self.label_check.isChecked():
+            # a click beside the objects shows them all again (a row showed only its own)
+            self.objects_layer.show_selected_label = False
+            self.view.clearSelection()
+            return
         row = None if number == 0 else row_of(self.table, frame, number)
         if row is None:
             return
@@ -614,7 +623,9 @@ class ObjectTableWidget(QWidget):
             f"{len(self.table)} objects classified: "
             + ", ".join(f"{name} {n}" for name, n in counts.items())
             + f"; the classifier uses the {' and '.join(classifier.groups_used_) or 'no'} "
-            f"features ({classifier.cost_per_object() * 1e6:.0f} us per object)")
+            f"features ({classifier.cost_per_object() * 1e6:.0f} us per object)"
+            # painted on while classifying: the classes are the table's objects', not its
+            + (f"; but {self.changed}" if self.changed else ""))
         self._set_busy(False)
         self.classified.emit()
 
