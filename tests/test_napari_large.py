@@ -145,9 +145,8 @@ def test_job_trains_around_the_scribbles_as_the_api_does(model_and_image):
     assert trained is job.model
 
 
-@pytest.mark.gui
-def test_dock_segments_the_visible_region_in_a_viewer(make_napari_viewer, qtbot, tmp_path,
-                                                      model_and_image):
+def _dock_with_a_model_file(make_napari_viewer, tmp_path, model_and_image):
+    """A viewer with the OME-Zarr "image" and a Large image dock given the model as a file."""
     from msclassify_napari._large import LargeImageWidget
 
     model, image = model_and_image
@@ -157,6 +156,14 @@ def test_dock_segments_the_visible_region_in_a_viewer(make_napari_viewer, qtbot,
         viewer.add_image(data, **kwargs)
     dock = LargeImageWidget(viewer)
     dock.model_path.setText(str(tmp_path / "m.msc"))
+    return viewer, dock
+
+
+@pytest.mark.gui
+def test_dock_segments_the_visible_region_in_a_viewer(make_napari_viewer, qtbot, tmp_path,
+                                                      model_and_image):
+    model, image = model_and_image
+    viewer, dock = _dock_with_a_model_file(make_napari_viewer, tmp_path, model_and_image)
     dock.segment_visible()
     qtbot.waitUntil(lambda: "visible region" in viewer.layers, timeout=60000)
     layer = viewer.layers["visible region"]
@@ -298,3 +305,31 @@ def test_scribble_train_and_segment_the_visible_region_in_a_real_window(
     api.save(tmp_path / "m.msc")
     assert np.array_equal(dock.job().model.predict(image), load_model(tmp_path / "m.msc")
                           .predict(image))
+
+
+@pytest.mark.gui
+def test_whole_image_results_update_in_place_and_closing_the_dock_stops_a_run(
+        make_napari_viewer, qtbot, tmp_path, model_and_image):
+    _, image = model_and_image
+    viewer, dock = _dock_with_a_model_file(make_napari_viewer, tmp_path, model_and_image)
+    viewer.window.add_dock_widget(dock)
+    dock.output_path.setText(str(tmp_path / "out.zarr"))
+    for _ in range(2):                    # the second run resumes the finished store
+        with qtbot.waitSignal(dock.whole_finished, timeout=60000):
+            dock.segment_whole()
+        qtbot.waitUntil(lambda: dock.worker is None, timeout=60000)
+    shown = [layer.name for layer in viewer.layers if layer.name.startswith("out.zarr")]
+    assert shown == ["out.zarr classes"]
+
+    # a run of many chunks, then the dock is closed: the run stops after its chunk
+    big = np.tile(image, (8, 8))
+    for data, kwargs, _ in read_ome_zarr(_ome(tmp_path / "big.zarr", big)):
+        viewer.add_image(data, **kwargs)
+    viewer.layers.selection.active = viewer.layers["big"]
+    dock.output_path.setText(str(tmp_path / "big out.zarr"))
+    worker = dock.segment_whole()
+    with qtbot.waitSignal(worker.finished, timeout=300000):
+        viewer.window.remove_dock_widget(dock)
+    assert "big out.zarr classes" not in viewer.layers
+    root = zarr.open_group(str(tmp_path / "big out.zarr"), mode="r")
+    assert root["labels/classes/0"].nchunks_initialized < root["labels/classes/0"].nchunks

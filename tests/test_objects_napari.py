@@ -297,6 +297,8 @@ def test_dock_on_a_single_image(make_napari_viewer, plugin, qtbot, tmp_path):
     with qtbot.waitSignal(dock.measured, timeout=TIMEOUT):
         dock.measure()
     assert dock.model.rowCount() == 4 and dock.objects_layer.data.ndim == 2
+    # nothing to link on a single image: no Tracks layer giving the viewer a time axis
+    assert "photo segmentation tracks" not in viewer.layers and viewer.dims.ndim == 2
     dock.label_check.setChecked(True)
     for name, points in (("fly", [(17, 13), (62, 108)]), ("debris", [(41, 61), (81, 21)])):
         dock.class_choice.setCurrentText(name)
@@ -308,3 +310,137 @@ def test_dock_on_a_single_image(make_napari_viewer, plugin, qtbot, tmp_path):
     classes = viewer.layers["photo segmentation object classes"].data
     assert classes.ndim == 2 and classes[17, 13] == dock.class_names().index("fly") + 1
     assert dock.table.sort_values("area")["class"].tolist() == ["debris"] * 2 + ["fly"] * 2
+
+
+# -- defects found in review (each test failed before its fix) ------------------------------
+
+def _measured_dock(viewer, qtbot, n_frames=12, **options):
+    """A dock that measured `flies_and_debris` (a FrameLabels segmentation, as the pixel
+    classifier widget makes for a movie)."""
+    labels, frames = flies_and_debris(n_frames)
+    viewer.add_image(frames, name="frames")
+    segmentation = FrameLabels(n_frames, labels.shape[1:])
+    for t in range(n_frames):
+        segmentation[t] = labels[t]
+    layer = viewer.add_labels(segmentation, name="frames segmentation")
+    dock = ObjectTableWidget(viewer)
+    dock.labels_choice.setCurrentText("frames segmentation")
+    dock.image_choice.setCurrentText("frames")
+    dock.min_size.setValue(options.get("min_size", 0))
+    with qtbot.waitSignal(dock.measured, timeout=TIMEOUT):
+        dock.measure()
+    return dock, layer
+
+
+def _label_two_of_each(dock):
+    dock.label_check.setChecked(True)
+    for name, points in (("fly", [(17, 13), (62, 108)]), ("debris", [(41, 61), (81, 21)])):
+        dock.class_choice.setCurrentText(name)
+        for point in points:
+            dock.click((0,) + point)
+    assert len(dock.labels) == 4
+
+
+@pytest.mark.gui
+def test_painting_the_segmentation_after_measure_asks_to_measure_again(make_napari_viewer,
+                                                                       qtbot):
+    viewer = make_napari_viewer()
+    dock, layer = _measured_dock(viewer, qtbot)
+    _label_two_of_each(dock)
+    # the user paints a new blob of class 2 on frame 8 (not on screen) with the brush
+    layer.brush_size = 6
+    layer.paint((8, 88, 100), 2)
+    assert "changed since Measure" in dock.status.text()
+    dock.train()
+    qtbot.waitUntil(lambda: dock.train_button.isEnabled(), timeout=TIMEOUT)
+    assert "changed since Measure" in dock.status.text()
+    assert "measure again" in dock.status.text().lower()
+    assert "class" not in dock.table or (dock.table["class"] == "").all()
+    # a click on the painted frame says so too (no exception in the mouse callback)
+    dock.click((8, 88, 100))
+    assert "changed since Measure" in dock.status.text()
+
+    # measured again: classes for all, the new blob a row of the table
+    with qtbot.waitSignal(dock.measured, timeout=TIMEOUT):
+        dock.measure()
+    assert (dock.table["frame"] == 8).sum() == 5
+    with qtbot.waitSignal(dock.classified, timeout=TIMEOUT):
+        dock.train()
+    assert (dock.table["class"] != "").all()
+
+    # changed without a paint event (a script, another dock writing the frames): the objects
+    # are found again when classifying, and differ: said, and no partial class column
+    blob = np.asarray(layer.data[9]).copy()
+    blob[85:92, 40:50] = 2
+    layer.data[9] = blob
+    with qtbot.waitSignal(dock.classified, timeout=TIMEOUT, raising=False):
+        dock.train()
+    qtbot.waitUntil(lambda: dock.train_button.isEnabled(), timeout=TIMEOUT)
+    assert "frame 9" in dock.status.text() and "measure again" in dock.status.text().lower()
+    assert (dock.table["class"] == "").all()
+
+
+@pytest.mark.gui
+def test_a_click_during_a_second_measure_uses_the_table_on_screen(make_napari_viewer, qtbot,
+                                                                   monkeypatch):
+    import threading
+
+    import msclassify_napari._objects as objects_module
+
+    viewer = make_napari_viewer()
+    dock, _ = _measured_dock(viewer, qtbot)
+    assert dock.model.rowCount() == 4 * 12
+    go = threading.Event()
+
+    def held(*args, **kwargs):
+        go.wait(TIMEOUT / 1000)
+        yield from measure_frames(*args, **kwargs)
+    monkeypatch.setattr(objects_module, "measure_frames", held)
+    dock.min_size.setValue(20)             # the debris goes: the flies are renumbered 1, 2
+    with qtbot.waitSignal(dock.measured, timeout=TIMEOUT):
+        dock.measure()
+        dock.click((0, 62, 108))           # the second fly, while measuring
+        [selected] = dock.view.selectionModel().selectedRows()
+        assert dock.table["centroid-0"].iloc[selected.row()] == pytest.approx(62)
+        assert dock.objects_layer.selected_label == dock.table["object"].iloc[selected.row()]
+        go.set()
+    assert dock.model.rowCount() == 2 * 12
+    dock.click((0, 62, 108))
+    [selected] = dock.view.selectionModel().selectedRows()
+    assert dock.table["centroid-0"].iloc[selected.row()] == pytest.approx(62)
+
+
+@pytest.mark.gui
+def test_frames_are_the_segmentations_first_axis_in_a_viewer_of_more_dimensions(
+        make_napari_viewer, qtbot):
+    viewer = make_napari_viewer()
+    viewer.add_image(np.zeros((3, 12, 96, 128), np.uint8), name="4d")   # viewer axes: 4
+    dock, _ = _measured_dock(viewer, qtbot)
+    other = viewer.dims.current_step[0]
+    dock.view.selectRow(4 * 5)                      # frame 5's first object
+    assert viewer.dims.current_step[1] == 5 and viewer.dims.current_step[0] == other
+    assert dock._current_frame() == 5
+    assert dock.objects_layer.show_selected_label          # the row's object alone
+    dock.click((5, 30, 40))                                 # beside the objects: all again
+    assert not dock.objects_layer.show_selected_label
+    assert not dock.view.selectionModel().selectedRows()
+
+
+def test_the_table_view_shows_a_colour_images_intensity_per_channel():
+    from msclassify_napari._objects import TableModel
+    model = TableModel()
+    model.set_table(pd.DataFrame({"frame": [0], "object": [1], "intensity_mean-0": [1.0],
+                                  "intensity_mean-1": [2.0], "intensity_max-0": [3.0]}))
+    assert model.columns == ["frame", "object", "intensity_mean-0", "intensity_mean-1"]
+
+
+@pytest.mark.gui
+def test_multiscale_labels_are_not_offered_to_the_object_dock(make_napari_viewer):
+    viewer = make_napari_viewer()
+    labels, frames = flies_and_debris(1)
+    viewer.add_image(frames[0], name="photo")
+    viewer.add_labels([labels[0], labels[0, ::2, ::2]], name="pyramid", multiscale=True)
+    viewer.add_labels(labels[0], name="photo segmentation")
+    dock = ObjectTableWidget(viewer)
+    offered = [dock.labels_choice.itemText(i) for i in range(dock.labels_choice.count())]
+    assert offered == ["photo segmentation"]

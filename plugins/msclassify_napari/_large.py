@@ -572,12 +572,25 @@ class LargeImageWidget(_qt_widget_base()):
         self.status.setText(f"done: {output}")
         if self._gone(image):
             return
+        name = f"{Path(output).name} classes"
+        if name in self.viewer.layers:       # an earlier run's (resumed): replaced, not piled up
+            self.viewer.layers.remove(name)
         for data, kwargs, _ in read_ome_zarr(Path(output) / "labels" / "classes"):
             self._place(self._add_under_scribbles(
-                data, image, name=f"{Path(output).name} classes",
+                data, image, name=name,
                 multiscale=kwargs["multiscale"]), (0, 0), image)
         self.whole_finished.emit(output)
 
     def stop(self):
         """Stop the whole-image run after the current chunk (the finished chunks stay)."""
         self._stop_requested = True
+
+    def event(self, event):
+        """Closing the dock (napari takes it out of its window) stops a whole-image run: its
+        progress and Stop button are gone with it. Docking it again and pressing Segment
+        whole image resumes."""
+        from qtpy.QtCore import QEvent
+        if event.type() == QEvent.Type.ParentChange and self.parent() is None \
+                and self.worker is not None:
+            self.stop()
+        return super().event(event)

@@ -10,6 +10,8 @@ is read (napari reads the frame on screen; `LazyFrames` keeps the last few),
 ``msclassify predict --object-labels`` reads and loading one gives them back.
 """
 
+import zlib
+
 import numpy as np
 import pandas as pd
 
@@ -17,8 +19,16 @@ from msclassify.objects import (OBJECT_LABEL_COLUMNS, ObjectClassifier, ObjectPi
                                 ObjectSplitter, ObjectTracker, find_objects, measure_objects,
                                 objects_at)
 
-__all__ = ["ClassFrames", "ObjectFrames", "ObjectLabels", "classify_frames", "frames_to_measure",
-           "measure_frames", "object_pipeline", "train_classifier"]
+__all__ = ["ClassFrames", "ObjectFrames", "ObjectLabels", "SegmentationChanged", "ShownObjects",
+           "classify_frames", "frames_text", "frames_to_measure", "measure_frames",
+           "object_pipeline", "train_classifier"]
+
+MEASURE_AGAIN = "press Measure objects to measure again"
+
+
+class SegmentationChanged(ValueError):
+    """A frame of the segmentation differs from when its objects were first found (painted
+    on after Measure objects): its objects would no longer be the table's."""
 
 
 def object_pipeline(target, *, min_size=0, split=None, tracks=False):
@@ -65,17 +75,36 @@ class ObjectFrames:
     >>> stack = LazyFrames(ObjectFrames(labels, None, object_pipeline(2)))
     >>> stack.shape, int(stack[1].max()), int(stack[0].max())
     ((2, 6, 6), 1, 0)
+
+    A frame is read the same as the first time or not at all: painted on since,
+    its objects would be numbered unlike the table's rows.
+
+    >>> labels[1, 4:6, 4:6] = 2
+    >>> try:
+    ...     stack.source.read(1)
+    ... except SegmentationChanged as exc:
+    ...     print(str(exc))  # doctest: +ELLIPSIS
+    the segmentation changed on frame 1 since Measure objects: press Measure objects to ...
     """
 
     path = "objects"
 
-    def __init__(self, labels, image, pipeline):
+    def __init__(self, labels, image, pipeline, name="the segmentation"):
         self.labels = labels if labels.ndim == 3 else _Frame2D(labels)
         self.image = image
         self.pipeline = pipeline
+        self.name = name
         self.shape = tuple(labels.shape[-2:])
         self.dtype = np.dtype(np.int32)
         self._length = 1 if labels.ndim == 2 else labels.shape[0]
+        self._checksums = {}    # frame -> CRC-32 of the segmentation frame first read
+
+    def _same_as_first_read(self, index, labels):
+        checksum = zlib.crc32(np.ascontiguousarray(labels).view(np.uint8))
+        if self._checksums.setdefault(int(index), checksum) != checksum:
+            where = "" if isinstance(self.labels, _Frame2D) else f" on frame {index}"
+            raise SegmentationChanged(f"{self.name} changed{where} since Measure objects: "
+                                      + MEASURE_AGAIN)
 
     def __len__(self):
         return self._length
@@ -88,9 +117,42 @@ class ObjectFrames:
 
     def read(self, index):
         pipeline = self.pipeline
-        return find_objects(np.asarray(self.labels[index]), pipeline.target,
+        labels = np.asarray(self.labels[index])
+        self._same_as_first_read(index, labels)
+        return find_objects(labels, pipeline.target,
                             min_size=pipeline.min_size, split=pipeline.splitter,
                             image=self.image_frame(index)).astype(np.int32, copy=False)
+
+
+class ShownObjects:
+    """What the objects layer shows: the objects of a frame (`ObjectFrames` through its
+    `LazyFrames`), none on a frame painted on since Measure (napari's drawing must not raise).
+
+    Examples
+    --------
+    >>> from msclassify_napari._reader import LazyFrames
+    >>> labels = np.ones((2, 6, 6), np.uint8); labels[:, 1:3, 1:3] = 2
+    >>> objects = LazyFrames(ObjectFrames(labels, None, object_pipeline(2)), cache_frames=0)
+    >>> shown = ShownObjects(objects)
+    >>> int(shown.read(1).max()), labels.__setitem__((1, 4, 4), 2), int(shown.read(1).max())
+    (1, None, 0)
+    """
+
+    path = "objects shown"
+
+    def __init__(self, objects):
+        self.objects = objects
+        self.shape = objects.shape[1:]
+        self.dtype = objects.dtype
+
+    def __len__(self):
+        return len(self.objects)
+
+    def read(self, index):
+        try:
+            return self.objects.frame(int(index))
+        except SegmentationChanged:
+            return np.zeros(self.shape, self.dtype)
 
 
 def frames_to_measure(labels):
@@ -106,6 +168,25 @@ def frames_to_measure(labels):
         return [0]
     stored = getattr(labels, "stored_frames", None)
     return list(stored()) if stored is not None else list(range(labels.shape[0]))
+
+
+def frames_text(frames):
+    """Frames as runs, for a status line: which frames a table holds.
+
+    Examples
+    --------
+    >>> frames_text([0, 1, 2, 3, 39, 1499, 1500]), frames_text([7]), frames_text([])
+    ('frames 0–3, 39, 1499–1500', 'frame 7', 'no frame')
+    """
+    frames = sorted(int(frame) for frame in frames)
+    if not frames:
+        return "no frame"
+    runs, first = [], frames[0]
+    for previous, frame in zip(frames, frames[1:] + [None]):
+        if frame is None or frame != previous + 1:
+            runs.append(str(first) if first == previous else f"{first}–{previous}")
+            first = frame
+    return ("frames " if len(frames) > 1 else "frame ") + ", ".join(runs)
 
 
 def measure_frames(objects, frames, tracker=None):
@@ -299,4 +380,7 @@ class ClassFrames:
         lookup = self._lookup.get(int(index))
         if lookup is None:
             return np.zeros(self.shape, self.dtype)
-        return lookup[np.asarray(self.objects.frame(int(index)))]
+        try:
+            return lookup[np.asarray(self.objects.frame(int(index)))]
+        except SegmentationChanged:            # painted on since: its objects are not known
+            return np.zeros(self.shape, self.dtype)

@@ -19,8 +19,9 @@ import pandas as pd
 from msclassify.objects import (SPLIT_LANDSCAPES, read_object_labels, write_object_labels,
                                 write_table)
 
-from ._object_frames import (ClassFrames, ObjectFrames, ObjectLabels, classify_frames,
-                             frames_to_measure, measure_frames, object_pipeline,
+from ._object_frames import (MEASURE_AGAIN, ClassFrames, ObjectFrames, ObjectLabels,
+                             SegmentationChanged, ShownObjects, classify_frames,
+                             frames_text, frames_to_measure, measure_frames, object_pipeline,
                              train_classifier)
 from ._reader import LazyFrames
 
@@ -105,7 +106,9 @@ class TableModel(QAbstractTableModel):
     def set_table(self, table):
         self.beginResetModel()
         self.table = table
-        self.columns = [name for name in SHOWN if name in table]
+        # a colour image's intensities are per channel: intensity_mean-0, -1, ...
+        self.columns = [column for name in SHOWN for column in table
+                        if column == name or column.startswith(f"{name}-")]
         self._positions = [table.columns.get_loc(name) for name in self.columns]
         self.endResetModel()
 
@@ -151,20 +154,23 @@ class ObjectTableWidget(QWidget):
         self.objects = None            # LazyFrames of ObjectFrames
         self.objects_layer = self.class_layer = self.markers_layer = None
         self.segmentation = None       # the Labels layer measured
+        self.changed = None            # why the objects are no longer the segmentation's
         self.labels = ObjectLabels()
         self.classifier = self.class_frames = None
         self.worker = None
         self._rows_of_frame = {}
         self._shown = threading.Event()
         self._pending, self._started = [], 0.0
-        self._syncing = False
+        self._syncing = self._classifying = False
         layout = QVBoxLayout(self)
         form = QFormLayout()
         self.labels_choice, self.image_choice = QComboBox(), QComboBox()
         form.addRow("Segmentation", self.labels_choice)
         form.addRow("Image", self.image_choice)
         self.target = QSpinBox(minimum=1, maximum=65535, value=2)
-        form.addRow("Class", self.target)
+        self.target.setToolTip("The objects are the connected regions of this class of the "
+                               "segmentation (2: the second class scribbled, e.g. the flies)")
+        form.addRow("Objects of class", self.target)
         self.min_size = QSpinBox(minimum=0, maximum=10**8, value=0)
         form.addRow("Min size (px)", self.min_size)
         self.split = QComboBox()
@@ -239,8 +245,9 @@ class ObjectTableWidget(QWidget):
         for box, kind in ((self.labels_choice, Labels), (self.image_choice, Image)):
             current = box.currentText()
             box.clear()
+            # not multiscale layers (a large image's): their objects are not measured here
             box.addItems([layer.name for layer in self.viewer.layers if isinstance(layer, kind)
-                          and layer.name not in own])
+                          and not layer.multiscale and layer.name not in own])
             if current:
                 box.setCurrentText(current)
 
@@ -256,8 +263,28 @@ class ObjectTableWidget(QWidget):
     def _single(self):
         return self.segmentation.data.ndim == 2
 
+    def _frame_axis(self):
+        """The viewer's axis of the segmentation's frames (its first axis): napari lines a
+        layer up with the viewer's last axes."""
+        return self.viewer.dims.ndim - self.segmentation.data.ndim
+
     def _current_frame(self):
-        return 0 if self._single() else int(self.viewer.dims.current_step[0])
+        return 0 if self._single() else int(self.viewer.dims.current_step[self._frame_axis()])
+
+    def _segmentation_changed(self, *_):
+        """The measured segmentation was painted on or replaced: the table is kept, but
+        classes and clicks wait for a new Measure."""
+        self.changed = (f"the segmentation {self.segmentation.name!r} changed since Measure "
+                        "objects: " + MEASURE_AGAIN)
+        self.status.setText(self.changed)
+
+    def _watch(self, segmentation):
+        """Follow the paints and data changes of ``segmentation`` (only)."""
+        for layer, connect in ((self.segmentation, False), (segmentation, True)):
+            if layer is None:
+                continue
+            for event in (layer.events.paint, layer.events.data):
+                (event.connect if connect else event.disconnect)(self._segmentation_changed)
 
     # -- measuring -------------------------------------------------------------------------------
 
@@ -279,20 +306,24 @@ class ObjectTableWidget(QWidget):
             return
         split = None if self.split.currentIndex() == 0 else self.split.currentText()
         try:
+            # a single image has nothing to link (its Tracks layer gave the viewer a time axis)
             pipeline = object_pipeline(self.target.value(), min_size=self.min_size.value(),
-                                       split=split, tracks=self.tracks.isChecked())
+                                       split=split,
+                                       tracks=self.tracks.isChecked() and labels.data.ndim > 2)
         except ValueError as exc:
             self.status.setText(str(exc))
             return
-        self.segmentation = labels
-        self.objects = LazyFrames(ObjectFrames(labels.data, image, pipeline))
+        # the table, objects and layers on screen stay those of the last Measure until this
+        # one is done (a click meanwhile selects a row of the table shown)
+        objects = LazyFrames(ObjectFrames(labels.data, image, pipeline,
+                                          name=f"the segmentation {labels.name!r}"))
         frames = frames_to_measure(labels.data)
         self._pending, self._started = [], time.perf_counter()
         self._set_busy(True)
         self.status.setText(f"measuring {len(frames)} frame(s)…")
-        self._start(measure_frames, self.objects, frames, pipeline.tracker,
+        self._start(measure_frames, objects, frames, pipeline.tracker,
                     yielded=lambda item: self._measured_frame(item, len(frames)),
-                    returned=lambda _: self._measure_done())
+                    returned=lambda _: self._measure_done(labels, objects))
 
     def _measured_frame(self, item, total):
         self._pending.append(item[1])
@@ -300,7 +331,10 @@ class ObjectTableWidget(QWidget):
             self._started = time.perf_counter()
             self.status.setText(f"measuring: {len(self._pending)} of {total} frames")
 
-    def _measure_done(self):
+    def _measure_done(self, segmentation, objects):
+        old = self.segmentation
+        self._watch(segmentation)
+        self.segmentation, self.objects, self.changed = segmentation, objects, None
         tables = [table for table in self._pending if len(table)]
         self._pending = []
         self.table = (pd.concat(tables, ignore_index=True) if tables else
@@ -314,11 +348,11 @@ class ObjectTableWidget(QWidget):
         self.model.set_table(self.table)
         n_tracks = (int(self.table["track"].max()) + 1
                     if "track" in self.table and len(self.table) else 0)
+        measured = "" if self._single() else f" ({frames_text(self._rows_of_frame)})"
         self.status.setText(f"{len(self.table)} objects in {len(self._rows_of_frame)} frame(s)"
-                            + (f", {n_tracks} tracks" if n_tracks else ""))
-        segmentation = self.segmentation
+                            + measured + (f", {n_tracks} tracks" if n_tracks else ""))
         for name in [layer.name for layer in self._own_layers()] + [
-                f"{segmentation.name} tracks"]:
+                f"{layer.name} tracks" for layer in {old, segmentation} if layer is not None]:
             if name in self.viewer.layers:
                 self.viewer.layers.remove(name)
         self.objects_layer = self.class_layer = self.markers_layer = None
@@ -327,7 +361,7 @@ class ObjectTableWidget(QWidget):
                   self._update_markers, self._measure_shown], self)
 
     def _add_objects_layer(self):
-        data = self.objects.frame(0) if self._single() else self.objects
+        data = self.objects.frame(0) if self._single() else LazyFrames(ShownObjects(self.objects))
         self.objects_layer = self.viewer.add_labels(
             data, opacity=0.5, **self._place(f"{self.segmentation.name} objects"))
 
@@ -351,7 +385,7 @@ class ObjectTableWidget(QWidget):
         row = rows[0].row()
         frame = int(self.table["frame"].iloc[row])
         if not self._single():
-            self.viewer.dims.set_current_step(0, frame)
+            self.viewer.dims.set_current_step(self._frame_axis(), frame)
         centre = self.table[["centroid-0", "centroid-1"]].iloc[row].to_numpy()
         world = centre * np.asarray(self.objects_layer.scale[-2:]) + np.asarray(
             self.objects_layer.translate[-2:])
@@ -383,10 +417,22 @@ class ObjectTableWidget(QWidget):
         point = tuple(float(value) for value in position[-2:])
         if not 0 <= frame < len(self.objects):
             return
-        objects = np.asarray(self.objects.frame(frame))
+        if self.changed:
+            self.status.setText(self.changed)
+            return
+        try:
+            objects = np.asarray(self.objects.frame(frame))
+        except SegmentationChanged as exc:
+            self.status.setText(str(exc))
+            return
         number = object_at(objects[None], 0, point)
         if self.label_check.isChecked():
             self._label(objects, frame, point, number)
+        if number == 0 and not self.label_check.isChecked():
+            # a click beside the objects shows them all again (a row showed only its own)
+            self.objects_layer.show_selected_label = False
+            self.view.clearSelection()
+            return
         row = None if number == 0 else row_of(self.table, frame, number)
         if row is None:
             return
@@ -464,6 +510,9 @@ class ObjectTableWidget(QWidget):
         if self.table is None:
             self.status.setText("measure the objects first, then label a few of each class")
             return
+        if self.changed:
+            self.status.setText(self.changed)
+            return
         labels = ObjectLabels(self.labels.table())
         frames = sorted(self._rows_of_frame)
         self._set_busy(True)
@@ -472,7 +521,7 @@ class ObjectTableWidget(QWidget):
         self._n_classified = 0
         self._start(self._train_and_classify, labels, frames,
                     yielded=lambda item: self._classified_frames(item, len(frames)),
-                    returned=lambda _: self._classify_done())
+                    returned=lambda _: self._classify_done(), failed=self._classify_failed)
 
     def _train_and_classify(self, labels, frames):
         classifier = train_classifier(labels, self.objects)
@@ -513,7 +562,7 @@ class ObjectTableWidget(QWidget):
     def _show_classes(self, classifier):
         """The classifier is trained: an empty "class" column and class layer, filled frame by
         frame as the objects are classified."""
-        self.classifier = classifier
+        self.classifier, self._classifying = classifier, True
         if "class" in self.table:
             self.table["class"] = ""
         else:
@@ -555,15 +604,28 @@ class ObjectTableWidget(QWidget):
         else:
             self.class_layer.refresh()
 
+    def _classify_failed(self):
+        """No class column half filled: the classes found before the failure are dropped."""
+        if not self._classifying:               # failed in training: the last classes stay
+            return
+        self._classifying = False
+        self.classifier = None
+        self.table["class"] = ""
+        self.model.set_table(self.table)
+        self.class_frames.clear(self.class_names())
+        self._refresh_class_layer()
+
     def _classify_done(self):
-        classifier = self.classifier
+        classifier, self._classifying = self.classifier, False
         self._refresh_class_layer()
         counts = self.table["class"].value_counts()
         self.status.setText(
             f"{len(self.table)} objects classified: "
             + ", ".join(f"{name} {n}" for name, n in counts.items())
             + f"; the classifier uses the {' and '.join(classifier.groups_used_) or 'no'} "
-            f"features ({classifier.cost_per_object() * 1e6:.0f} us per object)")
+            f"features ({classifier.cost_per_object() * 1e6:.0f} us per object)"
+            # painted on while classifying: the classes are the table's objects', not its
+            + (f"; but {self.changed}" if self.changed else ""))
         self._set_busy(False)
         self.classified.emit()
 
@@ -606,9 +668,9 @@ class ObjectTableWidget(QWidget):
         for button in (self.measure_button, self.train_button):
             button.setEnabled(not busy)
 
-    def _start(self, function, *args, yielded=None, returned=None):
+    def _start(self, function, *args, yielded=None, returned=None, failed=None):
         """Run the generator ``function(*args)`` on a napari worker thread; its errors go to
-        the status line."""
+        the status line (after ``failed()`` for bad input)."""
         from napari.qt.threading import create_worker
 
         def said(*args):
@@ -622,6 +684,8 @@ class ObjectTableWidget(QWidget):
 
         def passed(item):
             if isinstance(item, _Failed):
+                if failed is not None:
+                    failed()
                 self.status.setText(item.message)
                 self._set_busy(False)
             else:
