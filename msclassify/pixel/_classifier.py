@@ -158,24 +158,26 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         (`msclassify.pixel._distill.teacher_classes`): 4, the default, makes
         about 6-14% of the predictions of 1 (every pixel) and the same class map
         but for a few pixels (docs/scribbles.md).
-    class_weight : {None, "sqrt", "balanced"}, optional
+    class_weight : {"auto", None, "sqrt", "balanced"}, optional
         How much each class's scribbles weigh in the loss, for the distillation
-        teacher and the model alike. None (default): every labelled pixel weighs
-        1, so the model learns the ratio of the strokes as a prior: right when
+        teacher and the model alike. With every labelled pixel weighing 1
+        (None) the model learns the ratio of the strokes as a prior: right when
         the strokes over-represent a rare class (small flies on a large floor),
         wrong when they under-represent it (a 1-px brush along membranes labels
         ~7 interior pixels for each membrane pixel, and the model shrinks the
-        membranes). ``"sqrt"``: a partial balance, the labelled pixels of a
-        class weigh in total the square root of how many were scribbled (7:1
-        strokes weigh 2.6:1, 2:1 weigh 1.4:1).
-        ``"balanced"``: every class weighs the same in total. On EM with thin
-        strokes (mean of 3 scribble draws) membrane F1 0.683 (None), 0.694
-        (sqrt), 0.699 (balanced), the recipe 0.699; the fly outlines' share on
-        the 8x8 block grid 0.29 / 0.32 / 0.37 (seeds 0-3): "balanced" makes the
-        outlines blockier, "sqrt" takes most of its gain on thin strokes without
-        that. Neither is the default: on the napari live-update test (a 9-px
-        brush on the floor, 3 px on a fly, "pyramid" features) "sqrt" drops the
-        fly SEG from 0.93 to 0.32 (docs/scribbles.md, section 8).
+        membranes). ``"auto"`` (default) tells the two apart with the
+        distillation teacher: after fitting it on the scribbles as they are, the
+        share of each class in its class map of the cost samples (pixels drawn
+        uniformly from the frames) is compared with the scribbled share, and a
+        class scribbled less than both that share and an equal share (1/K) is
+        raised to 1/K of the weight (the teacher is refit with the new weights;
+        `msclassify.pixel._balance.under_scribbled_weights`). Otherwise the
+        weights stay as scribbled, and so does the model. Without distillation
+        (``distill_weight=0``) there is no teacher and ``"auto"`` is None.
+        ``"sqrt"``: a partial balance, the labelled pixels of a class weigh in
+        total the square root of how many were scribbled (7:1 strokes weigh
+        2.6:1). ``"balanced"``: every class weighs the same in total. Measured
+        per scribble style in docs/scribbles.md (section 10).
     semi_supervised : bool, optional
         Also learn from unlabelled pixels (GRBB, `msclassify.baselines.GRBBClassifier`):
         the gradients of the scribbled pixels are propagated over a kNN graph on
