@@ -66,9 +66,7 @@ def class_balanced_weights(y, sample_weight, n_classes, power=1.0):
     >>> float(round(w[:4].sum() / w[4], 6))          # 4:1 drawn, 2:1 in weight
     2.0
     """
-    y = np.asarray(y).astype(np.int64)
-    sample_weight = np.asarray(sample_weight, dtype=np.float64)
-    per_class = np.bincount(y, weights=sample_weight, minlength=n_classes)
+    y, sample_weight, per_class = _class_totals(y, sample_weight, n_classes)
     present = per_class > 0
     scale = np.zeros(n_classes)
     scale[present] = (sample_weight.sum() / (present.sum() * per_class[present])) ** power
@@ -124,10 +122,8 @@ def under_scribbled_weights(y, sample_weight, n_classes, shares):
 
     Parameters
     ----------
-    y : ndarray
-        Class index of every row (0 .. n_classes - 1).
-    sample_weight : ndarray of float
-    n_classes : int
+    y, sample_weight, n_classes
+        As in `class_balanced_weights`.
     shares : ndarray of float, shape (n_classes,)
         Estimated share of each class in the frames.
 
@@ -143,9 +139,7 @@ def under_scribbled_weights(y, sample_weight, n_classes, shares):
     >>> under_scribbled_weights(y, w, 2, np.array([0.95, 0.05])).tolist()  # rare class 1
     [1.0, 1.0, 1.0, 1.0, 1.0]
     """
-    y = np.asarray(y).astype(np.int64)
-    sample_weight = np.asarray(sample_weight, dtype=np.float64)
-    per_class = np.bincount(y, weights=sample_weight, minlength=n_classes)[:n_classes]
+    y, sample_weight, per_class = _class_totals(y, sample_weight, n_classes)
     total = per_class.sum()
     present = per_class > 0
     if total <= 0 or present.sum() < 2:
@@ -161,3 +155,11 @@ def under_scribbled_weights(y, sample_weight, n_classes, shares):
     scale = np.zeros(n_classes)
     scale[present] = target[present] * total / per_class[present]
     return sample_weight * scale[y]
+
+
+def _class_totals(y, sample_weight, n_classes):
+    """``y`` as int64, ``sample_weight`` as float64 and the weight of each class."""
+    y = np.asarray(y).astype(np.int64)
+    sample_weight = np.asarray(sample_weight, dtype=np.float64)
+    return y, sample_weight, np.bincount(y, weights=sample_weight,
+                                         minlength=n_classes)[:n_classes]
