@@ -49,7 +49,8 @@ Methods (`METHODS`; pass ``--methods`` to pick; a method is any object with
   the scribbles alone, no teacher (what distillation buys, and what it costs in
   training time).
 * ``ours unbalanced``: the defaults with ``class_weight=None``: every labelled
-  pixel weighs 1 (the default; the same as ``ours default`` while it is).
+  pixel weighs 1 (the default before ``class_weight="auto"``, which raises only the
+  classes scribbled less than the teacher finds them).
 * ``ours balanced``: ``class_weight="balanced"``: every class's labelled pixels
   weigh the same in total (what class balancing buys).
 * ``ours sqrt-balanced``: ``class_weight="sqrt"``: a class's labelled pixels weigh

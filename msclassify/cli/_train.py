@@ -60,11 +60,11 @@ _MODEL_OPTIONS = {
                                     "distillation"),
     "n_distill_pixels": (int, None, "teacher-labelled pixels drawn per frame, mostly near the "
                                     "teacher's outlines"),
-    "class_weight": (str, ("balanced", "sqrt", "none"), "balanced = every class weighs the same "
-                                                        "in the loss however much of it was "
-                                                        "scribbled; sqrt = the square root of "
-                                                        "how much; none = every labelled pixel "
-                                                        "weighs 1"),
+    "class_weight": (str, ("auto", "balanced", "sqrt", "none"),
+                     ("auto = the classes scribbled less than the distillation teacher finds "
+                      "them in the frames weigh as much as the others; balanced = every class "
+                      "weighs the same in the loss however much of it was scribbled; sqrt = "
+                      "the square root of how much; none = every labelled pixel weighs 1")),
     "n_unlabelled": (int, None, "with --semi-supervised: unlabelled pixels drawn in total"),
     "n_neighbors": (int, None, "with --semi-supervised: neighbours per pixel in the graph"),
     "laplacian_regularization": (float, None, "with --semi-supervised: graph smoothness weight "

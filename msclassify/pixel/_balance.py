@@ -13,11 +13,25 @@ or ``"balanced"`` (both opt-in) uses them for the distillation teacher and for
 the scribbled rows of the model it trains;
 ``benchmarks/bench_accuracy.py`` measures the effect per scribble style
 (docs/scribbles.md).
+
+Balancing every class is wrong when the strokes *over*-represent a rare class
+(a few strokes on small flies and a broad brush on the floor: flies are 6% of
+the scribbles and 1% of the frame), and equal weights then grow the flies. The
+scribbles alone cannot tell the two cases apart; the distillation teacher,
+trained on them first, can: `predicted_shares` is the share of each class in
+its class map of pixels drawn uniformly from the frames (the cost samples).
+``class_weight="auto"`` (the default, `under_scribbled_weights`) raises to an
+equal share only the classes scribbled less than they occur by that estimate;
+a class scribbled more than it occurs keeps its weight. The teacher learnt the
+scribbles' ratio as a prior, so its estimate leans towards the scribbled shares:
+a class it still finds more often than it was scribbled occurs more often still.
 """
 
 import numpy as np
 
-__all__ = ["class_balanced_weights"]
+from ..cegb import most_probable_class
+
+__all__ = ["class_balanced_weights", "predicted_shares", "under_scribbled_weights"]
 
 
 def class_balanced_weights(y, sample_weight, n_classes, power=1.0):
@@ -52,12 +66,100 @@ def class_balanced_weights(y, sample_weight, n_classes, power=1.0):
     >>> float(round(w[:4].sum() / w[4], 6))          # 4:1 drawn, 2:1 in weight
     2.0
     """
-    y = np.asarray(y).astype(np.int64)
-    sample_weight = np.asarray(sample_weight, dtype=np.float64)
-    per_class = np.bincount(y, weights=sample_weight, minlength=n_classes)
+    y, sample_weight, per_class = _class_totals(y, sample_weight, n_classes)
     present = per_class > 0
     scale = np.zeros(n_classes)
     scale[present] = (sample_weight.sum() / (present.sum() * per_class[present])) ** power
     weights = sample_weight * scale[y]
     total = weights.sum()
     return weights * (sample_weight.sum() / total) if total > 0 else weights
+
+
+
+def predicted_shares(model, X, weight, n_classes):
+    """Share of each class among ``model``'s most probable classes of the rows ``X``.
+
+    Parameters
+    ----------
+    model : msclassify.cegb.Booster
+    X : ndarray of float32, shape (n, k)
+        Rows of pixels drawn uniformly from the frames, in the columns ``model`` uses.
+    weight : ndarray of float
+        Pixels each row stands for (frames of different sizes).
+    n_classes : int
+
+    Returns
+    -------
+    ndarray of float64, shape (n_classes,)
+        Sums to 1 (zeros if ``weight`` sums to 0).
+
+    Examples
+    --------
+    >>> from msclassify.cegb import train
+    >>> X = np.linspace(0, 1, 100)[:, None]
+    >>> step = train(X, (X[:, 0] > 0.7).astype(float), "binary", {"n_estimators": 5})
+    >>> predicted_shares(step, X, np.ones(100), 2).round(2).tolist()
+    [0.7, 0.3]
+    """
+    classes = most_probable_class(model.predict_raw(np.ascontiguousarray(X, dtype=np.float32)))
+    totals = np.bincount(classes, weights=weight, minlength=n_classes)[:n_classes]
+    return totals / totals.sum() if totals.sum() > 0 else totals
+
+
+def under_scribbled_weights(y, sample_weight, n_classes, shares):
+    """``sample_weight`` with the classes scribbled less than they occur raised to an equal share.
+
+    A class whose share of the weight (the scribbled share) is below both
+    ``shares`` (how often it occurs, e.g. `predicted_shares`) and ``1 / K`` (K:
+    the classes with scribbles) gets ``1 / K`` of the total; the other classes
+    share the rest in the ratio they were scribbled. Every other class keeps
+    its scribbled share: a rare class drawn more than it occurs is not weighed
+    up (equal weights would grow it), nor one drawn less than it occurs but
+    more than its equal share. With two classes the result is
+    `class_balanced_weights` when the minority class of the scribbles is
+    under-scribbled, ``sample_weight`` otherwise. The total is kept; zero rows
+    stay zero.
+
+    Parameters
+    ----------
+    y, sample_weight, n_classes
+        As in `class_balanced_weights`.
+    shares : ndarray of float, shape (n_classes,)
+        Estimated share of each class in the frames.
+
+    Returns
+    -------
+    ndarray of float64
+
+    Examples
+    --------
+    >>> y, w = np.array([0, 0, 0, 0, 1]), np.ones(5)           # scribbled 80% : 20%
+    >>> under_scribbled_weights(y, w, 2, np.array([0.6, 0.4])).tolist()    # thin class 1
+    [0.625, 0.625, 0.625, 0.625, 2.5]
+    >>> under_scribbled_weights(y, w, 2, np.array([0.95, 0.05])).tolist()  # rare class 1
+    [1.0, 1.0, 1.0, 1.0, 1.0]
+    """
+    y, sample_weight, per_class = _class_totals(y, sample_weight, n_classes)
+    total = per_class.sum()
+    present = per_class > 0
+    if total <= 0 or present.sum() < 2:
+        return sample_weight
+    scribbled = per_class / total
+    equal = 1.0 / present.sum()
+    raised = present & (scribbled < np.asarray(shares)) & (scribbled < equal)
+    if not raised.any():
+        return sample_weight
+    target = np.where(raised, equal, 0.0)
+    rest = present & ~raised
+    target[rest] = (1.0 - target.sum()) * per_class[rest] / per_class[rest].sum()
+    scale = np.zeros(n_classes)
+    scale[present] = target[present] * total / per_class[present]
+    return sample_weight * scale[y]
+
+
+def _class_totals(y, sample_weight, n_classes):
+    """``y`` as int64, ``sample_weight`` as float64 and the weight of each class."""
+    y = np.asarray(y).astype(np.int64)
+    sample_weight = np.asarray(sample_weight, dtype=np.float64)
+    return y, sample_weight, np.bincount(y, weights=sample_weight,
+                                         minlength=n_classes)[:n_classes]

@@ -22,7 +22,7 @@ from ..graph import check_graph_params
 from ..modelfile import (ModelFileError, build_model, estimator_params, model_classes,
                          model_number, open_model_file, read_model, write_model)
 from ._apply import most_probable
-from ._balance import class_balanced_weights
+from ._balance import class_balanced_weights, predicted_shares, under_scribbled_weights
 from ._distill import DISTILL_BAND, fit_teacher, teacher_pixels
 from ._intensity import IntensityRange
 from ._memory import check_frame_memory, frame_bytes
@@ -158,24 +158,26 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         (`msclassify.pixel._distill.teacher_classes`): 4, the default, makes
         about 6-14% of the predictions of 1 (every pixel) and the same class map
         but for a few pixels (docs/scribbles.md).
-    class_weight : {None, "sqrt", "balanced"}, optional
+    class_weight : {"auto", None, "sqrt", "balanced"}, optional
         How much each class's scribbles weigh in the loss, for the distillation
-        teacher and the model alike. None (default): every labelled pixel weighs
-        1, so the model learns the ratio of the strokes as a prior: right when
+        teacher and the model alike. With every labelled pixel weighing 1
+        (None) the model learns the ratio of the strokes as a prior: right when
         the strokes over-represent a rare class (small flies on a large floor),
         wrong when they under-represent it (a 1-px brush along membranes labels
         ~7 interior pixels for each membrane pixel, and the model shrinks the
-        membranes). ``"sqrt"``: a partial balance, the labelled pixels of a
-        class weigh in total the square root of how many were scribbled (7:1
-        strokes weigh 2.6:1, 2:1 weigh 1.4:1).
-        ``"balanced"``: every class weighs the same in total. On EM with thin
-        strokes (mean of 3 scribble draws) membrane F1 0.683 (None), 0.694
-        (sqrt), 0.699 (balanced), the recipe 0.699; the fly outlines' share on
-        the 8x8 block grid 0.29 / 0.32 / 0.37 (seeds 0-3): "balanced" makes the
-        outlines blockier, "sqrt" takes most of its gain on thin strokes without
-        that. Neither is the default: on the napari live-update test (a 9-px
-        brush on the floor, 3 px on a fly, "pyramid" features) "sqrt" drops the
-        fly SEG from 0.93 to 0.32 (docs/scribbles.md, section 8).
+        membranes). ``"auto"`` (default) tells the two apart with the
+        distillation teacher: after fitting it on the scribbles as they are, the
+        share of each class in its class map of the cost samples (pixels drawn
+        uniformly from the frames) is compared with the scribbled share, and a
+        class scribbled less than both that share and an equal share (1/K) is
+        raised to 1/K of the weight (the teacher is refit with the new weights;
+        `msclassify.pixel._balance.under_scribbled_weights`). Otherwise the
+        weights stay as scribbled, and so does the model. Without distillation
+        (``distill_weight=0``) there is no teacher and ``"auto"`` is None.
+        ``"sqrt"``: a partial balance, the labelled pixels of a class weigh in
+        total the square root of how many were scribbled (7:1 strokes weigh
+        2.6:1). ``"balanced"``: every class weighs the same in total. Measured
+        per scribble style in docs/scribbles.md (section 10).
     semi_supervised : bool, optional
         Also learn from unlabelled pixels (GRBB, `msclassify.baselines.GRBBClassifier`):
         the gradients of the scribbled pixels are propagated over a kNN graph on
@@ -326,7 +328,8 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
                  max_bins=255, subsample=1.0, colsample=None, random_state=None,
                  share_mode="path", growth="best_first", hessian="exact",
                  feature_cost_mode="lazy", evaluation_cost_mode="leaf", n_cost_samples=16384,
-                 distill_weight=3.0, n_distill_pixels=25000, teacher_stride=4, class_weight=None,
+                 distill_weight=3.0, n_distill_pixels=25000, teacher_stride=4,
+                 class_weight="auto",
                  semi_supervised=False, n_unlabelled=4096, n_neighbors=9,
                  laplacian_regularization=0.0, spacing=None):
         self.features = features
@@ -443,7 +446,7 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         params["feature_costs"] = None
         scribbled_rows = np.flatnonzero(sample_weight > 0)   # before teacher-labelled rows
         class_weight = self._check_class_weight()
-        if class_weight is not None:
+        if class_weight in _CLASS_WEIGHT_POWER:
             sample_weight = class_balanced_weights(y, sample_weight, classes.size,
                                                    _CLASS_WEIGHT_POWER[class_weight])
         if teacher_features is not None:
@@ -451,11 +454,21 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
             # the teacher draws from all its features unless colsample is given: its class map
             # is the model's target near outlines (half of them lost 0.01 pixel accuracy on a
             # 4-class RGB photo)
-            teacher = fit_teacher(X, y, sample_weight,
-                                  dict(params, colsample=_colsample(self.colsample, 2)),
-                                  teacher_features, objective,
-                                  classes.size if multi else None,
+            teacher_params = dict(params, colsample=_colsample(self.colsample, 2))
+            teacher = fit_teacher(X, y, sample_weight, teacher_params, teacher_features,
+                                  objective, classes.size if multi else None,
                                   callback=lambda iteration, _: tracker.step(iteration))
+            if class_weight == "auto":
+                # raise the classes scribbled less than the teacher finds them in the frames
+                cost_rows = cost_weight > 0
+                shares = predicted_shares(teacher, X[cost_rows][:, teacher_features],
+                                          cost_weight[cost_rows], classes.size)
+                weighted = under_scribbled_weights(y, sample_weight, classes.size, shares)
+                if weighted is not sample_weight:
+                    sample_weight = weighted
+                    teacher = fit_teacher(X, y, sample_weight, teacher_params,
+                                          teacher_features, objective,
+                                          classes.size if multi else None)
             tracker.start("distillation", len(pairs))
             X_t, y_t, weight_t = teacher_pixels(_counting(frame_levels, tracker.step), pairs,
                                                 teacher, teacher_features,
@@ -558,8 +571,8 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         return full_resolution
 
     def _check_class_weight(self):
-        if self.class_weight is not None and self.class_weight not in _CLASS_WEIGHT_POWER:
-            raise ValueError(f"class_weight must be 'balanced', 'sqrt' or None, got "
+        if self.class_weight not in (None, "auto", *_CLASS_WEIGHT_POWER):
+            raise ValueError(f"class_weight must be 'auto', 'balanced', 'sqrt' or None, got "
                              f"{self.class_weight!r}")
         return self.class_weight
 
