@@ -67,7 +67,9 @@ CASES = ("fly-2", "fly-4", "larvae-2", "larvae-4", "photo-4")
 VARIANTS = {"default": {}, "auto": {"cost_tradeoff": "auto"},
             "no-distill": {"distill_weight": 0.0}, "no-balance": {"class_weight": None},
             "balanced": {"class_weight": "balanced"}, "teacher-stride-1": {"teacher_stride": 1},
-            "all-features": {"colsample": 1.0}}
+            "all-features": {"colsample": 1.0}, "vector": {"multiclass_trees": "vector"},
+            "vector-all-features": {"multiclass_trees": "vector", "colsample": 1.0},
+            "vector-auto": {"multiclass_trees": "vector", "cost_tradeoff": "auto"}}
 
 
 def four_classes(object_mask, far):
