@@ -35,6 +35,10 @@ them per tree with more than two classes).
 
 What is measured
 ----------------
+``accuracy`` (4-class cases with a class map: fly-4, larvae-4) is the pixel accuracy of
+the fitted model's prediction against that map on the pixels not scribbled, computed
+after the timing.
+
 Each fit runs in a fresh process (so peak RSS is its own and no feature cache is
 shared) after a tiny warm-up fit (Numba kernels loaded, as in a running session); the
 stage times come from ``fit(progress=...)`` (the elapsed time at
@@ -82,8 +86,9 @@ def four_classes(object_mask, far):
     return out
 
 
-def case_data(case):
-    """``(image, labels)`` of a case (see the module docstring)."""
+def case_data(case, truth=False):
+    """``(image, labels)`` of a case (see the module docstring); with ``truth``
+    ``(image, labels, class_map)``, the class map of a 4-class case (None for the others)."""
     from scipy import ndimage as ndi
     from _real_data import (balanced_scribbles, load_fly_larvae_dev, load_fly_masks_dev,
                             larvae_instances, LARVAE_DIR, _read_png)
@@ -94,19 +99,22 @@ def case_data(case):
         data = load_fly_masks_dev(test_limit=1)
         flies = data["test_masks"][0] > 0
         far = ~ndi.binary_dilation(flies, iterations=10)
-        return data["test_images"][0], balanced_scribbles(four_classes(flies, far), seed=0)
+        classes = four_classes(flies, far)
+        return (data["test_images"][0], balanced_scribbles(classes, seed=0)) + (
+            (classes,) if truth else ())
     if case == "photo-4":
         from bench_napari import larvae_photo
         photo, _, scribbles = larvae_photo()
-        return photo, scribbles
+        return (photo, scribbles) + ((None,) if truth else ())
     data = load_fly_larvae_dev("balanced")
     image = data["train_images"][0]
     if case == "larvae-2":
-        return image, data["train_labels"][0]
+        return (image, data["train_labels"][0]) + ((None,) if truth else ())
     larvae = larvae_instances(_read_png(LARVAE_DIR / "img_1_mask.png")) > 0
     grey = image.mean(axis=2)
     far = grey < np.percentile(grey[~larvae], 50)          # the darker half: tray
-    return image, balanced_scribbles(four_classes(larvae, far), seed=1)
+    classes = four_classes(larvae, far)
+    return (image, balanced_scribbles(classes, seed=1)) + ((classes,) if truth else ())
 
 
 def warm_up(image, labels, params):
@@ -124,7 +132,7 @@ def warm_up(image, labels, params):
 def run_one(case, variant):
     """Fit once (in this process) and return the measurements as a dict."""
     from msclassify.pixel import PixelClassifier
-    image, labels = case_data(case)
+    image, labels, truth = case_data(case, truth=True)
     warm_up(image, labels, VARIANTS[variant])
     reports = []
     model = PixelClassifier(random_state=0, **VARIANTS[variant])
@@ -158,7 +166,10 @@ def run_one(case, variant):
         name = "model" if stage.startswith("μ path") else stage
         stages_cpu[name] = stages_cpu.get(name, 0.0) + end - start
     counts = np.bincount(labels.ravel())[1:]
-    return {"case": case, "variant": variant, "wall s": wall, "cpu s": cpu,
+    # pixel accuracy against the 4-class map, over the pixels not scribbled (after the timing)
+    accuracy = None if truth is None else float(
+        np.mean(model.predict(image)[labels == 0] == truth[labels == 0]))
+    return {"accuracy": accuracy, "case": case, "variant": variant, "wall s": wall, "cpu s": cpu,
             "peak RSS MB": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
             "stages": stages, "stages cpu": stages_cpu, "classes": int((counts > 0).sum()),
             "labelled px": int(counts.sum()), "shape": list(image.shape),
@@ -211,6 +222,7 @@ def main():
         mine = [row for row in runs if row["case"] == case and row["variant"] == variant]
         stage_names = list(dict.fromkeys(k for row in mine for k in row["stages"]))
         entry = {"case": case, "variant": variant, "classes": mine[0]["classes"],
+                 "accuracy": mine[0].get("accuracy"),
                  "wall s": statistics.median(row["wall s"] for row in mine),
                  "cpu s": statistics.median(row["cpu s"] for row in mine),
                  "peak RSS MB": max(row["peak RSS MB"] for row in mine)}
@@ -224,7 +236,7 @@ def main():
             entry["x default (cpu, per round)"] = statistics.median(
                 a["cpu s"] / b["cpu s"] for a, b in zip(mine, base))
         table.append(entry)
-    columns = ["case", "variant", "classes", "wall s", "cpu s", "features cpu s",
+    columns = ["case", "variant", "classes", "accuracy", "wall s", "cpu s", "features cpu s",
                "teacher cpu s", "distillation cpu s", "model cpu s", "x default (wall, per round)",
                "x default (cpu, per round)", "peak RSS MB"]
     print_table(table, columns)
