@@ -94,3 +94,18 @@ def test_estimator_parameter_and_bad_value():
     assert np.mean(clf.predict(Xr) == y) > 0.9
     with pytest.raises(ValueError, match="multiclass_trees must be one of"):
         train(Xr, y.astype(float), "multiclass", {"multiclass_trees": "shared"}, n_classes=3)
+
+
+def test_split_search_shares_the_mean_hessian_and_leaves_take_their_own():
+    def hessians_1_and_3(raw, y):
+        return raw - TARGETS[y.astype(int)], np.ones_like(raw) * [1.0, 3.0]
+    tree = train(X, np.arange(4.0), hessians_1_and_3,
+                 dict(n_estimators=1, learning_rate=1.0, max_leaves=2, min_samples_leaf=1,
+                      l2_regularization=0.0, multiclass_trees="vector"), n_classes=2).trees
+    # split search: each row's hessian is the mean 2. On feature 0: sum of squared gradient
+    # sums left 0 + 2^2 = 4, right 8^2 + 2^2 = 68, parent 8^2 + 4^2 = 80:
+    # 0.5 * (4 / 4 + 68 / 4 - 80 / 8) = 4 (feature 1: 0.5 * (16 / 4 + 32 / 4 - 80 / 8) = 1)
+    assert tree[0]["feature"][0] == 0 and tree[0]["gain"][0] * 2 == pytest.approx(4.0)
+    # leaves: -G_k / H_k with each output's own hessians (1 and 3 per row)
+    assert tree[0]["value"][1:] == pytest.approx([0.0, 8.0 / 2])
+    assert tree[1]["value"][1:] == pytest.approx([2.0 / 6, 2.0 / 6])

@@ -101,7 +101,7 @@ class TreeGrower:
                       np.zeros(per_feature), np.zeros(per_feature, dtype=np.bool_))
         # Gradients, hessians, labelled and padding lanes of every row: whole vectors per row.
         self.ghc = np.zeros((n_rows, lanes))
-        self.ghc[:, 2 * self.n_outputs] = labelled
+        self.ghc[:, self.n_outputs + 1] = labelled
         self.is_loss = (labelled != 0).astype(np.uint8)
         # Rows of every leaf: in rows[0] or rows[1] (a split partitions from one into the other).
         self.rows = np.empty((2, n_rows), dtype=np.int32)
@@ -140,10 +140,9 @@ class TreeGrower:
             return float(a.sum() if everything else a[sample].sum())
         if self.n_outputs == 1:     # floats: the kernels compiled for one output
             sums = (total(grad), total(hess), total(self.labelled), total(self.cost_weight))
-        else:
+        else:                       # the split search's hessian: the outputs' mean
             sums = (np.array([total(grad[:, k]) for k in range(self.n_outputs)]),
-                    np.array([total(hess[:, k]) for k in range(self.n_outputs)]),
-                    total(self.labelled), total(self.cost_weight))
+                    total(hess.mean(axis=1)), total(self.labelled), total(self.cost_weight))
         self.rows[0, :sample.shape[0]] = sample
         leaf_of_row = np.empty(self.Xb.shape[1], dtype=np.int32)
         n_nodes = _grow_tree(self.Xb, self.n_bins, active, self.ghc, grad, hess, self.is_loss,
@@ -239,9 +238,11 @@ def _grow_tree(Xb, n_bins, active, ghc, grad, hess, is_loss, cost_weight, rows, 
     node_feature, node_bin, node_default_left, node_left, node_right, _, _, node_share, \
         node_gain = nodes
     for i in range(ghc.shape[0]):
+        h = 0.0
         for k in range(K):
             ghc[i, k] = grad[i, k]
-            ghc[i, K + k] = hess[i, k]
+            h += hess[i, k]
+        ghc[i, K] = h / K
     order = rows[0]
     if count_unpaid.any():
         cost_mask[:] = 0
@@ -257,7 +258,7 @@ def _grow_tree(Xb, n_bins, active, ghc, grad, hess, is_loss, cost_weight, rows, 
     leaf_rows = np.empty(max_leaves, dtype=np.int64)  # which of the two row buffers
     leaf_depth = np.empty(max_leaves, dtype=np.int64)
     leaf_grad = np.empty((max_leaves, K))    # per output
-    leaf_hess = np.empty((max_leaves, K))
+    leaf_hess = np.empty((max_leaves, 1))    # the split search's (mean) hessian
     leaf_sums = np.empty((max_leaves, 2))    # labelled rows, cost weight
     leaf_share = np.empty(max_leaves)
     best_feature = np.empty(max_leaves, dtype=np.int64)
@@ -366,9 +367,16 @@ def _grow_tree(Xb, n_bins, active, ghc, grad, hess, is_loss, cost_weight, rows, 
             n_open += 1
         n_nodes += 2
 
+    node_value = nodes[5]
     for k in range(n_open):
         s = open_slots[k]
         leaf = rows[leaf_rows[s]]
         for j in range(leaf_start[s], leaf_stop[s]):
             leaf_of_row[leaf[j]] = leaf_node[s]
+        if K > 1:       # a vector leaf's values: each output's own Newton step
+            for c in range(K):
+                h = 0.0
+                for j in range(leaf_start[s], leaf_stop[s]):
+                    h += hess[leaf[j], c]
+                node_value[leaf_node[s], c] = -leaf_grad[s, c] / (h + l2) * learning_rate
     return n_nodes

@@ -9,8 +9,8 @@ Histograms have shape ``(M, 256, L)``: per bin the sums of gradient, hessian and
 the number of labelled samples (``sample_weight > 0``), and padding lanes, so
 that a bin is whole 4-lane vectors (`add_lanes`). A tree of one output has
 ``L = 4`` (gradient, hessian, count, padding); a vector-leaf tree of K outputs
-has the K gradients, the K hessians, the count and padding up to a multiple of
-4 (`lanes_for`). Features are histogrammed in pairs (`_histograms`).
+has the K gradients, the row's hessian averaged over the outputs, the count and
+padding up to a multiple of 4 (`lanes_for`). Features are histogrammed in pairs (`_histograms`).
 """
 
 import types
@@ -30,13 +30,13 @@ PARTITION_CHUNK = 4096
 
 
 def lanes_for(n_outputs):
-    """Lanes of a row's statistics for a tree of ``n_outputs`` outputs: the gradients, the
-    hessians and the count, padded to whole 4-lane vectors.
+    """Lanes of a row's statistics for a tree of ``n_outputs`` outputs: the gradients, one
+    hessian and the count, padded to whole 4-lane vectors.
 
-    >>> lanes_for(1), lanes_for(2), lanes_for(4)
-    (4, 8, 12)
+    >>> lanes_for(1), lanes_for(2), lanes_for(4), lanes_for(7)
+    (4, 4, 8, 12)
     """
-    return LANES * -(-(2 * n_outputs + 1) // LANES)
+    return LANES * -(-(n_outputs + 2) // LANES)
 
 
 @njit(parallel=True, cache=True, nogil=True)
@@ -315,12 +315,13 @@ def _best_split(hm, n_bins, G, H, N, l2, min_samples, min_hessian):
 
 @njit(inline="always")
 def _best_split_vector(hm, n_bins, G, H, N, l2, min_samples, min_hessian):
-    """`_best_split` of a vector-leaf tree: ``G`` and ``H`` hold the leaf's K gradient and
-    hessian sums (lanes ``0..K-1`` and ``K..2K-1`` of ``hm``, the count in lane ``2K``).
+    """`_best_split` of a vector-leaf tree: ``G`` holds the leaf's K gradient sums (lanes
+    ``0..K-1`` of ``hm``), ``H`` its sum of the rows' hessians averaged over the outputs
+    (lane ``K``; the count in lane ``K+1``).
 
-    The gain is the sum over outputs of each one's second-order gain, and
-    ``min_hessian`` applies to the hessian summed over outputs. With one output
-    this is `_best_split` (the same sums in the same order), which callers use then.
+    The gain is the sum over outputs of each one's second-order gain with that
+    shared hessian, ``0.5 * (sum_k GL_k^2 / (HL + l2) + ... - sum_k G_k^2 / (H + l2))``:
+    two divisions per threshold whatever K. With one output this is `_best_split`.
     """
     K = G.shape[0]
     best = -np.inf
@@ -328,40 +329,36 @@ def _best_split_vector(hm, n_bins, G, H, N, l2, min_samples, min_hessian):
     best_left = False
     if n_bins < 2:
         return best, best_bin, best_left
-    parent = 0.0
-    H_total = 0.0
-    h_miss = 0.0
+    G2 = 0.0
     for k in range(K):
-        parent += G[k] * G[k] / (H[k] + l2)
-        H_total += H[k]
-        h_miss += hm[MISSING_BIN, K + k]
-    n_miss = hm[MISSING_BIN, 2 * K]
+        G2 += G[k] * G[k]
+    parent = G2 / (H + l2)
+    h_miss = hm[MISSING_BIN, K]
+    n_miss = hm[MISSING_BIN, K + 1]
     has_missing = n_miss > 0 or h_miss > 0
     gl = np.zeros(K)
-    hl = np.zeros(K)
+    hl = 0.0
     nl = 0.0
     for b in range(n_bins - 1):
         for k in range(K):
             gl[k] += hm[b, k]
-            hl[k] += hm[b, K + k]
-        nl += hm[b, 2 * K]
+        hl += hm[b, K]
+        nl += hm[b, K + 1]
         for missing_left in range(2 if has_missing else 1):
             nL = nl + n_miss * missing_left
             nR = N - nL
-            if nL < min_samples or nR < min_samples:
+            hL = hl + h_miss * missing_left
+            hR = H - hL
+            if nL < min_samples or nR < min_samples or hL < min_hessian or hR < min_hessian:
                 continue
-            score = 0.0
-            hL_total = 0.0
+            left = 0.0
+            right = 0.0
             for k in range(K):
                 gL = gl[k] + hm[MISSING_BIN, k] * missing_left
-                hL = hl[k] + hm[MISSING_BIN, K + k] * missing_left
                 gR = G[k] - gL
-                hR = H[k] - hL
-                hL_total += hL
-                score += gL * gL / (hL + l2) + gR * gR / (hR + l2)
-            if hL_total < min_hessian or H_total - hL_total < min_hessian:
-                continue
-            gain = 0.5 * (score - parent)
+                left += gL * gL
+                right += gR * gR
+            gain = 0.5 * (left / (hL + l2) + right / (hR + l2) - parent)
             if gain > best:
                 best = gain
                 best_bin = b
@@ -656,31 +653,30 @@ def _child_sums_scalar(hm, threshold_bin, missing_left, G, H, N):
 
 @njit(cache=True, nogil=True)
 def _child_sums_vector(hm, threshold_bin, missing_left, G, H, N):
-    """`child_sums` of a vector-leaf tree (lanes 0..K-1 gradients, K..2K-1 hessians, 2K count).
+    """`child_sums` of a vector-leaf tree (lanes 0..K-1 gradients, K the shared hessian,
+    K+1 the count): the gradient sums are arrays, the hessian sums floats.
 
     Not inlined: in a parallel kernel Numba would make each array operation a
     parallel region of its own, and a region costs far more than these sums.
     """
     K = G.shape[0]
     GL = np.zeros(K)
-    HL = np.zeros(K)
+    HL = 0.0
     NL = 0.0
     for b in range(threshold_bin + 1):
         for k in range(K):
             GL[k] += hm[b, k]
-            HL[k] += hm[b, K + k]
-        NL += hm[b, 2 * K]
+        HL += hm[b, K]
+        NL += hm[b, K + 1]
     if missing_left:
         for k in range(K):
             GL[k] += hm[MISSING_BIN, k]
-            HL[k] += hm[MISSING_BIN, K + k]
-        NL += hm[MISSING_BIN, 2 * K]
+        HL += hm[MISSING_BIN, K]
+        NL += hm[MISSING_BIN, K + 1]
     GR = np.empty(K)
-    HR = np.empty(K)
     for k in range(K):
         GR[k] = G[k] - GL[k]
-        HR[k] = H[k] - HL[k]
-    return GL, HL, NL, GR, HR, N - NL
+    return GL, HL, NL, GR, H - HL, N - NL
 
 
 @njit(inline="always")
