@@ -450,11 +450,13 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode, multiclass
                                                    _CLASS_WEIGHT_POWER[class_weight])
         if teacher_features is not None:
             tracker.start("teacher", self.n_estimators)
-            # the teacher draws from all its features unless colsample is given: its class map
-            # is the model's target near outlines (half of them lost 0.01 pixel accuracy on a
-            # 4-class RGB photo)
+            # the teacher draws from all its features unless colsample is given, and grows a
+            # tree per class: its class map is the model's target near outlines (half the
+            # features lost 0.01 pixel accuracy on a 4-class RGB photo, vector-leaf trees 0.04;
+            # docs/scribbles.md sections 8 and 10)
             teacher = fit_teacher(X, y, sample_weight,
-                                  dict(params, colsample=_colsample(self.colsample, 2)),
+                                  dict(params, colsample=_colsample(self.colsample, 2),
+                                       multiclass_trees="per_class"),
                                   teacher_features, objective,
                                   classes.size if multi else None,
                                   callback=lambda iteration, _: tracker.step(iteration))
