@@ -31,7 +31,10 @@ with ``cost_tradeoff="auto"``; ``no-distill`` = ``distill_weight=0``;
 ``teacher-stride-1`` = ``teacher_stride=1`` (the teacher predicts every pixel of the frame for
 its class map, the default before its coarse-to-fine map); ``all-features`` = ``colsample=1.0``
 (every tree draws from all features; the default before ``colsample=None``, which draws half of
-them per tree with more than two classes).
+them per tree with more than two classes). ``vector`` = ``multiclass_trees="vector"`` (one tree per
+round with a value per class in each leaf; docs/scribbles.md section 10), ``vector-all-features``,
+``vector-auto`` and ``vector-31-leaves`` the same with ``colsample=1.0``, ``cost_tradeoff="auto"``
+and ``max_leaves=31``.
 
 What is measured
 ----------------

@@ -139,17 +139,6 @@ def _gather(rows, lo, hi, ghc, is_loss, loss_rows, sorted_ghc, at):
     """Copy the labelled rows of ``rows[lo:hi]`` and their statistics into ``loss_rows`` and
     ``sorted_ghc`` from position ``at`` on; returns the position after the last one."""
     lanes = ghc.shape[1]
-    if lanes == LANES:      # one output: a loop of constant length (unrolled)
-        for k in range(lo, hi):
-            i = rows[k]
-            if k + PREFETCH_ROWS < hi:
-                prefetch(ghc, np.intp(rows[k + PREFETCH_ROWS]) * LANES)
-            if is_loss[i]:
-                loss_rows[at] = i
-                for j in range(LANES):
-                    sorted_ghc[at, j] = ghc[i, j]
-                at += 1
-        return at
     for k in range(lo, hi):
         i = rows[k]
         if k + PREFETCH_ROWS < hi:
