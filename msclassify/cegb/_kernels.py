@@ -157,9 +157,6 @@ def _histograms(Xb, hist, a, b, first, n_loss, loss_rows, ghc, sorted_ghc):
     (``b < 0``: a alone) over a leaf gathered by `_gather_loss`; each row's statistics
     are loaded once for both, 4 lanes at a time."""
     lanes = ghc.shape[1]
-    if lanes == LANES:
-        _histograms_one_output(Xb, hist, a, b, first, n_loss, loss_rows, ghc, sorted_ghc)
-        return
     col_a = Xb[a]
     at_a = a * N_SLOTS * lanes
     hist[a, :, :] = 0.0
@@ -191,35 +188,6 @@ def _histograms(Xb, hist, a, b, first, n_loss, loss_rows, ghc, sorted_ghc):
             to_b = at_b + np.intp(col_b[i]) * lanes
             for q in range(0, lanes, LANES):
                 add_lanes(hist, (to_a + q, to_b + q), sorted_ghc, k * lanes + q)
-
-
-@njit(inline="always")
-def _histograms_one_output(Xb, hist, a, b, first, n_loss, loss_rows, ghc, sorted_ghc):
-    """`_histograms` of a tree of one output (a bin is one 4-lane vector)."""
-    col_a = Xb[a]
-    at_a = a * N_SLOTS * LANES
-    hist[a, :, :] = 0.0
-    if b < 0:
-        if first >= 0:
-            for k in range(first, first + n_loss):
-                add_lanes(hist, at_a + np.intp(col_a[k]) * LANES, ghc, k * LANES)
-        else:
-            for k in range(n_loss):
-                add_lanes(hist, at_a + np.intp(col_a[loss_rows[k]]) * LANES, sorted_ghc,
-                          k * LANES)
-        return
-    col_b = Xb[b]
-    at_b = b * N_SLOTS * LANES
-    hist[b, :, :] = 0.0
-    if first >= 0:
-        for k in range(first, first + n_loss):
-            add_lanes(hist, (at_a + np.intp(col_a[k]) * LANES, at_b + np.intp(col_b[k]) * LANES),
-                      ghc, k * LANES)
-    else:
-        for k in range(n_loss):
-            i = loss_rows[k]
-            add_lanes(hist, (at_a + np.intp(col_a[i]) * LANES, at_b + np.intp(col_b[i]) * LANES),
-                      sorted_ghc, k * LANES)
 
 
 @njit(inline="always")
@@ -567,14 +535,9 @@ def _split_leaf(Xb, rows, src, start, stop, feature, threshold_bin, missing_left
             _clear_split(m, slot, new_slot, gain, split_bin, default_left, unpaid, none_paid)
             small = hist[new_slot, m]
             large = hist[slot, m]
-            if lanes == LANES:
-                for bin_ in range(N_SLOTS):
-                    for j in range(LANES):
-                        large[bin_, j] -= small[bin_, j]
-            else:
-                for bin_ in range(N_SLOTS):
-                    for j in range(lanes):
-                        large[bin_, j] -= small[bin_, j]
+            for bin_ in range(N_SLOTS):
+                for j in range(lanes):
+                    large[bin_, j] -= small[bin_, j]
             if count_unpaid[m] and parent_unpaid > 0.0 and m != feature:
                 # A child of a leaf whose rows have all paid m has nothing left to pay, nor
                 # has one of a leaf split on m.

@@ -129,7 +129,10 @@ class PixelClassifier(BaseEstimator):
 min_hessian_leaf, l2_regularization, max_bins, subsample, random_state, \
 share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode, multiclass_trees
         As in `msclassify.cegb.CEGBParams`. ``random_state`` also seeds the
-        choice of cost samples.
+        choice of cost samples. ``multiclass_trees="vector"`` (one tree per
+        round with a value per class in each leaf) applies to the model's trees;
+        the distillation teacher grows a tree per class (docs/scribbles.md,
+        section 10).
     colsample : float or None, optional
         Fraction of the candidate features drawn for each tree, as in
         `msclassify.cegb.CEGBParams` (a number applies to the distillation
