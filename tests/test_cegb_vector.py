@@ -109,3 +109,20 @@ def test_split_search_shares_the_mean_hessian_and_leaves_take_their_own():
     # leaves: -G_k / H_k with each output's own hessians (1 and 3 per row)
     assert tree[0]["value"][1:] == pytest.approx([0.0, 8.0 / 2])
     assert tree[1]["value"][1:] == pytest.approx([2.0 / 6, 2.0 / 6])
+
+
+def test_pixel_classifier_with_vector_leaf_trees_saves_and_loads(tmp_path):
+    from msclassify import PixelClassifier, load_model
+    rng = np.random.default_rng(3)
+    image = np.repeat([0.0, 1.0, 2.0], 16)[None, :].repeat(24, axis=0)
+    image = image + rng.normal(scale=0.1, size=image.shape)
+    labels = np.zeros(image.shape, np.uint8)
+    labels[4:20, 2:12], labels[4:20, 19:29], labels[4:20, 36:46] = 1, 2, 3
+    clf = PixelClassifier(features="fast", n_estimators=5, random_state=0,
+                          multiclass_trees="vector").fit(image, labels)
+    assert clf.booster_.n_trees == 15                # 5 rounds x 3 classes, stored per class
+    assert np.array_equal(clf.predict(image)[labels > 0], labels[labels > 0])
+    clf.save(tmp_path / "m.msc")
+    back = load_model(tmp_path / "m.msc")
+    assert back.get_params()["multiclass_trees"] == "vector"
+    assert np.array_equal(back.predict_proba(image), clf.predict_proba(image))
