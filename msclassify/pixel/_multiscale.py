@@ -33,6 +33,9 @@ from numba import njit, prange
 from ..features import N_LEVELS
 from ._apply import label_dtype
 
+# Columns of the node records the walk reads (`_node_records`): one 64-byte row per node.
+_LEVEL, _BASE, _PLANE, _ROW, _COL, _LEFT, _RIGHT, _THRESHOLD = range(8)
+
 # Pending child blocks of one tree walk: at most 7 per block split along the path.
 _STACK_SIZE = 7 * (N_LEVELS - 1) + 1
 
@@ -66,10 +69,9 @@ class MultiscaleResult(NamedTuple):
 
 
 @njit(inline="always")
-def _walk_pixels(features, node_level, node_base, node_plane, node_row, node_col, threshold,
-                 default_left, left, right, value, node_cost, start_node, k, n_outputs,
-                 level_zshift, z_start, z_stop, y_start, y_stop, x_start, x_stop, acc_offset,
-                 acc_height, acc_width, acc, cost, with_cost):
+def _walk_pixels(features, nodes, node_threshold, default_left, value, node_cost, start_node, k,
+                 n_outputs, level_zshift, z_start, z_stop, y_start, y_stop, x_start, x_stop,
+                 acc_offset, acc_height, acc_width, acc, cost, with_cost):
     """Walk the subtree below ``start_node`` for every pixel of a block; return the evaluations."""
     n_eval = 0
     for z in range(z_start, z_stop):
@@ -77,36 +79,39 @@ def _walk_pixels(features, node_level, node_base, node_plane, node_row, node_col
             for x in range(x_start, x_stop):
                 node = start_node
                 while True:
-                    feature_level = node_level[node]
+                    feature_level = nodes[node, _LEVEL]
                     if feature_level < 0:
                         break
-                    v = features[node_base[node] + (z >> level_zshift[feature_level])
-                                 * node_plane[node] + (y >> feature_level) * node_row[node]
-                                 + (x >> feature_level) * node_col[node]]
+                    v = features[nodes[node, _BASE] + (z >> level_zshift[feature_level])
+                                 * nodes[node, _PLANE] + (y >> feature_level) * nodes[node, _ROW]
+                                 + (x >> feature_level) * nodes[node, _COL]]
                     n_eval += 1
                     if with_cost:
                         cost[acc_offset // n_outputs + (z * acc_height + y) * acc_width
                              + x] += node_cost[node]
-                    go_left = v <= threshold[node] or (np.isnan(v) and default_left[node])
-                    node = left[node] if go_left else right[node]
+                    go_left = v <= node_threshold[node, _THRESHOLD] or (np.isnan(v)
+                                                                        and default_left[node])
+                    node = nodes[node, _LEFT] if go_left else nodes[node, _RIGHT]
                 acc[acc_offset + ((z * acc_height + y) * acc_width + x) * n_outputs
                     + k] += value[node]
     return n_eval
 
 
 @njit(cache=True, parallel=True, nogil=True)
-def _walk_blocks(features, node_level, node_base, node_plane, node_row, node_col, threshold,
-                 default_left, left, right, value, node_cost, roots, root_level, tree_output,
-                 n_outputs, start_level, depth, height, width, level_zshift, level_offset,
-                 level_height, level_width, acc, cost, with_cost, evaluations, pixel_evaluations):
+def _walk_blocks(features, nodes, node_threshold, default_left, value, node_cost, roots,
+                 root_level, tree_output, n_outputs, start_level, depth, height, width,
+                 level_zshift, level_offset, level_height, level_width, acc, cost, with_cost,
+                 evaluations, pixel_evaluations):
     """Walk every tree over every start-level block, coarse to fine.
 
-    All feature levels live in the flat ``features`` buffer; split node ``n`` reads
-    its feature at level-``node_level[n]`` position (p, r, c) from
-    ``features[node_base[n] + p * node_plane[n] + r * node_row[n] + c * node_col[n]]``,
-    addresses that depend on the node alone, so a node evaluation waits for one
-    lookup, not two. A level-L block spans ``2**level_zshift[L]`` planes (an image
-    has one plane and shifts 0). ``acc[level_offset[L] + ((z * level_height[L] + y)
+    All feature levels live in the flat ``features`` buffer. Node ``n`` is the record
+    ``nodes[n] = (level, base, plane, row, col, left, right, threshold)`` (one cache
+    line; level -1 for a leaf; ``node_threshold`` is the same buffer as float64, to
+    read the threshold): a split reads its feature at level-``level`` position
+    (p, r, c) from ``features[base + p * plane + r * row + c * col]``, addresses that
+    depend on the node alone, so a node evaluation waits for one lookup, not two. A
+    level-L block spans ``2**level_zshift[L]`` planes (an image has one plane and
+    shifts 0). ``acc[level_offset[L] + ((z * level_height[L] + y)
     * level_width[L] + x) * K + k]`` accumulates the leaf values of output k reached
     by the level-L block (z, y, x); ``cost`` the node costs, indexed the same way
     with K = 1. Work is split by rows of start-level blocks, which own disjoint
@@ -152,7 +157,8 @@ def _walk_blocks(features, node_level, node_base, node_plane, node_row, node_col
                 x_first = np.int64(block_col) << step
                 z_last = min(z_first + (1 << z_factor),
                              (depth + (1 << first_zshift) - 1) >> first_zshift)
-                y_last = min(y_first + (1 << step), (height + (1 << first_level) - 1) >> first_level)
+                y_last = min(y_first + (1 << step),
+                             (height + (1 << first_level) - 1) >> first_level)
                 x_last = min(x_first + (1 << step), (width + (1 << first_level) - 1) >> first_level)
                 for z_root in range(z_first, z_last):
                     for y_root in range(y_first, y_last):
@@ -170,22 +176,23 @@ def _walk_blocks(features, node_level, node_base, node_plane, node_row, node_col
                                 right_edge = (x + 1) << level
                                 # Every feature constant on this block: one evaluation serves it.
                                 n = 0
-                                feature_level = node_level[node]
+                                feature_level = nodes[node, _LEVEL]
                                 while feature_level >= level:
                                     shift = feature_level - level
-                                    v = features[node_base[node]
+                                    v = features[nodes[node, _BASE]
                                                  + (z >> (level_zshift[feature_level] - zshift))
-                                                 * node_plane[node] + (y >> shift) * node_row[node]
-                                                 + (x >> shift) * node_col[node]]
+                                                 * nodes[node, _PLANE]
+                                                 + (y >> shift) * nodes[node, _ROW]
+                                                 + (x >> shift) * nodes[node, _COL]]
                                     n += 1
                                     if with_cost:
                                         cost[level_offset[level] // n_outputs
                                              + (z * level_height[level] + y) * level_width[level]
                                              + x] += node_cost[node]
-                                    go_left = v <= threshold[node] or (np.isnan(v)
+                                    go_left = v <= node_threshold[node, _THRESHOLD] or (np.isnan(v)
                                                                        and default_left[node])
-                                    node = left[node] if go_left else right[node]
-                                    feature_level = node_level[node]
+                                    node = nodes[node, _LEFT] if go_left else nodes[node, _RIGHT]
+                                    feature_level = nodes[node, _LEVEL]
                                 if back <= depth and bottom <= height and right_edge <= width:
                                     n_inside += n
                                 elif n > 0:
@@ -202,8 +209,7 @@ def _walk_blocks(features, node_level, node_base, node_plane, node_row, node_col
                                     # Nothing is finer than a pixel: finish the subtree pixel by
                                     # pixel, without the block bookkeeping.
                                     n_inside += _walk_pixels(
-                                        features, node_level, node_base, node_plane, node_row,
-                                        node_col, threshold, default_left, left, right, value,
+                                        features, nodes, node_threshold, default_left, value,
                                         node_cost, node, k, n_outputs, level_zshift, z << zshift,
                                         min(depth, back), y << level, min(height, bottom),
                                         x << level, min(width, right_edge), level_offset[0],
@@ -356,6 +362,30 @@ def _node_levels(booster, feature_level, feature_slot):
     return flat, node_level, node_slot
 
 
+def _node_records(flat, node_level, node_slot, level_arrays):
+    """The nodes as the walk reads them: int64 ``(n_nodes, 8)`` records ``(level, base,
+    plane, row, col, left, right, threshold)`` (`_walk_blocks`), and the same buffer as
+    float64, where column ``_THRESHOLD`` holds the threshold. Where each split node finds
+    its feature in the flat buffer of all levels depends on the node alone (0 for leaves)."""
+    level_start = np.cumsum([0] + [a.size for a in level_arrays[:-1]]).astype(np.int64)
+    level_count = np.array([a.shape[-1] for a in level_arrays], dtype=np.int64)
+    level_row = np.array([a.shape[-2] for a in level_arrays], dtype=np.int64) * level_count
+    level_plane = np.array([a.shape[-3] for a in level_arrays], dtype=np.int64) * level_row
+    split = node_level >= 0
+    nodes = np.zeros((node_level.size, 8), dtype=np.int64)
+    nodes[:, _LEVEL] = node_level
+    levels = node_level[split]
+    nodes[split, _BASE] = level_start[levels] + node_slot[split]
+    nodes[split, _PLANE] = level_plane[levels]
+    nodes[split, _ROW] = level_row[levels]
+    nodes[split, _COL] = level_count[levels]
+    nodes[split, _LEFT] = flat["left"][split]
+    nodes[split, _RIGHT] = flat["right"][split]
+    node_threshold = nodes.view(np.float64)
+    node_threshold[:, _THRESHOLD] = flat["threshold"]
+    return nodes, node_threshold
+
+
 def _root_levels(roots, node_level, start_level):
     """Level of the blocks each tree is first walked on: its root's feature level, or the
     start level for a root that is a leaf or reads a pixel feature."""
@@ -500,20 +530,8 @@ def predict_multiscale(booster, level_arrays, feature_level, feature_slot, shape
     evaluations = np.zeros(n_block_rows, dtype=np.int64)
     pixel_evaluations = np.zeros(n_block_rows)
     features = np.concatenate([np.asarray(a, dtype=np.float32).ravel() for a in level_arrays])
-    # Where each split node finds its feature in the flat buffer (0 for leaves).
-    level_start = np.cumsum([0] + [a.size for a in level_arrays[:-1]]).astype(np.int64)
-    level_count = np.array([a.shape[-1] for a in level_arrays], dtype=np.int64)
-    level_row = np.array([a.shape[-2] for a in level_arrays], dtype=np.int64) * level_count
-    level_plane = np.array([a.shape[-3] for a in level_arrays], dtype=np.int64) * level_row
-    split = node_level >= 0
-    node_base, node_plane, node_row, node_col = (np.zeros(node_level.shape, dtype=np.int64)
-                                                 for _ in range(4))
-    node_base[split] = level_start[node_level[split]] + node_slot[split]
-    node_plane[split] = level_plane[node_level[split]]
-    node_row[split] = level_row[node_level[split]]
-    node_col[split] = level_count[node_level[split]]
-    _walk_blocks(features, node_level, node_base, node_plane, node_row, node_col,
-                 flat["threshold"], flat["default_left"], flat["left"], flat["right"],
+    nodes, node_threshold = _node_records(flat, node_level, node_slot, level_arrays)
+    _walk_blocks(features, nodes, node_threshold, flat["default_left"],
                  flat["value"], flat["node_cost"], flat["roots"],
                  _root_levels(flat["roots"], node_level, start_level), flat["tree_output"], K,
                  start_level, depth, height, width, zshift, level_offset, level_height,
