@@ -1,6 +1,6 @@
 """Objects and tracks of the 120 s fly video, against SLEAP's keypoints of both flies.
 
-Run: ``python benchmarks/bench_tracks.py [--stop N] [--model PATH]``. Writes
+Run: ``python benchmarks/bench_tracks.py [--stop N] [--model PATH] [--configs NAME ...]``. Writes
 benchmarks/results/tracks.json, docs/objects_tracks.png, and prints a table.
 ``--cli-frames N --model PATH [PATH ...]`` instead times the whole pipeline as a user
 runs it, for each model, ``msclassify predict MODEL VIDEO --frames 0:N --table T.csv --tracks --min-size 500
@@ -53,9 +53,14 @@ Measures (per configuration, over the fly objects of each frame):
 * ``identity``: each SLEAP fly's matched track id, frame by frame: a *switch* is a
   frame where the two flies' track ids are exchanged or one takes an id the other
   had; ``tracks`` counts the distinct track ids the two flies ever had (2 is perfect);
-* ``frames/s``: frames / (read + predict + this configuration's objects), wall time
-  in this process with all cores; ``CPU ms/frame``: process CPU time of the same
-  (hardly depends on other load on the machine).
+* ``frames/s``: the whole run's frames / wall time, read, predicted and measured as
+  ``msclassify predict --table`` does (`msclassify.pixel.predict_to_writer`: one
+  thread reads ahead, one predicts, one measures the frame before), all cores, with
+  every configuration asked for (``--configs``, default all three) measured on each
+  frame; ``CPU ms/frame``: the process CPU time of the same, split into read (reader
+  thread), objects (per configuration, writer thread) and predict (the rest: the
+  predicting thread and Numba's). ``--configs "classifier + split"`` gives the frames/s
+  of that configuration alone, as a user runs it.
 """
 
 import argparse
@@ -76,6 +81,7 @@ SLEAP = SHARED_DATA / "fly_sleap" / "predictions.analysis.h5"
 PLOT = REPO / "docs" / "objects_tracks.png"
 FLY = 2
 MIN_SMALL = 20
+CONFIGS = ("components", "size + split", "classifier + split")
 
 
 def sleap_bodies():
@@ -235,6 +241,9 @@ def main():
     parser.add_argument("--model", nargs="+",
                         help="a saved pixel model instead of training one (with --cli-frames: "
                              "one or more, timed interleaved)")
+    parser.add_argument("--configs", nargs="+", default=list(CONFIGS), choices=list(CONFIGS),
+                        help="the object configurations to run (default all three, at once; "
+                             "one gives the frames/s of that configuration)")
     parser.add_argument("--cli-frames", type=int,
                         help="time the predict --table command on this many frames instead")
     args = parser.parse_args()
@@ -253,41 +262,65 @@ def main():
     import pandas as pd
 
     from msclassify.io import open_frames
-    from msclassify.pixel import predict_frame
+    from msclassify.objects import remember_frames
+    from msclassify.pixel import label_dtype, predict_frame
+    from msclassify.pixel.batch import predict_to_writer
 
     load_start = os.getloadavg()
     model = load_or_train_model(args.model[0] if args.model else None)
     configs, classifier_info = pipelines(model)
+    configs = {name: configs[name] for name in args.configs}
     centres, axes = sleap_bodies()
-    wall = {name: 0.0 for name in ("read", "predict", *configs)}
-    cpu = dict(wall)
+    cpu = {name: 0.0 for name in ("read", *configs)}
     rows = {name: [] for name in configs}
+    background = []
+
+    class Timed:
+        """The video, with the CPU time of its reads (in the reader thread)."""
+
+        def __init__(self, source):
+            self.source = source
+
+        def read(self, index):
+            start = time.thread_time()
+            frame = self.source.read(index)
+            cpu["read"] += time.thread_time() - start
+            return frame
+
+    class Tables:
+        """The batch's frame writer: each configuration's objects of the frame (in the
+        writer thread, as ``predict --table`` measures its objects)."""
+
+        def __init__(self, frames, dtype):
+            self.frames, self.dtype = frames, dtype
+
+        def write(self, position, labels, probabilities=None):
+            image = self.frames.take(position)
+            if not background:
+                background.append(image)
+            for name, pipeline in configs.items():
+                start = time.thread_time()
+                rows[name].append(pipeline.frame_table(labels, image, probabilities, position))
+                cpu[name] += time.thread_time() - start
+            if position % 250 == 0:
+                print(f"frame {position}: load {os.getloadavg()[0]:.1f}", flush=True)
+
     with open_frames(str(VIDEO), as_gray=True) as source:
         n_frames = min(args.stop, len(source))
         predict_frame(model, source.read(0), probabilities=True)  # compiled outside the timing
-        background = None
-        for frame in range(n_frames):
-            w, c = time.perf_counter(), time.process_time()
-            image = source.read(frame)
-            w2, c2 = time.perf_counter(), time.process_time()
-            prediction = predict_frame(model, image, probabilities=True)
-            w3, c3 = time.perf_counter(), time.process_time()
-            wall["read"] += w2 - w; cpu["read"] += c2 - c
-            wall["predict"] += w3 - w2; cpu["predict"] += c3 - c2
-            for name, pipeline in configs.items():
-                w, c = time.perf_counter(), time.process_time()
-                rows[name].append(pipeline.frame_table(prediction.labels, image,
-                                                       prediction.probabilities, frame))
-                wall[name] += time.perf_counter() - w; cpu[name] += time.process_time() - c
-            if background is None:
-                background = image
-            if frame % 250 == 0:
-                print(f"frame {frame}: {(frame + 1) / sum(wall.values()):.1f} frames/s so far, "
-                      f"load {os.getloadavg()[0]:.1f}", flush=True)
+        frames = remember_frames(Timed(source))
+        wall, process = time.perf_counter(), time.process_time()
+        # The loop of `msclassify predict`: one thread reads ahead, this one predicts, one
+        # measures the frame before.
+        predict_to_writer(model, frames, Tables(frames, label_dtype(model.classes_)),
+                          range(n_frames), probabilities=True)
+        wall, process = time.perf_counter() - wall, time.process_time() - process
+    background = background[0]
     load_end = os.getloadavg()
     results = []
     tables = {name: pd.concat(parts, ignore_index=True) for name, parts in rows.items()}
-    shared_wall, shared_cpu = wall["read"] + wall["predict"], cpu["read"] + cpu["predict"]
+    # predict: the process CPU time outside the reader and object threads (Numba's threads)
+    cpu["predict"] = process - sum(cpu.values())
     for name, table in tables.items():
         weighted = evaluate(table, centres, axes, n_frames, "centroid_weighted",
                             "orientation_weighted")
@@ -299,26 +332,26 @@ def main():
                         "weighted axis p90 deg": weighted["axis p90 deg"],
                         "body axis median deg": body["axis median deg"],
                         "body axis p90 deg": body["axis p90 deg"],
-                        "frames/s": n_frames / (shared_wall + wall[name]),
-                        "CPU ms/frame": 1e3 * (shared_cpu + cpu[name]) / n_frames,
-                        "objects ms/frame": 1e3 * wall[name] / n_frames})
-    best = "classifier + split"
+                        "objects CPU ms/frame": 1e3 * cpu[name] / n_frames})
+    best = "classifier + split" if "classifier + split" in tables else next(iter(tables))
     plot_tracks(tables[best], centres[:n_frames], background, PLOT,
                 f"{best}: tracks over frames 0..{n_frames - 1} (white: SLEAP)")
     columns = ["config", "right count %", "frames with 1 / 3+ flies", "centroid median px",
                "centroid p90 px", "weighted centroid median px", "weighted centroid p90 px",
                "axis median deg", "axis p90 deg", "weighted axis median deg",
                "weighted axis p90 deg", "body axis median deg", "body axis p90 deg",
-               "switches", "tracks",
-               "frames/s", "CPU ms/frame", "objects ms/frame"]
+               "switches", "tracks", "objects CPU ms/frame"]
     print(f"{n_frames} frames; CPU {cpu_model()}; load {load_start[0]:.1f} at start, "
-          f"{load_end[0]:.1f} at end; read {1e3 * wall['read'] / n_frames:.1f} ms/frame, "
-          f"predict {1e3 * wall['predict'] / n_frames:.1f} ms/frame")
+          f"{load_end[0]:.1f} at end")
     print_table(results, columns)
+    print(f"whole pipeline ({' and '.join(configs)} at once): {n_frames / wall:.1f} frames/s, "
+          f"{1e3 * process / n_frames:.1f} CPU ms/frame (read "
+          f"{1e3 * cpu['read'] / n_frames:.1f}, predict {1e3 * cpu['predict'] / n_frames:.1f})")
     path = write_results("tracks", {
         "video": str(VIDEO.relative_to(SHARED_DATA)), "frames": n_frames,
         "load average (1 min) at start and end": [load_start[0], load_end[0]],
-        "stage wall ms/frame": {k: 1e3 * v / n_frames for k, v in wall.items()},
+        "configs run at once": list(configs),
+        "frames/s": n_frames / wall, "CPU ms/frame": 1e3 * process / n_frames,
         "stage CPU ms/frame": {k: 1e3 * v / n_frames for k, v in cpu.items()},
         "peak RSS MB": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "object classifier": classifier_info, "rows": results})

@@ -124,6 +124,33 @@ def test_hand_checked_block_split():
     assert result.cost_map.sum() == pytest.approx(2.0 * result.pixel_evaluations)
 
 
+def test_tree_rooted_on_a_finer_level_starts_on_its_blocks():
+    # Features: 0 on level 3, 1 on level 1 (2x2 blocks). Image 5 x 6 (padded to 8 x 8): tree 0
+    # splits on the level-3 feature (the start level), tree 1's root on the level-1 feature,
+    # so tree 1 is walked on the 3 x 3 level-1 blocks holding image pixels: 9 evaluations,
+    # without ever splitting the level-3 block (which would evaluate nothing).
+    coarse_tree = _hand_tree([(0, 0.5, 1, 2, 0.0, 64.0), (-1, np.nan, -1, -1, 1.0, 64.0),
+                              (-1, np.nan, -1, -1, 2.0, 64.0)])
+    fine_tree = _hand_tree([(1, 0.5, 1, 2, 0.0, 4.0), (-1, np.nan, -1, -1, 10.0, 4.0),
+                            (-1, np.nan, -1, -1, 20.0, 4.0)])
+    booster = Booster([coarse_tree, fine_tree], [0.0], 2, "regression", split_cost=4.0,
+                      feature_share=[64.0, 4.0])
+    level1 = np.arange(16, dtype=np.float32).reshape(4, 4, 1) % 2     # columns 0, 1, 0, 1
+    arrays = [np.zeros((8, 8, 0), np.float32), level1, np.zeros((2, 2, 0), np.float32),
+              np.ones((1, 1, 1), np.float32)]
+    result = predict_multiscale(booster, arrays, [3, 1], [0, 0], (5, 6), cost_map=True)
+
+    assert result.n_evaluations == 1 + 9
+    # image pixels / block pixels: the level-3 block holds 30 of 64; of the level-1 blocks,
+    # rows 0-1 are whole (6 blocks), row 2 holds 1 row of pixels (3 blocks of 2/4)
+    assert result.pixel_evaluations == 30 / 64 + 6 + 3 * 2 / 4
+    expected = 2.0 + np.where(level1[np.arange(5)[:, None] // 2, np.arange(6) // 2, 0] <= 0.5,
+                              10.0, 20.0)
+    np.testing.assert_array_equal(result.values[:, :, 0], expected)
+    np.testing.assert_allclose(result.cost_map, 4.0 / 64 + 4.0 / 4)
+    assert result.cost_map.sum() == pytest.approx(4.0 * result.pixel_evaluations)
+
+
 def test_blocks_in_the_padding_are_not_evaluated():
     # A 9 x 9 image is padded to 16 x 16; a pixel-level root must evaluate exactly its 81
     # pixels, none of the 175 padding pixels.

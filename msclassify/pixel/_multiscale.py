@@ -33,6 +33,9 @@ from numba import njit, prange
 from ..features import N_LEVELS
 from ._apply import label_dtype
 
+# Columns of the node records the walk reads (`_node_records`): one 64-byte row per node.
+_LEVEL, _BASE, _PLANE, _ROW, _COL, _LEFT, _RIGHT, _THRESHOLD = range(8)
+
 # Pending child blocks of one tree walk: at most 7 per block split along the path.
 _STACK_SIZE = 7 * (N_LEVELS - 1) + 1
 
@@ -66,10 +69,9 @@ class MultiscaleResult(NamedTuple):
 
 
 @njit(inline="always")
-def _walk_pixels(features, node_level, node_base, node_plane, node_row, node_col, threshold,
-                 default_left, left, right, value, node_cost, start_node, k, n_outputs,
-                 level_zshift, z_start, z_stop, y_start, y_stop, x_start, x_stop, acc_offset,
-                 acc_height, acc_width, acc, cost, with_cost):
+def _walk_pixels(features, nodes, node_threshold, default_left, value, node_cost, start_node, k,
+                 n_outputs, level_zshift, z_start, z_stop, y_start, y_stop, x_start, x_stop,
+                 acc_offset, acc_height, acc_width, acc, cost, with_cost):
     """Walk the subtree below ``start_node`` for every pixel of a block; return the evaluations."""
     n_eval = 0
     for z in range(z_start, z_stop):
@@ -77,43 +79,56 @@ def _walk_pixels(features, node_level, node_base, node_plane, node_row, node_col
             for x in range(x_start, x_stop):
                 node = start_node
                 while True:
-                    feature_level = node_level[node]
+                    feature_level = nodes[node, _LEVEL]
                     if feature_level < 0:
                         break
-                    v = features[node_base[node] + (z >> level_zshift[feature_level])
-                                 * node_plane[node] + (y >> feature_level) * node_row[node]
-                                 + (x >> feature_level) * node_col[node]]
+                    v = features[nodes[node, _BASE] + (z >> level_zshift[feature_level])
+                                 * nodes[node, _PLANE] + (y >> feature_level) * nodes[node, _ROW]
+                                 + (x >> feature_level) * nodes[node, _COL]]
                     n_eval += 1
                     if with_cost:
                         cost[acc_offset // n_outputs + (z * acc_height + y) * acc_width
                              + x] += node_cost[node]
-                    go_left = v <= threshold[node] or (np.isnan(v) and default_left[node])
-                    node = left[node] if go_left else right[node]
+                    go_left = v <= node_threshold[node, _THRESHOLD] or (np.isnan(v)
+                                                                        and default_left[node])
+                    node = nodes[node, _LEFT] if go_left else nodes[node, _RIGHT]
                 acc[acc_offset + ((z * acc_height + y) * acc_width + x) * n_outputs
                     + k] += value[node]
     return n_eval
 
 
 @njit(cache=True, parallel=True, nogil=True)
-def _walk_blocks(features, node_level, node_base, node_plane, node_row, node_col, threshold,
-                 default_left, left, right, value, node_cost, roots, tree_output, n_outputs,
-                 start_level, depth, height, width, level_zshift, level_offset, level_height,
-                 level_width, acc, cost, with_cost, evaluations, pixel_evaluations):
+def _walk_blocks(features, nodes, node_threshold, default_left, value, node_cost, roots,
+                 root_level, tree_output, n_outputs, start_level, depth, height, width,
+                 level_zshift, level_offset, level_height, level_width, acc, cost, with_cost,
+                 evaluations, pixel_evaluations):
     """Walk every tree over every start-level block, coarse to fine.
 
-    All feature levels live in the flat ``features`` buffer; split node ``n`` reads
-    its feature at level-``node_level[n]`` position (p, r, c) from
-    ``features[node_base[n] + p * node_plane[n] + r * node_row[n] + c * node_col[n]]``,
-    addresses that depend on the node alone, so a node evaluation waits for one
-    lookup, not two. A level-L block spans ``2**level_zshift[L]`` planes (an image
-    has one plane and shifts 0). ``acc[level_offset[L] + ((z * level_height[L] + y)
+    All feature levels live in the flat ``features`` buffer. Node ``n`` is the record
+    ``nodes[n] = (level, base, plane, row, col, left, right, threshold)`` (one cache
+    line; level -1 for a leaf; ``node_threshold`` is the same buffer as float64, to
+    read the threshold): a split reads its feature at level-``level`` position
+    (p, r, c) from ``features[base + p * plane + r * row + c * col]``, addresses that
+    depend on the node alone, so a node evaluation waits for one lookup, not two. A
+    level-L block spans ``2**level_zshift[L]`` planes (an image has one plane and
+    shifts 0). ``acc[level_offset[L] + ((z * level_height[L] + y)
     * level_width[L] + x) * K + k]`` accumulates the leaf values of output k reached
     by the level-L block (z, y, x); ``cost`` the node costs, indexed the same way
     with K = 1. Work is split by rows of start-level blocks, which own disjoint
-    rows of every finer level, so writes never race. Evaluations of blocks wholly
-    inside the image are counted as integers, those of blocks reaching into the
-    padding by their fraction of image pixels.
+    rows of every finer level, so writes never race. Within a start-level block the
+    trees run in order and each adds at most one value to a cell, so every cell
+    sums its trees in tree order, whatever the order of the blocks.
+
+    Tree ``t`` is first walked on the blocks of ``root_level[t]`` (its root's
+    feature level, or the start level for a leaf or a pixel feature) inside the
+    start-level block: a coarser block would only be split down to them, without an
+    evaluation. Whether a block reaches into the padding is decided once per block
+    visit, not per evaluation: evaluations of blocks wholly inside the image are
+    counted as integers, those of blocks reaching into the padding by their fraction
+    of image pixels, summed exactly in units of ``2**-unit_bits`` of a coarsest block.
     """
+    n_levels = level_zshift.shape[0]
+    unit_bits = 2 * (n_levels - 1) + level_zshift[n_levels - 1]
     start_zshift = level_zshift[start_level]
     n_block_planes = (depth + (1 << start_zshift) - 1) >> start_zshift
     n_block_rows = (height + (1 << start_level) - 1) >> start_level
@@ -126,99 +141,117 @@ def _walk_blocks(features, node_level, node_base, node_plane, node_row, node_col
         stack_x = np.empty(_STACK_SIZE, dtype=np.int64)
         n_inside = 0
         n_border = 0
-        border_weight = 0.0
+        border_units = 0
         block_plane = block_index // n_block_rows
         block_row = block_index - block_plane * n_block_rows
         for block_col in range(n_block_cols):
             for t in range(roots.shape[0]):
                 k = tree_output[t]
-                node = np.int64(roots[t])
-                level = np.int64(start_level)
-                z = np.int64(block_plane)
-                y = np.int64(block_row)
-                x = np.int64(block_col)
-                top = 0
-                while True:
-                    feature_level = node_level[node]
-                    zshift = level_zshift[level]
-                    if feature_level >= level:
-                        # The feature is constant on this block: one evaluation serves it.
-                        shift = feature_level - level
-                        v = features[node_base[node]
-                                     + (z >> (level_zshift[feature_level] - zshift))
-                                     * node_plane[node] + (y >> shift) * node_row[node]
-                                     + (x >> shift) * node_col[node]]
-                        back = (z + 1) << zshift
-                        bottom = (y + 1) << level
-                        right_edge = (x + 1) << level
-                        if back <= depth and bottom <= height and right_edge <= width:
-                            n_inside += 1
-                        else:
-                            n_border += 1
-                            border_weight += ((min(depth, back) - (z << zshift))
-                                              * (min(height, bottom) - (y << level))
-                                              * (min(width, right_edge) - (x << level))
-                                              / (1 << (2 * level + zshift)))
-                        if with_cost:
-                            cost[level_offset[level] // n_outputs
-                                 + (z * level_height[level] + y) * level_width[level]
-                                 + x] += node_cost[node]
-                        go_left = v <= threshold[node] or (np.isnan(v) and default_left[node])
-                        node = left[node] if go_left else right[node]
-                        continue
-                    if feature_level < 0:
-                        acc[level_offset[level] + ((z * level_height[level] + y)
-                                                   * level_width[level] + x) * n_outputs
-                            + k] += value[node]
-                    elif feature_level == 0:
-                        # Nothing is finer than a pixel: finish the subtree pixel by pixel,
-                        # without the block bookkeeping.
-                        n_inside += _walk_pixels(
-                            features, node_level, node_base, node_plane, node_row, node_col,
-                            threshold, default_left, left, right, value, node_cost,
-                            node, k, n_outputs, level_zshift, z << zshift,
-                            min(depth, (z + 1) << zshift), y << level,
-                            min(height, (y + 1) << level), x << level,
-                            min(width, (x + 1) << level), level_offset[0], level_height[0],
-                            level_width[0], acc, cost, with_cost)
-                    else:
-                        # A coarser feature than a pixel but finer than the block: continue on
-                        # the first child block (4 in a 1x2x2 step, 8 in a 2x2x2 step), queue
-                        # the others that hold image pixels.
-                        level -= 1
-                        z_factor = zshift - level_zshift[level]
-                        zshift = level_zshift[level]
-                        z <<= z_factor
-                        y *= 2
-                        x *= 2
-                        for dz in range(1 << z_factor):
-                            if ((z + dz) << zshift) >= depth:
-                                break
-                            for dy in range(2):
-                                if ((y + dy) << level) >= height:
+                first_level = np.int64(root_level[t])
+                # The level-`first_level` blocks of this start-level block holding image pixels.
+                first_zshift = level_zshift[first_level]
+                z_factor = start_zshift - first_zshift
+                step = start_level - first_level
+                z_first = np.int64(block_plane) << z_factor
+                y_first = np.int64(block_row) << step
+                x_first = np.int64(block_col) << step
+                z_last = min(z_first + (1 << z_factor),
+                             (depth + (1 << first_zshift) - 1) >> first_zshift)
+                y_last = min(y_first + (1 << step),
+                             (height + (1 << first_level) - 1) >> first_level)
+                x_last = min(x_first + (1 << step), (width + (1 << first_level) - 1) >> first_level)
+                for z_root in range(z_first, z_last):
+                    for y_root in range(y_first, y_last):
+                        for x_root in range(x_first, x_last):
+                            node = np.int64(roots[t])
+                            level = first_level
+                            z = z_root
+                            y = y_root
+                            x = x_root
+                            top = 0
+                            while True:
+                                zshift = level_zshift[level]
+                                back = (z + 1) << zshift
+                                bottom = (y + 1) << level
+                                right_edge = (x + 1) << level
+                                # Every feature constant on this block: one evaluation serves it.
+                                n = 0
+                                feature_level = nodes[node, _LEVEL]
+                                while feature_level >= level:
+                                    shift = feature_level - level
+                                    v = features[nodes[node, _BASE]
+                                                 + (z >> (level_zshift[feature_level] - zshift))
+                                                 * nodes[node, _PLANE]
+                                                 + (y >> shift) * nodes[node, _ROW]
+                                                 + (x >> shift) * nodes[node, _COL]]
+                                    n += 1
+                                    if with_cost:
+                                        cost[level_offset[level] // n_outputs
+                                             + (z * level_height[level] + y) * level_width[level]
+                                             + x] += node_cost[node]
+                                    go_left = v <= node_threshold[node, _THRESHOLD] or (np.isnan(v)
+                                                                       and default_left[node])
+                                    node = nodes[node, _LEFT] if go_left else nodes[node, _RIGHT]
+                                    feature_level = nodes[node, _LEVEL]
+                                if back <= depth and bottom <= height and right_edge <= width:
+                                    n_inside += n
+                                elif n > 0:
+                                    n_border += n
+                                    border_units += n * (((min(depth, back) - (z << zshift))
+                                                          * (min(height, bottom) - (y << level))
+                                                          * (min(width, right_edge) - (x << level)))
+                                                         << (unit_bits - 2 * level - zshift))
+                                if feature_level < 0:
+                                    acc[level_offset[level] + ((z * level_height[level] + y)
+                                                               * level_width[level] + x)
+                                        * n_outputs + k] += value[node]
+                                elif feature_level == 0:
+                                    # Nothing is finer than a pixel: finish the subtree pixel by
+                                    # pixel, without the block bookkeeping.
+                                    n_inside += _walk_pixels(
+                                        features, nodes, node_threshold, default_left, value,
+                                        node_cost, node, k, n_outputs, level_zshift, z << zshift,
+                                        min(depth, back), y << level, min(height, bottom),
+                                        x << level, min(width, right_edge), level_offset[0],
+                                        level_height[0], level_width[0], acc, cost, with_cost)
+                                else:
+                                    # A coarser feature than a pixel but finer than the block:
+                                    # continue on the first child block (4 in a 1x2x2 step, 8 in
+                                    # a 2x2x2 step), queue the others that hold image pixels.
+                                    level -= 1
+                                    z_step = zshift - level_zshift[level]
+                                    zshift = level_zshift[level]
+                                    z <<= z_step
+                                    y *= 2
+                                    x *= 2
+                                    for dz in range(1 << z_step):
+                                        if ((z + dz) << zshift) >= depth:
+                                            break
+                                        for dy in range(2):
+                                            if ((y + dy) << level) >= height:
+                                                break
+                                            for dx in range(2):
+                                                if ((x + dx) << level) >= width:
+                                                    break
+                                                if dz + dy + dx == 0:
+                                                    continue
+                                                stack_node[top] = node
+                                                stack_level[top] = level
+                                                stack_z[top] = z + dz
+                                                stack_y[top] = y + dy
+                                                stack_x[top] = x + dx
+                                                top += 1
+                                    continue
+                                if top == 0:
                                     break
-                                for dx in range(2):
-                                    if ((x + dx) << level) >= width:
-                                        break
-                                    if dz + dy + dx == 0:
-                                        continue
-                                    stack_node[top] = node
-                                    stack_level[top] = level
-                                    stack_z[top] = z + dz
-                                    stack_y[top] = y + dy
-                                    stack_x[top] = x + dx
-                                    top += 1
-                        continue
-                    if top == 0:
-                        break
-                    top -= 1
-                    node = stack_node[top]
-                    level = stack_level[top]
-                    z = stack_z[top]
-                    y = stack_y[top]
-                    x = stack_x[top]
+                                top -= 1
+                                node = stack_node[top]
+                                level = stack_level[top]
+                                z = stack_z[top]
+                                y = stack_y[top]
+                                x = stack_x[top]
         evaluations[block_index] = n_inside + n_border
-        pixel_evaluations[block_index] = n_inside + border_weight
+        pixel_evaluations[block_index] = n_inside + border_units / (1 << unit_bits)
 
 
 @njit(inline="always")
@@ -327,6 +360,37 @@ def _node_levels(booster, feature_level, feature_slot):
     node_level[split] = feature_level[feature[split]]
     node_slot[split] = feature_slot[feature[split]]
     return flat, node_level, node_slot
+
+
+def _node_records(flat, node_level, node_slot, level_arrays):
+    """The nodes as the walk reads them: int64 ``(n_nodes, 8)`` records ``(level, base,
+    plane, row, col, left, right, threshold)`` (`_walk_blocks`), and the same buffer as
+    float64, where column ``_THRESHOLD`` holds the threshold. Where each split node finds
+    its feature in the flat buffer of all levels depends on the node alone (0 for leaves)."""
+    level_start = np.cumsum([0] + [a.size for a in level_arrays[:-1]]).astype(np.int64)
+    level_count = np.array([a.shape[-1] for a in level_arrays], dtype=np.int64)
+    level_row = np.array([a.shape[-2] for a in level_arrays], dtype=np.int64) * level_count
+    level_plane = np.array([a.shape[-3] for a in level_arrays], dtype=np.int64) * level_row
+    split = node_level >= 0
+    nodes = np.zeros((node_level.size, 8), dtype=np.int64)
+    nodes[:, _LEVEL] = node_level
+    levels = node_level[split]
+    nodes[split, _BASE] = level_start[levels] + node_slot[split]
+    nodes[split, _PLANE] = level_plane[levels]
+    nodes[split, _ROW] = level_row[levels]
+    nodes[split, _COL] = level_count[levels]
+    nodes[split, _LEFT] = flat["left"][split]
+    nodes[split, _RIGHT] = flat["right"][split]
+    node_threshold = nodes.view(np.float64)
+    node_threshold[:, _THRESHOLD] = flat["threshold"]
+    return nodes, node_threshold
+
+
+def _root_levels(roots, node_level, start_level):
+    """Level of the blocks each tree is first walked on: its root's feature level, or the
+    start level for a root that is a leaf or reads a pixel feature."""
+    levels = node_level[roots]
+    return np.where(levels >= 1, levels, start_level).astype(np.int64)
 
 
 def _level_blocks(blocks, n_dims):
@@ -466,21 +530,10 @@ def predict_multiscale(booster, level_arrays, feature_level, feature_slot, shape
     evaluations = np.zeros(n_block_rows, dtype=np.int64)
     pixel_evaluations = np.zeros(n_block_rows)
     features = np.concatenate([np.asarray(a, dtype=np.float32).ravel() for a in level_arrays])
-    # Where each split node finds its feature in the flat buffer (0 for leaves).
-    level_start = np.cumsum([0] + [a.size for a in level_arrays[:-1]]).astype(np.int64)
-    level_count = np.array([a.shape[-1] for a in level_arrays], dtype=np.int64)
-    level_row = np.array([a.shape[-2] for a in level_arrays], dtype=np.int64) * level_count
-    level_plane = np.array([a.shape[-3] for a in level_arrays], dtype=np.int64) * level_row
-    split = node_level >= 0
-    node_base, node_plane, node_row, node_col = (np.zeros(node_level.shape, dtype=np.int64)
-                                                 for _ in range(4))
-    node_base[split] = level_start[node_level[split]] + node_slot[split]
-    node_plane[split] = level_plane[node_level[split]]
-    node_row[split] = level_row[node_level[split]]
-    node_col[split] = level_count[node_level[split]]
-    _walk_blocks(features, node_level, node_base, node_plane, node_row, node_col,
-                 flat["threshold"], flat["default_left"], flat["left"], flat["right"],
-                 flat["value"], flat["node_cost"], flat["roots"], flat["tree_output"], K,
+    nodes, node_threshold = _node_records(flat, node_level, node_slot, level_arrays)
+    _walk_blocks(features, nodes, node_threshold, flat["default_left"],
+                 flat["value"], flat["node_cost"], flat["roots"],
+                 _root_levels(flat["roots"], node_level, start_level), flat["tree_output"], K,
                  start_level, depth, height, width, zshift, level_offset, level_height,
                  level_width, acc, cost, cost_map, evaluations, pixel_evaluations)
     finish = (acc, level_offset, level_height, level_width, zshift, levels_used,
