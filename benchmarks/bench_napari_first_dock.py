@@ -20,7 +20,8 @@ video); ``--dock NAME`` picks the dock (e.g. ``Volume``, ``Object table and trac
 
     QT_API=pyqt6 xvfb-run -a python benchmarks/bench_napari_first_dock.py --compare /work/main
 
-Writes benchmarks/results/napari_first_dock[_dock_NAME].json and prints a table (medians of the rounds).
+Writes benchmarks/results/napari_first_dock[_dock_NAME].json and prints a table (medians of the
+rounds).
 """
 
 import argparse

@@ -157,7 +157,8 @@ def label_instances(mask, foreground=None, connectivity=None, *, volume=False):
         predicts between two touching objects is often one voxel thick, and a
         one-voxel-thick digital surface at an oblique angle (a naive digital
         plane) keeps only the 6-connected sides apart; paths through voxel
-        edges or corners (18- or 26-connected) cross it. One such crossing anywhere on the contact merges two nuclei,
+        edges or corners (18- or 26-connected) cross it. One such crossing
+        anywhere on the contact merges two nuclei,
         and a contact surface in 3-D has many voxels where a contact line in
         2-D has few.
 

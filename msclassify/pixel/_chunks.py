@@ -446,7 +446,8 @@ def training_windows(image, labels, features="default", chunks=1024, spacing=Non
     around them while that box holds no more pixels than the two apart, so the halos
     of neighbouring scribbled chunks are read (and trained on) once: the crops never
     hold more pixels than the windows of the scribbled chunks, nor than the image.
-    Pass the crops to `PixelClassifier.fit`. What differs from training on the whole image: the pixels that stand for the
+    Pass the crops to `PixelClassifier.fit`. What differs from training on the
+    whole image: the pixels that stand for the
     image in the cost terms, and the distillation teacher's pixels, are drawn
     from the crops (docs/large_images.md, *Training on part of a big image*).
 
