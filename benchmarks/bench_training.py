@@ -31,17 +31,10 @@ with ``cost_tradeoff="auto"``; ``no-distill`` = ``distill_weight=0``;
 ``teacher-stride-1`` = ``teacher_stride=1`` (the teacher predicts every pixel of the frame for
 its class map, the default before its coarse-to-fine map); ``all-features`` = ``colsample=1.0``
 (every tree draws from all features; the default before ``colsample=None``, which draws half of
-them per tree with more than two classes). ``vector`` = ``multiclass_trees="vector"`` (one tree per
-round with a value per class in each leaf; docs/scribbles.md section 10), ``vector-all-features``,
-``vector-auto`` and ``vector-31-leaves`` the same with ``colsample=1.0``, ``cost_tradeoff="auto"``
-and ``max_leaves=31``.
+them per tree with more than two classes).
 
 What is measured
 ----------------
-``accuracy`` (4-class cases) is, on the pixels not scribbled and after the timing, the
-pixel accuracy of the fitted model's prediction against the 4-class map (fly-4,
-larvae-4) or its larva pixel F1 against the real larva mask of the crop (photo-4).
-
 Each fit runs in a fresh process (so peak RSS is its own and no feature cache is
 shared) after a tiny warm-up fit (Numba kernels loaded, as in a running session); the
 stage times come from ``fit(progress=...)`` (the elapsed time at
@@ -74,10 +67,7 @@ CASES = ("fly-2", "fly-4", "larvae-2", "larvae-4", "photo-4")
 VARIANTS = {"default": {}, "auto": {"cost_tradeoff": "auto"},
             "no-distill": {"distill_weight": 0.0}, "no-balance": {"class_weight": None},
             "balanced": {"class_weight": "balanced"}, "teacher-stride-1": {"teacher_stride": 1},
-            "all-features": {"colsample": 1.0}, "vector": {"multiclass_trees": "vector"},
-            "vector-all-features": {"multiclass_trees": "vector", "colsample": 1.0},
-            "vector-auto": {"multiclass_trees": "vector", "cost_tradeoff": "auto"},
-            "vector-31-leaves": {"multiclass_trees": "vector", "max_leaves": 31}}
+            "all-features": {"colsample": 1.0}}
 
 
 def four_classes(object_mask, far):
@@ -90,36 +80,31 @@ def four_classes(object_mask, far):
     return out
 
 
-def case_data(case, truth=False):
-    """``(image, labels)`` of a case (see the module docstring); with ``truth``
-    ``(image, labels, truth)``: the class map of fly-4 and larvae-4, the larva mask of
-    photo-4, None for the 2-class cases."""
+def case_data(case):
+    """``(image, labels)`` of a case (see the module docstring)."""
     from scipy import ndimage as ndi
     from _real_data import (balanced_scribbles, load_fly_larvae_dev, load_fly_masks_dev,
                             larvae_instances, LARVAE_DIR, _read_png)
     if case == "fly-2":
         data = load_fly_masks_dev(test_limit=1)
-        return (data["train_images"][0], data["train_labels"][0]) + ((None,) if truth else ())
+        return data["train_images"][0], data["train_labels"][0]
     if case == "fly-4":
         data = load_fly_masks_dev(test_limit=1)
         flies = data["test_masks"][0] > 0
         far = ~ndi.binary_dilation(flies, iterations=10)
-        classes = four_classes(flies, far)
-        return (data["test_images"][0], balanced_scribbles(classes, seed=0)) + (
-            (classes,) if truth else ())
+        return data["test_images"][0], balanced_scribbles(four_classes(flies, far), seed=0)
     if case == "photo-4":
         from bench_napari import larvae_photo
-        photo, larvae, scribbles = larvae_photo()
-        return (photo, scribbles) + ((larvae,) if truth else ())
+        photo, _, scribbles = larvae_photo()
+        return photo, scribbles
     data = load_fly_larvae_dev("balanced")
     image = data["train_images"][0]
     if case == "larvae-2":
-        return (image, data["train_labels"][0]) + ((None,) if truth else ())
+        return image, data["train_labels"][0]
     larvae = larvae_instances(_read_png(LARVAE_DIR / "img_1_mask.png")) > 0
     grey = image.mean(axis=2)
     far = grey < np.percentile(grey[~larvae], 50)          # the darker half: tray
-    classes = four_classes(larvae, far)
-    return (image, balanced_scribbles(classes, seed=1)) + ((classes,) if truth else ())
+    return image, balanced_scribbles(four_classes(larvae, far), seed=1)
 
 
 def warm_up(image, labels, params):
@@ -137,7 +122,7 @@ def warm_up(image, labels, params):
 def run_one(case, variant):
     """Fit once (in this process) and return the measurements as a dict."""
     from msclassify.pixel import PixelClassifier
-    image, labels, truth = case_data(case, truth=True)
+    image, labels = case_data(case)
     warm_up(image, labels, VARIANTS[variant])
     reports = []
     model = PixelClassifier(random_state=0, **VARIANTS[variant])
@@ -171,18 +156,7 @@ def run_one(case, variant):
         name = "model" if stage.startswith("μ path") else stage
         stages_cpu[name] = stages_cpu.get(name, 0.0) + end - start
     counts = np.bincount(labels.ravel())[1:]
-    # after the timing, over the pixels not scribbled: pixel accuracy against the 4-class map,
-    # or (photo-4) larva pixel F1 against the real mask (larva is class 2)
-    accuracy = None
-    if truth is not None:
-        predicted, unlabelled = model.predict(image), labels == 0
-        if truth.dtype == bool:
-            hit = predicted == 2
-            accuracy = float(2 * np.sum(hit & truth & unlabelled)
-                             / (np.sum(hit & unlabelled) + np.sum(truth & unlabelled)))
-        else:
-            accuracy = float(np.mean(predicted[unlabelled] == truth[unlabelled]))
-    return {"accuracy": accuracy, "case": case, "variant": variant, "wall s": wall, "cpu s": cpu,
+    return {"case": case, "variant": variant, "wall s": wall, "cpu s": cpu,
             "peak RSS MB": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
             "stages": stages, "stages cpu": stages_cpu, "classes": int((counts > 0).sum()),
             "labelled px": int(counts.sum()), "shape": list(image.shape),
@@ -228,14 +202,13 @@ def main():
             row["round"], row["load"], row["variant"] = r, os.getloadavg()[0], variant
             runs.append(row)
             print(f"round {r + 1}: {case} {variant}: {row['wall s']:.2f} s wall, "
-                  f"{row['cpu s']:.2f} s cpu, accuracy {row.get('accuracy')}, stages " + ", ".join(
+                  f"{row['cpu s']:.2f} s cpu, stages " + ", ".join(
                       f"{k} {v:.2f}" for k, v in row["stages"].items()), flush=True)
     table = []
     for case, variant in pairs:
         mine = [row for row in runs if row["case"] == case and row["variant"] == variant]
         stage_names = list(dict.fromkeys(k for row in mine for k in row["stages"]))
         entry = {"case": case, "variant": variant, "classes": mine[0]["classes"],
-                 "accuracy": mine[0].get("accuracy"),
                  "wall s": statistics.median(row["wall s"] for row in mine),
                  "cpu s": statistics.median(row["cpu s"] for row in mine),
                  "peak RSS MB": max(row["peak RSS MB"] for row in mine)}
@@ -249,7 +222,7 @@ def main():
             entry["x default (cpu, per round)"] = statistics.median(
                 a["cpu s"] / b["cpu s"] for a, b in zip(mine, base))
         table.append(entry)
-    columns = ["case", "variant", "classes", "accuracy", "wall s", "cpu s", "features cpu s",
+    columns = ["case", "variant", "classes", "wall s", "cpu s", "features cpu s",
                "teacher cpu s", "distillation cpu s", "model cpu s", "x default (wall, per round)",
                "x default (cpu, per round)", "peak RSS MB"]
     print_table(table, columns)

@@ -23,9 +23,7 @@ modelled prediction cost (tree evaluation + features) per pixel.
 512 x 384; generated scribbles of tray, larva, feed and rim). The napari widget's live model
 for 2 classes' settings (20 trees per class) and for 4 classes
 (`ClassifierSettings.for_live_update` with ``n_classes=4``: 10 trees, half the features per
-tree), a variant with fewer trees only, and the 4-class settings with vector-leaf trees
-(``multiclass_trees="vector"``: one tree per round for all classes; 10 and 15 rounds),
-against the full Train (the widget's default
+tree), and a variant with fewer trees only, against the full Train (the widget's default
 settings): CPU seconds of a refit with the features cached (``time.process_time``: all
 threads; run with ``NUMBA_NUM_THREADS=1`` on a busy machine), how many pixels agree with the
 full model's segmentation (the preview's faithfulness) and larva pixel F1 against the real
@@ -69,24 +67,18 @@ def multiclass(repeats):
     full = train.make_classifier().fit(photo, scribbles)
     full_cpu = time.process_time() - start
     reference = full.predict(photo)
-    vector = {"multiclass_trees": "vector"}
-    variants = {"live, 2-class settings (20 trees/class)": (train.for_live_update(2), {}),
-                "live, 10 trees/class, all features": (train.for_live_update(2).replace(
-                    n_estimators=10), {}),
-                "live, 4-class settings (used)": (train.for_live_update(4), {}),
-                "live, 4-class settings, vector-leaf trees": (train.for_live_update(4), vector),
-                "live, 15 rounds, vector-leaf trees": (train.for_live_update(4).replace(
-                    n_estimators=15), vector)}
+    variants = {"live, 2-class settings (20 trees/class)": train.for_live_update(2),
+                "live, 10 trees/class, all features": train.for_live_update(2).replace(
+                    n_estimators=10),
+                "live, 4-class settings (used)": train.for_live_update(4)}
     rows = []
-    for name, (settings, extra) in variants.items():
+    for name, settings in variants.items():
         cache = FeatureCache()
-        settings.make_classifier().set_params(**extra).fit(photo, scribbles,
-                                                           feature_cache=cache)
+        settings.make_classifier().fit(photo, scribbles, feature_cache=cache)
         times = []
         for _ in range(repeats):
             start = time.process_time()
-            clf = settings.make_classifier().set_params(**extra).fit(photo, scribbles,
-                                                                     feature_cache=cache)
+            clf = settings.make_classifier().fit(photo, scribbles, feature_cache=cache)
             times.append(time.process_time() - start)
         found = clf.predict(photo)
         rows.append({"model": name, "trees/class": settings.n_estimators,

@@ -26,11 +26,6 @@ def warm_up(verbose=True):
     # split) run the parallel twins of the root and split kernels: compile those too.
     wide = rng.normal(size=(2100, 256))
     train(wide, (wide[:, 0] > 0).astype(float), "binary", dict(n_estimators=1, max_leaves=2))
-    # vector-leaf trees (their own specialisations of the root, split and growth kernels)
-    three = np.digitize(wide[:, 0], [-0.5, 0.5]).astype(float)
-    for rows in (X.shape[0], wide.shape[0]):
-        train(wide[:rows], three[:rows], "multiclass",
-              dict(n_estimators=1, max_leaves=3, multiclass_trees="vector"), n_classes=3)
 
     from .baselines import BudgetRFClassifier
     from .pixel import PixelClassifier, predict_chunks

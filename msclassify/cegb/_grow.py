@@ -8,12 +8,12 @@ penalised gain (LightGBM 4.7 promotes cached splits with the unpenalised gain).
 """
 
 import numpy as np
-from numba import njit, types
-from numba.extending import overload
+from numba import njit
 
-from ._kernels import (N_SLOTS, PARALLEL_LEAF_WORK, PARTITION_CHUNK, lanes_for,
-                       mark_paid_on_paths, root_splits_parallel, root_splits_serial, route_binned,
-                       split_leaf_parallel, split_leaf_serial)
+from ._kernels import (N_SLOTS, PARALLEL_LEAF_WORK, PARTITION_CHUNK, mark_paid_on_paths,
+                       root_splits_parallel, root_splits_serial, route_binned, split_leaf_parallel,
+                       split_leaf_serial)
+from ._lanes import LANES
 
 
 class CostState:
@@ -49,11 +49,6 @@ class TreeGrower:
         1 for rows with positive sample weight (they count in ``min_samples_leaf``).
     cost_weight : ndarray of float64, shape (N,)
     state : CostState
-    n_outputs : int, optional
-        Outputs of each tree: 1, or K for vector-leaf trees (one value per output in
-        every leaf; a split's gain is the sum of the outputs' gains and its split
-        cost is charged ``n_outputs`` times, as prediction walks the tree once per
-        output).
 
     Notes
     -----
@@ -63,8 +58,7 @@ class TreeGrower:
     unpaid cost weight and whether none of the leaf's rows has paid the feature.
     """
 
-    def __init__(self, Xb, binner, params, beta, gamma, share, labelled, cost_weight, state,
-                 n_outputs=1):
+    def __init__(self, Xb, binner, params, beta, gamma, share, labelled, cost_weight, state):
         self.Xb = Xb
         self.edges = binner.edges
         self.n_bins = binner.n_bins
@@ -73,7 +67,6 @@ class TreeGrower:
         self.labelled = labelled
         self.cost_weight = cost_weight
         self.state = state
-        self.n_outputs = int(n_outputs)
         total_cost_weight = float(cost_weight.sum())
         if params.feature_cost_mode == "coupled":
             # Paid for every sample at once, the per-sample cost acts as a whole-model cost.
@@ -84,8 +77,7 @@ class TreeGrower:
         self.costs = (self.count_unpaid, state.paid_bits, state.used, np.ascontiguousarray(beta),
                       np.ascontiguousarray(gamma), share)
         max_depth = params.max_depth if params.max_depth is not None else np.iinfo(np.int32).max
-        self.settings = (mu, float(params.split_cost) * self.n_outputs,
-                         params.evaluation_cost_mode == "leaf",
+        self.settings = (mu, float(params.split_cost), params.evaluation_cost_mode == "leaf",
                          total_cost_weight, params.share_mode == "path",
                          params.growth == "breadth_first", int(params.max_leaves), int(max_depth),
                          float(params.l2_regularization), int(params.min_samples_leaf),
@@ -95,30 +87,28 @@ class TreeGrower:
                          bool(np.all((cost_weight == 1.0) | (cost_weight == 0.0))))
         n_slots = params.max_leaves
         per_feature = (n_slots, n_features)
-        lanes = lanes_for(self.n_outputs)
-        self.slots = (np.empty((n_slots, n_features, N_SLOTS, lanes)), np.empty(per_feature),
+        self.slots = (np.empty((n_slots, n_features, N_SLOTS, LANES)), np.empty(per_feature),
                       np.empty(per_feature, dtype=np.int32), np.empty(per_feature, dtype=np.bool_),
                       np.zeros(per_feature), np.zeros(per_feature, dtype=np.bool_))
-        # Gradients, hessians, labelled and padding lanes of every row: whole vectors per row.
-        self.ghc = np.zeros((n_rows, lanes))
-        self.ghc[:, self.n_outputs + 1] = labelled
+        # Gradient, hessian, labelled and a padding lane of every row: one vector per row.
+        self.ghc = np.zeros((n_rows, LANES))
+        self.ghc[:, 2] = labelled
         self.is_loss = (labelled != 0).astype(np.uint8)
         # Rows of every leaf: in rows[0] or rows[1] (a split partitions from one into the other).
         self.rows = np.empty((2, n_rows), dtype=np.int32)
         self.work = (np.zeros((n_rows + 63) // 64, dtype=np.uint64),
                      np.empty((n_rows // PARTITION_CHUNK + 1, 5), dtype=np.int64),
-                     np.empty(n_rows, dtype=np.int32), np.empty((n_rows, lanes)),
+                     np.empty(n_rows, dtype=np.int32), np.empty((n_rows, LANES)),
                      np.empty(n_rows, dtype=np.int32), np.empty(n_rows))
         n_nodes = 2 * n_slots - 1
-        self.nodes = tuple(np.empty((n_nodes, self.n_outputs) if name == "value" else n_nodes,
-                                    dtype=dtype) for name, dtype in _NODE_ARRAYS)
+        self.nodes = tuple(np.empty(n_nodes, dtype=dtype) for _, dtype in _NODE_ARRAYS)
 
     def grow(self, grad, hess, sample, active, all_rows=None):
         """Grow one tree on the rows ``sample``.
 
         Parameters
         ----------
-        grad, hess : ndarray of float64, shape (N, n_outputs)
+        grad, hess : ndarray of float64, shape (N,)
             Weighted gradients and hessians of all rows.
         sample : ndarray of int32
             Rows used by this tree, in increasing order.
@@ -129,28 +119,21 @@ class TreeGrower:
 
         Returns
         -------
-        tree : dict of node arrays (creation order, root 0); ``value`` has shape
-            (n_nodes,) for one output, (n_nodes, n_outputs) otherwise
+        tree : dict of node arrays (creation order, root 0)
         leaf_of_row : ndarray of int32, shape (N,)
             The leaf node each training row ends in.
         """
-        everything = sample.shape[0] == grad.shape[0]  # all rows, in order
-
-        def total(a):
-            return float(a.sum() if everything else a[sample].sum())
-        if self.n_outputs == 1:     # floats: the kernels compiled for one output
-            sums = (total(grad), total(hess), total(self.labelled), total(self.cost_weight))
-        else:                       # the split search's hessian: the outputs' mean
-            sums = (np.array([total(grad[:, k]) for k in range(self.n_outputs)]),
-                    total(hess.mean(axis=1)), total(self.labelled), total(self.cost_weight))
+        if sample.shape[0] == grad.shape[0]:  # all rows, in order
+            sums = (grad.sum(), hess.sum(), self.labelled.sum(), self.cost_weight.sum())
+        else:
+            sums = tuple(a[sample].sum() for a in (grad, hess, self.labelled, self.cost_weight))
         self.rows[0, :sample.shape[0]] = sample
         leaf_of_row = np.empty(self.Xb.shape[1], dtype=np.int32)
         n_nodes = _grow_tree(self.Xb, self.n_bins, active, self.ghc, grad, hess, self.is_loss,
-                             self.cost_weight, self.rows, sample.shape[0], sums, self.work,
-                             self.slots, self.costs, self.settings, self.nodes, leaf_of_row)
+                             self.cost_weight, self.rows, sample.shape[0],
+                             tuple(float(s) for s in sums), self.work, self.slots, self.costs,
+                             self.settings, self.nodes, leaf_of_row)
         tree = {name: array[:n_nodes].copy() for (name, _), array in zip(_NODE_ARRAYS, self.nodes)}
-        if self.n_outputs == 1:
-            tree["value"] = tree["value"][:, 0].copy()
         split = tree["feature"] >= 0
         tree["threshold"] = np.full(n_nodes, np.nan)
         tree["threshold"][split] = self.edges[tree["feature"][split], tree["threshold_bin"][split]]
@@ -188,18 +171,6 @@ def _penalised_best(gain, unpaid, W, leaf_share, costs, settings):
     return best_feature, best
 
 
-def _sums_like(row, like):
-    """A leaf's sums ``row`` (one per output) as ``like`` holds them: a float for one output,
-    a copy of the row for several (Numba picks one by type)."""
-
-
-@overload(_sums_like)
-def _sums_like_of(row, like):
-    if isinstance(like, types.Float):
-        return lambda row, like: row[0]
-    return lambda row, like: row.copy()
-
-
 @njit(inline="always")
 def _new_node(nodes, node, value, count, share):
     """Write a new leaf node (no split yet) into the node arrays."""
@@ -209,7 +180,7 @@ def _new_node(nodes, node, value, count, share):
     default_left[node] = False
     left[node] = -1
     right[node] = -1
-    values[node, :] = value
+    values[node] = value
     counts[node] = count
     shares[node] = share
     gains[node] = 0.0
@@ -227,7 +198,6 @@ def _grow_tree(Xb, n_bins, active, ghc, grad, hess, is_loss, cost_weight, rows, 
     written to ``nodes`` in creation order, ``leaf_of_row`` gets the leaf of
     row of the tree (``rows[0, :n]``).
     """
-    K = grad.shape[1]
     cost_mask, chunk_counts, loss_rows, sorted_ghc, cost_rows, sorted_cost = work
     hist, gain, split_bin, default_left, unpaid, none_paid = slots
     count_unpaid, paid_bits, used, beta, gamma, share = costs
@@ -238,11 +208,8 @@ def _grow_tree(Xb, n_bins, active, ghc, grad, hess, is_loss, cost_weight, rows, 
     node_feature, node_bin, node_default_left, node_left, node_right, _, _, node_share, \
         node_gain = nodes
     for i in range(ghc.shape[0]):
-        h = 0.0
-        for k in range(K):
-            ghc[i, k] = grad[i, k]
-            h += hess[i, k]
-        ghc[i, K] = h / K
+        ghc[i, 0] = grad[i]
+        ghc[i, 1] = hess[i]
     order = rows[0]
     if count_unpaid.any():
         cost_mask[:] = 0
@@ -257,9 +224,7 @@ def _grow_tree(Xb, n_bins, active, ghc, grad, hess, is_loss, cost_weight, rows, 
     leaf_stop = np.empty(max_leaves, dtype=np.int64)
     leaf_rows = np.empty(max_leaves, dtype=np.int64)  # which of the two row buffers
     leaf_depth = np.empty(max_leaves, dtype=np.int64)
-    leaf_grad = np.empty((max_leaves, K))    # per output
-    leaf_hess = np.empty((max_leaves, 1))    # the split search's (mean) hessian
-    leaf_sums = np.empty((max_leaves, 2))    # labelled rows, cost weight
+    leaf_sums = np.empty((max_leaves, 4))
     leaf_share = np.empty(max_leaves)
     best_feature = np.empty(max_leaves, dtype=np.int64)
     best_gain = np.empty(max_leaves)
@@ -273,7 +238,7 @@ def _grow_tree(Xb, n_bins, active, ghc, grad, hess, is_loss, cost_weight, rows, 
     _new_node(nodes, 0, -G / (H + l2) * learning_rate, N, root_share)
     n_nodes = 1
     leaf_node[0], leaf_start[0], leaf_stop[0], leaf_depth[0], leaf_rows[0] = 0, 0, n, 0, 0
-    leaf_grad[0], leaf_hess[0], leaf_sums[0, 0], leaf_sums[0, 1] = G, H, N, W
+    leaf_sums[0, 0], leaf_sums[0, 1], leaf_sums[0, 2], leaf_sums[0, 3] = G, H, N, W
     leaf_share[0] = root_share
     root_may_split = 0 < max_depth and N >= 2 * min_samples
     root_args = (Xb, order, n, ghc, is_loss, cost_weight, unit_cost, cost_mask, paid_bits,
@@ -296,7 +261,7 @@ def _grow_tree(Xb, n_bins, active, ghc, grad, hess, is_loss, cost_weight, rows, 
             s = open_slots[k]
             if ranked_at[s] != penalty_version:
                 best_feature[s], best_gain[s] = _penalised_best(
-                    gain[s], unpaid[s], leaf_sums[s, 1], leaf_share[s], costs, settings)
+                    gain[s], unpaid[s], leaf_sums[s, 3], leaf_share[s], costs, settings)
                 ranked_at[s] = penalty_version
             if not best_gain[s] > 0.0:
                 continue
@@ -321,8 +286,7 @@ def _grow_tree(Xb, n_bins, active, ghc, grad, hess, is_loss, cost_weight, rows, 
         threshold_bin = split_bin[slot, m]
         missing_left = default_left[slot, m]
         start, stop, depth = leaf_start[slot], leaf_stop[slot], leaf_depth[slot]
-        G, H = _sums_like(leaf_grad[slot], G), _sums_like(leaf_hess[slot], H)
-        N, W = leaf_sums[slot, 0], leaf_sums[slot, 1]
+        G, H, N, W = leaf_sums[slot, 0], leaf_sums[slot, 1], leaf_sums[slot, 2], leaf_sums[slot, 3]
         new_slot = n_open + 1  # slots are handed out in order and never freed
         src = leaf_rows[slot]
         split_args = (Xb, rows, src, start, stop, m, threshold_bin, missing_left, ghc, is_loss,
@@ -358,7 +322,7 @@ def _grow_tree(Xb, n_bins, active, ghc, grad, hess, is_loss, cost_weight, rows, 
             _new_node(nodes, child, -Gc / (Hc + l2) * learning_rate, Nc, child_share)
             leaf_node[s], leaf_start[s], leaf_stop[s], leaf_depth[s] = child, lo, hi, depth + 1
             leaf_rows[s] = 1 - src
-            leaf_grad[s], leaf_hess[s], leaf_sums[s, 0], leaf_sums[s, 1] = Gc, Hc, Nc, Wc
+            leaf_sums[s, 0], leaf_sums[s, 1], leaf_sums[s, 2], leaf_sums[s, 3] = Gc, Hc, Nc, Wc
             leaf_share[s] = child_share
             best_feature[s], best_gain[s] = _penalised_best(gain[s], unpaid[s], Wc, child_share,
                                                             costs, settings)
@@ -367,16 +331,9 @@ def _grow_tree(Xb, n_bins, active, ghc, grad, hess, is_loss, cost_weight, rows, 
             n_open += 1
         n_nodes += 2
 
-    node_value = nodes[5]
     for k in range(n_open):
         s = open_slots[k]
         leaf = rows[leaf_rows[s]]
         for j in range(leaf_start[s], leaf_stop[s]):
             leaf_of_row[leaf[j]] = leaf_node[s]
-        if K > 1:       # a vector leaf's values: each output's own Newton step
-            for c in range(K):
-                h = 0.0
-                for j in range(leaf_start[s], leaf_stop[s]):
-                    h += hess[leaf[j], c]
-                node_value[leaf_node[s], c] = -leaf_grad[s, c] / (h + l2) * learning_rate
     return n_nodes

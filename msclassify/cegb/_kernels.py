@@ -5,19 +5,16 @@ Binned data is stored feature-major, ``Xb[m, i]`` (uint8), so each thread of a
 missing values; value bins are ``0 .. n_bins[m]-1`` where bin ``b`` holds
 ``edges[m, b-1] < x <= edges[m, b]``.
 
-Histograms have shape ``(M, 256, L)``: per bin the sums of gradient, hessian and
-the number of labelled samples (``sample_weight > 0``), and padding lanes, so
-that a bin is whole 4-lane vectors (`add_lanes`). A tree of one output has
-``L = 4`` (gradient, hessian, count, padding); a vector-leaf tree of K outputs
-has the K gradients, the row's hessian averaged over the outputs, the count and
-padding up to a multiple of 4 (`lanes_for`). Features are histogrammed in pairs (`_histograms`).
+Histograms have shape ``(M, 256, 4)``: per bin the sums of gradient, hessian and
+the number of labelled samples (``sample_weight > 0``), and a padding lane, so
+that a bin is one 4-lane vector (`add_lanes`). Features are histogrammed in pairs
+(`_histograms`).
 """
 
 import types
 
 import numpy as np
-from numba import njit, prange, types as nbtypes
-from numba.extending import overload
+from numba import njit, prange
 
 from ._lanes import LANES, add_lanes, prefetch
 
@@ -27,16 +24,6 @@ N_SLOTS = 256
 PREFETCH_ROWS = 32
 # Rows per chunk of the partition (fixed, so that results do not depend on the thread count).
 PARTITION_CHUNK = 4096
-
-
-def lanes_for(n_outputs):
-    """Lanes of a row's statistics for a tree of ``n_outputs`` outputs: the gradients, one
-    hessian and the count, padded to whole 4-lane vectors.
-
-    >>> lanes_for(1), lanes_for(2), lanes_for(4), lanes_for(7)
-    (4, 4, 8, 12)
-    """
-    return LANES * -(-(n_outputs + 2) // LANES)
 
 
 @njit(parallel=True, cache=True, nogil=True)
@@ -138,14 +125,13 @@ def _gather_loss(order, lo, hi, ghc, is_loss, loss_rows, sorted_ghc):
 def _gather(rows, lo, hi, ghc, is_loss, loss_rows, sorted_ghc, at):
     """Copy the labelled rows of ``rows[lo:hi]`` and their statistics into ``loss_rows`` and
     ``sorted_ghc`` from position ``at`` on; returns the position after the last one."""
-    lanes = ghc.shape[1]
     for k in range(lo, hi):
         i = rows[k]
         if k + PREFETCH_ROWS < hi:
-            prefetch(ghc, np.intp(rows[k + PREFETCH_ROWS]) * lanes)
+            prefetch(ghc, np.intp(rows[k + PREFETCH_ROWS]) * LANES)
         if is_loss[i]:
             loss_rows[at] = i
-            for j in range(lanes):
+            for j in range(LANES):
                 sorted_ghc[at, j] = ghc[i, j]
             at += 1
     return at
@@ -153,41 +139,33 @@ def _gather(rows, lo, hi, ghc, is_loss, loss_rows, sorted_ghc, at):
 
 @njit(inline="always")
 def _histograms(Xb, hist, a, b, first, n_loss, loss_rows, ghc, sorted_ghc):
-    """Histograms ``hist[a]`` and ``hist[b]`` (each (N_SLOTS, L)) of features a and b
+    """Histograms ``hist[a]`` and ``hist[b]`` (each (N_SLOTS, LANES)) of features a and b
     (``b < 0``: a alone) over a leaf gathered by `_gather_loss`; each row's statistics
-    are loaded once for both, 4 lanes at a time."""
-    lanes = ghc.shape[1]
+    are loaded once for both."""
     col_a = Xb[a]
-    at_a = a * N_SLOTS * lanes
+    at_a = a * N_SLOTS * LANES
     hist[a, :, :] = 0.0
     if b < 0:
         if first >= 0:
             for k in range(first, first + n_loss):
-                to = at_a + np.intp(col_a[k]) * lanes
-                for q in range(0, lanes, LANES):
-                    add_lanes(hist, to + q, ghc, k * lanes + q)
+                add_lanes(hist, at_a + np.intp(col_a[k]) * LANES, ghc, k * LANES)
         else:
             for k in range(n_loss):
-                to = at_a + np.intp(col_a[loss_rows[k]]) * lanes
-                for q in range(0, lanes, LANES):
-                    add_lanes(hist, to + q, sorted_ghc, k * lanes + q)
+                add_lanes(hist, at_a + np.intp(col_a[loss_rows[k]]) * LANES, sorted_ghc,
+                          k * LANES)
         return
     col_b = Xb[b]
-    at_b = b * N_SLOTS * lanes
+    at_b = b * N_SLOTS * LANES
     hist[b, :, :] = 0.0
     if first >= 0:
         for k in range(first, first + n_loss):
-            to_a = at_a + np.intp(col_a[k]) * lanes
-            to_b = at_b + np.intp(col_b[k]) * lanes
-            for q in range(0, lanes, LANES):
-                add_lanes(hist, (to_a + q, to_b + q), ghc, k * lanes + q)
+            add_lanes(hist, (at_a + np.intp(col_a[k]) * LANES, at_b + np.intp(col_b[k]) * LANES),
+                      ghc, k * LANES)
     else:
         for k in range(n_loss):
             i = loss_rows[k]
-            to_a = at_a + np.intp(col_a[i]) * lanes
-            to_b = at_b + np.intp(col_b[i]) * lanes
-            for q in range(0, lanes, LANES):
-                add_lanes(hist, (to_a + q, to_b + q), sorted_ghc, k * lanes + q)
+            add_lanes(hist, (at_a + np.intp(col_a[i]) * LANES, at_b + np.intp(col_b[i]) * LANES),
+                      sorted_ghc, k * LANES)
 
 
 @njit(inline="always")
@@ -271,59 +249,6 @@ def _best_split(hm, n_bins, G, H, N, l2, min_samples, min_hessian):
 
 
 @njit(inline="always")
-def _best_split_vector(hm, n_bins, G, H, N, l2, min_samples, min_hessian):
-    """`_best_split` of a vector-leaf tree: ``G`` holds the leaf's K gradient sums (lanes
-    ``0..K-1`` of ``hm``), ``H`` its sum of the rows' hessians averaged over the outputs
-    (lane ``K``; the count in lane ``K+1``).
-
-    The gain is the sum over outputs of each one's second-order gain with that
-    shared hessian, ``0.5 * (sum_k GL_k^2 / (HL + l2) + ... - sum_k G_k^2 / (H + l2))``:
-    two divisions per threshold whatever K. With one output this is `_best_split`.
-    """
-    K = G.shape[0]
-    best = -np.inf
-    best_bin = 0
-    best_left = False
-    if n_bins < 2:
-        return best, best_bin, best_left
-    G2 = 0.0
-    for k in range(K):
-        G2 += G[k] * G[k]
-    parent = G2 / (H + l2)
-    h_miss = hm[MISSING_BIN, K]
-    n_miss = hm[MISSING_BIN, K + 1]
-    has_missing = n_miss > 0 or h_miss > 0
-    gl = np.zeros(K)
-    hl = 0.0
-    nl = 0.0
-    for b in range(n_bins - 1):
-        for k in range(K):
-            gl[k] += hm[b, k]
-        hl += hm[b, K]
-        nl += hm[b, K + 1]
-        for missing_left in range(2 if has_missing else 1):
-            nL = nl + n_miss * missing_left
-            nR = N - nL
-            hL = hl + h_miss * missing_left
-            hR = H - hL
-            if nL < min_samples or nR < min_samples or hL < min_hessian or hR < min_hessian:
-                continue
-            left = 0.0
-            right = 0.0
-            for k in range(K):
-                gL = gl[k] + hm[MISSING_BIN, k] * missing_left
-                gR = G[k] - gL
-                left += gL * gL
-                right += gR * gR
-            gain = 0.5 * (left / (hL + l2) + right / (hR + l2) - parent)
-            if gain > best:
-                best = gain
-                best_bin = b
-                best_left = missing_left == 1
-    return best, best_bin, best_left
-
-
-@njit(inline="always")
 def _unpaid_of_rows(bits, mask, cost_weight, unit_cost):
     """Cost weight of the rows set in ``mask`` whose bit in ``bits`` is not set, in row order,
     and whether none of those rows has its bit set.
@@ -379,7 +304,7 @@ def _root_splits(Xb, order, n, ghc, is_loss, cost_weight, unit_cost, cost_mask, 
                 unpaid[0, m], none_paid[0, m] = _unpaid_of_rows(paid_bits[m], cost_mask,
                                                                   cost_weight, unit_cost)
             if splittable:
-                gain[0, m], split_bin[0, m], default_left[0, m] = best_split(
+                gain[0, m], split_bin[0, m], default_left[0, m] = _best_split(
                     hist[0, m], n_bins[m], G, H, N, l2, min_samples, min_hessian)
 
 
@@ -408,13 +333,24 @@ def _split_leaf(Xb, rows, src, start, stop, feature, threshold_bin, missing_left
     the number of threads, so neither does the result.
 
     Returns ``(n_left, w_left, G_left, H_left, N_left)``: the left child's row
-    count, cost weight (0 unless ``weigh``) and gradient, hessian (one per output)
-    and labelled sums (taken from the parent's histogram, so they agree with the
-    split search).
+    count, cost weight (0 unless ``weigh``) and gradient, hessian and labelled
+    sums (taken from the parent's histogram, so they agree with the split search).
     """
-    lanes = ghc.shape[1]
-    GL, HL, NL, GR, HR, NR = child_sums(hist[slot, feature], threshold_bin, missing_left, G, H,
-                                         N)
+    hm = hist[slot, feature]
+    GL = 0.0
+    HL = 0.0
+    NL = 0.0
+    for b in range(threshold_bin + 1):
+        GL += hm[b, 0]
+        HL += hm[b, 1]
+        NL += hm[b, 2]
+    if missing_left:
+        GL += hm[MISSING_BIN, 0]
+        HL += hm[MISSING_BIN, 1]
+        NL += hm[MISSING_BIN, 2]
+    GR = G - GL
+    HR = H - HL
+    NR = N - NL
 
     order = rows[src]
     dest = rows[1 - src]
@@ -536,7 +472,7 @@ def _split_leaf(Xb, rows, src, start, stop, feature, threshold_bin, missing_left
             small = hist[new_slot, m]
             large = hist[slot, m]
             for bin_ in range(N_SLOTS):
-                for j in range(lanes):
+                for j in range(LANES):
                     large[bin_, j] -= small[bin_, j]
             if count_unpaid[m] and parent_unpaid > 0.0 and m != feature:
                 # A child of a leaf whose rows have all paid m has nothing left to pay, nor
@@ -552,83 +488,11 @@ def _split_leaf(Xb, rows, src, start, stop, feature, threshold_bin, missing_left
                 unpaid[slot, m] = max(parent_unpaid - small_unpaid, 0.0)
             if small_may_split:
                 gain[new_slot, m], split_bin[new_slot, m], default_left[new_slot, m] = \
-                    best_split(small, n_bins[m], Gs, Hs, Ns, l2, min_samples, min_hessian)
+                    _best_split(small, n_bins[m], Gs, Hs, Ns, l2, min_samples, min_hessian)
             if large_may_split:
-                gain[slot, m], split_bin[slot, m], default_left[slot, m] = best_split(
+                gain[slot, m], split_bin[slot, m], default_left[slot, m] = _best_split(
                     large, n_bins[m], Gl, Hl, Nl, l2, min_samples, min_hessian)
     return n_left, w_left, GL, HL, NL
-
-
-def best_split(hm, n_bins, G, H, N, l2, min_samples, min_hessian):
-    """Best threshold of one feature for a leaf whose gradient and hessian sums are ``G`` and
-    ``H``: `_best_split` for floats (a tree of one output), `_best_split_vector` for
-    arrays (a vector-leaf tree). Numba picks one by type when it compiles a caller."""
-
-
-@overload(best_split)
-def _best_split_of(hm, n_bins, G, H, N, l2, min_samples, min_hessian):
-    if isinstance(G, nbtypes.Float):
-        return lambda hm, n_bins, G, H, N, l2, min_samples, min_hessian: _best_split(
-            hm, n_bins, G, H, N, l2, min_samples, min_hessian)
-    return lambda hm, n_bins, G, H, N, l2, min_samples, min_hessian: _best_split_vector(
-        hm, n_bins, G, H, N, l2, min_samples, min_hessian)
-
-
-def child_sums(hm, threshold_bin, missing_left, G, H, N):
-    """Gradient and hessian sums and labelled rows of the left and the right child of a split
-    at ``threshold_bin`` of histogram ``hm``: floats when ``G`` and ``H`` are (one output),
-    arrays of one sum per output when they are arrays. Numba picks one by type."""
-
-
-@overload(child_sums)
-def _child_sums_of(hm, threshold_bin, missing_left, G, H, N):
-    if isinstance(G, nbtypes.Float):
-        return _child_sums_scalar
-    return lambda hm, threshold_bin, missing_left, G, H, N: _child_sums_vector(
-        hm, threshold_bin, missing_left, G, H, N)
-
-
-def _child_sums_scalar(hm, threshold_bin, missing_left, G, H, N):
-    GL = 0.0
-    HL = 0.0
-    NL = 0.0
-    for b in range(threshold_bin + 1):
-        GL += hm[b, 0]
-        HL += hm[b, 1]
-        NL += hm[b, 2]
-    if missing_left:
-        GL += hm[MISSING_BIN, 0]
-        HL += hm[MISSING_BIN, 1]
-        NL += hm[MISSING_BIN, 2]
-    return GL, HL, NL, G - GL, H - HL, N - NL
-
-
-@njit(cache=True, nogil=True)
-def _child_sums_vector(hm, threshold_bin, missing_left, G, H, N):
-    """`child_sums` of a vector-leaf tree (lanes 0..K-1 gradients, K the shared hessian,
-    K+1 the count): the gradient sums are arrays, the hessian sums floats.
-
-    Not inlined: in a parallel kernel Numba would make each array operation a
-    parallel region of its own, and a region costs far more than these sums.
-    """
-    K = G.shape[0]
-    GL = np.zeros(K)
-    HL = 0.0
-    NL = 0.0
-    for b in range(threshold_bin + 1):
-        for k in range(K):
-            GL[k] += hm[b, k]
-        HL += hm[b, K]
-        NL += hm[b, K + 1]
-    if missing_left:
-        for k in range(K):
-            GL[k] += hm[MISSING_BIN, k]
-        HL += hm[MISSING_BIN, K]
-        NL += hm[MISSING_BIN, K + 1]
-    GR = np.empty(K)
-    for k in range(K):
-        GR[k] = G[k] - GL[k]
-    return GL, HL, NL, GR, H - HL, N - NL
 
 
 @njit(inline="always")

@@ -12,7 +12,6 @@ _CHOICES = {
     "hessian": ("exact", "unit"),
     "feature_cost_mode": ("lazy", "coupled"),
     "evaluation_cost_mode": ("leaf", "tree"),
-    "multiclass_trees": ("per_class", "vector"),
 }
 
 
@@ -28,15 +27,6 @@ class CEGBParams:
 
     With ``cost_tradeoff=0`` training is plain second-order gradient boosting.
     Per-feature arrays default to zeros (costs) and ones (shares).
-
-    With K > 1 outputs, ``multiclass_trees="per_class"`` grows one tree per
-    output and iteration (as LightGBM and scikit-learn's HGB do);
-    ``"vector"`` grows one tree per iteration whose leaves hold one value per
-    output (XGBoost's ``multi_strategy="multi_output_tree"``): a split's gain is
-    the sum of the outputs' gains, its split cost is charged K times (the model
-    stores the tree once per output, and prediction walks each) and a
-    feature's costs once, as for per-class trees. Both store K trees per
-    iteration, so models of either kind predict and save alike.
     """
 
     n_estimators: int = 100
@@ -60,7 +50,6 @@ class CEGBParams:
     hessian: str = "exact"
     feature_cost_mode: str = "lazy"
     evaluation_cost_mode: str = "leaf"
-    multiclass_trees: str = "per_class"
 
     @classmethod
     def from_any(cls, params):

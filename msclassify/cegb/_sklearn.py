@@ -38,7 +38,7 @@ class _CEGBBase(PrefixBudgetMixin, BaseEstimator):
                  cost_tradeoff=0.0, split_cost=0.0, feature_costs=None,
                  feature_batch_costs=None, feature_share=None, share_mode="path",
                  growth="best_first", hessian="exact", feature_cost_mode="lazy",
-                 evaluation_cost_mode="leaf", multiclass_trees="per_class"):
+                 evaluation_cost_mode="leaf"):
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate
         self.max_leaves = max_leaves
@@ -60,7 +60,6 @@ class _CEGBBase(PrefixBudgetMixin, BaseEstimator):
         self.hessian = hessian
         self.feature_cost_mode = feature_cost_mode
         self.evaluation_cost_mode = evaluation_cost_mode
-        self.multiclass_trees = multiclass_trees
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -77,11 +77,9 @@ def train(X, y, objective="binary", params=None, n_classes=None, sample_weight=N
     Xb = binner.transform(X)
     labelled = (sample_weight > 0).astype(np.float64)
     state = CostState(n_rows, n_features)
-    K = loss.n_outputs
-    vector = K > 1 and p.multiclass_trees == "vector"
-    grower = TreeGrower(Xb, binner, p, beta, gamma, share, labelled, cost_weight, state,
-                        n_outputs=K if vector else 1)
+    grower = TreeGrower(Xb, binner, p, beta, gamma, share, labelled, cost_weight, state)
 
+    K = loss.n_outputs
     init = loss.init_score(y, sample_weight) if sample_weight.sum() > 0 else np.zeros(K)
     raw = np.tile(init, (n_rows, 1))
     all_rows = np.arange(n_rows, dtype=np.int32)
@@ -102,15 +100,10 @@ def train(X, y, objective="binary", params=None, n_classes=None, sample_weight=N
             sampled, outside = all_rows, None
         active = np.zeros(n_features, dtype=np.bool_)
         active[rng.choice(n_features, n_active, replace=False)] = True
-        if vector:
-            tree, leaf_of_row = grower.grow(np.ascontiguousarray(grad),
-                                            np.ascontiguousarray(hess), sampled, active, outside)
-            raw += tree["value"][leaf_of_row]
-            trees.extend(per_output_trees(tree))
-        for k in range(0 if vector else K):
-            tree, leaf_of_row = grower.grow(np.ascontiguousarray(grad[:, k:k + 1]),
-                                            np.ascontiguousarray(hess[:, k:k + 1]), sampled,
-                                            active, outside)
+        for k in range(K):
+            tree, leaf_of_row = grower.grow(np.ascontiguousarray(grad[:, k]),
+                                            np.ascontiguousarray(hess[:, k]), sampled, active,
+                                            outside)
             raw[:, k] += tree["value"][leaf_of_row]
             trees.append(tree)
         if callback is not None and callback(iteration + 1, p.n_estimators):
@@ -118,25 +111,3 @@ def train(X, y, objective="binary", params=None, n_classes=None, sample_weight=N
 
     return Booster(trees, init, n_features, loss.name, p.split_cost, beta, gamma, share,
                    params=p.to_dict())
-
-
-def per_output_trees(tree):
-    """A vector-leaf tree (``value`` of shape (n_nodes, K)) as K trees of one output each.
-
-    They share the split arrays; tree ``k`` holds output ``k``'s leaf values and
-    ``gain / K``, so that gains summed over the K trees are the vector tree's.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> tree = {"feature": np.array([0, -1, -1]), "gain": np.array([3.0, 0, 0]),
-    ...         "value": np.array([[0.0, 0.0], [1.0, -1.0], [2.0, -2.0]])}
-    >>> [t["value"].tolist() for t in per_output_trees(tree)]
-    [[0.0, 1.0, 2.0], [0.0, -1.0, -2.0]]
-    >>> per_output_trees(tree)[1]["gain"].tolist()
-    [1.5, 0.0, 0.0]
-    """
-    K = tree["value"].shape[1]
-    shared = {key: array for key, array in tree.items() if key not in ("value", "gain")}
-    return [dict(shared, value=np.ascontiguousarray(tree["value"][:, k]), gain=tree["gain"] / K)
-            for k in range(K)]

@@ -53,7 +53,7 @@ _FEW_PIXELS = 10  # labelled pixels of a class below which fit warns
 _CEGB_PARAMS = ("n_estimators", "learning_rate", "max_leaves", "max_depth", "min_samples_leaf",
                 "min_hessian_leaf", "l2_regularization", "max_bins", "subsample", "colsample",
                 "random_state", "cost_tradeoff", "split_cost", "share_mode", "growth", "hessian",
-                "feature_cost_mode", "evaluation_cost_mode", "multiclass_trees")
+                "feature_cost_mode", "evaluation_cost_mode")
 
 
 # class_weight -> power of the balancing factor (`class_balanced_weights`).
@@ -127,12 +127,9 @@ class PixelClassifier(BaseEstimator):
         measures both), so raise it to weigh tree depth more against features.
     n_estimators, learning_rate, max_leaves, max_depth, min_samples_leaf, \
 min_hessian_leaf, l2_regularization, max_bins, subsample, random_state, \
-share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode, multiclass_trees
+share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         As in `msclassify.cegb.CEGBParams`. ``random_state`` also seeds the
-        choice of cost samples. ``multiclass_trees="vector"`` (one tree per
-        round with a value per class in each leaf) applies to the model's trees;
-        the distillation teacher grows a tree per class (docs/scribbles.md,
-        section 11).
+        choice of cost samples.
     colsample : float or None, optional
         Fraction of the candidate features drawn for each tree, as in
         `msclassify.cegb.CEGBParams` (a number applies to the distillation
@@ -330,8 +327,7 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode, multiclass
                  min_samples_leaf=20, min_hessian_leaf=1e-3, l2_regularization=1.0,
                  max_bins=255, subsample=1.0, colsample=None, random_state=None,
                  share_mode="path", growth="best_first", hessian="exact",
-                 feature_cost_mode="lazy", evaluation_cost_mode="leaf",
-                 multiclass_trees="per_class", n_cost_samples=16384,
+                 feature_cost_mode="lazy", evaluation_cost_mode="leaf", n_cost_samples=16384,
                  distill_weight=3.0, n_distill_pixels=25000, teacher_stride=4,
                  class_weight="auto",
                  semi_supervised=False, n_unlabelled=4096, n_neighbors=9,
@@ -356,7 +352,6 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode, multiclass
         self.hessian = hessian
         self.feature_cost_mode = feature_cost_mode
         self.evaluation_cost_mode = evaluation_cost_mode
-        self.multiclass_trees = multiclass_trees
         self.n_cost_samples = n_cost_samples
         self.distill_weight = distill_weight
         self.n_distill_pixels = n_distill_pixels
@@ -456,12 +451,10 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode, multiclass
                                                    _CLASS_WEIGHT_POWER[class_weight])
         if teacher_features is not None:
             tracker.start("teacher", self.n_estimators)
-            # the teacher draws from all its features unless colsample is given, and grows a
-            # tree per class: its class map is the model's target near outlines (half the
-            # features lost 0.01 pixel accuracy on a 4-class RGB photo, vector-leaf trees 0.04;
-            # docs/scribbles.md)
-            teacher_params = dict(params, colsample=_colsample(self.colsample, 2),
-                                  multiclass_trees="per_class")
+            # the teacher draws from all its features unless colsample is given: its class map
+            # is the model's target near outlines (half of them lost 0.01 pixel accuracy on a
+            # 4-class RGB photo)
+            teacher_params = dict(params, colsample=_colsample(self.colsample, 2))
             teacher = fit_teacher(X, y, sample_weight, teacher_params, teacher_features,
                                   objective, classes.size if multi else None,
                                   callback=lambda iteration, _: tracker.step(iteration))
