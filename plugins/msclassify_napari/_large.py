@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from qtpy.QtCore import Signal
+from qtpy.QtCore import QEvent, Signal
 
 from msclassify.io import open_image
 
@@ -589,7 +589,6 @@ class LargeImageWidget(_qt_widget_base()):
         """Closing the dock (napari takes it out of its window) stops a whole-image run: its
         progress and Stop button are gone with it. Docking it again and pressing Segment
         whole image resumes."""
-        from qtpy.QtCore import QEvent
         if event.type() == QEvent.Type.ParentChange and self.parent() is None \
                 and self.worker is not None:
             self.stop()
