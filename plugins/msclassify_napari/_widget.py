@@ -25,7 +25,6 @@ import numpy as np
 import pandas as pd
 from napari.layers import Image, Labels
 from napari.qt.threading import create_worker
-from napari.utils import cancelable_progress
 from napari.utils.notifications import show_info
 from napari.utils.colormaps import CyclicLabelColormap
 from qtpy.QtCore import QSize, Qt, QTimer, Signal
@@ -220,7 +219,6 @@ class PixelClassifierWidget(QWidget):
         self._worker = None
         self._cancel = threading.Event()
         self._batch_worker = None
-        self._batch_progress = None
         self._last_frame = None
         self._progress_drawn = 0.0
         self._edited_at = None
@@ -1207,11 +1205,8 @@ class PixelClassifierWidget(QWidget):
     def _run_batch(self, worker, n_steps, what):
         self._batch_what = what
         self._batch_image = self.image_combo.currentText()
-        self._batch_started = self._batch_reported = time.perf_counter()
-        self._batch_steps_unreported = 0
+        self._batch_started = time.perf_counter()
         set_progress(self.apply_progress, 0, n_steps, f"{what}: %v / %m, {eta_text(0, n_steps, 0)}")
-        self._batch_progress = cancelable_progress(total=n_steps, desc=what,
-                                                   cancel_callback=self.cancel_batch)
         self._set_batch_running(True)
         self.status_label.setText(f"{what}…")
         worker.errored.connect(self._report_error)
@@ -1227,20 +1222,9 @@ class PixelClassifierWidget(QWidget):
         now = time.perf_counter()
         eta = eta_text(done, total, now - self._batch_started)
         set_progress(self.apply_progress, done, text_format=f"{self._batch_what}: %v / %m, {eta}")
-        # napari's activity bar repaints at once on every update: at most every
-        # PROGRESS_INTERVAL_S, with the frames done since
-        self._batch_steps_unreported += 1
-        if self._batch_progress is not None and (
-                done == total or now - self._batch_reported >= PROGRESS_INTERVAL_S):
-            self._batch_progress.update(self._batch_steps_unreported)
-            self._batch_steps_unreported = 0
-            self._batch_reported = now
 
     def _on_batch_finished(self):
         self._batch_worker = None
-        if self._batch_progress is not None:
-            self._batch_progress.close()
-            self._batch_progress = None
         self._set_batch_running(False)
         segmentation = self._segmentation_layer()
         if segmentation is not None:
