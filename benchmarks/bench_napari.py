@@ -2,9 +2,11 @@
 
 Run (needs a display; Xvfb is enough):
 ``xvfb-run -a python benchmarks/bench_napari.py [--repeats N] [--profile] [--screenshot PNG]
-[--multiclass-screenshot PNG] [--skip-video]`` (``QT_API=pyqt6`` picks Qt 6 when several
-bindings are installed).
-Writes benchmarks/results/napari.json and prints two tables (actions; stages of a live update).
+[--multiclass-screenshot PNG] [--skip-video] [--multiclass-only]`` (``QT_API=pyqt6`` picks
+Qt 6 when several bindings are installed).
+Writes benchmarks/results/napari.json (``--multiclass-only``: napari_multiclass_only.json) and
+prints two tables (actions; stages of a live update). The plugin makes OpenMP's idle threads
+wait passively; ``OMP_WAIT_POLICY=ACTIVE`` in the environment measures the spinning default.
 
 The data are the 10 training frames of fly_masks_dev (1024x1024, decoded from
 the real video by `_real_data.load_fly_masks_dev`) as one time stack, with the
@@ -573,6 +575,9 @@ def main():
     parser.add_argument("--multiclass-screenshot", metavar="PNG",
                         help="also save the 4-class photo's window (docs/napari_multiclass.png; "
                              "and *_probability.png with the larva probability)")
+    parser.add_argument("--multiclass-only", action="store_true",
+                        help="after the warm-up Train, only the 4-class photo (a quick rerun of "
+                             "its live strokes; implies --skip-video)")
     parser.add_argument("--skip-video", action="store_true",
                         help="skip the 1500-frame video (open, dock, New, frame changes)")
     args = parser.parse_args()
@@ -602,49 +607,51 @@ def main():
                      **measure_repaint_floor(app, viewer, monitor, paints),
                      "slowdown": cpu_slowdown(), "load": os.getloadavg()[0]})
 
-    for repeat in range(args.repeats):
-        floor_row(repeat)
-        for name, action, signal in (
-                ("Train (full model)", widget.train, widget.job_done),
-                ("Segment this frame", widget.segment_current_frame, widget.job_done)):
-            row = measure_action(app, widget, monitor, paints, action, signal)
-            rows.append({"action": name, "repeat": repeat, **row,
-                         "slowdown": cpu_slowdown(), "load": os.getloadavg()[0]})
-    with tempfile.TemporaryDirectory() as folder:
+    live, painting = [], []
+    if not args.multiclass_only:
         for repeat in range(args.repeats):
-            row = measure_action(app, widget, monitor, paints, widget.apply_to_all_frames,
-                                 widget.batch_done)
-            rows.append({"action": "Apply to 10 frames", "repeat": repeat, **row,
-                         "slowdown": cpu_slowdown(), "load": os.getloadavg()[0]})
-            row = measure_action(app, widget, monitor, paints,
-                                 lambda: widget.export(Path(folder) / f"masks{repeat}",
-                                                       FrameExport("mask", FLY)),
-                                 widget.batch_done)
-            rows.append({"action": "Export 10 frames (0/255)", "repeat": repeat, **row,
-                         "slowdown": cpu_slowdown(), "load": os.getloadavg()[0]})
+            floor_row(repeat)
+            for name, action, signal in (
+                    ("Train (full model)", widget.train, widget.job_done),
+                    ("Segment this frame", widget.segment_current_frame, widget.job_done)):
+                row = measure_action(app, widget, monitor, paints, action, signal)
+                rows.append({"action": name, "repeat": repeat, **row,
+                             "slowdown": cpu_slowdown(), "load": os.getloadavg()[0]})
+        with tempfile.TemporaryDirectory() as folder:
+            for repeat in range(args.repeats):
+                row = measure_action(app, widget, monitor, paints, widget.apply_to_all_frames,
+                                     widget.batch_done)
+                rows.append({"action": "Apply to 10 frames", "repeat": repeat, **row,
+                             "slowdown": cpu_slowdown(), "load": os.getloadavg()[0]})
+                row = measure_action(app, widget, monitor, paints,
+                                     lambda: widget.export(Path(folder) / f"masks{repeat}",
+                                                           FrameExport("mask", FLY)),
+                                     widget.batch_done)
+                rows.append({"action": "Export 10 frames (0/255)", "repeat": repeat, **row,
+                             "slowdown": cpu_slowdown(), "load": os.getloadavg()[0]})
 
-    viewer.dims.set_current_step(0, 0)
-    widget.live_check.setChecked(True)
-    wait_until(lambda: widget.scheduler.running is None and widget.scheduler.pending is None)
-    layer.selected_label = BACKGROUND
-    layer.brush_size = 5
-    paths = stroke_paths(np.asarray(layer.data[0]), args.repeats + 1, seed=0)
-    measure_stroke(app, viewer, widget, layer, monitor, paints, paths[0])   # warm-up
-    live = []
-    for repeat, path in enumerate(paths[1:]):
-        before = int(np.count_nonzero(layer.data[0]))
-        row = measure_stroke(app, viewer, widget, layer, monitor, paints, path)
-        assert np.count_nonzero(layer.data[0]) > before, "the stroke painted nothing"
-        live.append({"action": "stroke -> repainted", "repeat": repeat, **row,
-                     "slowdown": cpu_slowdown(), "load": os.getloadavg()[0]})
-    for repeat in range(args.repeats):
-        row = measure_frame_change(app, viewer, widget, monitor, paints, 1 + repeat % 9)
-        live.append({"action": "frame change -> repainted", "repeat": repeat, **row,
-                     "slowdown": cpu_slowdown(), "load": os.getloadavg()[0]})
-        floor_row(args.repeats + repeat)
-    widget.live_check.setChecked(False)
-    wait_until(lambda: widget.scheduler.running is None and widget.scheduler.pending is None)
-    painting = measure_painting(app, viewer, widget, layer, paints, max(args.repeats, 3))
+        viewer.dims.set_current_step(0, 0)
+        widget.live_check.setChecked(True)
+        wait_until(lambda: widget.scheduler.running is None and widget.scheduler.pending is None)
+        layer.selected_label = BACKGROUND
+        layer.brush_size = 5
+        paths = stroke_paths(np.asarray(layer.data[0]), args.repeats + 1, seed=0)
+        measure_stroke(app, viewer, widget, layer, monitor, paints, paths[0])   # warm-up
+        live = []
+        for repeat, path in enumerate(paths[1:]):
+            before = int(np.count_nonzero(layer.data[0]))
+            row = measure_stroke(app, viewer, widget, layer, monitor, paints, path)
+            assert np.count_nonzero(layer.data[0]) > before, "the stroke painted nothing"
+            live.append({"action": "stroke -> repainted", "repeat": repeat, **row,
+                         "slowdown": cpu_slowdown(), "load": os.getloadavg()[0]})
+        for repeat in range(args.repeats):
+            row = measure_frame_change(app, viewer, widget, monitor, paints, 1 + repeat % 9)
+            live.append({"action": "frame change -> repainted", "repeat": repeat, **row,
+                         "slowdown": cpu_slowdown(), "load": os.getloadavg()[0]})
+            floor_row(args.repeats + repeat)
+        widget.live_check.setChecked(False)
+        wait_until(lambda: widget.scheduler.running is None and widget.scheduler.pending is None)
+        painting = measure_painting(app, viewer, widget, layer, paints, max(args.repeats, 3))
     multiclass, multiclass_info = multiclass_session(app, viewer, widget, monitor, paints,
                                                      args.repeats, args.multiclass_screenshot)
     live += multiclass
@@ -655,7 +662,7 @@ def main():
     paints.remove()
     live_trees = widget.settings().for_live_update().n_estimators
     train_trees = widget.settings().n_estimators
-    video = [] if args.skip_video else video_session(app, viewer, widget, monitor)
+    video = [] if args.skip_video or args.multiclass_only else video_session(app, viewer, widget, monitor)
     monitor.stop()
     rows.extend(dock)
 
@@ -679,7 +686,8 @@ def main():
             entry["stages_median_s"] = {stage[:-2]: statistics.median(row[stage] for row in chosen)
                                         for stage in stages}
         summary.append(entry)
-    print(f"{cpu_model()}; Qt: {_qt_api()}; load average at start {load:.2f} on "
+    print(f"{cpu_model()}; Qt: {_qt_api()}; OMP_WAIT_POLICY="
+          f"{os.environ.get('OMP_WAIT_POLICY')}; load average at start {load:.2f} on "
           f"{os.cpu_count()} CPUs; "
           f"targets: latency <= {TARGET_LATENCY_S} s, stall <= {TARGET_STALL_S} s")
     print_table(summary, ["action", "n", "latency_median_s", "latency_min_s", "seconds_median_s",
@@ -699,7 +707,7 @@ def main():
             "per_move_min_ms": 1000 * min(r["per_move_s"] for r in chosen),
             "slowdown_median": statistics.median(r["slowdown"] for r in chosen),
             "load_median": statistics.median(r["load"] for r in chosen)})
-    plain = paint_summary[0]["per_move_median_ms"]
+    plain = paint_summary[0]["per_move_median_ms"] if paint_summary else 0.0
     for entry in paint_summary:
         entry["over_plain_ms"] = entry["per_move_median_ms"] - plain
     print(f"\nPainting: GUI time per mouse move, move event -> canvas painted (medians of each "
@@ -709,10 +717,11 @@ def main():
                                 "load_median"])
     print(f"\n4-class photo: larva pixel F1 on the crop (its real mask) "
           f"{multiclass_info['larva_pixel_f1_crop']:.3f}")
-    path = write_results("napari", {
+    path = write_results("napari_multiclass_only" if args.multiclass_only else "napari", {
         "data": "fly_masks_dev train frames (10 x 1024 x 1024), scribbles of frame 0; "
                 "fly_larvae_dev img_1.png top-left 512 x 384, 4 classes; fly_sleap clip.mp4",
         "qt_api": _qt_api(), "load_average_at_start": load,
+        "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
         "target_latency_s": TARGET_LATENCY_S, "target_stall_s": TARGET_STALL_S,
         "target_paint_overhead_ms": TARGET_PAINT_OVERHEAD_MS, "live_n_estimators": live_trees,
         "train_n_estimators": train_trees, "multiclass": multiclass_info,
