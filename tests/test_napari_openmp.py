@@ -26,7 +26,7 @@ def _probe(policy, imports="classifier"):
         env["OMP_WAIT_POLICY"] = policy
     out = subprocess.run([sys.executable, "-c", PROBE, imports], env=env, capture_output=True, text=True,
                          check=True, timeout=300)
-    return out.stdout.split()
+    return out.stdout.splitlines()[-1].split()     # the probe's own line comes last
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/maps")
