@@ -24,8 +24,6 @@ import os
 import statistics
 import time
 
-import numpy as np
-
 from _common import RESULTS, cpu_model, print_table
 
 
@@ -43,33 +41,21 @@ def main():
     import napari
     from napari.settings import get_settings
     from qtpy.QtWidgets import QApplication
-    from _real_data import load_fly_masks_dev
-    from msclassify_napari._preload import preloaded
-    from msclassify_napari._widget import PixelClassifierWidget
-    from napari_session import EventLoopMonitor, bare_repaint_stall, cpu_slowdown, wait_until
+    from bench_napari import make_session
+    from napari_session import bare_repaint_stall, cpu_slowdown
 
     load = os.getloadavg()[0]
-    data = load_fly_masks_dev(test_limit=1)
-    frames = np.stack(data["train_images"])
-    scribbles = np.zeros(frames.shape, np.uint8)
-    scribbles[0] = data["train_labels"][0]
-    viewer = napari.Viewer(show=True)
-    viewer.window._qt_window.resize(1500, 1050)
+    viewer, widget, layer, monitor, _ = make_session()     # flies, scribbles, the widget docked
     app = QApplication.instance()
-    viewer.add_image(frames, name="flies")
-    viewer.add_labels(scribbles, name="scribbles")
-    widget = PixelClassifierWidget(viewer)
-    viewer.window.add_dock_widget(widget, name="Pixel classifier")
-    wait_until(lambda: preloaded() is not None, 300)
+    n_frames = layer.data.shape[0]
     _settle(app, 1.0)
-    monitor = EventLoopMonitor()
     rows = []
     for repeat in range(args.repeats):
         _settle(app, 0.2)
         floor = bare_repaint_stall(viewer, monitor)
         _settle(app, 0.2)
         monitor.mark()
-        viewer.dims.set_current_step(0, (repeat + 1) % frames.shape[0])
+        viewer.dims.set_current_step(0, (repeat + 1) % n_frames)
         _settle(app, 0.5)
         rows.append({"stall_s": monitor.longest_gap()[0], "floor_s": floor,
                      "slowdown": cpu_slowdown(), "load": os.getloadavg()[0]})
