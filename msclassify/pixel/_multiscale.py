@@ -82,9 +82,11 @@ def _walk_pixels(features, nodes, node_threshold, default_left, value, node_cost
                     feature_level = nodes[node, _LEVEL]
                     if feature_level < 0:
                         break
-                    v = features[nodes[node, _BASE] + (z >> level_zshift[feature_level])
-                                 * nodes[node, _PLANE] + (y >> feature_level) * nodes[node, _ROW]
-                                 + (x >> feature_level) * nodes[node, _COL]]
+                    at = (nodes[node, _BASE] + (y >> feature_level) * nodes[node, _ROW]
+                          + (x >> feature_level) * nodes[node, _COL])
+                    if z_stop > 1:
+                        at += (z >> level_zshift[feature_level]) * nodes[node, _PLANE]
+                    v = features[at]
                     n_eval += 1
                     if with_cost:
                         cost[acc_offset // n_outputs + (z * acc_height + y) * acc_width
@@ -109,7 +111,8 @@ def _walk_blocks(features, nodes, node_threshold, default_left, value, node_cost
     line; level -1 for a leaf; ``node_threshold`` is the same buffer as float64, to
     read the threshold): a split reads its feature at level-``level`` position
     (p, r, c) from ``features[base + p * plane + r * row + c * col]``, addresses that
-    depend on the node alone, so a node evaluation waits for one lookup, not two. A
+    depend on the node alone, so a node evaluation waits for one lookup, not two (an
+    image, ``depth == 1``, skips the plane term, whose level lookup would be a second). A
     level-L block spans ``2**level_zshift[L]`` planes (an image has one plane and
     shifts 0). ``acc[level_offset[L] + ((z * level_height[L] + y)
     * level_width[L] + x) * K + k]`` accumulates the leaf values of output k reached
@@ -179,11 +182,12 @@ def _walk_blocks(features, nodes, node_threshold, default_left, value, node_cost
                                 feature_level = nodes[node, _LEVEL]
                                 while feature_level >= level:
                                     shift = feature_level - level
-                                    v = features[nodes[node, _BASE]
-                                                 + (z >> (level_zshift[feature_level] - zshift))
-                                                 * nodes[node, _PLANE]
-                                                 + (y >> shift) * nodes[node, _ROW]
-                                                 + (x >> shift) * nodes[node, _COL]]
+                                    at = (nodes[node, _BASE] + (y >> shift) * nodes[node, _ROW]
+                                          + (x >> shift) * nodes[node, _COL])
+                                    if depth > 1:   # an image's plane term is 0: skip its lookup
+                                        at += ((z >> (level_zshift[feature_level] - zshift))
+                                               * nodes[node, _PLANE])
+                                    v = features[at]
                                     n += 1
                                     if with_cost:
                                         cost[level_offset[level] // n_outputs
