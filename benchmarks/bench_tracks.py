@@ -10,7 +10,8 @@ interleaved, with the load average at each start (results/tracks_cli.json).
 The pixel model is the default `PixelClassifier(random_state=0)` trained on the
 scribbles of ``fly_masks_dev`` (10 frames of this video; ``--model`` reuses a
 saved one). Every frame of ``fly_sleap/20190128_113421.120s.mp4`` (3000,
-1024x1024) is read, predicted once (labels and probabilities), and its objects
+1024x1024) is read, predicted once (labels, and the probabilities only if a
+configuration needs them, as ``msclassify predict --table`` does), and its objects
 made by each configuration of `msclassify.objects.ObjectPipeline`:
 
 ``components``
@@ -307,13 +308,15 @@ def main():
 
     with open_frames(str(VIDEO), as_gray=True) as source:
         n_frames = min(args.stop, len(source))
-        predict_frame(model, source.read(0), probabilities=True)  # compiled outside the timing
+        # the probabilities only when a configuration needs them, as `predict --table` asks
+        probabilities = any(pipeline.needs_probabilities for pipeline in configs.values())
+        predict_frame(model, source.read(0), probabilities)  # compiled outside the timing
         frames = remember_frames(Timed(source))
         wall, process = time.perf_counter(), time.process_time()
         # The loop of `msclassify predict`: one thread reads ahead, this one predicts, one
         # measures the frame before.
         predict_to_writer(model, frames, Tables(frames, label_dtype(model.classes_)),
-                          range(n_frames), probabilities=True)
+                          range(n_frames), probabilities=probabilities)
         wall, process = time.perf_counter() - wall, time.process_time() - process
     background = background[0]
     load_end = os.getloadavg()
@@ -350,7 +353,7 @@ def main():
     path = write_results("tracks", {
         "video": str(VIDEO.relative_to(SHARED_DATA)), "frames": n_frames,
         "load average (1 min) at start and end": [load_start[0], load_end[0]],
-        "configs run at once": list(configs),
+        "configs run at once": list(configs), "probabilities predicted": probabilities,
         "frames/s": n_frames / wall, "CPU ms/frame": 1e3 * process / n_frames,
         "stage CPU ms/frame": {k: 1e3 * v / n_frames for k, v in cpu.items()},
         "peak RSS MB": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,

@@ -28,7 +28,7 @@ def warm_up(verbose=True):
     train(wide, (wide[:, 0] > 0).astype(float), "binary", dict(n_estimators=1, max_leaves=2))
 
     from .baselines import BudgetRFClassifier
-    from .pixel import PixelClassifier, predict_chunks
+    from .pixel import PixelClassifier, most_probable, predict_chunks, predict_frame
     complete = np.nan_to_num(X)
     BudgetRFClassifier(n_estimators=2, random_state=0).fit(complete, y).predict(complete)
     image = rng.random((40, 56))
@@ -41,6 +41,9 @@ def warm_up(verbose=True):
         pixel.predict_proba(image)
         pixel.predict_proba(image, strategy="per_pixel")
         pixel.cost_map(image)
+    predict_frame(pixel, image, probabilities=True)     # labels and uncertainty in one pass
+    for dtype in (np.float32, np.float64):
+        most_probable(np.ones((2, 2, 3), dtype=dtype))
     # volumes: the 3D pyramid (1x2x2 and 2x2x2 steps), 3x3 eigenvalues, the 3D walk
     volume = rng.random((5, 24, 28)).astype(np.float32)
     volume_labels = np.zeros(volume.shape, dtype=np.uint8)

@@ -116,6 +116,21 @@ def test_min_size_drops_small_objects():
     assert measure_objects(find_objects(labels, 2, min_size=2))["area"].tolist() == [9]
 
 
+
+def test_size_filter_and_split_in_one_pass_equal_the_two_steps_apart():
+    """find_objects hands the size filter's boxes to the splitter (one whole-frame pass fewer):
+    the same objects as filtering, then splitting with boxes found again."""
+    labels = np.ones((30, 80), np.uint8)
+    labels[:, :50][_two_discs(16) > 0] = 2             # two touching discs: split
+    labels[2, 70] = 2                                  # one pixel: dropped
+    labels[20:26, 60:78] = 2                           # a bar after it: renumbered 2, not split
+    splitter = ObjectSplitter("distance", depth=0.3, min_size=50)
+    filtered = find_objects(labels, 2, min_size=20)
+    assert np.unique(filtered).tolist() == [0, 1, 2]
+    together = find_objects(labels, 2, min_size=20, split=splitter)
+    assert np.array_equal(together, splitter.split(filtered))
+    assert np.unique(together).tolist() == [0, 1, 2, 3]
+
 # -- splitting ----------------------------------------------------------------------------------
 
 def _two_discs(gap):

@@ -415,3 +415,24 @@ def test_most_probable_is_argmax_and_one_minus_max(n_classes):
     np.testing.assert_array_equal(best, np.argmax(probabilities, axis=2))
     np.testing.assert_array_equal(uncertainty, 1.0 - probabilities.max(axis=2))
     assert uncertainty.dtype == np.float32 and best[0, 0] == 0
+
+
+def test_most_probable_keeps_numpy_s_nan_and_float64_rules_and_predict_frame_agrees():
+    """One pass per pixel, numpy's rules: a NaN makes the uncertainty NaN (numpy.maximum) and
+    no later class wins against it; float64 stays float64; predict_frame's labels are the
+    classes of the same argmax."""
+    from msclassify.pixel import predict_frame
+    probabilities = np.array([[[0.25, np.nan, 0.5], [np.nan, 0.75, 0.25], [0.25, 0.25, 0.5],
+                               [0.5, 0.5, 0.0]]])
+    best, uncertainty = most_probable(probabilities)
+    assert best.tolist() == [[0, 0, 2, 0]] and uncertainty.dtype == np.float64
+    np.testing.assert_array_equal(uncertainty, [[np.nan, np.nan, 0.5, 0.5]])
+
+    class Fixed:
+        classes_ = np.array([4, 7, 9], np.uint8)
+
+        def predict_proba(self, frame):
+            return probabilities
+    labels, _, uncertainty = predict_frame(Fixed(), np.zeros((1, 4)), probabilities=True)
+    assert labels.tolist() == [[4, 4, 9, 4]] and labels.dtype == np.uint8
+    assert uncertainty.dtype == np.float32

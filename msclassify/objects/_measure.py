@@ -61,31 +61,33 @@ def find_objects(labels, target, *, min_size=0, split=None, probability=None, im
     >>> find_objects(labels, 2, min_size=2).tolist()
     [[1, 1, 0, 0], [1, 0, 0, 0]]
     """
-    objects = _components(np.asarray(labels) == target, int(min_size))
+    objects, boxes = _components(np.asarray(labels) == target, int(min_size))
     if split is not None:
-        objects = split.split(objects, probability, image)
+        objects = split.split(objects, probability, image, boxes=boxes)
     return objects
 
 
 def _components(mask, min_size):
-    """8-connected components of ``mask`` with at least ``min_size`` pixels, numbered 1, 2, ...
+    """8-connected components of ``mask`` with at least ``min_size`` pixels, numbered 1, 2, ...,
+    and their bounding boxes (`scipy.ndimage.find_objects` of the result; None when not
+    looked for, i.e. without a size filter).
 
     Small ones are erased and the rest renumbered inside their bounding boxes, so a
     frame with a few objects costs one labelling pass, not several whole-frame ones.
     """
     objects, n = ndi.label(mask, structure=np.ones((3, 3), dtype=bool))
     if min_size <= 1 or n == 0:
-        return objects
-    kept = 0
+        return objects, None
+    kept = []
     for index, box in enumerate(ndi.find_objects(objects), start=1):
         inside = objects[box] == index
         if np.count_nonzero(inside) < min_size:
             objects[box][inside] = 0
         else:
-            kept += 1
-            if kept != index:
-                objects[box][inside] = kept
-    return objects
+            kept.append(box)
+            if len(kept) != index:
+                objects[box][inside] = len(kept)
+    return objects, kept
 
 
 def measure_objects(objects, image=None, probability=None, *, frame=0):

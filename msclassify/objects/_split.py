@@ -70,7 +70,7 @@ class ObjectSplitter:
         if not is_int(self.min_size, 0):
             raise ValueError(f"min_size must be an integer >= 0 (pixels), got {self.min_size!r}")
 
-    def split(self, objects, probability=None, image=None):
+    def split(self, objects, probability=None, image=None, *, boxes=None):
         """``objects`` (numbered 1, 2, ...) with touching objects split; the first piece of a
         split object keeps its number, the others are numbered after the last object.
 
@@ -81,6 +81,9 @@ class ObjectSplitter:
             Required by the ``probability`` landscape.
         image : ndarray (H, W) or (H, W, C), optional
             The frame; required by the ``intensity`` landscape (channels averaged).
+        boxes : list of tuple of slice, optional
+            The objects' bounding boxes, ``scipy.ndimage.find_objects(objects)``, when
+            already known (saves a pass over the whole frame).
         """
         objects = np.asarray(objects)
         surface = None
@@ -91,8 +94,10 @@ class ObjectSplitter:
                 raise ValueError(f"splitting on the {self.landscape} needs the {needed}")
             surface = np.asarray(surface)
         out = objects.astype(np.int32, copy=True)
-        n = int(out.max(initial=0))
-        for index, box in enumerate(ndi.find_objects(objects), start=1):
+        if boxes is None:
+            boxes = ndi.find_objects(objects)
+        n = len(boxes)                          # the largest number (find_objects' length)
+        for index, box in enumerate(boxes, start=1):
             if box is None:
                 continue
             inside = objects[box] == index

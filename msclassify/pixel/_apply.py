@@ -8,6 +8,7 @@ with `predict_frame`; `PixelClassifier.uncertainty` uses `most_probable`.
 from typing import NamedTuple
 
 import numpy as np
+from numba import njit, prange
 
 __all__ = ["FramePrediction", "label_dtype", "most_probable", "predict_frame"]
 
@@ -68,8 +69,7 @@ def predict_frame(model, frame, probabilities=False, dtype=None):
         return FramePrediction(labels if dtype is None else labels.astype(dtype, copy=False),
                                None, None)
     proba = np.asarray(model.predict_proba(frame), dtype=np.float32)
-    best, uncertainty = most_probable(proba)
-    labels = np.asarray(model.classes_)[best]
+    labels, uncertainty = _most_probable(proba, np.asarray(model.classes_))
     return FramePrediction(labels if dtype is None else labels.astype(dtype, copy=False), proba,
                            uncertainty)
 
@@ -77,9 +77,9 @@ def predict_frame(model, frame, probabilities=False, dtype=None):
 def most_probable(probabilities):
     """Index of the most probable class and ``1 - max`` of ``(H, W, K)`` probabilities.
 
-    Ties go to the first class, as with `numpy.argmax`. One pass per class over
-    whole planes: numpy's reductions along a short last axis take several times
-    longer on a 1024² frame.
+    Ties go to the first class, as with `numpy.argmax`; a NaN probability makes the
+    uncertainty NaN, as `numpy.maximum` would. One pass over the pixels (a Numba kernel):
+    numpy's reductions along a short last axis take several times longer on a 1024² frame.
 
     Returns
     -------
@@ -93,13 +93,40 @@ def most_probable(probabilities):
     >>> best.tolist(), uncertainty.tolist()
     ([[1, 0]], [[0.19999998807907104, 0.5]])
     """
-    top = probabilities[..., 0].copy()
-    best = np.zeros(top.shape, dtype=np.intp)
-    for k in range(1, probabilities.shape[-1]):
-        plane = probabilities[..., k]
-        best[plane > top] = k
-        np.maximum(top, plane, out=top)
-    return best, np.subtract(1.0, top, out=top)
+    return _most_probable(probabilities, np.arange(probabilities.shape[-1], dtype=np.intp))
+
+
+def _most_probable(probabilities, classes):
+    """``classes[index of the most probable class]`` and ``1 - max`` of ``(..., K)``
+    probabilities (`most_probable`), from one pass."""
+    probabilities = np.asarray(probabilities)
+    if probabilities.dtype not in (np.float32, np.float64):
+        probabilities = probabilities.astype(np.float64)
+    flat = np.ascontiguousarray(probabilities).reshape(-1, probabilities.shape[-1])
+    labels = np.empty(flat.shape[0], dtype=classes.dtype)
+    uncertainty = np.empty(flat.shape[0], dtype=flat.dtype)
+    _most_probable_pixels(flat, np.ascontiguousarray(classes), np.ones(1, flat.dtype), labels,
+                          uncertainty)
+    shape = probabilities.shape[:-1]
+    return labels.reshape(shape), uncertainty.reshape(shape)
+
+
+@njit(cache=True, parallel=True, nogil=True)
+def _most_probable_pixels(probabilities, classes, one, labels, uncertainty):
+    """Per pixel (row of ``probabilities``): the first class of the largest probability,
+    and ``one - it`` in the probabilities' precision (NaN once a NaN is met)."""
+    for i in prange(probabilities.shape[0]):
+        top = probabilities[i, 0]
+        best = 0
+        for k in range(1, probabilities.shape[1]):
+            value = probabilities[i, k]
+            if value > top:
+                best = k
+                top = value
+            elif np.isnan(value):
+                top = value
+        labels[i] = classes[best]
+        uncertainty[i] = one[0] - top
 
 
 def label_dtype(classes):

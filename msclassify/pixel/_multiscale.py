@@ -71,7 +71,7 @@ class MultiscaleResult(NamedTuple):
 @njit(inline="always")
 def _walk_pixels(features, nodes, node_threshold, default_left, value, node_cost, start_node, k,
                  n_outputs, level_zshift, z_start, z_stop, y_start, y_stop, x_start, x_stop,
-                 acc_offset, acc_height, acc_width, acc, cost, with_cost):
+                 acc_offset, acc_height, acc_width, acc, cost):
     """Walk the subtree below ``start_node`` for every pixel of a block; return the evaluations."""
     n_eval = 0
     for z in range(z_start, z_stop):
@@ -82,11 +82,13 @@ def _walk_pixels(features, nodes, node_threshold, default_left, value, node_cost
                     feature_level = nodes[node, _LEVEL]
                     if feature_level < 0:
                         break
-                    v = features[nodes[node, _BASE] + (z >> level_zshift[feature_level])
-                                 * nodes[node, _PLANE] + (y >> feature_level) * nodes[node, _ROW]
-                                 + (x >> feature_level) * nodes[node, _COL]]
+                    at = (nodes[node, _BASE] + (y >> feature_level) * nodes[node, _ROW]
+                          + (x >> feature_level) * nodes[node, _COL])
+                    if z_stop > 1:
+                        at += (z >> level_zshift[feature_level]) * nodes[node, _PLANE]
+                    v = features[at]
                     n_eval += 1
-                    if with_cost:
+                    if cost is not None:
                         cost[acc_offset // n_outputs + (z * acc_height + y) * acc_width
                              + x] += node_cost[node]
                     go_left = v <= node_threshold[node, _THRESHOLD] or (np.isnan(v)
@@ -100,8 +102,8 @@ def _walk_pixels(features, nodes, node_threshold, default_left, value, node_cost
 @njit(cache=True, parallel=True, nogil=True)
 def _walk_blocks(features, nodes, node_threshold, default_left, value, node_cost, roots,
                  root_level, tree_output, n_outputs, start_level, depth, height, width,
-                 level_zshift, level_offset, level_height, level_width, acc, cost, with_cost,
-                 evaluations, pixel_evaluations):
+                 level_zshift, level_offset, level_height, level_width, acc, cost, evaluations,
+                 pixel_evaluations):
     """Walk every tree over every start-level block, coarse to fine.
 
     All feature levels live in the flat ``features`` buffer. Node ``n`` is the record
@@ -109,12 +111,13 @@ def _walk_blocks(features, nodes, node_threshold, default_left, value, node_cost
     line; level -1 for a leaf; ``node_threshold`` is the same buffer as float64, to
     read the threshold): a split reads its feature at level-``level`` position
     (p, r, c) from ``features[base + p * plane + r * row + c * col]``, addresses that
-    depend on the node alone, so a node evaluation waits for one lookup, not two. A
+    depend on the node alone, so a node evaluation waits for one lookup, not two (an
+    image, ``depth == 1``, skips the plane term, whose level lookup would be a second). A
     level-L block spans ``2**level_zshift[L]`` planes (an image has one plane and
     shifts 0). ``acc[level_offset[L] + ((z * level_height[L] + y)
     * level_width[L] + x) * K + k]`` accumulates the leaf values of output k reached
     by the level-L block (z, y, x); ``cost`` the node costs, indexed the same way
-    with K = 1. Work is split by rows of start-level blocks, which own disjoint
+    with K = 1, or None: Numba then compiles the walk without the cost code. Work is split by rows of start-level blocks, which own disjoint
     rows of every finer level, so writes never race. Within a start-level block the
     trees run in order and each adds at most one value to a cell, so every cell
     sums its trees in tree order, whatever the order of the blocks.
@@ -123,7 +126,8 @@ def _walk_blocks(features, nodes, node_threshold, default_left, value, node_cost
     feature level, or the start level for a leaf or a pixel feature) inside the
     start-level block: a coarser block would only be split down to them, without an
     evaluation. Whether a block reaches into the padding is decided once per block
-    visit, not per evaluation: evaluations of blocks wholly inside the image are
+    visit, not per evaluation (once per start-level block when it lies wholly inside the
+    image): evaluations of blocks wholly inside the image are
     counted as integers, those of blocks reaching into the padding by their fraction
     of image pixels, summed exactly in units of ``2**-unit_bits`` of a coarsest block.
     """
@@ -145,6 +149,10 @@ def _walk_blocks(features, nodes, node_threshold, default_left, value, node_cost
         block_plane = block_index // n_block_rows
         block_row = block_index - block_plane * n_block_rows
         for block_col in range(n_block_cols):
+            # A start-level block wholly inside the image: so are all its blocks.
+            block_inside = (((block_plane + 1) << start_zshift) <= depth
+                            and ((block_row + 1) << start_level) <= height
+                            and ((block_col + 1) << start_level) <= width)
             for t in range(roots.shape[0]):
                 k = tree_output[t]
                 first_level = np.int64(root_level[t])
@@ -179,13 +187,14 @@ def _walk_blocks(features, nodes, node_threshold, default_left, value, node_cost
                                 feature_level = nodes[node, _LEVEL]
                                 while feature_level >= level:
                                     shift = feature_level - level
-                                    v = features[nodes[node, _BASE]
-                                                 + (z >> (level_zshift[feature_level] - zshift))
-                                                 * nodes[node, _PLANE]
-                                                 + (y >> shift) * nodes[node, _ROW]
-                                                 + (x >> shift) * nodes[node, _COL]]
+                                    at = (nodes[node, _BASE] + (y >> shift) * nodes[node, _ROW]
+                                          + (x >> shift) * nodes[node, _COL])
+                                    if depth > 1:   # an image's plane term is 0: skip its lookup
+                                        at += ((z >> (level_zshift[feature_level] - zshift))
+                                               * nodes[node, _PLANE])
+                                    v = features[at]
                                     n += 1
-                                    if with_cost:
+                                    if cost is not None:
                                         cost[level_offset[level] // n_outputs
                                              + (z * level_height[level] + y) * level_width[level]
                                              + x] += node_cost[node]
@@ -193,7 +202,8 @@ def _walk_blocks(features, nodes, node_threshold, default_left, value, node_cost
                                                                        and default_left[node])
                                     node = nodes[node, _LEFT] if go_left else nodes[node, _RIGHT]
                                     feature_level = nodes[node, _LEVEL]
-                                if back <= depth and bottom <= height and right_edge <= width:
+                                if block_inside or (back <= depth and bottom <= height
+                                                    and right_edge <= width):
                                     n_inside += n
                                 elif n > 0:
                                     n_border += n
@@ -213,7 +223,7 @@ def _walk_blocks(features, nodes, node_threshold, default_left, value, node_cost
                                         node_cost, node, k, n_outputs, level_zshift, z << zshift,
                                         min(depth, back), y << level, min(height, bottom),
                                         x << level, min(width, right_edge), level_offset[0],
-                                        level_height[0], level_width[0], acc, cost, with_cost)
+                                        level_height[0], level_width[0], acc, cost)
                                 else:
                                     # A coarser feature than a pixel but finer than the block:
                                     # continue on the first child block (4 in a 1x2x2 step, 8 in
@@ -524,7 +534,7 @@ def predict_multiscale(booster, level_arrays, feature_level, feature_slot, shape
                       if L in levels_used else 0 for L in range(N_LEVELS)], dtype=np.int64)
     level_offset = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64) * K
     acc = np.zeros(int(sizes.sum()) * K)
-    cost = np.zeros(int(sizes.sum()) if cost_map else 0)
+    cost = np.zeros(int(sizes.sum())) if cost_map else None
     n_block_rows = (((depth + (1 << zshift[start_level]) - 1) >> zshift[start_level])
                     * ((height + (1 << start_level) - 1) >> start_level))
     evaluations = np.zeros(n_block_rows, dtype=np.int64)
@@ -535,7 +545,7 @@ def predict_multiscale(booster, level_arrays, feature_level, feature_slot, shape
                  flat["value"], flat["node_cost"], flat["roots"],
                  _root_levels(flat["roots"], node_level, start_level), flat["tree_output"], K,
                  start_level, depth, height, width, zshift, level_offset, level_height,
-                 level_width, acc, cost, cost_map, evaluations, pixel_evaluations)
+                 level_width, acc, cost, evaluations, pixel_evaluations)
     finish = (acc, level_offset, level_height, level_width, zshift, levels_used,
               booster.init_score, height, K)
     shape = tuple(int(v) for v in shape)
