@@ -58,6 +58,7 @@ ones where both ran.
 """
 
 import argparse
+import hashlib
 import json
 import os
 import shutil
@@ -306,6 +307,49 @@ def scaling_worker(model_path, n_slices, side):
                       "bytes/voxel": (peak - before) * 2 ** 20 / volume.size}))
 
 
+def fit_memory_worker(n_slices, side):
+    """In-memory ``PixelClassifier(spacing=EM_SPACING, random_state=0).fit`` on an EM volume
+    of ``n_slices`` x ``side``² scribbled on slices 0-4, in this process: the peak RSS when
+    each training stage starts (the features' and teacher's peak shows at "distillation",
+    the distillation's at the model), fit time and a digest of the model file."""
+    data = load_em_volume()
+    volume = em_volume(n_slices, side)
+    labels = np.zeros(volume.shape, np.uint8)
+    scribbles = data["labels"][:, :side, :side]
+    labels[:len(EM_TRAIN), :scribbles.shape[1], :scribbles.shape[2]] = scribbles
+    stages = {}
+
+    def progress(report):
+        stages.setdefault(report.stage, _rss_mib("VmHWM"))
+    before = _rss_mib("VmRSS")
+    start = time.perf_counter()
+    model = PixelClassifier(spacing=EM_SPACING, random_state=0).fit(volume, labels,
+                                                                    progress=progress)
+    wall = time.perf_counter() - start
+    peak = _rss_mib("VmHWM")
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "m.msc")
+        model.save(path)
+        digest = hashlib.sha1(open(path, "rb").read()).hexdigest()
+    print(json.dumps({"slices": n_slices, "side": side, "voxels": int(volume.size),
+                      "RSS before MiB": before, "peak RSS MiB": peak, "fit s": wall,
+                      "peak at stage start MiB": stages, "model sha1": digest}))
+
+
+def run_fit_memory(sizes, side):
+    """`fit_memory_worker` for each size, each in its own process."""
+    rows = []
+    for n in sizes:
+        out = subprocess.run([sys.executable, __file__, "--fit-memory-worker", str(n),
+                              str(side)], capture_output=True, text=True, check=True,
+                             cwd=REPO / "benchmarks")
+        rows.append(json.loads(out.stdout.strip().splitlines()[-1]))
+        print(f"[fit memory] {rows[-1]}", flush=True)
+    print_table(rows, ["slices", "voxels", "RSS before MiB", "peak RSS MiB", "fit s",
+                       "model sha1"])
+    return rows
+
+
 def _rss_mib(field):
     """``VmRSS`` / ``VmHWM`` of this process in MiB (Linux; ru_maxrss would include the
     parent's peak, which a child inherits)."""
@@ -510,12 +554,19 @@ def main():
                              "recorded; its nuclei span 7 x 15 x 14 voxels, median, which "
                              "StarDist's extents rule reads as 2.1 x 1 x 1.07); into "
                              "volumes_stardist_3d_spacing_Z_Y_X.json")
+    parser.add_argument("--fit-memory", nargs="*", type=int, default=[],
+                        help="slice counts of in-memory fits on EM volumes (peak RSS per "
+                             "training stage, model digest; each in its own process)")
+    parser.add_argument("--fit-memory-worker", nargs=2, help=argparse.SUPPRESS)
     parser.add_argument("--scaling-worker", nargs=3, help=argparse.SUPPRESS)
     parser.add_argument("--chunked-worker", nargs=6, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.scaling_worker:
         path, n, side = args.scaling_worker
         scaling_worker(path, int(n), int(side))
+        return
+    if args.fit_memory_worker:
+        fit_memory_worker(*map(int, args.fit_memory_worker))
         return
     if args.chunked_worker:
         path, store, mode, chunk, out, limit = args.chunked_worker
@@ -538,6 +589,8 @@ def main():
         results["scaling"] = run_scaling(args.scaling, args.side)
     if args.chunked:
         results["chunked"] = run_chunked(args.chunked, args.side, args.chunk, args.memory_limit)
+    if args.fit_memory:
+        results["fit memory"] = run_fit_memory(args.fit_memory, args.side)
     if args.cli:
         results["cli"] = run_cli_scaling(args.cli, args.side, args.chunk, args.memory_limit)
     results["load at end"] = os.getloadavg()
@@ -545,7 +598,8 @@ def main():
             "volumes" if set(args.sets) == set(SETS) else
             "volumes_" + "_".join(args.sets) if args.sets else
             "volumes_scaling" if args.scaling else
-            "volumes_chunked" if args.chunked else "volumes_cli")
+            "volumes_chunked" if args.chunked else
+            "volumes_fit_memory" if args.fit_memory else "volumes_cli")
     if args.stardist_spacing and "stardist_3d" in args.sets:
         name += "_spacing_" + "_".join(f"{v:g}" for v in args.stardist_spacing)
     path = write_results(name, results)

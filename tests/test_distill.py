@@ -7,6 +7,7 @@ from msclassify.cegb import train
 from msclassify.features import FeatureBank
 from msclassify import load_model
 from msclassify.pixel import PixelClassifier
+from msclassify.pixel import _distill as distill
 from msclassify.pixel._distill import (EDGE_WEIGHT, teacher_band, teacher_classes,
                                        teacher_pixels)
 
@@ -109,6 +110,26 @@ def test_teacher_class_map_coarse_to_fine_with_three_classes_and_a_volume():
     assert np.array_equal(classes, image.astype(int))
     volume = np.stack([image, image[::-1].T])[..., None]     # 2 sections
     classes = teacher_classes(volume, np.array([0]), three, volume.shape[:3], stride=4)
+    assert np.array_equal(classes, volume[..., 0].astype(int))
+
+
+def test_teacher_predicts_refined_points_in_blocks_with_the_same_map(monkeypatch):
+    # the refinement's points are predicted a block at a time (their rows are copies): the
+    # map is the same and no call but the first grid's gets more rows than a block
+    image, _, levels, teacher = _square_case()
+    slots = levels.slot[[0]]
+    whole = teacher_classes(levels.arrays[0], slots, teacher, image.shape, stride=4)
+    monkeypatch.setattr(distill, "_POINT_BLOCK", 3)
+    calls = []
+    blocked = teacher_classes(levels.arrays[0], slots, _CountingTeacher(teacher, calls),
+                              image.shape, stride=4)
+    assert np.array_equal(blocked, whole)
+    assert len(calls) > 2 and max(calls[1:]) <= 3
+    bands = np.zeros((13, 13), np.float32)            # 3 classes in a volume of 2 sections
+    bands[:, 5:10], bands[:, 10:] = 1.0, 2.0
+    volume = np.stack([bands, bands[::-1].T])[..., None]
+    classes = teacher_classes(volume, np.array([0]), _ThreeClassTeacher(), volume.shape[:3],
+                              stride=4)
     assert np.array_equal(classes, volume[..., 0].astype(int))
 
 

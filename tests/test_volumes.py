@@ -151,6 +151,38 @@ def test_hessian_eigenvalues_match_numpy():
     np.testing.assert_allclose(smaller, eig[..., 0], atol=2e-5)
 
 
+def test_volume_features_are_computed_a_group_at_a_time_holding_only_its_intermediates(
+        monkeypatch):
+    # The bank asks the pyramid for each feature once, a group (level, channel, sigma) after
+    # another; while a feature is computed, the pyramid holds no smoothed image or eigenvalue
+    # pair of a group already done (only the current sigma's, and the DoG's second Gaussian).
+    # The features equal those computed with every intermediate kept (a pyramid passed in).
+    volume = np.random.default_rng(3).random((5, 12, 13)).astype(np.float32)
+    bank = FeatureBank("default", spacing=(2, 1, 1))
+    asked = []
+    feature = PyramidVolume.feature
+
+    def recording(self, spec):
+        asked.append((spec, [key for key in self._cache if key[0] != "level"]))
+        return feature(self, spec)
+    monkeypatch.setattr(PyramidVolume, "feature", recording)
+    levels = bank.compute_levels(volume, n_threads=1)
+    monkeypatch.undo()
+    assert sorted(spec.id for spec, _ in asked) == sorted(bank.ids)
+    groups = [(s.level, s.source_level, s.channel, s.sigma) for s, _ in asked]
+    assert len(set(groups)) == sum(1 for a, b in zip([None] + groups, groups) if a != b)
+    for spec, held in asked:
+        allowed = {spec.sigma, None if spec.sigma is None else 0.66 * spec.sigma}
+        assert all(key[1:3] == (spec.source_level, spec.channel) and key[3] in allowed
+                   for key in held), (spec.id, held)
+    kept = bank.compute_levels(PyramidVolume(volume, bank.grid), n_threads=1)
+    two_threads = bank.compute_levels(volume, n_threads=2)
+    for array, same, also in zip(levels.arrays, kept.arrays, two_threads.arrays):
+        assert np.array_equal(array, same) and np.array_equal(array, also)
+    zs, ys, xs = np.nonzero(np.ones(volume.shape, bool))
+    assert np.array_equal(bank.gather(volume, ys, xs, zs=zs), levels.gather(zs, ys, xs))
+
+
 def test_3d_cost_model_by_hand():
     grid = VoxelGrid((1, 1, 1))
     # level 1 gauss sigma 1: radius 3 on every axis: 3 x 7 taps + 1 store, / 8, + 1 (level 0 read)

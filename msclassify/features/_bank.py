@@ -1,5 +1,6 @@
 """FeatureBank: an ordered list of feature specs for images with a fixed channel count."""
 
+import itertools
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -125,11 +126,28 @@ def _resolve_threads(n_threads, specs, shape):
     return check_int(n_threads, "n_threads")
 
 
-def _feature_planes(pyramid, specs, run):
-    """Level-grid plane of every spec, in order; the finest levels (most work) start first."""
-    order = sorted(range(len(specs)), key=lambda j: specs[j].level)
-    planes = dict(zip(order, run(lambda j: pyramid.feature(specs[j]), order)))
-    return [planes[j] for j in range(len(specs))]
+def _plane_batches(pyramid, specs, run, release):
+    """Yield ``(indices, planes)``: the level-grid planes of ``specs``, the finest levels first.
+
+    Without ``release``, one batch of every feature, computed side by side on ``run``
+    (fastest: the level arrays are filled in one pass each). With ``release`` (a
+    volume), a group of features sharing their intermediates (level, channel, sigma)
+    at a time, and the pyramid drops after each group the intermediates that no later
+    group needs (`PyramidImage.release`): a volume's smoothed images and eigenvalue
+    pairs are not all held at once, nor all its feature planes.
+    """
+    def group(j):
+        spec = specs[j]
+        return (spec.level, spec.source_level, spec.channel,
+                -1.0 if spec.sigma is None else spec.sigma) if release else spec.level
+    order = sorted(range(len(specs)), key=group)
+    batches = [list(batch) for _, batch in itertools.groupby(order, key=group)] \
+        if release else [order]
+    for number, batch in enumerate(batches):
+        planes = run(lambda j: pyramid.feature(specs[j]), batch)
+        if release:
+            pyramid.release([specs[j] for later in batches[number + 1:] for j in later])
+        yield batch, planes
 
 
 def _check_pixels(*coords_and_shape):
@@ -387,25 +405,31 @@ class FeatureBank:
         specs = [self.specs[i] for i in selection]
         levels = np.array([s.level for s in specs], dtype=np.int64)
         n_threads = _resolve_threads(n_threads, specs, pyramid.shape)
+        arrays, columns, slots = [], [], np.empty_like(levels)
+        for level in range(N_LEVELS):
+            on_level = np.flatnonzero(levels == level)
+            slots[on_level] = np.arange(on_level.size)
+            arrays.append(np.empty(pyramid.level_shape(level) + (on_level.size,),
+                                   dtype=np.float32))
+            columns.append(on_level)
         with _task_runner(n_threads) as run:
-            planes = _feature_planes(pyramid, specs, run)
-            arrays, columns, slots = [], [], np.empty_like(levels)
-            interleave_tasks = []
-            for level in range(N_LEVELS):
-                on_level = np.flatnonzero(levels == level)
-                slots[on_level] = np.arange(on_level.size)
-                array = np.empty(pyramid.level_shape(level) + (on_level.size,), dtype=np.float32)
-                if on_level.size:
+            for batch, planes in _plane_batches(pyramid, specs, run, release=pyramid is not image
+                                                and self.grid is not None):
+                tasks = []
+                for level in np.unique(levels[batch]):
+                    on_level = [k for k, j in enumerate(batch) if levels[j] == level]
+                    array = arrays[level]
                     # a volume's planes interleave as (d * h, w) planes: C-order views
-                    level_planes = List([planes[j].reshape(-1, array.shape[-2])
-                                         for j in on_level])
+                    level_planes = List([planes[k].reshape(-1, array.shape[-2])
+                                         for k in on_level])
+                    targets = slots[[batch[k] for k in on_level]]
                     rows = array.reshape(-1, *array.shape[-2:])
-                    bounds = np.linspace(0, rows.shape[0], min(rows.shape[0], 2 * n_threads) + 1)
-                    interleave_tasks += [(level_planes, rows, int(start), int(stop))
-                                         for start, stop in zip(bounds[:-1], bounds[1:])]
-                arrays.append(array)
-                columns.append(on_level)
-            run(lambda task: _kernels.interleave(*task), interleave_tasks)
+                    bounds = np.linspace(0, rows.shape[0],
+                                         min(rows.shape[0], 2 * n_threads) + 1)
+                    tasks += [(level_planes, targets, rows, int(start), int(stop))
+                              for start, stop in zip(bounds[:-1], bounds[1:])]
+                run(lambda task: _kernels.interleave(*task), tasks)
+                del planes, tasks
         return FeatureLevels(arrays=tuple(arrays), columns=tuple(columns), level=levels,
                              slot=slots, feature_indices=selection, shape=pyramid.shape,
                              padded_shape=pyramid.padded_shape,
@@ -436,11 +460,12 @@ class FeatureBank:
         coords = _check_pixels(*([] if zs is None else [zs]), ys, xs, pyramid.shape)
         ys = coords[-2]
         specs = [self.specs[i] for i in self._selection(feature_indices)]
-        with _task_runner(_resolve_threads(n_threads, specs, pyramid.shape)) as run:
-            planes = _feature_planes(pyramid, specs, run)
         out = np.empty((ys.shape[0], len(specs)), dtype=np.float32)
-        for j, (spec, plane) in enumerate(zip(specs, planes)):
-            out[:, j] = plane[tuple(c // b for c, b in zip(coords, spec.block))]
+        with _task_runner(_resolve_threads(n_threads, specs, pyramid.shape)) as run:
+            for batch, planes in _plane_batches(pyramid, specs, run, release=pyramid is not image
+                                                and self.grid is not None):
+                for j, plane in zip(batch, planes):
+                    out[:, j] = plane[tuple(c // b for c, b in zip(coords, specs[j].block))]
         return out
 
     def compute_full(self, image, feature_indices=None, *, channel_axis=-1, n_threads=None):

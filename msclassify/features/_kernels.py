@@ -296,8 +296,8 @@ def symmetric_eigenvalues(a, b, c):
 
 
 @njit(cache=True, nogil=True)
-def interleave(planes, out, row_start, row_stop):
-    """out[y, x, k] = planes[k][y, x] for rows ``row_start:row_stop``.
+def interleave(planes, columns, out, row_start, row_stop):
+    """out[y, x, columns[k]] = planes[k][y, x] for rows ``row_start:row_stop``.
 
     ``planes`` is a typed list of equally shaped planes. Writing ``out`` row by
     row in one pass is 3-4x faster than filling one strided slot per feature,
@@ -308,8 +308,9 @@ def interleave(planes, out, row_start, row_stop):
         target = out[y]
         for k in range(len(planes)):
             source = planes[k][y]
+            column = columns[k]
             for x in range(w):
-                target[x, k] = source[x]
+                target[x, column] = source[x]
 
 
 @njit(cache=True, nogil=True)

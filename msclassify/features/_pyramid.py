@@ -165,6 +165,19 @@ def readable(image, scale=None):
     return image, scale
 
 
+def _intermediates(spec):
+    """Cache keys of `PyramidImage` (besides the levels) that feature ``spec`` reads."""
+    level, channel, sigma, name = spec.source_level, spec.channel, spec.sigma, spec.filter
+    if name == "intensity":
+        return []
+    keys = [("gauss", level, channel, float(sigma))]
+    if name == "dog":
+        keys.append(("gauss", level, channel, float(DOG_RATIO * sigma)))
+    elif name.startswith(("hessian", "structure")):
+        keys.append((name.split("_")[0], level, channel, sigma))
+    return keys
+
+
 class _Slot:
     """A cache entry that may still be being computed by another thread."""
 
@@ -253,6 +266,27 @@ class PyramidImage:
         if slot.error is not None:
             raise slot.error
         return slot.value
+
+    def release(self, keep=()):
+        """Drop the kept intermediates (smoothed levels, eigenvalue pairs) that none of
+        the features ``keep`` (FeatureSpecs) needs; the levels themselves stay.
+
+        `FeatureBank.compute_levels` calls it between groups of features, so a
+        frame's intermediates are not all held at once.
+
+        Examples
+        --------
+        >>> pyramid = PyramidImage(np.ones((8, 8), np.float32))
+        >>> _ = pyramid.feature("L0:hessian_max:s1.0:c0")
+        >>> pyramid.release([FeatureSpec.from_id("L0:gauss:s1.0:c0")])
+        >>> sorted(key[0] for key in pyramid._cache)
+        ['gauss', 'level']
+        """
+        needed = {key for spec in keep for key in _intermediates(spec)}
+        with self._lock:
+            for key in [key for key, slot in self._cache.items()
+                        if key[0] != "level" and key not in needed and slot.done.is_set()]:
+                del self._cache[key]
 
     def level(self, level, channel=0):
         """Level ``level`` of one channel: float32 ``(h, w)`` block means (normalised)."""

@@ -57,6 +57,8 @@ EDGE_WEIGHT = 0.5
 # TEACHER_MARGIN (raw score; 4.0: a binary probability between 0.018 and 0.982).
 TEACHER_STRIDE = 4
 TEACHER_MARGIN = 4.0
+# Points the teacher predicts at a time while refining (their feature rows are copies).
+_POINT_BLOCK = 1 << 16
 
 
 def fit_teacher(X, y, sample_weight, params, feature_indices, objective, n_classes,
@@ -178,10 +180,18 @@ def teacher_classes(level0, slots, teacher, shape, stride=TEACHER_STRIDE, margin
     """
     lead = tuple(slice(0, n) for n in shape[:-2])
 
-    def predict(index):
-        raw = teacher.predict_raw(np.ascontiguousarray(level0[index][..., slots]).reshape(
+    def predict_rows(features):
+        raw = teacher.predict_raw(np.ascontiguousarray(features[..., slots]).reshape(
             -1, slots.size))
         return most_probable_class(raw), _margin(raw) < margin
+
+    def predict(index):
+        if not isinstance(index[0], np.ndarray):          # a grid of slices: a view
+            return predict_rows(level0[index])
+        # points, in blocks: their rows are copied (a volume's refinement may be most voxels)
+        parts = [predict_rows(level0[tuple(i[start:start + _POINT_BLOCK] for i in index)])
+                 for start in range(0, index[0].size, _POINT_BLOCK)]
+        return tuple(np.concatenate(p) for p in zip(*parts))
 
     grid = lead + tuple(slice(0, n, stride) for n in shape[-2:])
     grid_shape = shape[:-2] + tuple(-(-n // stride) for n in shape[-2:])
