@@ -662,7 +662,8 @@ def main():
     paints.remove()
     live_trees = widget.settings().for_live_update().n_estimators
     train_trees = widget.settings().n_estimators
-    video = [] if args.skip_video or args.multiclass_only else video_session(app, viewer, widget, monitor)
+    video = [] if args.skip_video or args.multiclass_only else \
+        video_session(app, viewer, widget, monitor)
     monitor.stop()
     rows.extend(dock)
 

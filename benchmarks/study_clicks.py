@@ -90,7 +90,9 @@ def main():
           f"{np.mean([r['skimage + RF'] for r in rows]):.4f}")
     print_table(summary, list(summary[0]))
     name = args.out or f"clicks_{args.set}"
-    print(f"wrote {write_results(name, {'set': args.set, 'style': args.style, 'metric': metric, 'draws': rows, 'summary': summary})}")
+    record = {'set': args.set, 'style': args.style, 'metric': metric, 'draws': rows,
+              'summary': summary}
+    print(f"wrote {write_results(name, record)}")
 
 
 if __name__ == "__main__":

@@ -24,8 +24,8 @@ def _probe(policy, imports="classifier"):
     env = {key: value for key, value in os.environ.items() if key != "OMP_WAIT_POLICY"}
     if policy is not None:
         env["OMP_WAIT_POLICY"] = policy
-    out = subprocess.run([sys.executable, "-c", PROBE, imports], env=env, capture_output=True, text=True,
-                         check=True, timeout=300)
+    out = subprocess.run([sys.executable, "-c", PROBE, imports], env=env, capture_output=True,
+                         text=True, check=True, timeout=300)
     return out.stdout.splitlines()[-1].split()     # the probe's own line comes last
 
 
