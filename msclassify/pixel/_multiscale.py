@@ -118,9 +118,10 @@ def _walk_blocks(features, nodes, node_threshold, default_left, value, node_cost
     * level_width[L] + x) * K + k]`` accumulates the leaf values of output k reached
     by the level-L block (z, y, x); ``cost`` the node costs, indexed the same way
     with K = 1, or None: Numba then compiles the walk without the cost code. Work is
-    split by rows of start-level blocks, which own disjoint rows of every finer level, so writes never race. Within a start-level block the
-    trees run in order and each adds at most one value to a cell, so every cell
-    sums its trees in tree order, whatever the order of the blocks.
+    split by rows of start-level blocks, which own disjoint rows of every finer level,
+    so writes never race. Within a start-level block the trees run in order and each
+    adds at most one value to a cell, so every cell sums its trees in tree order,
+    whatever the order of the blocks.
 
     Tree ``t`` is first walked on the blocks of ``root_level[t]`` (its root's
     feature level, or the start level for a leaf or a pixel feature) inside the
