@@ -31,7 +31,9 @@ with ``cost_tradeoff="auto"``; ``no-distill`` = ``distill_weight=0``;
 ``teacher-stride-1`` = ``teacher_stride=1`` (the teacher predicts every pixel of the frame for
 its class map, the default before its coarse-to-fine map); ``all-features`` = ``colsample=1.0``
 (every tree draws from all features; the default before ``colsample=None``, which draws half of
-them per tree with more than two classes).
+them per tree with more than two classes); ``omp-spin`` = the default with
+``GOMP_SPINCOUNT=300000`` (libgomp's own default: idle OpenMP threads spin about 3 ms after
+each parallel kernel instead of sleeping, as before msclassify set ``OMP_WAIT_POLICY=PASSIVE``).
 
 What is measured
 ----------------
@@ -67,7 +69,9 @@ CASES = ("fly-2", "fly-4", "larvae-2", "larvae-4", "photo-4")
 VARIANTS = {"default": {}, "auto": {"cost_tradeoff": "auto"},
             "no-distill": {"distill_weight": 0.0}, "no-balance": {"class_weight": None},
             "balanced": {"class_weight": "balanced"}, "teacher-stride-1": {"teacher_stride": 1},
-            "all-features": {"colsample": 1.0}}
+            "all-features": {"colsample": 1.0}, "omp-spin": {}}
+# Variants that differ from the default in the fit's environment only.
+VARIANT_ENV = {"omp-spin": {"GOMP_SPINCOUNT": "300000"}}
 
 
 def four_classes(object_mask, far):
@@ -193,6 +197,7 @@ def main():
             run_env = dict(env)
             if variant == "ref default":
                 run_env["PYTHONPATH"] = str(Path(args.ref).resolve())
+            run_env.update(VARIANT_ENV.get(variant, {}))
             out = subprocess.run([sys.executable, __file__, "--one", case,
                                   variant.replace("ref ", "")], env=run_env,
                                  capture_output=True, text=True, cwd=REPO / "benchmarks")

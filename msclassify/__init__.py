@@ -10,8 +10,18 @@ command starts is handled by it.
 """
 
 import importlib
+import os
 
 __version__ = "0.1.0"
+
+# Numba's parallel kernels run on OpenMP (libgomp) threads. Between two kernels libgomp's idle
+# threads spin for a while by default; tree growth launches thousands of short kernels, so on a
+# busy box (or next to napari's GUI thread) the spinning threads took the cores from the ones
+# with work: a 4-class fit of a 512x384 photo on 2 threads took 24-28 s of CPU instead of 5-6 s
+# (docs/scribbles.md, "Idle OpenMP threads"). Idle threads sleep instead, unless the user chose
+# (OMP_WAIT_POLICY or GOMP_SPINCOUNT set); libgomp reads this when Numba first loads it.
+if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
+    os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
 
 # name -> module that defines it
 _EXPORTS = {
