@@ -33,7 +33,7 @@ its class map, the default before its coarse-to-fine map); ``all-features`` = ``
 (every tree draws from all features; the default before ``colsample=None``, which draws half of
 them per tree with more than two classes); ``omp-spin`` = the default with
 ``GOMP_SPINCOUNT=300000`` (libgomp's own default: idle OpenMP threads spin about 3 ms after
-each parallel kernel instead of sleeping, as before msclassify set ``OMP_WAIT_POLICY=PASSIVE``).
+each parallel kernel, as before msclassify set ``GOMP_SPINCOUNT=3000``).
 
 What is measured
 ----------------

@@ -14,14 +14,16 @@ import os
 
 __version__ = "0.1.0"
 
-# Numba's parallel kernels run on OpenMP (libgomp) threads. Between two kernels libgomp's idle
-# threads spin for a while by default; tree growth launches thousands of short kernels, so on a
-# busy box (or next to napari's GUI thread) the spinning threads took the cores from the ones
-# with work: a 4-class fit of a 512x384 photo on 2 threads took 24-28 s of CPU instead of 5-6 s
-# (docs/scribbles.md, "Idle OpenMP threads"). Idle threads sleep instead, unless the user chose
-# (OMP_WAIT_POLICY or GOMP_SPINCOUNT set); libgomp reads this when Numba first loads it.
+# Numba's parallel kernels run on OpenMP (libgomp) threads. After each kernel libgomp's idle
+# threads spin for about 3 ms by default (GOMP_SPINCOUNT=300000); tree growth launches
+# thousands of short kernels, so next to other OpenMP programs or napari's GUI thread the
+# spinning threads took the cores from the ones with work (a 4-class fit on 2 threads: 24-28 s
+# of CPU instead of 5-6 s). A short spin (3000, tens of microseconds) keeps most of the
+# spinning's speed on an idle machine and wastes no core when busy; sleeping at once
+# (OMP_WAIT_POLICY=PASSIVE) was 12-20 % slower idle (docs/scribbles.md, section 12). A user's
+# OMP_WAIT_POLICY or GOMP_SPINCOUNT wins; libgomp reads it when Numba first loads it.
 if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
-    os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+    os.environ["GOMP_SPINCOUNT"] = "3000"
 
 # name -> module that defines it
 _EXPORTS = {
