@@ -51,7 +51,8 @@ class TrainingProgress(NamedTuple):
 
 
 def stage_weights(n_pixels, n_channels, n_scribbled, n_teacher_features, n_rows, n_features,
-                  n_estimators, n_outputs, distill, n_fits, path_rows=1.0, teacher_stride=1):
+                  n_estimators, n_outputs, distill, n_fits, path_rows=1.0, teacher_stride=1,
+                  teacher_fits=1):
     """Expected time of each stage of a fit, in arbitrary units: ``[(stage, weight), ...]``.
 
     A linear cost model (coefficients fitted to ``benchmarks/bench_training.py``
@@ -61,12 +62,14 @@ def stage_weights(n_pixels, n_channels, n_scribbled, n_teacher_features, n_rows,
     about 5% more where its coarse-to-fine class map is refined; the coefficient was fitted
     with every 4th pixel predicted) and per tree. With ``n_fits > 1``
     (``cost_tradeoff="auto"``) the first ``n_fits - 1`` fits train half the trees
-    on the share ``path_rows`` of the rows.
+    on the share ``path_rows`` of the rows. ``teacher_fits=2`` (``class_weight="auto"``)
+    counts the teacher's refit, made when a class is scribbled less than the teacher finds it.
     """
     trees = n_estimators * n_outputs
     plan = [("features", 1.0 * n_pixels * n_channels / 1e6)]
     if distill:
-        plan.append(("teacher", trees * (3e-3 + 2e-9 * n_scribbled * n_teacher_features)))
+        plan.append(("teacher", teacher_fits * trees
+                     * (3e-3 + 2e-9 * n_scribbled * n_teacher_features)))
         plan.append(("distillation", 0.3 * n_pixels / 1e6
                      * (0.2 + trees / 50 * 4 * (1 / teacher_stride ** 2 + 0.05))))
     per_fit = trees * (8e-3 + 1.2e-9 * n_rows * n_features)
