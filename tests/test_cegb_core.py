@@ -506,3 +506,26 @@ def test_bin_edges_follow_the_quantile_rule_of_numpy():
                 assert binner.n_bins[m] == expected.size + 1
                 np.testing.assert_array_equal(binner.edges[m, :expected.size], expected)
                 assert np.all(np.isinf(binner.edges[m, expected.size:]))
+
+
+def test_softmax_gradients_by_hand_and_as_scipy():
+    """Equal raw scores of 4 classes: p = 1/4, so the gradient is (1/4 - onehot) * w and
+    the hessian 3/16 * w; random scores of 3 and 9 classes give SciPy's softmax values bit
+    for bit; every class's column is contiguous (a per-class tree reads it in place)."""
+    from scipy.special import softmax
+    from msclassify.cegb._losses import MIN_HESSIAN, make_objective
+    grad, hess = make_objective("multiclass", 4).gradients(
+        np.zeros((2, 4)), np.array([0.0, 3.0]), np.array([1.0, 2.0]))
+    assert grad.tolist() == [[-0.75, 0.25, 0.25, 0.25], [0.5, 0.5, 0.5, -1.5]]
+    assert hess.tolist() == [[0.1875] * 4, [0.375] * 4]
+    assert all(grad[:, k].flags["C_CONTIGUOUS"] for k in range(4))
+    rng = np.random.default_rng(4)
+    for n_classes in (3, 9):
+        raw = rng.normal(size=(1000, n_classes)) * 20
+        y = rng.integers(0, n_classes, 1000).astype(float)
+        weight = rng.random(1000)
+        p = softmax(raw, axis=-1)
+        onehot = np.eye(n_classes)[y.astype(int)]
+        grad, hess = make_objective("multiclass", n_classes).gradients(raw, y, weight)
+        np.testing.assert_array_equal(grad, (p - onehot) * weight[:, None])
+        np.testing.assert_array_equal(hess, np.maximum(p * (1 - p), MIN_HESSIAN) * weight[:, None])
