@@ -137,7 +137,7 @@ def warm_up(image, labels, params):
     stripes = np.zeros((96, 96), np.uint8)
     for k, value in enumerate(classes):
         stripes[4 + 20 * k:10 + 20 * k, 4:92] = value
-    PixelClassifier(random_state=0, n_estimators=2, **params).fit(small, stripes)
+    PixelClassifier(**dict(params, random_state=0, n_estimators=2)).fit(small, stripes)
 
 
 def run_one(case, variant):
