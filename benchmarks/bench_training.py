@@ -33,7 +33,15 @@ its class map, the default before its coarse-to-fine map); ``all-features`` = ``
 (every tree draws from all features; the default before ``colsample=None``, which draws half of
 them per tree with more than two classes); ``omp-spin`` = the default with
 ``GOMP_SPINCOUNT=300000`` (libgomp's own default: idle OpenMP threads spin about 3 ms after
-each parallel kernel, as before msclassify set ``GOMP_SPINCOUNT=3000``).
+each parallel kernel, as before msclassify set ``GOMP_SPINCOUNT=3000``); ``live-4`` = the
+napari widget's live-update model for 4 classes (``features="fine"``, ``cost_tradeoff=2e-4``, 10
+rounds, 4,096 cost pixels, no teacher, half the features per tree): its ``model`` stage is what
+a live retrain costs once the frame's features are cached. ``--ref PATH`` runs every variant
+with the checkout at PATH too (``ref VARIANT``).
+
+``accuracy`` (4-class cases) is, on the pixels not scribbled and after the timing, the
+pixel accuracy of the fitted model's prediction against the 4-class map (fly-4,
+larvae-4) or its larva pixel F1 against the real larva mask of the crop (photo-4).
 
 What is measured
 ----------------
@@ -69,7 +77,11 @@ CASES = ("fly-2", "fly-4", "larvae-2", "larvae-4", "photo-4")
 VARIANTS = {"default": {}, "auto": {"cost_tradeoff": "auto"},
             "no-distill": {"distill_weight": 0.0}, "no-balance": {"class_weight": None},
             "balanced": {"class_weight": "balanced"}, "teacher-stride-1": {"teacher_stride": 1},
-            "all-features": {"colsample": 1.0}, "omp-spin": {}}
+            "all-features": {"colsample": 1.0}, "omp-spin": {},
+            # the napari widget's live-update model with 4 classes
+            # (ClassifierSettings().for_live_update(4) of plugins/msclassify_napari/_controller.py)
+            "live-4": {"features": "fine", "cost_tradeoff": 2e-4, "n_estimators": 10,
+                       "n_cost_samples": 4096, "distill_weight": 0.0, "colsample": 0.5}}
 # Variants that differ from the default in the fit's environment only.
 VARIANT_ENV = {"omp-spin": {"GOMP_SPINCOUNT": "300000"}}
 
@@ -84,31 +96,36 @@ def four_classes(object_mask, far):
     return out
 
 
-def case_data(case):
-    """``(image, labels)`` of a case (see the module docstring)."""
+def case_data(case, truth=False):
+    """``(image, labels)`` of a case (see the module docstring); with ``truth``
+    ``(image, labels, truth)``: the class map of fly-4 and larvae-4, the larva mask of
+    photo-4, None for the 2-class cases."""
     from scipy import ndimage as ndi
     from _real_data import (balanced_scribbles, load_fly_larvae_dev, load_fly_masks_dev,
                             larvae_instances, LARVAE_DIR, _read_png)
     if case == "fly-2":
         data = load_fly_masks_dev(test_limit=1)
-        return data["train_images"][0], data["train_labels"][0]
+        return (data["train_images"][0], data["train_labels"][0]) + ((None,) if truth else ())
     if case == "fly-4":
         data = load_fly_masks_dev(test_limit=1)
         flies = data["test_masks"][0] > 0
         far = ~ndi.binary_dilation(flies, iterations=10)
-        return data["test_images"][0], balanced_scribbles(four_classes(flies, far), seed=0)
+        classes = four_classes(flies, far)
+        return (data["test_images"][0], balanced_scribbles(classes, seed=0)) + (
+            (classes,) if truth else ())
     if case == "photo-4":
         from bench_napari import larvae_photo
-        photo, _, scribbles = larvae_photo()
-        return photo, scribbles
+        photo, larvae, scribbles = larvae_photo()
+        return (photo, scribbles) + ((larvae,) if truth else ())
     data = load_fly_larvae_dev("balanced")
     image = data["train_images"][0]
     if case == "larvae-2":
-        return image, data["train_labels"][0]
+        return (image, data["train_labels"][0]) + ((None,) if truth else ())
     larvae = larvae_instances(_read_png(LARVAE_DIR / "img_1_mask.png")) > 0
     grey = image.mean(axis=2)
     far = grey < np.percentile(grey[~larvae], 50)          # the darker half: tray
-    return image, balanced_scribbles(four_classes(larvae, far), seed=1)
+    classes = four_classes(larvae, far)
+    return (image, balanced_scribbles(classes, seed=1)) + ((classes,) if truth else ())
 
 
 def warm_up(image, labels, params):
@@ -120,13 +137,13 @@ def warm_up(image, labels, params):
     stripes = np.zeros((96, 96), np.uint8)
     for k, value in enumerate(classes):
         stripes[4 + 20 * k:10 + 20 * k, 4:92] = value
-    PixelClassifier(random_state=0, n_estimators=2, **params).fit(small, stripes)
+    PixelClassifier(**dict(params, random_state=0, n_estimators=2)).fit(small, stripes)
 
 
 def run_one(case, variant):
     """Fit once (in this process) and return the measurements as a dict."""
     from msclassify.pixel import PixelClassifier
-    image, labels = case_data(case)
+    image, labels, truth = case_data(case, truth=True)
     warm_up(image, labels, VARIANTS[variant])
     reports = []
     model = PixelClassifier(random_state=0, **VARIANTS[variant])
@@ -160,7 +177,18 @@ def run_one(case, variant):
         name = "model" if stage.startswith("μ path") else stage
         stages_cpu[name] = stages_cpu.get(name, 0.0) + end - start
     counts = np.bincount(labels.ravel())[1:]
-    return {"case": case, "variant": variant, "wall s": wall, "cpu s": cpu,
+    # after the timing, over the pixels not scribbled: pixel accuracy against the 4-class map,
+    # or (photo-4) larva pixel F1 against the real mask (larva is class 2)
+    accuracy = None
+    if truth is not None:
+        predicted, unlabelled = model.predict(image), labels == 0
+        if truth.dtype == bool:
+            hit = predicted == 2
+            accuracy = float(2 * np.sum(hit & truth & unlabelled)
+                             / (np.sum(hit & unlabelled) + np.sum(truth & unlabelled)))
+        else:
+            accuracy = float(np.mean(predicted[unlabelled] == truth[unlabelled]))
+    return {"accuracy": accuracy, "case": case, "variant": variant, "wall s": wall, "cpu s": cpu,
             "peak RSS MB": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
             "stages": stages, "stages cpu": stages_cpu, "classes": int((counts > 0).sum()),
             "labelled px": int(counts.sum()), "shape": list(image.shape),
@@ -176,8 +204,8 @@ def main():
     parser.add_argument("--threads", type=int, default=None,
                         help="NUMBA_NUM_THREADS of the fits (default: as set, else all cores)")
     parser.add_argument("--ref", metavar="PATH", default=None,
-                        help="also time the default fit of the msclassify checkout at PATH "
-                             "(e.g. a worktree of main), as variant 'ref default'")
+                        help="also time every variant with the msclassify checkout at PATH "
+                             "(e.g. a worktree of main), as variants 'ref VARIANT'")
     parser.add_argument("--out", default="training",
                         help="results file name in benchmarks/results (without .json)")
     parser.add_argument("--one", nargs=2, metavar=("CASE", "VARIANT"), help=argparse.SUPPRESS)
@@ -190,14 +218,14 @@ def main():
         env["NUMBA_NUM_THREADS"] = str(args.threads)
     load_start = os.getloadavg()
     runs = []
-    variants = args.variants + (["ref default"] if args.ref else [])
+    variants = args.variants + ([f"ref {v}" for v in args.variants] if args.ref else [])
     pairs = [(c, v) for c in args.cases for v in variants]
     for r in range(args.rounds):
         for case, variant in pairs[r % len(pairs):] + pairs[:r % len(pairs)]:
             run_env = dict(env)
-            if variant == "ref default":
+            if variant.startswith("ref "):
                 run_env["PYTHONPATH"] = str(Path(args.ref).resolve())
-            run_env.update(VARIANT_ENV.get(variant, {}))
+            run_env.update(VARIANT_ENV.get(variant.replace("ref ", ""), {}))
             out = subprocess.run([sys.executable, __file__, "--one", case,
                                   variant.replace("ref ", "")], env=run_env,
                                  capture_output=True, text=True, cwd=REPO / "benchmarks")
@@ -207,7 +235,7 @@ def main():
             row["round"], row["load"], row["variant"] = r, os.getloadavg()[0], variant
             runs.append(row)
             print(f"round {r + 1}: {case} {variant}: {row['wall s']:.2f} s wall, "
-                  f"{row['cpu s']:.2f} s cpu, stages " + ", ".join(
+                  f"{row['cpu s']:.2f} s cpu, accuracy {row.get('accuracy')}, stages " + ", ".join(
                       f"{k} {v:.2f}" for k, v in row["stages"].items()), flush=True)
     table = []
     for case, variant in pairs:
@@ -216,7 +244,9 @@ def main():
         entry = {"case": case, "variant": variant, "classes": mine[0]["classes"],
                  "wall s": statistics.median(row["wall s"] for row in mine),
                  "cpu s": statistics.median(row["cpu s"] for row in mine),
-                 "peak RSS MB": max(row["peak RSS MB"] for row in mine)}
+                 "peak RSS MB": max(row["peak RSS MB"] for row in mine),
+                 "accuracy": statistics.median(row["accuracy"] for row in mine)
+                 if mine[0].get("accuracy") is not None else None}
         for stage in stage_names:
             entry[f"{stage} cpu s"] = statistics.median(row.get("stages cpu", {}).get(stage, 0.0)
                                                         for row in mine)
@@ -227,7 +257,7 @@ def main():
             entry["x default (cpu, per round)"] = statistics.median(
                 a["cpu s"] / b["cpu s"] for a, b in zip(mine, base))
         table.append(entry)
-    columns = ["case", "variant", "classes", "wall s", "cpu s", "features cpu s",
+    columns = ["case", "variant", "classes", "accuracy", "wall s", "cpu s", "features cpu s",
                "teacher cpu s", "distillation cpu s", "model cpu s", "x default (wall, per round)",
                "x default (cpu, per round)", "peak RSS MB"]
     print_table(table, columns)

@@ -26,6 +26,9 @@ def warm_up(verbose=True):
     # split) run the parallel twins of the root and split kernels: compile those too.
     wide = rng.normal(size=(2100, 256))
     train(wide, (wide[:, 0] > 0).astype(float), "binary", dict(n_estimators=1, max_leaves=2))
+    # the softmax gradients of a multiclass fit
+    train(X, np.digitize(X[:, 0], [-0.5, 0.5]).astype(float), "multiclass",
+          dict(n_estimators=1, max_leaves=2), n_classes=3)
 
     from .baselines import BudgetRFClassifier
     from .pixel import PixelClassifier, most_probable, predict_chunks, predict_frame

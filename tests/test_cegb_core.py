@@ -456,3 +456,76 @@ def test_bin_edges_are_midpoints_of_adjacent_distinct_values():
             np.testing.assert_array_equal(edges, (below + above) / 2)
             for value in values:
                 assert np.unique(bins[m][X[:, m] == value]).size == 1
+
+
+def test_radix_sort_orders_floats_as_numpy():
+    """`sort_floats` on negative, positive, tiny, huge and signed-zero values, and on
+    float32 values cast to float64 (low 29 bits zero: passes that move nothing are
+    skipped), gives numpy's order; -0.0 lands next to +0.0."""
+    from msclassify.cegb._kernels import sort_floats
+    hand = np.array([3.0, -1.0, 0.0, -0.0, 5e-324, -5e-324, 1e308, -1e308, 2.5, -1.0])
+    rng = np.random.default_rng(2)
+    for values in (hand, rng.normal(size=5000), rng.normal(size=5000).astype(np.float32) * 1.0,
+                   np.round(rng.exponential(size=3000), 2), np.array([7.0]), np.empty(0)):
+        values = np.array(values, dtype=np.float64)
+        expected = np.sort(values)
+        keys, spare = np.empty(values.size, np.uint64), np.empty(values.size, np.uint64)
+        sort_floats(values, keys, spare)
+        np.testing.assert_array_equal(values, expected)
+    sort_floats(hand, np.empty(hand.size, np.uint64), np.empty(hand.size, np.uint64))
+    assert hand[:5].tolist() == [-1e308, -1.0, -1.0, -5e-324, -0.0]
+    assert np.signbit(hand[4]) and not np.signbit(hand[5])
+
+
+def test_bin_edges_follow_the_quantile_rule_of_numpy():
+    """`BinMapper` (the `column_edges` kernel) against its rule written with NumPy:
+    distinct values, ``np.quantile(..., method="lower")`` of the non-NaN values,
+    float64 midpoints; columns with NaN, all NaN, one value, ties, float32."""
+    from msclassify.cegb._binning import BinMapper
+    rng = np.random.default_rng(3)
+    n = 4000
+    X = np.column_stack([rng.normal(size=n), np.round(rng.normal(size=n), 1),
+                         np.where(rng.random(n) < 0.7, 0.0, rng.exponential(size=n)),
+                         np.full(n, np.nan), np.full(n, -2.0), rng.integers(0, 300, n) * 1.0])
+    X[rng.random(n) < 0.2, 0] = np.nan
+    for data in (X, X.astype(np.float32)):
+        for max_bins in (255, 8):
+            binner = BinMapper(max_bins=max_bins).fit(data)
+            for m in range(X.shape[1]):
+                column = data[:, m][~np.isnan(data[:, m])].astype(np.float64)
+                values = np.unique(column)
+                if values.size <= max_bins:
+                    low = values[:-1]
+                else:
+                    q = np.quantile(column, np.linspace(0, 1, max_bins + 1)[1:-1], method="lower")
+                    low = np.unique(q)
+                    low = low[low < values[-1]]
+                high = values[np.searchsorted(values, low) + 1]
+                mid = 0.5 * low + 0.5 * high
+                expected = np.where(mid < high, mid, low)
+                assert binner.n_bins[m] == expected.size + 1
+                np.testing.assert_array_equal(binner.edges[m, :expected.size], expected)
+                assert np.all(np.isinf(binner.edges[m, expected.size:]))
+
+
+def test_softmax_gradients_by_hand_and_as_scipy():
+    """Equal raw scores of 4 classes: p = 1/4, so the gradient is (1/4 - onehot) * w and
+    the hessian 3/16 * w; random scores of 3 and 9 classes give SciPy's softmax values bit
+    for bit; every class's column is contiguous (a per-class tree reads it in place)."""
+    from scipy.special import softmax
+    from msclassify.cegb._losses import MIN_HESSIAN, make_objective
+    grad, hess = make_objective("multiclass", 4).gradients(
+        np.zeros((2, 4)), np.array([0.0, 3.0]), np.array([1.0, 2.0]))
+    assert grad.tolist() == [[-0.75, 0.25, 0.25, 0.25], [0.5, 0.5, 0.5, -1.5]]
+    assert hess.tolist() == [[0.1875] * 4, [0.375] * 4]
+    assert all(grad[:, k].flags["C_CONTIGUOUS"] for k in range(4))
+    rng = np.random.default_rng(4)
+    for n_classes in (3, 9):
+        raw = rng.normal(size=(1000, n_classes)) * 20
+        y = rng.integers(0, n_classes, 1000).astype(float)
+        weight = rng.random(1000)
+        p = softmax(raw, axis=-1)
+        onehot = np.eye(n_classes)[y.astype(int)]
+        grad, hess = make_objective("multiclass", n_classes).gradients(raw, y, weight)
+        np.testing.assert_array_equal(grad, (p - onehot) * weight[:, None])
+        np.testing.assert_array_equal(hess, np.maximum(p * (1 - p), MIN_HESSIAN) * weight[:, None])

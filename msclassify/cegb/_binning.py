@@ -18,29 +18,9 @@ pixels) SEG fell by 0.004 +- 0.0014 and test log-loss rose by 6%; with the
 
 import numpy as np
 
-from ._kernels import bin_data, bin_lookup_tables
+from ._kernels import bin_data, bin_lookup_tables, column_edges
 
 _BINNING_SAMPLE = 200_000
-
-
-def midpoints(low, high):
-    """Edges halfway between ``low`` and ``high`` (float64), always in ``[low, high)``.
-
-    Computed in float64 even for float32 data: the float32 midpoint of two
-    adjacent float32 values can round up to ``high``, which would put both values
-    in one bin.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> a = np.float32(1 + 2.0**-23); b = np.nextafter(a, np.float32(2))
-    >>> bool(np.float32((a + b) / np.float32(2)) == b), bool(a <= midpoints(a, b) < b)
-    (True, True)
-    """
-    low = np.asarray(low, dtype=np.float64)
-    high = np.asarray(high, dtype=np.float64)
-    mid = 0.5 * low + 0.5 * high   # no overflow for values near the float64 limits
-    return np.where(mid < high, mid, low)
 
 
 class BinMapper:
@@ -78,24 +58,8 @@ class BinMapper:
             sample = X
         self.edges = np.full((n_features, self.max_bins), np.inf)
         self.n_bins = np.ones(n_features, dtype=np.int32)
-        quantiles = np.linspace(0, 1, self.max_bins + 1)[1:-1]
-        for m in range(n_features):
-            column = sample[:, m]
-            # one sort serves both the distinct values and the quantiles
-            ordered = np.sort(column[~np.isnan(column)])
-            values = ordered[np.r_[True, ordered[1:] != ordered[:-1]]] if ordered.size else ordered
-            if values.size <= 1:
-                continue
-            if values.size <= self.max_bins:
-                last_in_bin = np.arange(values.size - 1)
-            else:
-                # np.quantile(..., method="lower") without sorting again, as value indices
-                lower = np.floor((ordered.size - 1) * quantiles).astype(np.intp)
-                last_in_bin = np.unique(np.searchsorted(values, ordered[lower]))
-                last_in_bin = last_in_bin[last_in_bin < values.size - 1]
-            cuts = midpoints(values[last_in_bin], values[last_in_bin + 1])
-            self.edges[m, :cuts.size] = cuts
-            self.n_bins[m] = cuts.size + 1
+        column_edges(sample, np.linspace(0, 1, self.max_bins + 1)[1:-1], self.edges,
+                     self.n_bins)
         self.lookup = bin_lookup_tables(self.edges, self.n_bins)
         return self
 

@@ -75,6 +75,111 @@ def bin_data(X, edges, n_bins, origin, scale, first, out):
                 out[m, i] = lo
 
 
+# Radix sort of bin edge learning: 11-bit digits of 64-bit keys, a pass skipped when all keys
+# share its digit (float32 data cast to float64 has its low 29 bits zero: 4 passes, not 6).
+_RADIX_BITS = 11
+_SIGN = np.uint64(1) << np.uint64(63)
+
+
+@njit(cache=True, nogil=True)
+def sort_floats(values, keys, spare):
+    """Sort the float64 ``values`` (no NaN) in place: an LSD radix sort of their bits.
+
+    Each value becomes an unsigned key that orders like the value (the sign bit
+    set for positive numbers, all bits flipped for negative ones), the keys are
+    sorted by 11-bit digits, least significant first, and turned back into
+    values. -0.0 sorts just before +0.0 (they compare equal). ``keys`` and
+    ``spare`` are uint64 work arrays of the same length. On the columns of a
+    pixel training set it took a quarter of the time of `numpy.sort`.
+    """
+    n = values.shape[0]
+    bits = values.view(np.uint64)
+    for i in range(n):
+        k = bits[i]
+        keys[i] = ~k if k & _SIGN else k | _SIGN
+    radix = 1 << _RADIX_BITS
+    mask = np.uint64(radix - 1)
+    count = np.empty(radix + 1, dtype=np.int64)
+    src, dst = keys, spare
+    for shift in range(0, 64, _RADIX_BITS):
+        count[:] = 0
+        s = np.uint64(shift)
+        for i in range(n):
+            count[((src[i] >> s) & mask) + 1] += 1
+        if count.max() == n:       # one digit for all keys: this pass would not move any
+            continue
+        for d in range(radix):
+            count[d + 1] += count[d]
+        for i in range(n):
+            d = (src[i] >> s) & mask
+            dst[count[d]] = src[i]
+            count[d] += 1
+        src, dst = dst, src
+    for i in range(n):
+        k = src[i]
+        bits[i] = k & ~_SIGN if k & _SIGN else ~k
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def column_edges(X, quantiles, edges, n_bins):
+    """Upper bin edges of every column of ``X`` (`msclassify.cegb.BinMapper`'s rule).
+
+    Per column, in parallel: its non-NaN values sorted (`sort_floats`); one bin per
+    distinct value if there are at most ``len(quantiles) + 1`` of them, otherwise
+    bins ending at the values at row positions ``floor((n - 1) * q)`` (NumPy's
+    ``quantile(..., method="lower")``); each edge is the float64 midpoint between the
+    last value of its bin and the next distinct value (`_midpoint`). Writes
+    ``edges[m, :n_bins[m] - 1]`` and ``n_bins[m]`` (1 for a constant column).
+    """
+    n_rows, n_features = X.shape
+    max_bins = quantiles.shape[0] + 1
+    for m in prange(n_features):
+        ordered = np.empty(n_rows)
+        n = 0
+        for i in range(n_rows):
+            x = X[i, m]
+            if not np.isnan(x):
+                ordered[n] = x
+                n += 1
+        ordered = ordered[:n]
+        sort_floats(ordered, np.empty(n, dtype=np.uint64), np.empty(n, dtype=np.uint64))
+        # distinct values and, per row position, the index of its value among them
+        values = np.empty(n)
+        rank = np.empty(n, dtype=np.int64)
+        n_values = 0
+        for i in range(n):
+            if i == 0 or ordered[i] != ordered[i - 1]:
+                values[n_values] = ordered[i]
+                n_values += 1
+            rank[i] = n_values - 1
+        n_cuts = 0
+        if n_values > max_bins:
+            last = -1
+            for q in quantiles:
+                r = rank[int(np.floor((n - 1) * q))]
+                if r != last and r < n_values - 1:
+                    edges[m, n_cuts] = _midpoint(values[r], values[r + 1])
+                    n_cuts += 1
+                    last = r
+        elif n_values > 1:
+            for r in range(n_values - 1):
+                edges[m, r] = _midpoint(values[r], values[r + 1])
+            n_cuts = n_values - 1
+        n_bins[m] = n_cuts + 1
+
+
+@njit(inline="always")
+def _midpoint(low, high):
+    """The edge halfway between ``low`` and ``high`` (float64), always in ``[low, high)``.
+
+    Computed in float64 even for float32 data: the float32 midpoint of two adjacent
+    float32 values can round up to ``high``, which would put both values in one bin
+    (`tests/test_cegb_core.py`); ``0.5 * low + 0.5 * high`` cannot overflow.
+    """
+    mid = 0.5 * low + 0.5 * high
+    return mid if mid < high else low
+
+
 def bin_lookup_tables(edges, n_bins, n_cells=1024):
     """Grid of `bin_data`: per feature an origin, a scale and the first bin of every cell.
 

@@ -123,11 +123,21 @@ class Softmax(Objective):
         prior = np.clip(counts / counts.sum(), 1e-6, None)
         return np.log(prior) - np.log(prior).mean()
 
-    def unweighted_gradients(self, raw, y):
-        p = output_probabilities(raw)
-        onehot = np.zeros_like(p)
-        onehot[np.arange(y.shape[0]), y.astype(np.int64)] = 1.0
-        return p - onehot, np.maximum(p * (1 - p), MIN_HESSIAN)
+    def gradients(self, raw, y, weight):
+        """Weighted gradients and hessians, shape (N, K), each class's column contiguous
+        (transposed views of (K, N) arrays: a per-class tree reads its column in place).
+
+        The exponentials and their row sums come from NumPy (as in SciPy's ``softmax``);
+        the rest, row by row in parallel, is the same arithmetic, so the values are bit
+        for bit those of ``softmax`` and NumPy's operations (on the 4-class photo of
+        `bench_training.py` the NumPy version's passes and per-class copies took 7 % of a
+        fit, on one thread).
+        """
+        shifted = np.exp(raw - raw.max(axis=1, keepdims=True))
+        grad = np.empty((raw.shape[1], raw.shape[0]))
+        hess = np.empty_like(grad)
+        _softmax_gradients(shifted, shifted.sum(axis=1), y, weight, grad, hess)
+        return grad.T, hess.T
 
 
 class CallableObjective(Objective):
@@ -163,6 +173,21 @@ def _logistic_gradients(raw, y, weight, grad, hess):
         p = 1.0 / (1.0 + np.exp(-raw[i]))
         grad[i] = (p - y[i]) * weight[i]
         hess[i] = max(p * (1.0 - p), MIN_HESSIAN) * weight[i]
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def _softmax_gradients(shifted, total, y, weight, grad, hess):
+    """Softmax gradients from ``shifted = exp(raw - row max)`` and its row sums ``total``:
+    ``grad[k, i] = (p - onehot) * w`` and ``hess[k, i] = max(p * (1 - p), MIN_HESSIAN) * w``
+    with ``p = shifted[i, k] / total[i]``."""
+    n_rows, n_classes = shifted.shape
+    for i in prange(n_rows):
+        label = int(y[i])
+        w = weight[i]
+        for k in range(n_classes):
+            p = shifted[i, k] / total[i]
+            grad[k, i] = (p - (1.0 if k == label else 0.0)) * w
+            hess[k, i] = max(p * (1.0 - p), MIN_HESSIAN) * w
 
 
 def make_objective(objective, n_classes=None):
