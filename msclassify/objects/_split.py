@@ -116,7 +116,10 @@ class ObjectSplitter:
                 moved = inside & (pieces > 1)
                 objects[box][moved] = pieces[moved] - 1 + n
                 boxes += [None] * (int(pieces.max()) - 1)
-                for piece, (rows, cols) in enumerate(ndi.find_objects(pieces), start=1):
+                # the first piece keeps too the pixels the flood did not reach (joined to it
+                # only diagonally: watershed floods across edges)
+                numbered = np.where(moved, pieces, inside)
+                for piece, (rows, cols) in enumerate(ndi.find_objects(numbered), start=1):
                     boxes[index - 1 if piece == 1 else piece - 2 + n] = (
                         slice(box[0].start + rows.start, box[0].start + rows.stop),
                         slice(box[1].start + cols.start, box[1].start + cols.stop))
