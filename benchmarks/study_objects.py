@@ -24,17 +24,12 @@ column), so a speed-up that changes a row shows here.
 """
 
 import argparse
-import hashlib
-import json
-import os
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import numpy as np
 
-from _common import REPO, cpu_model, print_table, write_results
+from _common import REPO, alternated_checkouts, cpu_model, print_table, write_results
 
 CONFIGS = ("size + split", "components")
 
@@ -81,22 +76,13 @@ def main():
     checkouts = [str(REPO)] + [str(Path(p).resolve()) for p in args.compare]
     model = load_or_train_model(args.model)
     frames = video_frames(args.frames)
-    rows = []
     with tempfile.TemporaryDirectory(prefix="study_objects_") as folder:
         data = str(Path(folder) / "frames.npz")
         np.savez(data, frames=frames, labels=np.stack([model.predict(f) for f in frames]))
         del frames
-        for round_ in range(args.rounds):
-            for checkout in checkouts:
-                load = os.getloadavg()[0]
-                done = subprocess.run([sys.executable, "-c", _CHILD, checkout, data],
-                                      check=True, capture_output=True, text=True,
-                                      env=dict(os.environ, NUMBA_NUM_THREADS="1"))
-                result = json.loads(done.stdout.strip().splitlines()[-1])
-                if not result["package"].startswith(checkout):
-                    sys.exit(f"{checkout} ran the package at {result['package']}")
-                rows.append({"checkout": checkout, "round": round_, "load at start": load,
-                             **result["ms/frame"], "digest": result["digest"]})
+        rows = [{**{key: run[key] for key in ("checkout", "round", "load at start")},
+                 **run["ms/frame"], "digest": run["digest"]}
+                for run in alternated_checkouts(_CHILD, checkouts, args.rounds, data)]
     for name in CONFIGS:
         digests = {row["digest"][name] for row in rows}
         for row in rows:

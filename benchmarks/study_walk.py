@@ -25,16 +25,12 @@ bit for bit (the ``identical`` column), so a speed-up that changes a prediction 
 
 import argparse
 import hashlib
-import json
-import os
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import numpy as np
 
-from _common import REPO, cpu_model, print_table, write_results
+from _common import REPO, alternated_checkouts, cpu_model, print_table, write_results
 
 _CHILD = r"""
 import hashlib, json, sys, time
@@ -97,18 +93,9 @@ def main():
             load_or_train_model(None).save(model)
         frames = str(Path(folder) / "frames.npy")
         np.save(frames, video_frames(args.frames))
-        rows = []
-        for round_ in range(args.rounds):
-            for checkout in checkouts:
-                load = os.getloadavg()[0]
-                done = subprocess.run([sys.executable, "-c", _CHILD, checkout, model, frames],
-                                      check=True, capture_output=True, text=True,
-                                      env=dict(os.environ, NUMBA_NUM_THREADS="1"))
-                result = json.loads(done.stdout.strip().splitlines()[-1])
-                if not result["package"].startswith(checkout):
-                    sys.exit(f"{checkout} ran the package at {result['package']}")
-                rows.append({"checkout": checkout, "round": round_, "load at start": load,
-                             **result["ms/frame"], "digest": result["digest"]})
+        rows = [{**{key: run[key] for key in ("checkout", "round", "load at start")},
+                 **run["ms/frame"], "digest": run["digest"]}
+                for run in alternated_checkouts(_CHILD, checkouts, args.rounds, model, frames)]
     digests = {row["digest"] for row in rows}
     for row in rows:
         row["identical"] = len(digests) == 1
