@@ -31,6 +31,28 @@ def interleaved_times(functions, rounds=5):
     return times, results
 
 
+def alternated_checkouts(child, checkouts, rounds, *arguments):
+    """Run the script ``child`` (``python -c``) as ``child CHECKOUT *arguments`` for every
+    checkout, in fresh processes with 1 Numba thread, the checkouts alternated round by round;
+    the child puts CHECKOUT first on ``sys.path`` and prints a JSON dict (last line) with
+    ``package``, the ``msclassify`` it imported. Returns that dict per run, with
+    ``checkout``, ``round`` and the ``load at start``."""
+    import subprocess
+    runs = []
+    for round_ in range(rounds):
+        for checkout in checkouts:
+            load = os.getloadavg()[0]
+            done = subprocess.run([sys.executable, "-c", child, checkout, *arguments],
+                                  check=True, capture_output=True, text=True,
+                                  env=dict(os.environ, NUMBA_NUM_THREADS="1"))
+            result = json.loads(done.stdout.strip().splitlines()[-1])
+            if not result["package"].startswith(checkout):
+                sys.exit(f"{checkout} ran the package at {result['package']}")
+            runs.append({"checkout": checkout, "round": round_, "load at start": load,
+                         **result})
+    return runs
+
+
 def median_ratio(numerators, denominators):
     """Median over rounds of the per-round ratio of two `interleaved_times` lists."""
     return statistics.median(a / b for a, b in zip(numerators, denominators))

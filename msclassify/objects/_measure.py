@@ -61,36 +61,64 @@ def find_objects(labels, target, *, min_size=0, split=None, probability=None, im
     >>> find_objects(labels, 2, min_size=2).tolist()
     [[1, 1, 0, 0], [1, 0, 0, 0]]
     """
+    return _find_objects(labels, target, min_size, split, probability, image)[0]
+
+
+def _find_objects(labels, target, min_size=0, split=None, probability=None, image=None):
+    """`find_objects` and the objects' bounding boxes (``scipy.ndimage.find_objects`` of it:
+    entry ``k - 1`` is object ``k``'s), found without another pass over the frame."""
     objects, boxes = _components(np.asarray(labels) == target, int(min_size))
     if split is not None:
-        objects = split.split(objects, probability, image, boxes=boxes)
-    return objects
+        boxes = split._split_in_place(objects, probability, image, boxes)
+    return objects, boxes
+
+
+# the side (pixels) of the blocks `_components` first looks for the mask's pixels in
+_BLOCK = 16
+_EIGHT = np.ones((3, 3), dtype=bool)
 
 
 def _components(mask, min_size):
-    """8-connected components of ``mask`` with at least ``min_size`` pixels, numbered 1, 2, ...,
-    and their bounding boxes (`scipy.ndimage.find_objects` of the result; None when not
-    looked for, i.e. without a size filter).
+    """8-connected components of ``mask`` with at least ``min_size`` pixels, numbered 1, 2, ...
+    in raster order of their first pixel (as ``scipy.ndimage.label`` numbers them), and their
+    bounding boxes (``scipy.ndimage.find_objects`` of the result).
 
-    Small ones are erased and the rest renumbered inside their bounding boxes, so a
-    frame with a few objects costs one labelling pass, not several whole-frame ones.
+    Objects cover a small part of a frame, so the frame is not labelled whole: the
+    ``_BLOCK``-pixel blocks holding a pixel of the mask are labelled (8-connected), and each
+    group of touching blocks is labelled on its own crop (``scipy.ndimage.label``): a
+    component's pixels touch only pixels of its own or an adjacent block, so it lies
+    inside one group.
     """
-    objects, n = ndi.label(mask, structure=np.ones((3, 3), dtype=bool))
-    if min_size <= 1 or n == 0:
-        return objects, None
-    kept = []
-    for index, box in enumerate(ndi.find_objects(objects), start=1):
-        inside = objects[box] == index
-        if np.count_nonzero(inside) < min_size:
-            objects[box][inside] = 0
-        else:
-            kept.append(box)
-            if len(kept) != index:
-                objects[box][inside] = len(kept)
-    return objects, kept
+    height, width = mask.shape
+    objects = np.zeros(mask.shape, dtype=np.int32)
+    where = np.flatnonzero(mask)
+    if where.size == 0:
+        return objects, []
+    blocks = np.zeros((-(-height // _BLOCK), -(-width // _BLOCK)), dtype=bool)
+    blocks[where // width // _BLOCK, where % width // _BLOCK] = True
+    groups, _ = ndi.label(blocks, structure=_EIGHT)
+    found = []                  # (first pixel's raster index, box, pixels in the box)
+    for group, (block_rows, block_cols) in enumerate(ndi.find_objects(groups), start=1):
+        top, left = block_rows.start * _BLOCK, block_cols.start * _BLOCK
+        own = np.repeat(np.repeat(groups[block_rows, block_cols] == group, _BLOCK, axis=0),
+                        _BLOCK, axis=1)
+        crop = mask[top:block_rows.stop * _BLOCK, left:block_cols.stop * _BLOCK]
+        parts, _ = ndi.label(crop & own[:crop.shape[0], :crop.shape[1]], structure=_EIGHT)
+        for part, (rows, cols) in enumerate(ndi.find_objects(parts), start=1):
+            inside = parts[rows, cols] == part
+            if np.count_nonzero(inside) < min_size:
+                continue
+            box = (slice(top + rows.start, top + rows.stop),
+                   slice(left + cols.start, left + cols.stop))
+            first = box[0].start * width + box[1].start + int(np.argmax(inside[0]))
+            found.append((first, box, inside))
+    found.sort(key=lambda item: item[0])
+    for number, (_, box, inside) in enumerate(found, start=1):
+        objects[box][inside] = number
+    return objects, [box for _, box, _ in found]
 
 
-def measure_objects(objects, image=None, probability=None, *, frame=0):
+def measure_objects(objects, image=None, probability=None, *, frame=0, boxes=None):
     """One row per object of a frame: where it is, its shape and its intensities.
 
     Parameters
@@ -116,6 +144,9 @@ def measure_objects(objects, image=None, probability=None, *, frame=0):
         ``probability_max``.
     frame : int
         The frame number written in column ``frame``.
+    boxes : list of tuple of slice, optional
+        The objects' bounding boxes, ``scipy.ndimage.find_objects(objects)``, when
+        already known (saves a pass over the whole frame).
 
     Returns
     -------
@@ -149,20 +180,81 @@ def measure_objects(objects, image=None, probability=None, *, frame=0):
             raise ValueError(f"the probability's shape {probability.shape} does not match the "
                              f"objects' {objects.shape}")
         channels.append(probability)
-    properties = _PROPERTIES + (_INTENSITY if channels else ())
+    if boxes is None:
+        boxes = ndi.find_objects(objects)
+    numbers = [number for number, box in enumerate(boxes, start=1) if box is not None]
+    boxes = [boxes[number - 1] for number in numbers]
+    # regionprops_table measures the objects' crops packed into one small image, so no pass
+    # over the frame (e.g. its own `find_objects`); each crop holds only its own object, so
+    # every property is computed on the very pixels it would be in the frame
+    corners, shape = _pack(boxes, objects.shape[1])
+    canvas = np.zeros(shape, dtype=objects.dtype)
     # one channel is measured as it is (regionprops reads each object's pixels as float64);
     # several are stacked into one float32 image
-    intensity = (None if not channels else channels[0][..., None] if len(channels) == 1 else
-                 np.stack([np.asarray(c, dtype=np.float32) for c in channels], axis=-1))
-    columns = regionprops_table(objects, intensity_image=intensity, properties=properties,
-                                extra_properties=(orientation_weighted, orientation_body)
-                                if channels else ())
+    intensity = (None if not channels else
+                 np.zeros(shape + (1,), dtype=channels[0].dtype) if len(channels) == 1 else
+                 np.zeros(shape + (len(channels),), dtype=np.float32))
+    crops = []
+    for number, box, (row, col) in zip(numbers, boxes, corners):
+        place = (slice(row, row + box[0].stop - box[0].start),
+                 slice(col, col + box[1].stop - box[1].start))
+        inside = objects[box] == number
+        canvas[place][inside] = number
+        if channels:
+            for c, channel in enumerate(channels):
+                intensity[place + (c,)] = channel[box]
+            crops.append((inside, intensity[place] * inside[..., None]))
+    columns = regionprops_table(canvas, intensity_image=intensity, properties=_PROPERTIES + (
+        ("intensity_mean", "intensity_max", "centroid_weighted_local") if channels else ()))
+    columns = _to_frame(columns, boxes, corners)
+    for extra in (orientation_weighted, orientation_body) if channels else ():
+        for c in range(len(channels)):
+            columns[f"{extra.__name__}-{c}"] = np.array(
+                [extra(inside, values[..., c]) for inside, values in crops], dtype=np.float64)
     if "intensity_max-0" in columns:            # the same dtype whatever the frame's
         columns["intensity_max-0"] = columns["intensity_max-0"].astype(np.float32)
     columns = _name_channels(columns, image, probability is not None)
-    table = pd.DataFrame(columns)
-    table.insert(0, "frame", np.full(len(table), int(frame), dtype=np.int64))
-    return table.rename(columns={"label": "object"})
+    return pd.DataFrame({"frame": np.full(len(numbers), int(frame), dtype=np.int64),
+                         "object": columns.pop("label"), **columns})
+
+
+def _pack(boxes, width):
+    """Top-left corners of the boxes' crops packed in rows at most ``width`` wide (or one
+    box), left to right, and the shape of the image that holds them (at least 1x1)."""
+    corners, top, left, row_height, right = [], 0, 0, 0, 0
+    for rows, cols in boxes:
+        height, box_width = rows.stop - rows.start, cols.stop - cols.start
+        if left and left + box_width > width:
+            top, left, row_height = top + row_height, 0, 0
+        corners.append((top, left))
+        left += box_width
+        row_height, right = max(row_height, height), max(right, left)
+    return corners, (max(top + row_height, 1), max(right, 1))
+
+
+def _to_frame(columns, boxes, corners):
+    """regionprops_table's columns of the packed crops -> those of the objects in the frame:
+    box corners moved; centroids moved exactly as if measured in the frame (regionprops'
+    centroid is the mean of the pixel coordinates, whose sum is an integer; its weighted
+    centroid is the crop's own plus the box's corner)."""
+    shift = {axis: np.array([box[axis].start - corner[axis]
+                             for box, corner in zip(boxes, corners)], dtype=np.int64)
+             for axis in (0, 1)}
+    start = {axis: np.array([box[axis].start for box in boxes], dtype=np.float64)
+             for axis in (0, 1)}
+    moved = {}
+    for name, values in columns.items():
+        base, _, axis = name.partition("-")
+        if base == "bbox":
+            values = values + shift[int(axis) % 2]
+        elif base == "centroid":
+            area = columns["area"]
+            values = (np.round(values * area) + shift[int(axis)] * area) / area
+        elif base == "centroid_weighted_local":
+            name = "centroid_weighted-" + axis
+            values = values + start[int(axis.partition("-")[0])]
+        moved[name] = values
+    return moved
 
 
 def orientation_weighted(region, intensity):

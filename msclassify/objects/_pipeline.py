@@ -13,7 +13,7 @@ import dataclasses
 
 import numpy as np
 
-from ._measure import find_objects, measure_objects
+from ._measure import _find_objects, measure_objects
 from ._table import TableJournal
 
 __all__ = ["ObjectPipeline", "ObjectTableWriter", "remember_frames"]
@@ -91,10 +91,11 @@ class ObjectPipeline:
             probability = probabilities[..., column]
         elif self.needs_probabilities:
             raise ValueError("this object table needs the class probabilities of every frame")
-        objects = find_objects(labels, self.target, min_size=self.min_size,
-                               split=self.splitter, probability=probability, image=image)
+        objects, boxes = _find_objects(labels, self.target, self.min_size, self.splitter,
+                                       probability, image)
         table = measure_objects(objects, image,
-                                probability if self.probability_columns else None, frame=frame)
+                                probability if self.probability_columns else None, frame=frame,
+                                boxes=boxes)
         if self.classifier is not None:
             table.insert(2, "class", self.classifier.predict(objects, image))
         if self.tracker is not None:

@@ -85,7 +85,16 @@ class ObjectSplitter:
             The objects' bounding boxes, ``scipy.ndimage.find_objects(objects)``, when
             already known (saves a pass over the whole frame).
         """
-        objects = np.asarray(objects)
+        out = np.asarray(objects).astype(np.int32, copy=True)
+        self._split_in_place(out, probability, image,
+                             ndi.find_objects(out) if boxes is None else list(boxes))
+        return out
+
+    def _split_in_place(self, objects, probability, image, boxes):
+        """`split` into ``objects`` itself (int32, numbered 1, 2, ...) given their bounding
+        boxes ``boxes`` (``scipy.ndimage.find_objects(objects)``); returns the boxes of the
+        objects after splitting (that list, with the first pieces' boxes and the new
+        pieces' added), so the objects are measured without another pass over the frame."""
         surface = None
         if self.landscape != "distance":
             surface = probability if self.landscape == "probability" else image
@@ -93,11 +102,9 @@ class ObjectSplitter:
                 needed = "class probability" if self.landscape == "probability" else "frame"
                 raise ValueError(f"splitting on the {self.landscape} needs the {needed}")
             surface = np.asarray(surface)
-        out = objects.astype(np.int32, copy=True)
-        if boxes is None:
-            boxes = ndi.find_objects(objects)
+        boxes = list(boxes)
         n = len(boxes)                          # the largest number (find_objects' length)
-        for index, box in enumerate(boxes, start=1):
+        for index, box in enumerate(boxes[:n], start=1):
             if box is None:
                 continue
             inside = objects[box] == index
@@ -107,9 +114,17 @@ class ObjectSplitter:
             if pieces is not None:
                 # the first piece keeps the number, the others are numbered after the last
                 moved = inside & (pieces > 1)
-                out[box][moved] = pieces[moved] - 1 + n
+                objects[box][moved] = pieces[moved] - 1 + n
+                boxes += [None] * (int(pieces.max()) - 1)
+                # the first piece keeps too the pixels the flood did not reach (joined to it
+                # only diagonally: watershed floods across edges)
+                numbered = np.where(moved, pieces, inside)
+                for piece, (rows, cols) in enumerate(ndi.find_objects(numbered), start=1):
+                    boxes[index - 1 if piece == 1 else piece - 2 + n] = (
+                        slice(box[0].start + rows.start, box[0].start + rows.stop),
+                        slice(box[1].start + cols.start, box[1].start + cols.stop))
                 n += int(pieces.max()) - 1
-        return out
+        return boxes
 
     def _height(self, inside, box, surface):
         """The landscape over one component's bounding box, 0 outside the component (a
