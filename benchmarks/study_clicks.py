@@ -55,6 +55,9 @@ def main():
     parser.add_argument("--first-draw", type=int, default=0)
     parser.add_argument("--variant", type=parse_variant, action="append", default=[],
                         metavar="NAME=JSON")
+    parser.add_argument("--no-stand-in", action="store_true",
+                        help="skip the teacher stand-in (fits only the recipe, the default "
+                             "and the variants)")
     parser.add_argument("--out", default=None, help="results name (default clicks_<set>)")
     args = parser.parse_args()
     spec, metric = SETS[args.set], TARGET_METRIC[args.set]
@@ -64,8 +67,8 @@ def main():
         data = spec["load"](args.style, None, draw=draw)
         images, labels = data["train_images"], data["train_labels"]
         n_channels = 1 if np.ndim(images[0]) == 2 else np.shape(images[0])[-1]
-        models = {"default": {}, "teacher alone": teacher_stand_in(n_channels),
-                  **dict(args.variant)}
+        stand_in = {} if args.no_stand_in else {"teacher alone": teacher_stand_in(n_channels)}
+        models = {"default": {}, **stand_in, **dict(args.variant)}
         row = {"draw": draw, "labelled px": int(sum(np.count_nonzero(lab) for lab in labels))}
         recipe.fit(images, labels)
         row["skimage + RF"] = spec["score"]([recipe.predict(im) for im in data["test_images"]],
@@ -77,7 +80,8 @@ def main():
             row[f"{name} features"] = len(model.features_used_)
         rows.append(row)
         print(json.dumps(row), flush=True)
-    names = ["default", "teacher alone"] + [name for name, _ in args.variant]
+    names = ["default"] + ([] if args.no_stand_in else ["teacher alone"]) + \
+        [name for name, _ in args.variant]
     summary = []
     for name in names:
         diff = np.array([r[name] - r["skimage + RF"] for r in rows])

@@ -24,6 +24,7 @@ from ..modelfile import (ModelFileError, build_model, estimator_params, model_cl
 from ._apply import most_probable
 from ._balance import class_balanced_weights, predicted_shares, under_scribbled_weights
 from ._distill import DISTILL_BAND, fit_teacher, teacher_pixels
+from ._forest_teacher import FOREST_TEACHER_PIXELS
 from ._intensity import IntensityRange
 from ._memory import check_frame_memory, frame_bytes
 from ._multiscale import predict_multiscale
@@ -158,6 +159,15 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         (`msclassify.pixel._distill.teacher_classes`): 4, the default, makes
         about 6-14% of the predictions of 1 (every pixel) and the same class map
         but for a few pixels (docs/scribbles.md).
+    teacher : {"auto", "forest", "boost"}, optional
+        The distillation teacher's learner, on the same full-resolution
+        features. ``"boost"``: plain gradient boosting with the model's tree
+        settings. ``"forest"``: a random forest of 50 trees of depth 10
+        (`msclassify.pixel._forest_teacher.ForestTeacher`), which varies less
+        with which pixels a few clicks hit. ``"auto"`` (default): the forest
+        when at most `FOREST_TEACHER_PIXELS` (4,000) pixels are scribbled,
+        boosting otherwise (docs/scribbles.md, section 13). The teacher only
+        labels training pixels: prediction costs the same.
     class_weight : {"auto", None, "sqrt", "balanced"}, optional
         How much each class's scribbles weigh in the loss, for the distillation
         teacher and the model alike. With every labelled pixel weighing 1
@@ -329,7 +339,7 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
                  share_mode="path", growth="best_first", hessian="exact",
                  feature_cost_mode="lazy", evaluation_cost_mode="leaf", n_cost_samples=16384,
                  distill_weight=3.0, n_distill_pixels=25000, teacher_stride=4,
-                 class_weight="auto",
+                 teacher="auto", class_weight="auto",
                  semi_supervised=False, n_unlabelled=4096, n_neighbors=9,
                  laplacian_regularization=0.0, spacing=None):
         self.features = features
@@ -356,6 +366,7 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         self.distill_weight = distill_weight
         self.n_distill_pixels = n_distill_pixels
         self.teacher_stride = teacher_stride
+        self.teacher = teacher
         self.class_weight = class_weight
         self.semi_supervised = semi_supervised
         self.n_unlabelled = n_unlabelled
@@ -455,9 +466,11 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
             # is the model's target near outlines (half of them lost 0.01 pixel accuracy on a
             # 4-class RGB photo)
             teacher_params = dict(params, colsample=_colsample(self.colsample, 2))
+            forest = self._forest_teacher(scribbled_rows.size)
             teacher = fit_teacher(X, y, sample_weight, teacher_params, teacher_features,
                                   objective, classes.size if multi else None,
-                                  callback=lambda iteration, _: tracker.step(iteration))
+                                  callback=lambda iteration, _: tracker.step(iteration),
+                                  forest=forest)
             if class_weight == "auto":
                 # raise the classes scribbled less than the teacher finds them in the frames
                 cost_rows = cost_weight > 0
@@ -468,7 +481,7 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
                     sample_weight = weighted
                     teacher = fit_teacher(X, y, sample_weight, teacher_params,
                                           teacher_features, objective,
-                                          classes.size if multi else None)
+                                          classes.size if multi else None, forest=forest)
             tracker.start("distillation", len(pairs))
             X_t, y_t, weight_t = teacher_pixels(_counting(frame_levels, tracker.step), pairs,
                                                 teacher, teacher_features,
@@ -565,10 +578,29 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
                               note="0 turns distillation off")
         check_int(self.n_distill_pixels, "n_distill_pixels", minimum=1)
         check_int(self.teacher_stride, "teacher_stride", minimum=1)
+        if self.teacher not in ("auto", "forest", "boost"):
+            raise ValueError(f"teacher must be 'auto', 'forest' or 'boost', got {self.teacher!r}")
         full_resolution = np.flatnonzero(bank.shares() == 1)
         if weight == 0 or self.semi_supervised or full_resolution.size in (0, len(bank)):
             return None
         return full_resolution
+
+    def _forest_teacher(self, n_scribbled):
+        """Whether the distillation teacher is a random forest (`ForestTeacher`).
+
+        ``teacher="auto"``: when at most `FOREST_TEACHER_PIXELS` pixels are
+        scribbled; ``"forest"`` and ``"boost"`` always and never.
+
+        Examples
+        --------
+        >>> PixelClassifier()._forest_teacher(1000), PixelClassifier()._forest_teacher(50000)
+        (True, False)
+        >>> PixelClassifier(teacher="boost")._forest_teacher(1000)
+        False
+        """
+        if self.teacher == "auto":
+            return n_scribbled <= FOREST_TEACHER_PIXELS
+        return self.teacher == "forest"
 
     def _check_class_weight(self):
         if self.class_weight not in (None, "auto", *_CLASS_WEIGHT_POWER):
