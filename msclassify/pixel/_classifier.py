@@ -162,9 +162,9 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
     teacher : {"auto", "forest", "boost"}, optional
         The distillation teacher's learner, on the same full-resolution
         features. ``"boost"``: plain gradient boosting with the model's tree
-        settings. ``"forest"``: a random forest of 50 trees of depth 10
-        (`msclassify.pixel._forest_teacher.ForestTeacher`), which varies less
-        with which pixels a few clicks hit. ``"auto"`` (default): the forest
+        settings. ``"forest"``: a forest of 50 extremely randomised trees of
+        depth 10 (`msclassify.pixel._forest_teacher.ForestTeacher`), which
+        varies less with which pixels a few clicks hit. ``"auto"`` (default): the forest
         when at most `FOREST_TEACHER_PIXELS` (4,000) pixels are scribbled,
         boosting otherwise (docs/scribbles.md, section 13). The teacher only
         labels training pixels: prediction costs the same.
@@ -586,7 +586,7 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         return full_resolution
 
     def _forest_teacher(self, n_scribbled):
-        """Whether the distillation teacher is a random forest (`ForestTeacher`).
+        """Whether the distillation teacher is a forest (`ForestTeacher`).
 
         ``teacher="auto"``: when at most `FOREST_TEACHER_PIXELS` pixels are
         scribbled; ``"forest"`` and ``"boost"`` always and never.

@@ -70,7 +70,7 @@ def fit_teacher(X, y, sample_weight, params, feature_indices, objective, n_class
     shared); rows with zero ``sample_weight`` (cost samples) are left out.
     ``callback(iteration, n_iterations)`` follows the boosting (progress).
     Returns the teacher `msclassify.cegb.Booster` over those columns, or with
-    ``forest=True`` a `ForestTeacher` (a random forest, seeded by
+    ``forest=True`` a `ForestTeacher` (extremely randomised trees, seeded by
     ``params["random_state"]``) fitted on the same rows.
     """
     labelled = sample_weight > 0

@@ -1,12 +1,13 @@
-"""A random forest as the distillation teacher when the scribbles are few.
+"""A forest of extremely randomised trees as the distillation teacher when the scribbles are few.
 
 On a handful of clicks the model copies its distillation teacher, and plain
 boosting on ~1,000 clicked pixels loses to scikit-image's recipe (a random
 forest) by 0.016 membrane F1 on the EM slices (docs/scribbles.md, section 11).
-A random forest on the same full-resolution features does not
-(docs/scribbles.md, section 13): averaging 50 trees grown on bootstrap samples
-varies less with which pixels were clicked than 50 boosted trees fitted in
-sequence to the same few pixels. `PixelClassifier` uses it as the teacher when
+A forest of extremely randomised trees (Geurts et al. 2006) on the same
+full-resolution features does not (docs/scribbles.md, section 13): averaging
+50 trees with random thresholds varies less with which pixels were clicked than
+50 boosted trees fitted in sequence to the same few pixels (a random forest
+lies in between). `PixelClassifier` uses it as the teacher when
 at most `FOREST_TEACHER_PIXELS` pixels are labelled (``teacher="auto"``); the
 teacher only labels training pixels, so prediction costs the same.
 
@@ -28,13 +29,13 @@ PROBABILITY_FLOOR = 1e-3
 
 
 class ForestTeacher:
-    """scikit-learn's ``RandomForestClassifier(n_estimators, max_depth)`` with raw scores.
+    """scikit-learn's ``ExtraTreesClassifier(n_estimators, max_depth)`` with raw scores.
 
     Parameters
     ----------
     n_estimators : int, optional
     max_depth : int, optional
-        As in scikit-image's trainable segmentation recipe (50 trees, depth 10).
+        The size of scikit-image's recipe's random forest (50 trees, depth 10).
     random_state : int or None, optional
 
     Examples
@@ -54,9 +55,9 @@ class ForestTeacher:
 
     def fit(self, X, y, sample_weight, n_classes):
         """Fit on rows ``X`` with class indices ``y`` (0 .. ``n_classes`` - 1) and weights."""
-        from sklearn.ensemble import RandomForestClassifier
+        from sklearn.ensemble import ExtraTreesClassifier
         self.n_classes_ = int(n_classes)
-        self.forest_ = RandomForestClassifier(
+        self.forest_ = ExtraTreesClassifier(
             n_estimators=self.n_estimators, max_depth=self.max_depth, n_jobs=1,
             random_state=self.random_state).fit(X, y.astype(np.intp), sample_weight=sample_weight)
         return self
