@@ -10,8 +10,9 @@ smaller than about two standard errors is not told apart from draw noise).
 The teacher stand-in is the teacher's model without the student: plain boosting
 (``cost_tradeoff=0``, no distillation, no class weights; ``"auto"`` leaves the
 clicks' weights unchanged) on the bank's full-resolution features, which are
-the features the teacher may use. Only scores are recorded (fits on a loaded
-box: no timings). Writes ``benchmarks/results/<--out>.json``.
+the features the teacher may use. Each model's score is recorded, and its fit
+time (``<name> train s``, wall seconds: on a loaded box comparable only within
+one run). Writes ``benchmarks/results/<--out>.json``.
 
     python benchmarks/study_clicks.py --set isbi2012_em --draws 8
     python benchmarks/study_clicks.py --set isbi2012_em --draws 8 \
@@ -20,6 +21,7 @@ box: no timings). Writes ``benchmarks/results/<--out>.json``.
 
 import argparse
 import json
+import time
 
 import numpy as np
 from _common import print_table, write_results
@@ -74,7 +76,9 @@ def main():
         row["skimage + RF"] = spec["score"]([recipe.predict(im) for im in data["test_images"]],
                                             data[spec["truth"]])[metric]
         for name, params in models.items():
+            start = time.perf_counter()
             model = PixelClassifier(**dict({"random_state": 0}, **params)).fit(images, labels)
+            row[f"{name} train s"] = time.perf_counter() - start
             row[name] = spec["score"]([model.predict(im) for im in data["test_images"]],
                                       data[spec["truth"]])[metric]
             row[f"{name} features"] = len(model.features_used_)

@@ -6,7 +6,7 @@ import pytest
 from msclassify.pixel import PixelClassifier
 from msclassify.pixel import _classifier
 from msclassify.pixel._distill import fit_teacher, teacher_classes
-from msclassify.pixel._forest_teacher import PROBABILITY_FLOOR, ForestTeacher
+from msclassify.pixel._forest_teacher import PROBABILITY_FLOOR, ForestTeacher, MeanTeacher
 
 # log-odds of a probability clipped to 1 - floor: log(0.999 / 0.001)
 _TOP = np.log((1 - PROBABILITY_FLOOR) / PROBABILITY_FLOOR)
@@ -38,13 +38,18 @@ def test_fit_teacher_forest_leaves_out_rows_of_weight_zero():
     y[19] = 0.0                                       # a cost sample (weight 0) says class 0
     weight = np.ones(20)
     weight[19] = 0.0
-    teacher = fit_teacher(X, y, weight, {"random_state": 0}, np.array([0]), "binary", None,
-                          forest=True)
-    assert isinstance(teacher, ForestTeacher)
-    assert teacher.forest_.n_features_in_ == 1        # column 0 only
+    params = {"random_state": 0, "feature_share": np.ones(2), "n_estimators": 3}
+    teacher = fit_teacher(X, y, weight, params, np.array([0]), "binary", None, forest=True)
+    assert isinstance(teacher, MeanTeacher)
+    boosted, trees = teacher.teachers
+    assert isinstance(trees, ForestTeacher) and boosted.n_features == 1
+    assert trees.forest_.n_features_in_ == 1          # column 0 only
     # trees that had seen row 19 would split at 18.5 and call x = 19 class 0
-    assert teacher.predict_raw(np.array([[0.0], [19.0]], np.float32)) == \
+    assert trees.predict_raw(np.array([[0.0], [19.0]], np.float32)) == \
         pytest.approx([-_TOP, _TOP])
+    both = np.array([[0.0], [19.0]], np.float32)
+    assert teacher.predict_raw(both) == pytest.approx(
+        (boosted.predict_raw(both).ravel() + trees.predict_raw(both)) / 2)
 
 
 def test_teacher_class_map_from_a_forest_equals_the_square():

@@ -162,9 +162,10 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
     teacher : {"auto", "forest", "boost"}, optional
         The distillation teacher's learner, on the same full-resolution
         features. ``"boost"``: plain gradient boosting with the model's tree
-        settings. ``"forest"``: a forest of 50 extremely randomised trees of
-        depth 10 (`msclassify.pixel._forest_teacher.ForestTeacher`), which
-        varies less with which pixels a few clicks hit. ``"auto"`` (default): the forest
+        settings. ``"forest"``: the mean of that booster's raw scores and those
+        of a forest of 50 extremely randomised trees of depth 10
+        (`msclassify.pixel._forest_teacher`): the forest varies less with
+        which pixels a few clicks hit, the booster keeps outlines precise. ``"auto"`` (default): the forest
         when at most `FOREST_TEACHER_PIXELS` (4,000) pixels are scribbled,
         boosting otherwise (docs/scribbles.md, section 13). The teacher only
         labels training pixels: prediction costs the same.

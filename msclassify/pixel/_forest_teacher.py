@@ -19,7 +19,7 @@ clipped to [`PROBABILITY_FLOOR`, 1 - `PROBABILITY_FLOOR`].
 
 import numpy as np
 
-__all__ = ["FOREST_TEACHER_PIXELS", "PROBABILITY_FLOOR", "ForestTeacher"]
+__all__ = ["FOREST_TEACHER_PIXELS", "PROBABILITY_FLOOR", "ForestTeacher", "MeanTeacher"]
 
 # The scribbled pixels at or below which teacher="auto" fits a forest (docs/scribbles.md,
 # section 13: the clicks of every set are below it, the thin and balanced strokes above).
@@ -70,3 +70,28 @@ class ForestTeacher:
         if self.n_classes_ == 2:
             return np.log(proba[:, 1]) - np.log(proba[:, 0])
         return np.log(proba)
+
+
+class MeanTeacher:
+    """Teachers whose raw scores are averaged (a boosted teacher and a `ForestTeacher`).
+
+    Log-odds (two classes) and log-probabilities or softmax scores (more: equal
+    up to a constant per row) average into the scores of the geometric mean of
+    the teachers' probabilities.
+
+    Examples
+    --------
+    >>> class Fixed:
+    ...     def __init__(self, raw): self.raw = np.asarray(raw)
+    ...     def predict_raw(self, X): return self.raw
+    >>> MeanTeacher([Fixed([2.0, -4.0]), Fixed([[0.0], [2.0]])]).predict_raw(None).tolist()
+    [1.0, -1.0]
+    """
+
+    def __init__(self, teachers):
+        self.teachers = list(teachers)
+
+    def predict_raw(self, X):
+        """The mean of the teachers' raw scores (shape of the last teacher's)."""
+        raws = [np.asarray(t.predict_raw(X), np.float64) for t in self.teachers]
+        return np.mean([raw.reshape(raws[-1].shape) for raw in raws], axis=0)
