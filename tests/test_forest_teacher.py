@@ -1,4 +1,4 @@
-"""The random-forest distillation teacher (msclassify.pixel._forest_teacher) and when it is used."""
+"""The extra-trees distillation teacher (msclassify.pixel._forest_teacher, teacher="forest")."""
 
 import numpy as np
 import pytest
@@ -6,7 +6,7 @@ import pytest
 from msclassify.pixel import PixelClassifier
 from msclassify.pixel import _classifier
 from msclassify.pixel._distill import fit_teacher, teacher_classes
-from msclassify.pixel._forest_teacher import PROBABILITY_FLOOR, ForestTeacher, MeanTeacher
+from msclassify.pixel._forest_teacher import PROBABILITY_FLOOR, ForestTeacher
 
 # log-odds of a probability clipped to 1 - floor: log(0.999 / 0.001)
 _TOP = np.log((1 - PROBABILITY_FLOOR) / PROBABILITY_FLOOR)
@@ -38,18 +38,13 @@ def test_fit_teacher_forest_leaves_out_rows_of_weight_zero():
     y[19] = 0.0                                       # a cost sample (weight 0) says class 0
     weight = np.ones(20)
     weight[19] = 0.0
-    params = {"random_state": 0, "feature_share": np.ones(2), "n_estimators": 3}
-    teacher = fit_teacher(X, y, weight, params, np.array([0]), "binary", None, forest=True)
-    assert isinstance(teacher, MeanTeacher)
-    boosted, trees = teacher.teachers
-    assert isinstance(trees, ForestTeacher) and boosted.n_features == 1
-    assert trees.forest_.n_features_in_ == 1          # column 0 only
+    teacher = fit_teacher(X, y, weight, {"random_state": 0}, np.array([0]), "binary", None,
+                          forest=True)
+    assert isinstance(teacher, ForestTeacher)
+    assert teacher.forest_.n_features_in_ == 1        # column 0 only
     # trees that had seen row 19 would split at 18.5 and call x = 19 class 0
-    assert trees.predict_raw(np.array([[0.0], [19.0]], np.float32)) == \
+    assert teacher.predict_raw(np.array([[0.0], [19.0]], np.float32)) == \
         pytest.approx([-_TOP, _TOP])
-    both = np.array([[0.0], [19.0]], np.float32)
-    assert teacher.predict_raw(both) == pytest.approx(
-        (boosted.predict_raw(both).ravel() + trees.predict_raw(both)) / 2)
 
 
 def test_teacher_class_map_from_a_forest_equals_the_square():
@@ -71,10 +66,8 @@ def _square():
     return image, labels                              # 64 + 16 = 80 scribbled pixels
 
 
-@pytest.mark.parametrize("teacher, threshold, forest", [
-    ("auto", 80, True), ("auto", 79, False), ("forest", 0, True), ("boost", 10**6, False)])
-def test_teacher_auto_is_a_forest_up_to_the_threshold_of_scribbled_pixels(
-        monkeypatch, teacher, threshold, forest):
+@pytest.mark.parametrize("teacher, forest", [("boost", False), ("forest", True)])
+def test_teacher_forest_fits_the_forest_and_the_default_boosts(monkeypatch, teacher, forest):
     image, labels = _square()
     seen = []
 
@@ -83,14 +76,14 @@ def test_teacher_auto_is_a_forest_up_to_the_threshold_of_scribbled_pixels(
         return fit_teacher(*args, forest=forest, **kwargs)
 
     monkeypatch.setattr(_classifier, "fit_teacher", spy)
-    monkeypatch.setattr(_classifier, "FOREST_TEACHER_PIXELS", threshold)
     clf = PixelClassifier(n_estimators=10, min_samples_leaf=5, teacher=teacher,
                           random_state=0).fit(image, labels)
     assert seen and set(seen) == {forest}
     assert clf.predict(image)[14, 14] == 2 and clf.predict(image)[0, 5] == 1
+    assert PixelClassifier().teacher == "boost"
 
 
-def test_teacher_must_be_auto_forest_or_boost():
+def test_teacher_must_be_boost_or_forest():
     image, labels = _square()
-    with pytest.raises(ValueError, match="teacher must be 'auto', 'forest' or 'boost'"):
+    with pytest.raises(ValueError, match="teacher must be 'boost' or 'forest'"):
         PixelClassifier(teacher="rf").fit(image, labels)
