@@ -49,12 +49,18 @@ def parse_variant(text):
                                          f"'l2=20={{\"l2_regularization\": 20}}' ({error})")
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def draw_parser(description):
+    """Arguments of a study over scribble draws: --set, --style, --draws, --first-draw."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--set", default="isbi2012_em", choices=sorted(SETS))
     parser.add_argument("--style", default="clicks", choices=["balanced", "thin", "clicks"])
     parser.add_argument("--draws", type=int, default=8)
     parser.add_argument("--first-draw", type=int, default=0)
+    return parser
+
+
+def main():
+    parser = draw_parser(__doc__.splitlines()[0])
     parser.add_argument("--variant", type=parse_variant, action="append", default=[],
                         metavar="NAME=JSON")
     parser.add_argument("--no-stand-in", action="store_true",

@@ -26,12 +26,12 @@ One thread. Writes ``benchmarks/results/<--out>.json``.
     python benchmarks/study_teacher.py --set isbi2012_em --draws 8
 """
 
-import argparse
 import json
 
 import numpy as np
 from _common import print_table, write_results
 from bench_accuracy import SETS, TARGET_METRIC, skimage_features
+from study_clicks import draw_parser
 
 from msclassify.cegb import most_probable_class, train
 from msclassify.features import FeatureBank, FeatureSpec
@@ -81,11 +81,7 @@ def learners():
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--set", default="isbi2012_em", choices=sorted(SETS))
-    parser.add_argument("--style", default="clicks", choices=["balanced", "thin", "clicks"])
-    parser.add_argument("--draws", type=int, default=8)
-    parser.add_argument("--first-draw", type=int, default=0)
+    parser = draw_parser(__doc__.splitlines()[0])
     parser.add_argument("--out", default=None, help="results name (default teacher_<set>)")
     args = parser.parse_args()
     spec, metric = SETS[args.set], TARGET_METRIC[args.set]

@@ -3,8 +3,7 @@
 import numpy as np
 import pytest
 
-from msclassify.pixel import PixelClassifier
-from msclassify.pixel import _classifier
+from msclassify.pixel import PixelClassifier, _classifier
 from msclassify.pixel._distill import fit_teacher, teacher_classes
 from msclassify.pixel._forest_teacher import PROBABILITY_FLOOR, ForestTeacher
 
