@@ -10,8 +10,9 @@ smaller than about two standard errors is not told apart from draw noise).
 The teacher stand-in is the teacher's model without the student: plain boosting
 (``cost_tradeoff=0``, no distillation, no class weights; ``"auto"`` leaves the
 clicks' weights unchanged) on the bank's full-resolution features, which are
-the features the teacher may use. Only scores are recorded (fits on a loaded
-box: no timings). Writes ``benchmarks/results/<--out>.json``.
+the features the teacher may use. Each model's score is recorded, and its fit
+time (``<name> train s``, wall seconds: on a loaded box comparable only within
+one run). Writes ``benchmarks/results/<--out>.json``.
 
     python benchmarks/study_clicks.py --set isbi2012_em --draws 8
     python benchmarks/study_clicks.py --set isbi2012_em --draws 8 \
@@ -20,6 +21,7 @@ box: no timings). Writes ``benchmarks/results/<--out>.json``.
 
 import argparse
 import json
+import time
 
 import numpy as np
 from _common import print_table, write_results
@@ -47,14 +49,23 @@ def parse_variant(text):
                                          f"'l2=20={{\"l2_regularization\": 20}}' ({error})")
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def draw_parser(description):
+    """Arguments of a study over scribble draws: --set, --style, --draws, --first-draw."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--set", default="isbi2012_em", choices=sorted(SETS))
     parser.add_argument("--style", default="clicks", choices=["balanced", "thin", "clicks"])
     parser.add_argument("--draws", type=int, default=8)
     parser.add_argument("--first-draw", type=int, default=0)
+    return parser
+
+
+def main():
+    parser = draw_parser(__doc__.splitlines()[0])
     parser.add_argument("--variant", type=parse_variant, action="append", default=[],
                         metavar="NAME=JSON")
+    parser.add_argument("--no-stand-in", action="store_true",
+                        help="skip the teacher stand-in (fits only the recipe, the default "
+                             "and the variants)")
     parser.add_argument("--out", default=None, help="results name (default clicks_<set>)")
     args = parser.parse_args()
     spec, metric = SETS[args.set], TARGET_METRIC[args.set]
@@ -64,20 +75,23 @@ def main():
         data = spec["load"](args.style, None, draw=draw)
         images, labels = data["train_images"], data["train_labels"]
         n_channels = 1 if np.ndim(images[0]) == 2 else np.shape(images[0])[-1]
-        models = {"default": {}, "teacher alone": teacher_stand_in(n_channels),
-                  **dict(args.variant)}
+        stand_in = {} if args.no_stand_in else {"teacher alone": teacher_stand_in(n_channels)}
+        models = {"default": {}, **stand_in, **dict(args.variant)}
         row = {"draw": draw, "labelled px": int(sum(np.count_nonzero(lab) for lab in labels))}
         recipe.fit(images, labels)
         row["skimage + RF"] = spec["score"]([recipe.predict(im) for im in data["test_images"]],
                                             data[spec["truth"]])[metric]
         for name, params in models.items():
+            start = time.perf_counter()
             model = PixelClassifier(**dict({"random_state": 0}, **params)).fit(images, labels)
+            row[f"{name} train s"] = time.perf_counter() - start
             row[name] = spec["score"]([model.predict(im) for im in data["test_images"]],
                                       data[spec["truth"]])[metric]
             row[f"{name} features"] = len(model.features_used_)
         rows.append(row)
         print(json.dumps(row), flush=True)
-    names = ["default", "teacher alone"] + [name for name, _ in args.variant]
+    names = ["default"] + ([] if args.no_stand_in else ["teacher alone"]) + \
+        [name for name, _ in args.variant]
     summary = []
     for name in names:
         diff = np.array([r[name] - r["skimage + RF"] for r in rows])

@@ -43,6 +43,7 @@ import numpy as np
 from scipy import ndimage as ndi
 
 from ..cegb import most_probable_class, train
+from ._forest_teacher import ForestTeacher
 
 __all__ = ["DISTILL_BAND", "EDGE_SHARE", "EDGE_WEIGHT", "TEACHER_MARGIN", "TEACHER_STRIDE",
            "fit_teacher", "teacher_band", "teacher_classes", "teacher_pixels"]
@@ -62,21 +63,29 @@ _POINT_BLOCK = 1 << 16
 
 
 def fit_teacher(X, y, sample_weight, params, feature_indices, objective, n_classes,
-                callback=None):
+                callback=None, forest=False):
     """Plain gradient boosting (cost_tradeoff 0) on columns ``feature_indices`` of the labelled rows.
 
     ``params`` are the core parameters of the student (the tree settings are
     shared); rows with zero ``sample_weight`` (cost samples) are left out.
     ``callback(iteration, n_iterations)`` follows the boosting (progress).
-    Returns the teacher `msclassify.cegb.Booster` over those columns.
+    Returns the teacher `msclassify.cegb.Booster` over those columns, or with
+    ``forest=True`` a `ForestTeacher` (extremely randomised trees, seeded by
+    ``params["random_state"]``) fitted on the same rows.
     """
     labelled = sample_weight > 0
+    rows = np.ascontiguousarray(X[labelled][:, feature_indices])
+    if forest:
+        teacher = ForestTeacher(random_state=params["random_state"]).fit(
+            rows, y[labelled], sample_weight[labelled], 2 if n_classes is None else n_classes)
+        if callback is not None:
+            callback(teacher.n_estimators, teacher.n_estimators)
+        return teacher
     teacher_params = dict(params, cost_tradeoff=0.0, feature_costs=None,
                           feature_batch_costs=None,
                           feature_share=np.asarray(params["feature_share"])[feature_indices])
-    return train(np.ascontiguousarray(X[labelled][:, feature_indices]), y[labelled], objective,
-                 teacher_params, n_classes=n_classes, sample_weight=sample_weight[labelled],
-                 callback=callback)
+    return train(rows, y[labelled], objective, teacher_params, n_classes=n_classes,
+                 sample_weight=sample_weight[labelled], callback=callback)
 
 
 def teacher_band(classes, band):
