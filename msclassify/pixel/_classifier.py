@@ -504,8 +504,9 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
             fit_params["cost_tradeoff"] = float(cost_tradeoff) * float(weights.sum()) \
                 / pixels_per_image
             n_trees = fit_params["n_estimators"]
+            n_fits = len(AUTO_PATH) + 1       # the refit is the last, however many were fitted
             tracker.start("model" if self.cost_tradeoff != "auto" else
-                          f"μ path {next(fits)}/{len(AUTO_PATH) + 1}", n_trees)
+                          f"μ path {next(fits) if path else n_fits}/{n_fits}", n_trees)
 
             def report(iteration, n_iterations):
                 tracker.step(iteration)
