@@ -1,7 +1,8 @@
 """Training time of PixelClassifier.fit per stage: 2 and 4 classes, a 1024² fly frame and an RGB photo.
 
 Run: ``python benchmarks/bench_training.py [--rounds 3] [--cases fly-2 fly-4 larvae-2 larvae-4]
-[--variants default auto] [--threads N] [--ref PATH] [--out NAME]``. Writes
+[--variants default auto] [--threads N] [--ref PATH [--ref-variants default auto]]
+[--out NAME]``. Writes
 benchmarks/results/training.json (or NAME.json) and prints one table.
 
 Frames and scribbles (real images, ``benchmarks/_real_data.py``)
@@ -178,6 +179,9 @@ def main():
     parser.add_argument("--ref", metavar="PATH", default=None,
                         help="also time the default fit of the msclassify checkout at PATH "
                              "(e.g. a worktree of main), as variant 'ref default'")
+    parser.add_argument("--ref-variants", nargs="+", default=["default"], choices=list(VARIANTS),
+                        help="the variants to time at --ref (each as 'ref NAME', compared with "
+                             "'ref default'); default: default")
     parser.add_argument("--out", default="training",
                         help="results file name in benchmarks/results (without .json)")
     parser.add_argument("--one", nargs=2, metavar=("CASE", "VARIANT"), help=argparse.SUPPRESS)
@@ -190,12 +194,12 @@ def main():
         env["NUMBA_NUM_THREADS"] = str(args.threads)
     load_start = os.getloadavg()
     runs = []
-    variants = args.variants + (["ref default"] if args.ref else [])
+    variants = args.variants + ([f"ref {v}" for v in args.ref_variants] if args.ref else [])
     pairs = [(c, v) for c in args.cases for v in variants]
     for r in range(args.rounds):
         for case, variant in pairs[r % len(pairs):] + pairs[:r % len(pairs)]:
             run_env = dict(env)
-            if variant == "ref default":
+            if variant.startswith("ref "):
                 run_env["PYTHONPATH"] = str(Path(args.ref).resolve())
             run_env.update(VARIANT_ENV.get(variant, {}))
             out = subprocess.run([sys.executable, __file__, "--one", case,
@@ -216,12 +220,14 @@ def main():
         entry = {"case": case, "variant": variant, "classes": mine[0]["classes"],
                  "wall s": statistics.median(row["wall s"] for row in mine),
                  "cpu s": statistics.median(row["cpu s"] for row in mine),
-                 "peak RSS MB": max(row["peak RSS MB"] for row in mine)}
+                 "peak RSS MB": max(row["peak RSS MB"] for row in mine),
+                 "cost_tradeoff": " ".join(sorted({f"{row['cost_tradeoff']:g}" for row in mine}))}
         for stage in stage_names:
             entry[f"{stage} cpu s"] = statistics.median(row.get("stages cpu", {}).get(stage, 0.0)
                                                         for row in mine)
-        if variant != "default" and "default" in variants:
-            base = [row for row in runs if row["case"] == case and row["variant"] == "default"]
+        base_variant = "ref default" if variant.startswith("ref ") else "default"
+        if variant != base_variant and base_variant in variants:
+            base = [row for row in runs if row["case"] == case and row["variant"] == base_variant]
             entry["x default (wall, per round)"] = statistics.median(
                 a["wall s"] / b["wall s"] for a, b in zip(mine, base))
             entry["x default (cpu, per round)"] = statistics.median(
@@ -229,7 +235,7 @@ def main():
         table.append(entry)
     columns = ["case", "variant", "classes", "wall s", "cpu s", "features cpu s",
                "teacher cpu s", "distillation cpu s", "model cpu s", "x default (wall, per round)",
-               "x default (cpu, per round)", "peak RSS MB"]
+               "x default (cpu, per round)", "cost_tradeoff", "peak RSS MB"]
     print_table(table, columns)
     results = {"cpu": cpu_model(), "load_average_start": load_start,
                "load_average_end": os.getloadavg(), "threads": env.get("NUMBA_NUM_THREADS"),

@@ -41,7 +41,7 @@ _FIT_CACHE_BYTES = 512 << 20
 # not scribbles (teacher-labelled pixels, cost samples); the refit uses all.
 _PATH_ROW_SHARE = 4
 # ... and grow 1 in this many of its trees.
-_PATH_TREE_SHARE = 2
+_PATH_TREE_SHARE = 4
 # Share of the features each tree draws when colsample is None and there are more than two
 # classes (one tree per class and round: half the features keeps a 4-class round at the cost
 # of a 2-class one).
@@ -551,7 +551,7 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
                              int(self.n_estimators), n_outputs, distill,
                              len(AUTO_PATH) + 1 if auto else 1,
                              (n_scribbled + (n_rows - n_scribbled) / _PATH_ROW_SHARE) / n_rows,
-                             int(self.teacher_stride))
+                             int(self.teacher_stride), 1 / _PATH_TREE_SHARE)
         return ProgressTracker(progress, plan)
 
     def _teacher_features(self, bank):

@@ -51,7 +51,8 @@ class TrainingProgress(NamedTuple):
 
 
 def stage_weights(n_pixels, n_channels, n_scribbled, n_teacher_features, n_rows, n_features,
-                  n_estimators, n_outputs, distill, n_fits, path_rows=1.0, teacher_stride=1):
+                  n_estimators, n_outputs, distill, n_fits, path_rows=1.0, teacher_stride=1,
+                  path_trees=0.5):
     """Expected time of each stage of a fit, in arbitrary units: ``[(stage, weight), ...]``.
 
     A linear cost model (coefficients fitted to ``benchmarks/bench_training.py``
@@ -60,8 +61,9 @@ def stage_weights(n_pixels, n_channels, n_scribbled, n_teacher_features, n_rows,
     tree, the teacher's labelling per pixel it predicts (one in ``teacher_stride**2`` and
     about 5% more where its coarse-to-fine class map is refined; the coefficient was fitted
     with every 4th pixel predicted) and per tree. With ``n_fits > 1``
-    (``cost_tradeoff="auto"``) the first ``n_fits - 1`` fits train half the trees
-    on the share ``path_rows`` of the rows.
+    (``cost_tradeoff="auto"``) the first ``n_fits - 1`` fits train the share
+    ``path_trees`` of the trees on the share ``path_rows`` of the rows (the path search
+    may fit fewer: its fraction then jumps to the last fit).
     """
     trees = n_estimators * n_outputs
     plan = [("features", 1.0 * n_pixels * n_channels / 1e6)]
@@ -73,7 +75,7 @@ def stage_weights(n_pixels, n_channels, n_scribbled, n_teacher_features, n_rows,
     if n_fits == 1:
         plan.append(("model", per_fit))
     else:
-        path_fit = trees / 2 * (8e-3 + 1.2e-9 * n_rows * path_rows * n_features)
+        path_fit = trees * path_trees * (8e-3 + 1.2e-9 * n_rows * path_rows * n_features)
         plan += [(f"μ path {k}/{n_fits}", path_fit) for k in range(1, n_fits)]
         plan.append((f"μ path {n_fits}/{n_fits}", per_fit))
     return plan
