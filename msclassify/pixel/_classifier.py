@@ -103,18 +103,21 @@ class PixelClassifier(BaseEstimator):
         ``"auto"`` chooses it from the data: part of the scribbles is held out
         (every 4th labelled frame; with one frame, or when a class would be
         missing, every 4th stroke of each class, and the last quarter of a class's
-        only stroke), one model is fitted on the rest for each value of
+        only stroke), models are fitted on the rest along the path
         ``0, 1e-5, 3e-5, 1e-4, 3e-4, 1e-3``, and the cheapest (modelled cost per
         image pixel, as `prediction_cost` counts it) whose held-out score is
-        within ``tolerance`` of the best is refitted on all scribbles. The score
+        within ``tolerance`` of the best is refitted on all scribbles. The path
+        is searched from both ends: 0 first, then from 1e-3 down, stopping at the
+        first value within ``tolerance`` of the best score so far (the smaller
+        values left would cost more). The score
         is class-balanced and sees outlines: the lower of the balanced accuracy
         on the held-out scribbles and the balanced agreement with the
         ``cost_tradeoff=0`` model on uniformly drawn pixels it is sure of
-        (probability >= 0.9). Training computes the features once and fits 7
-        models; the 6 of the path grow half the trees on every scribbled pixel
-        and a quarter of the other rows (teacher-labelled pixels, cost samples):
-        2.1x-3x the CPU time of one fit (1024x1024 fly frames, an RGB photo;
-        ``benchmarks/bench_training.py``, docs/scribbles.md). ``cost_tradeoff_``, ``tradeoff_path_`` and
+        (probability >= 0.9). Training computes the features once and fits 2 to
+        7 models; those of the path grow a quarter of the trees on every scribbled
+        pixel and a quarter of the other rows (teacher-labelled pixels, cost
+        samples) (``benchmarks/bench_training.py``, docs/scribbles.md section 13
+        for the time against a fixed fit). ``cost_tradeoff_``, ``tradeoff_path_`` and
         ``tradeoff_reason_`` say what was chosen and why; the model file keeps them.
     tolerance : float, optional
         With ``cost_tradeoff="auto"``: held-out score (a balanced accuracy, 0-1)
@@ -224,7 +227,8 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
     cost_tradeoff_ : float
         The cost_tradeoff the model was trained with (the one chosen, with "auto").
     tradeoff_path_ : list of dict or None
-        With "auto", one entry per model of the path: ``cost_tradeoff``,
+        With "auto", one entry per model fitted on the path (in path order; the
+        values the search skipped are left out): ``cost_tradeoff``,
         ``score`` (the lower of ``scribble_score`` and ``teacher_agreement``),
         ``cost_per_pixel`` (``evaluation_per_pixel + features_per_pixel``,
         modelled operations) and ``features_used``; None for a given value.
@@ -314,10 +318,10 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
 
     >>> auto = PixelClassifier(cost_tradeoff="auto", n_estimators=20, random_state=0)
     >>> auto = auto.fit(image, labels)
-    >>> [p["cost_tradeoff"] for p in auto.tradeoff_path_]
-    [0.0, 1e-05, 3e-05, 0.0001, 0.0003, 0.001]
-    >>> auto.cost_tradeoff_ in [p["cost_tradeoff"] for p in auto.tradeoff_path_]
-    True
+    >>> [p["cost_tradeoff"] for p in auto.tradeoff_path_]    # the cheapest is as good
+    [0.0, 0.001]
+    >>> auto.cost_tradeoff_
+    0.001
     >>> auto.predict(image)[30, 30], auto.predict(image)[5, 50]
     (np.uint8(2), np.uint8(1))
     """
@@ -382,8 +386,9 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         callback : callable, optional
             ``callback(iteration, n_iterations)`` after every boosting iteration; a
             truthy return value stops training early (the trees so far are kept).
-            With ``cost_tradeoff="auto"`` it counts over all 7 fits, each as if it
-            had ``n_estimators`` iterations (the path fits grow half of them).
+            With ``cost_tradeoff="auto"`` it counts over 7 fits, each as if it
+            had ``n_estimators`` iterations (the path fits grow a quarter of them; the
+            count jumps to the refit, the 7th, over the values the search skips).
         feature_cache : msclassify.features.FeatureCache, optional
             Reuse the features of frames seen in earlier fits (interactive
             retraining after each stroke computes a frame's features once).
