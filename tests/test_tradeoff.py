@@ -5,6 +5,7 @@ import pytest
 import tifffile
 
 from msclassify import load_model
+from msclassify.cegb import train
 from msclassify.cli import main
 from msclassify.datasets import sample_data_path
 from msclassify.modelfile import ModelFileError, read_model, write_model
@@ -157,6 +158,30 @@ def tile_scribbles():
             labels[r:r + 8, c + 3] = TILES[r, c]
             labels[r + 3, c:c + 8] = TILES[r, c]
     return labels
+
+
+def test_path_fits_share_one_binning_and_train_the_same_models():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 4))
+    y = (X[:, 0] + 0.3 * X[:, 1] > 0).astype(float)
+    weight = np.ones(300)
+    weight[::5] = 0                                   # held out: routed, not learned from
+    bins = {}
+    for mu in (0.0, 1e-2, 1e-1):
+        params = dict(n_estimators=5, cost_tradeoff=mu, feature_costs=[1, 2, 3, 4],
+                      random_state=0)
+        shared = train(X, y, "binary", params, sample_weight=weight, bin_cache=bins)
+        if mu == 0.0:
+            binned = bins["Xb"]
+        alone = train(X, y, "binary", params, sample_weight=weight)
+        assert np.array_equal(shared.predict_raw(X), alone.predict_raw(X))
+        assert np.array_equal(shared.features_used(), alone.features_used())
+        assert bins["Xb"] is binned                   # binned once, reused
+    other = weight.copy()
+    other[1] = 0                                      # other rows carry loss: binned anew
+    train(X, y, "binary", dict(n_estimators=2, random_state=0), sample_weight=other,
+          bin_cache=bins)
+    assert bins["Xb"] is not binned
 
 
 def assert_searched(auto):

@@ -497,6 +497,7 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         fits = iter(range(1, len(AUTO_PATH) + 2))
         light = None if cost_tradeoff != "auto" else \
             _path_rows(sample_weight, cost_weight, scribbled_rows, rng)
+        path_bins = {}                 # the path models train on the same rows: bin them once
 
         def fit_core(cost_tradeoff, weights, callback, path=False):
             rows_X, rows_y, cost, fit_params = X, y, cost_weight, params
@@ -520,7 +521,8 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
                 return callback is not None and callback(iteration * full // n_trees, full)
             booster = train(rows_X, rows_y, objective if unlabelled is None else graph_objective,
                             fit_params, n_classes=classes.size if multi else None,
-                            sample_weight=weights, cost_weight=cost, callback=report)
+                            sample_weight=weights, cost_weight=cost, callback=report,
+                            bin_cache=path_bins if path else None)
             # The graph objective is the logistic/softmax loss plus smoothing: same link.
             booster.objective = objective
             return booster
