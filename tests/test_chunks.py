@@ -215,6 +215,31 @@ def test_training_windows_read_overlapping_halos_once():
     assert merged.size < apart
 
 
+def test_merge_windows_by_hand():
+    """Side by side (the box around them = the two): merged, and a window that fits only
+    the merged box is absorbed in the next pass; a gap or a far window: kept apart; every
+    part kept once."""
+    from msclassify.pixel._chunks import _merge_windows
+
+    def box(y0, y1, x0, x1):
+        return (slice(y0, y1), slice(x0, x1))
+
+    # c (10x20, first) fits neither a nor b (box 20x20 = 400 > 200 + 100); a and b side by
+    # side merge (10x20 = 200 <= 100 + 100); then c absorbs a + b (400 <= 200 + 200).
+    merged = _merge_windows([[box(10, 20, 0, 20), ["c"]], [box(0, 10, 0, 10), ["a"]],
+                             [box(0, 10, 10, 20), ["b"]], [box(500, 510, 500, 510), ["far"]]])
+    assert [(w, sorted(parts)) for w, parts in merged] == [
+        (box(0, 20, 0, 20), ["a", "b", "c"]), (box(500, 510, 500, 510), ["far"])]
+    # a 2-column gap between a and b: their box (10x20 = 200) holds more than the two
+    # (100 + 80), so nothing merges
+    apart = [[box(10, 20, 0, 20), ["c"]], [box(0, 10, 0, 10), ["a"]],
+             [box(0, 10, 12, 20), ["b"]]]
+    assert _merge_windows(apart) == apart
+    # many far-apart windows: none merged, each part kept, in order
+    far = [[box(100 * k, 100 * k + 10, 0, 10), [k]] for k in range(300)]
+    assert _merge_windows(far) == far
+
+
 def test_training_windows_give_the_scribbles_their_whole_image_features():
     from msclassify.features import FeatureBank
     from msclassify.pixel import training_windows

@@ -103,6 +103,23 @@ def test_auto_weights_raise_an_under_scribbled_class_and_not_an_over_scribbled_o
     assert accuracy["auto"] > accuracy["balanced"]
 
 
+def test_progress_follows_the_teachers_refit_with_auto_weights():
+    """With "auto" weights the teacher's stage counts two fits: the refit (a class scribbled
+    10:1) reports steps past the first fit's and the overall fraction never goes back;
+    without the refit ("balanced" weights) the stage ends after one fit."""
+    image, truth = noisy_regions(MEANS)
+    labels = strokes(truth, [480, 48])
+    for class_weight, refit in (("auto", True), ("balanced", False)):
+        seen = []
+        pixel_only(True, class_weight=class_weight).fit(image, labels, progress=seen.append)
+        teacher = [p.step for p in seen if p.stage == "teacher"]
+        n_steps = {p.n_steps for p in seen if p.stage == "teacher"}
+        assert n_steps == {60 if class_weight == "auto" else 30}
+        assert max(teacher) == (60 if refit else 30)
+        fractions = [p.fraction for p in seen]
+        assert fractions == sorted(fractions) and fractions[-1] == 1.0
+
+
 def test_under_scribbled_weights_raise_only_classes_below_their_share_and_an_equal_one():
     y = np.array([0] * 6 + [1] * 3 + [2] * 1 + [0])
     weight = np.ones(11)

@@ -368,6 +368,12 @@ class FeatureBank:
                              f"or build the bank with n_channels={pyramid.n_channels}")
         return pyramid
 
+    def _may_release(self, pyramid, image):
+        """Whether a computation may drop ``pyramid``'s intermediates between feature groups:
+        only a volume's (whose intermediates are large), and only of a pyramid this bank made
+        from ``image`` (a caller's `PyramidImage` may be read again)."""
+        return pyramid is not image and self.grid is not None
+
     def compute_levels(self, image, feature_indices=None, *, channel_axis=-1, n_threads=None):
         """Compute the selected features of one frame on their pyramid levels.
 
@@ -413,8 +419,8 @@ class FeatureBank:
                                    dtype=np.float32))
             columns.append(on_level)
         with _task_runner(n_threads) as run:
-            for batch, planes in _plane_batches(pyramid, specs, run, release=pyramid is not image
-                                                and self.grid is not None):
+            for batch, planes in _plane_batches(pyramid, specs, run,
+                                                self._may_release(pyramid, image)):
                 tasks = []
                 for level in np.unique(levels[batch]):
                     on_level = [k for k, j in enumerate(batch) if levels[j] == level]
@@ -462,8 +468,8 @@ class FeatureBank:
         specs = [self.specs[i] for i in self._selection(feature_indices)]
         out = np.empty((ys.shape[0], len(specs)), dtype=np.float32)
         with _task_runner(_resolve_threads(n_threads, specs, pyramid.shape)) as run:
-            for batch, planes in _plane_batches(pyramid, specs, run, release=pyramid is not image
-                                                and self.grid is not None):
+            for batch, planes in _plane_batches(pyramid, specs, run,
+                                                self._may_release(pyramid, image)):
                 for j, plane in zip(batch, planes):
                     out[:, j] = plane[tuple(c // b for c, b in zip(coords, specs[j].block))]
         return out

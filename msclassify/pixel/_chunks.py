@@ -520,31 +520,37 @@ def training_windows(image, labels, features="default", chunks=1024, spacing=Non
     return frames, label_frames
 
 
-def _box_size(window):
-    return int(np.prod([w.stop - w.start for w in window]))
-
-
 def _merge_windows(crops):
     """Merge ``[window, parts]`` crops while the box around two windows holds no more voxels
     than the two apart: neighbouring scribbled chunks, whose halos overlap, are read once.
     A merged box starts and ends where its windows do, so it keeps their block grid and their
-    halos (and the image's edge rule)."""
-    crops = list(crops)
+    halos (and the image's edge rule). Each window in turn absorbs the first later window it
+    may, compared with all of them at once, until none is left to absorb; passes repeat until
+    one merges nothing."""
+    starts = np.array([[w.start for w in window] for window, _ in crops], dtype=np.int64)
+    stops = np.array([[w.stop for w in window] for window, _ in crops], dtype=np.int64)
+    parts = [list(crop_parts) for _, crop_parts in crops]
+    alive = np.ones(len(crops), dtype=bool)
     merged = True
     while merged:
         merged = False
-        for i in range(len(crops)):
-            for j in range(i + 1, len(crops)):
-                union = tuple(slice(min(a.start, b.start), max(a.stop, b.stop))
-                              for a, b in zip(crops[i][0], crops[j][0]))
-                if _box_size(union) <= _box_size(crops[i][0]) + _box_size(crops[j][0]):
-                    crops[i] = [union, crops[i][1] + crops[j][1]]
-                    del crops[j]
-                    merged = True
+        for i in np.flatnonzero(alive):
+            while alive[i]:
+                later = np.flatnonzero(alive[i + 1:]) + i + 1
+                union = (np.maximum(stops[i], stops[later])
+                         - np.minimum(starts[i], starts[later])).prod(axis=1)
+                fits = union <= (stops[i] - starts[i]).prod() + (stops[later]
+                                                                 - starts[later]).prod(axis=1)
+                if not fits.any():
                     break
-            if merged:
-                break
-    return crops
+                j = later[np.argmax(fits)]
+                starts[i] = np.minimum(starts[i], starts[j])
+                stops[i] = np.maximum(stops[i], stops[j])
+                parts[i] += parts[j]
+                alive[j] = False
+                merged = True
+    return [[tuple(slice(int(a), int(b)) for a, b in zip(starts[i], stops[i])), parts[i]]
+            for i in np.flatnonzero(alive)]
 
 
 def predict_region(model, image, region, output="class"):

@@ -455,7 +455,9 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
             sample_weight = class_balanced_weights(y, sample_weight, classes.size,
                                                    _CLASS_WEIGHT_POWER[class_weight])
         if teacher_features is not None:
-            tracker.start("teacher", self.n_estimators)
+            # with "auto" weights the teacher may be fit twice: its stage counts both fits
+            n_teacher_fits = 2 if class_weight == "auto" else 1
+            tracker.start("teacher", n_teacher_fits * self.n_estimators)
             # the teacher draws from all its features unless colsample is given: its class map
             # is the model's target near outlines (half of them lost 0.01 pixel accuracy on a
             # 4-class RGB photo)
@@ -471,9 +473,10 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
                 weighted = under_scribbled_weights(y, sample_weight, classes.size, shares)
                 if weighted is not sample_weight:
                     sample_weight = weighted
-                    teacher = fit_teacher(X, y, sample_weight, teacher_params,
-                                          teacher_features, objective,
-                                          classes.size if multi else None)
+                    teacher = fit_teacher(
+                        X, y, sample_weight, teacher_params, teacher_features, objective,
+                        classes.size if multi else None,
+                        callback=lambda iteration, _: tracker.step(self.n_estimators + iteration))
             tracker.start("distillation", len(pairs))
             X_t, y_t, weight_t = teacher_pixels(_counting(frame_levels, tracker.step), pairs,
                                                 teacher, teacher_features,
@@ -558,7 +561,9 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
                              int(self.n_estimators), n_outputs, distill,
                              len(AUTO_PATH) + 1 if auto else 1,
                              (n_scribbled + (n_rows - n_scribbled) / _PATH_ROW_SHARE) / n_rows,
-                             int(self.teacher_stride), 1 / _PATH_TREE_SHARE)
+                             int(self.teacher_stride),
+                             2 if self._check_class_weight() == "auto" else 1,
+                             1 / _PATH_TREE_SHARE)
         return ProgressTracker(progress, plan)
 
     def _teacher_features(self, bank):

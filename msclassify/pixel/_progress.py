@@ -52,7 +52,7 @@ class TrainingProgress(NamedTuple):
 
 def stage_weights(n_pixels, n_channels, n_scribbled, n_teacher_features, n_rows, n_features,
                   n_estimators, n_outputs, distill, n_fits, path_rows=1.0, teacher_stride=1,
-                  path_trees=0.5):
+                  teacher_fits=1, path_trees=0.5):
     """Expected time of each stage of a fit, in arbitrary units: ``[(stage, weight), ...]``.
 
     A linear cost model (coefficients fitted to ``benchmarks/bench_training.py``
@@ -63,12 +63,15 @@ def stage_weights(n_pixels, n_channels, n_scribbled, n_teacher_features, n_rows,
     with every 4th pixel predicted) and per tree. With ``n_fits > 1``
     (``cost_tradeoff="auto"``) the first ``n_fits - 1`` fits train the share
     ``path_trees`` of the trees on the share ``path_rows`` of the rows (the path search
-    may fit fewer: its fraction then jumps to the last fit).
+    may fit fewer: its fraction then jumps to the last fit). ``teacher_fits=2``
+    (``class_weight="auto"``) counts the teacher's refit, made when a class is scribbled
+    less than the teacher finds it.
     """
     trees = n_estimators * n_outputs
     plan = [("features", 1.0 * n_pixels * n_channels / 1e6)]
     if distill:
-        plan.append(("teacher", trees * (3e-3 + 2e-9 * n_scribbled * n_teacher_features)))
+        plan.append(("teacher", teacher_fits * trees
+                     * (3e-3 + 2e-9 * n_scribbled * n_teacher_features)))
         plan.append(("distillation", 0.3 * n_pixels / 1e6
                      * (0.2 + trees / 50 * 4 * (1 / teacher_stride ** 2 + 0.05))))
     per_fit = trees * (8e-3 + 1.2e-9 * n_rows * n_features)
@@ -128,7 +131,8 @@ class ProgressTracker:
         done = sum(self.weights[:max(self.stage_index, 0)])
         if self.stage_index >= 0:
             done += self.weights[self.stage_index] * min(step, self.n_steps) / self.n_steps
-        self._emit(self.stage_name, step, self.n_steps, done)
+        # the weights' sum may round above 1 at the last stage
+        self._emit(self.stage_name, step, self.n_steps, min(done, 1.0))
 
     def done(self):
         """The fit is over."""
