@@ -1,7 +1,8 @@
 """Training time of PixelClassifier.fit per stage: 2 and 4 classes, a 1024² fly frame and an RGB photo.
 
 Run: ``python benchmarks/bench_training.py [--rounds 3] [--cases fly-2 fly-4 larvae-2 larvae-4]
-[--variants default auto] [--threads N] [--ref PATH] [--out NAME]``. Writes
+[--variants default auto] [--threads N] [--ref PATH [--ref-variants default auto]]
+[--out NAME]``. Writes
 benchmarks/results/training.json (or NAME.json) and prints one table.
 
 Frames and scribbles (real images, ``benchmarks/_real_data.py``)
@@ -36,8 +37,8 @@ them per tree with more than two classes); ``omp-spin`` = the default with
 each parallel kernel, as before msclassify set ``GOMP_SPINCOUNT=3000``); ``live-4`` = the
 napari widget's live-update model for 4 classes (``features="fine"``, ``cost_tradeoff=2e-4``, 10
 rounds, 4,096 cost pixels, no teacher, half the features per tree): its ``model`` stage is what
-a live retrain costs once the frame's features are cached. ``--ref PATH`` runs every variant
-with the checkout at PATH too (``ref VARIANT``).
+a live retrain costs once the frame's features are cached. ``--ref PATH`` runs the variants
+(those of ``--ref-variants``, else every one) with the checkout at PATH too (``ref VARIANT``).
 
 ``accuracy`` (4-class cases) is, on the pixels not scribbled and after the timing, the
 pixel accuracy of the fitted model's prediction against the 4-class map (fly-4,
@@ -204,8 +205,10 @@ def main():
     parser.add_argument("--threads", type=int, default=None,
                         help="NUMBA_NUM_THREADS of the fits (default: as set, else all cores)")
     parser.add_argument("--ref", metavar="PATH", default=None,
-                        help="also time every variant with the msclassify checkout at PATH "
+                        help="also time variants with the msclassify checkout at PATH "
                              "(e.g. a worktree of main), as variants 'ref VARIANT'")
+    parser.add_argument("--ref-variants", nargs="+", choices=list(VARIANTS),
+                        help="the variants to time at --ref (default: those of --variants)")
     parser.add_argument("--out", default="training",
                         help="results file name in benchmarks/results (without .json)")
     parser.add_argument("--one", nargs=2, metavar=("CASE", "VARIANT"), help=argparse.SUPPRESS)
@@ -218,7 +221,8 @@ def main():
         env["NUMBA_NUM_THREADS"] = str(args.threads)
     load_start = os.getloadavg()
     runs = []
-    variants = args.variants + ([f"ref {v}" for v in args.variants] if args.ref else [])
+    variants = args.variants + ([f"ref {v}" for v in args.ref_variants or args.variants]
+                                if args.ref else [])
     pairs = [(c, v) for c in args.cases for v in variants]
     for r in range(args.rounds):
         for case, variant in pairs[r % len(pairs):] + pairs[:r % len(pairs)]:
@@ -246,12 +250,14 @@ def main():
                  "cpu s": statistics.median(row["cpu s"] for row in mine),
                  "peak RSS MB": max(row["peak RSS MB"] for row in mine),
                  "accuracy": statistics.median(row["accuracy"] for row in mine)
-                 if mine[0].get("accuracy") is not None else None}
+                 if mine[0].get("accuracy") is not None else None,
+                 "cost_tradeoff": " ".join(sorted({f"{row['cost_tradeoff']:g}" for row in mine}))}
         for stage in stage_names:
             entry[f"{stage} cpu s"] = statistics.median(row.get("stages cpu", {}).get(stage, 0.0)
                                                         for row in mine)
-        if variant != "default" and "default" in variants:
-            base = [row for row in runs if row["case"] == case and row["variant"] == "default"]
+        base_variant = "ref default" if variant.startswith("ref ") else "default"
+        if variant != base_variant and base_variant in variants:
+            base = [row for row in runs if row["case"] == case and row["variant"] == base_variant]
             entry["x default (wall, per round)"] = statistics.median(
                 a["wall s"] / b["wall s"] for a, b in zip(mine, base))
             entry["x default (cpu, per round)"] = statistics.median(
@@ -259,7 +265,7 @@ def main():
         table.append(entry)
     columns = ["case", "variant", "classes", "accuracy", "wall s", "cpu s", "features cpu s",
                "teacher cpu s", "distillation cpu s", "model cpu s", "x default (wall, per round)",
-               "x default (cpu, per round)", "peak RSS MB"]
+               "x default (cpu, per round)", "cost_tradeoff", "peak RSS MB"]
     print_table(table, columns)
     results = {"cpu": cpu_model(), "load_average_start": load_start,
                "load_average_end": os.getloadavg(), "threads": env.get("NUMBA_NUM_THREADS"),

@@ -5,12 +5,13 @@ import pytest
 import tifffile
 
 from msclassify import load_model
+from msclassify.cegb import train
 from msclassify.cli import main
 from msclassify.datasets import sample_data_path
 from msclassify.modelfile import ModelFileError, read_model, write_model
 from msclassify.pixel import PixelClassifier
 from msclassify.pixel._tradeoff import (AUTO_PATH, balanced_accuracy, choose, holdout_split,
-                                        stroke_holdout)
+                                        search_path, stroke_holdout)
 
 # -- hold-out splits ---------------------------------------------------------------------------
 
@@ -98,6 +99,47 @@ def test_choose_keeps_the_cheapest_within_tolerance_and_breaks_ties():
     assert "cost_tradeoff=0.0003 is the cheapest" in reason and "0.9900" in reason
 
 
+def searched(scores, tolerance, costs=None):
+    """``(values fitted in order, value chosen)`` of `search_path` + `choose` on a score table."""
+    values = tuple(scores)
+    costs = costs or {mu: 100.0 / (1 + 1e4 * mu) for mu in values}   # cheaper as mu grows
+    fitted = []
+
+    def fit(mu):
+        fitted.append(mu)
+        return dict(cost_tradeoff=mu, score=scores[mu], cost_per_pixel=costs[mu])
+    path = search_path(fit, tolerance, values)
+    assert [p["cost_tradeoff"] for p in path] == sorted(fitted)      # table in path order
+    return fitted, path[choose(path, tolerance)[0]]["cost_tradeoff"]
+
+
+def test_search_stops_at_the_cheapest_value_within_tolerance_of_the_best():
+    # 0 first, then from the largest value down; 1e-4 is the first within 0.005 of 0.99
+    scores = {0.0: 0.99, 1e-5: 0.989, 3e-5: 0.988, 1e-4: 0.986, 3e-4: 0.98, 1e-3: 0.95}
+    assert searched(scores, 0.005) == ([0.0, 1e-3, 3e-4, 1e-4], 1e-4)
+    assert searched(scores, 0.05) == ([0.0, 1e-3], 1e-3)        # the cheapest one is enough
+    # none within tolerance: every value is fitted and plain boosting is kept
+    assert searched(scores, 0.0) == ([0.0, 1e-3, 3e-4, 1e-4, 3e-5, 1e-5], 0.0)
+
+
+def test_search_raises_the_bar_when_a_larger_value_beats_zero():
+    # 3e-4 scores above 0 (0.97 vs 0.95): it is the best so far and within tolerance of itself
+    scores = {0.0: 0.95, 1e-5: 0.95, 1e-4: 0.96, 3e-4: 0.97, 1e-3: 0.90}
+    assert searched(scores, 0.005) == ([0.0, 1e-3, 3e-4], 3e-4)
+
+
+def test_search_chooses_as_the_whole_path_when_the_score_falls_as_the_value_grows():
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        falling = 1 - np.cumsum(rng.exponential(0.004, len(AUTO_PATH)))
+        scores = dict(zip(AUTO_PATH, falling))
+        for tolerance in (0.0, 0.005, 0.02):
+            whole = [dict(cost_tradeoff=mu, score=s, cost_per_pixel=100.0 / (1 + 1e4 * mu))
+                     for mu, s in scores.items()]
+            assert searched(scores, tolerance)[1] == \
+                whole[choose(whole, tolerance)[0]]["cost_tradeoff"]
+
+
 # -- fitted cases ------------------------------------------------------------------------------
 
 TILES = ((np.arange(64)[:, None] // 16 + np.arange(64)[None, :] // 16) % 2).astype(np.uint8) + 1
@@ -118,13 +160,52 @@ def tile_scribbles():
     return labels
 
 
+def test_path_fits_share_one_binning_and_train_the_same_models():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 4))
+    y = (X[:, 0] + 0.3 * X[:, 1] > 0).astype(float)
+    weight = np.ones(300)
+    weight[::5] = 0                                   # held out: routed, not learned from
+    bins = {}
+    for mu in (0.0, 1e-2, 1e-1):
+        params = dict(n_estimators=5, cost_tradeoff=mu, feature_costs=[1, 2, 3, 4],
+                      random_state=0)
+        shared = train(X, y, "binary", params, sample_weight=weight, bin_cache=bins)
+        if mu == 0.0:
+            binned = bins["Xb"]
+        alone = train(X, y, "binary", params, sample_weight=weight)
+        assert np.array_equal(shared.predict_raw(X), alone.predict_raw(X))
+        assert np.array_equal(shared.features_used(), alone.features_used())
+        assert bins["Xb"] is binned                   # binned once, reused
+    other = weight.copy()
+    other[1] = 0                                      # other rows carry loss: binned anew
+    train(X, y, "binary", dict(n_estimators=2, random_state=0), sample_weight=other,
+          bin_cache=bins)
+    assert bins["Xb"] is not binned
+
+
+def assert_searched(auto):
+    """The path of a fitted model is what `search_path` fits: 0, and from the largest value
+    down every value that scored below the best by more than the tolerance, then the chosen."""
+    path = auto.tradeoff_path_
+    values = [p["cost_tradeoff"] for p in path]
+    assert values[0] == 0.0 and values == sorted(values) and set(values) <= set(AUTO_PATH)
+    best = max(p["score"] for p in path)
+    searched = [p for p in path if p["cost_tradeoff"] > 0]
+    for point in searched[1:]:                     # fitted before the last one: all too low
+        assert point["score"] < best - auto.tolerance
+    skipped = [mu for mu in AUTO_PATH if mu not in values]
+    assert all(mu < searched[0]["cost_tradeoff"] for mu in skipped)
+    assert (f"({len(skipped)} smaller, costlier" in auto.tradeoff_reason_) == bool(skipped)
+
+
 def test_auto_picks_a_cheaper_model_when_it_is_as_good():
     labels = tile_scribbles()
     # the tradeoff alone (distillation, on by default, is tested in test_distill.py)
     params = dict(n_estimators=10, random_state=0, distill_weight=0)
     auto = PixelClassifier(cost_tradeoff="auto", **params).fit(tiles_image(0), labels)
     plain = PixelClassifier(cost_tradeoff=0.0, **params).fit(tiles_image(0), labels)
-    assert [p["cost_tradeoff"] for p in auto.tradeoff_path_] == list(AUTO_PATH)
+    assert_searched(auto)
     assert auto.cost_tradeoff_ > 0
     chosen = next(p for p in auto.tradeoff_path_ if p["cost_tradeoff"] == auto.cost_tradeoff_)
     assert chosen["cost_per_pixel"] < auto.tradeoff_path_[0]["cost_per_pixel"] / 5
@@ -292,8 +373,8 @@ def test_cli_train_auto_on_the_sample_data_prints_and_saves_the_choice(tmp_path,
     assert model.tradeoff_reason_ in printed
     assert main(["info", str(out)]) == 0
     info = capsys.readouterr().out
-    assert "(chosen automatically)" in info and len(model.tradeoff_path_) == len(AUTO_PATH)
-    assert info.count("\n") > len(AUTO_PATH) + 5           # the path table is printed
+    assert "(chosen automatically)" in info and len(model.tradeoff_path_) >= 2
+    assert info.count("\n") > len(model.tradeoff_path_) + 5           # the path table is printed
     # a given value is said in one line, without the table
     fixed = tmp_path / "fixed.msc"
     assert main(["train", str(tmp_path / "frames.tif"), "--labels", str(tmp_path / "scribbles.tif"),
@@ -308,7 +389,7 @@ def test_auto_with_distillation_holds_out_scribbles_only_and_trains_on_teacher_p
     params = dict(n_estimators=10, random_state=0, n_distill_pixels=500)
     auto = PixelClassifier(cost_tradeoff="auto", **params).fit(tiles_image(0), labels)
     assert auto.teacher_features_                      # distilled ...
-    assert [p["cost_tradeoff"] for p in auto.tradeoff_path_] == list(AUTO_PATH)  # ... and chosen
+    assert_searched(auto)                                                        # ... and chosen
     # scored on the held-out scribbles only: the teacher's pixels are not counted among them
     held = int(auto.tradeoff_reason_.split("scored on ")[1].split()[0])
     assert 0 < held < np.count_nonzero(labels)

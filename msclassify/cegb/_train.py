@@ -11,7 +11,7 @@ from ._validation import check_features, check_weights
 
 
 def train(X, y, objective="binary", params=None, n_classes=None, sample_weight=None,
-          cost_weight=None, callback=None):
+          cost_weight=None, callback=None, bin_cache=None):
     """Train a cost-efficient gradient-boosted ensemble.
 
     Parameters
@@ -34,6 +34,13 @@ def train(X, y, objective="binary", params=None, n_classes=None, sample_weight=N
     callback : callable, optional
         ``callback(iteration, n_iterations)`` after every iteration; a truthy
         return value stops training (the trees so far are kept).
+    bin_cache : dict, optional
+        Shares the binned features between fits on the same ``X`` (a path of
+        models that differ only in their parameters): an empty dict is filled
+        with this fit's binning, which later fits given the same dict reuse when
+        ``X``'s shape, the rows carrying loss weight, ``max_bins`` and
+        ``random_state`` match (the caller keeps ``X`` unchanged). The models are
+        those of fits without it.
 
     Returns
     -------
@@ -72,9 +79,16 @@ def train(X, y, objective="binary", params=None, n_classes=None, sample_weight=N
     rng = np.random.default_rng(p.random_state)
     # Thresholds come from the samples that carry loss; cost-only rows are just routed.
     carries_loss = sample_weight > 0
-    binner = BinMapper(p.max_bins, rng.integers(2**31)).fit(
-        X if carries_loss.all() else X[carries_loss])
-    Xb = binner.transform(X)
+    seed = int(rng.integers(2**31))
+    key = (X.shape, int(carries_loss.sum()), p.max_bins, seed)
+    if bin_cache is not None and bin_cache.get("key") == key \
+            and np.array_equal(bin_cache["carries_loss"], carries_loss):
+        binner, Xb = bin_cache["binner"], bin_cache["Xb"]
+    else:
+        binner = BinMapper(p.max_bins, seed).fit(X if carries_loss.all() else X[carries_loss])
+        Xb = binner.transform(X)
+        if bin_cache is not None:
+            bin_cache.update(key=key, carries_loss=carries_loss, binner=binner, Xb=Xb)
     labelled = (sample_weight > 0).astype(np.float64)
     state = CostState(n_rows, n_features)
     grower = TreeGrower(Xb, binner, p, beta, gamma, share, labelled, cost_weight, state)

@@ -41,7 +41,7 @@ _FIT_CACHE_BYTES = 512 << 20
 # not scribbles (teacher-labelled pixels, cost samples); the refit uses all.
 _PATH_ROW_SHARE = 4
 # ... and grow 1 in this many of its trees.
-_PATH_TREE_SHARE = 2
+_PATH_TREE_SHARE = 4
 # Share of the features each tree draws when colsample is None and there are more than two
 # classes (one tree per class and round: half the features keeps a 4-class round at the cost
 # of a 2-class one).
@@ -103,18 +103,21 @@ class PixelClassifier(BaseEstimator):
         ``"auto"`` chooses it from the data: part of the scribbles is held out
         (every 4th labelled frame; with one frame, or when a class would be
         missing, every 4th stroke of each class, and the last quarter of a class's
-        only stroke), one model is fitted on the rest for each value of
+        only stroke), models are fitted on the rest along the path
         ``0, 1e-5, 3e-5, 1e-4, 3e-4, 1e-3``, and the cheapest (modelled cost per
         image pixel, as `prediction_cost` counts it) whose held-out score is
-        within ``tolerance`` of the best is refitted on all scribbles. The score
+        within ``tolerance`` of the best is refitted on all scribbles. The path
+        is searched from both ends: 0 first, then from 1e-3 down, stopping at the
+        first value within ``tolerance`` of the best score so far (the smaller
+        values left would cost more). The score
         is class-balanced and sees outlines: the lower of the balanced accuracy
         on the held-out scribbles and the balanced agreement with the
         ``cost_tradeoff=0`` model on uniformly drawn pixels it is sure of
-        (probability >= 0.9). Training computes the features once and fits 7
-        models; the 6 of the path grow half the trees on every scribbled pixel
-        and a quarter of the other rows (teacher-labelled pixels, cost samples):
-        2.1x-3x the CPU time of one fit (1024x1024 fly frames, an RGB photo;
-        ``benchmarks/bench_training.py``, docs/scribbles.md). ``cost_tradeoff_``, ``tradeoff_path_`` and
+        (probability >= 0.9). Training computes the features once and fits 2 to
+        7 models; those of the path grow a quarter of the trees on every scribbled
+        pixel and a quarter of the other rows (teacher-labelled pixels, cost
+        samples) (``benchmarks/bench_training.py``, docs/scribbles.md section 15
+        for the time against a fixed fit). ``cost_tradeoff_``, ``tradeoff_path_`` and
         ``tradeoff_reason_`` say what was chosen and why; the model file keeps them.
     tolerance : float, optional
         With ``cost_tradeoff="auto"``: held-out score (a balanced accuracy, 0-1)
@@ -234,7 +237,8 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
     cost_tradeoff_ : float
         The cost_tradeoff the model was trained with (the one chosen, with "auto").
     tradeoff_path_ : list of dict or None
-        With "auto", one entry per model of the path: ``cost_tradeoff``,
+        With "auto", one entry per model fitted on the path (in path order; the
+        values the search skipped are left out): ``cost_tradeoff``,
         ``score`` (the lower of ``scribble_score`` and ``teacher_agreement``),
         ``cost_per_pixel`` (``evaluation_per_pixel + features_per_pixel``,
         modelled operations) and ``features_used``; None for a given value.
@@ -324,10 +328,10 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
 
     >>> auto = PixelClassifier(cost_tradeoff="auto", n_estimators=20, random_state=0)
     >>> auto = auto.fit(image, labels)
-    >>> [p["cost_tradeoff"] for p in auto.tradeoff_path_]
-    [0.0, 1e-05, 3e-05, 0.0001, 0.0003, 0.001]
-    >>> auto.cost_tradeoff_ in [p["cost_tradeoff"] for p in auto.tradeoff_path_]
-    True
+    >>> [p["cost_tradeoff"] for p in auto.tradeoff_path_]    # the cheapest is as good
+    [0.0, 0.001]
+    >>> auto.cost_tradeoff_
+    0.001
     >>> auto.predict(image)[30, 30], auto.predict(image)[5, 50]
     (np.uint8(2), np.uint8(1))
     """
@@ -393,8 +397,9 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         callback : callable, optional
             ``callback(iteration, n_iterations)`` after every boosting iteration; a
             truthy return value stops training early (the trees so far are kept).
-            With ``cost_tradeoff="auto"`` it counts over all 7 fits, each as if it
-            had ``n_estimators`` iterations (the path fits grow half of them).
+            With ``cost_tradeoff="auto"`` it counts over 7 fits, each as if it
+            had ``n_estimators`` iterations (the path fits grow a quarter of them; the
+            count jumps to the refit, the 7th, over the values the search skips).
         feature_cache : msclassify.features.FeatureCache, optional
             Reuse the features of frames seen in earlier fits (interactive
             retraining after each stroke computes a frame's features once).
@@ -509,6 +514,7 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         fits = iter(range(1, len(AUTO_PATH) + 2))
         light = None if cost_tradeoff != "auto" else \
             _path_rows(sample_weight, cost_weight, scribbled_rows, rng)
+        path_bins = {}                 # the path models train on the same rows: bin them once
 
         def fit_core(cost_tradeoff, weights, callback, path=False):
             rows_X, rows_y, cost, fit_params = X, y, cost_weight, params
@@ -521,8 +527,9 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
             fit_params["cost_tradeoff"] = float(cost_tradeoff) * float(weights.sum()) \
                 / pixels_per_image
             n_trees = fit_params["n_estimators"]
+            n_fits = len(AUTO_PATH) + 1       # the refit is the last, however many were fitted
             tracker.start("model" if self.cost_tradeoff != "auto" else
-                          f"μ path {next(fits)}/{len(AUTO_PATH) + 1}", n_trees)
+                          f"μ path {next(fits) if path else n_fits}/{n_fits}", n_trees)
 
             def report(iteration, n_iterations):
                 tracker.step(iteration)
@@ -531,7 +538,8 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
                 return callback is not None and callback(iteration * full // n_trees, full)
             booster = train(rows_X, rows_y, objective if unlabelled is None else graph_objective,
                             fit_params, n_classes=classes.size if multi else None,
-                            sample_weight=weights, cost_weight=cost, callback=report)
+                            sample_weight=weights, cost_weight=cost, callback=report,
+                            bin_cache=path_bins if path else None)
             # The graph objective is the logistic/softmax loss plus smoothing: same link.
             booster.objective = objective
             return booster
@@ -568,7 +576,8 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
                              len(AUTO_PATH) + 1 if auto else 1,
                              (n_scribbled + (n_rows - n_scribbled) / _PATH_ROW_SHARE) / n_rows,
                              int(self.teacher_stride),
-                             2 if self._check_class_weight() == "auto" else 1)
+                             2 if self._check_class_weight() == "auto" else 1,
+                             1 / _PATH_TREE_SHARE)
         return ProgressTracker(progress, plan)
 
     def _teacher_features(self, bank):

@@ -52,7 +52,7 @@ class TrainingProgress(NamedTuple):
 
 def stage_weights(n_pixels, n_channels, n_scribbled, n_teacher_features, n_rows, n_features,
                   n_estimators, n_outputs, distill, n_fits, path_rows=1.0, teacher_stride=1,
-                  teacher_fits=1):
+                  teacher_fits=1, path_trees=0.5):
     """Expected time of each stage of a fit, in arbitrary units: ``[(stage, weight), ...]``.
 
     A linear cost model (coefficients fitted to ``benchmarks/bench_training.py``
@@ -61,9 +61,11 @@ def stage_weights(n_pixels, n_channels, n_scribbled, n_teacher_features, n_rows,
     tree, the teacher's labelling per pixel it predicts (one in ``teacher_stride**2`` and
     about 5% more where its coarse-to-fine class map is refined; the coefficient was fitted
     with every 4th pixel predicted) and per tree. With ``n_fits > 1``
-    (``cost_tradeoff="auto"``) the first ``n_fits - 1`` fits train half the trees
-    on the share ``path_rows`` of the rows. ``teacher_fits=2`` (``class_weight="auto"``)
-    counts the teacher's refit, made when a class is scribbled less than the teacher finds it.
+    (``cost_tradeoff="auto"``) the first ``n_fits - 1`` fits train the share
+    ``path_trees`` of the trees on the share ``path_rows`` of the rows (the path search
+    may fit fewer: its fraction then jumps to the last fit). ``teacher_fits=2``
+    (``class_weight="auto"``) counts the teacher's refit, made when a class is scribbled
+    less than the teacher finds it.
     """
     trees = n_estimators * n_outputs
     plan = [("features", 1.0 * n_pixels * n_channels / 1e6)]
@@ -76,7 +78,7 @@ def stage_weights(n_pixels, n_channels, n_scribbled, n_teacher_features, n_rows,
     if n_fits == 1:
         plan.append(("model", per_fit))
     else:
-        path_fit = trees / 2 * (8e-3 + 1.2e-9 * n_rows * path_rows * n_features)
+        path_fit = trees * path_trees * (8e-3 + 1.2e-9 * n_rows * path_rows * n_features)
         plan += [(f"μ path {k}/{n_fits}", path_fit) for k in range(1, n_fits)]
         plan.append((f"μ path {n_fits}/{n_fits}", per_fit))
     return plan
@@ -129,7 +131,8 @@ class ProgressTracker:
         done = sum(self.weights[:max(self.stage_index, 0)])
         if self.stage_index >= 0:
             done += self.weights[self.stage_index] * min(step, self.n_steps) / self.n_steps
-        self._emit(self.stage_name, step, self.n_steps, done)
+        # the weights' sum may round above 1 at the last stage
+        self._emit(self.stage_name, step, self.n_steps, min(done, 1.0))
 
     def done(self):
         """The fit is over."""

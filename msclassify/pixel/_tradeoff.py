@@ -2,9 +2,11 @@
 
 `PixelClassifier` with ``cost_tradeoff="auto"`` builds its training rows once
 (features are computed once per frame), holds out part of the scribbles
-(`holdout_split`), fits one model per value of `AUTO_PATH` on the rest, scores
-each, keeps the cheapest model whose score is within ``tolerance`` of the best
-(`choose`) and refits that ``cost_tradeoff`` on all scribbles.
+(`holdout_split`), fits models along `AUTO_PATH` on the rest (0 first, then
+from the cheapest value down, stopping at the first within ``tolerance`` of the
+best score so far: `search_path`), scores each, keeps the cheapest model whose
+score is within ``tolerance`` of the best (`choose`) and refits that
+``cost_tradeoff`` on all scribbles.
 
 The score of a model is the lower of two class-balanced numbers
 (`balanced_accuracy`): its accuracy on the held-out scribbles, and its
@@ -26,8 +28,8 @@ from scipy import ndimage as ndi
 from ..cegb import class_probabilities, most_probable_class
 
 __all__ = ["AUTO_PATH", "PATH_KEYS", "auto_tradeoff", "balanced_accuracy", "choose",
-           "holdout_split", "path_point", "read_tradeoff_record", "stroke_holdout",
-           "tradeoff_record"]
+           "holdout_split", "path_point", "read_tradeoff_record", "search_path",
+           "stroke_holdout", "tradeoff_record"]
 
 # 0 (plain gradient boosting) and a geometric path, half a decade apart.
 AUTO_PATH = (0.0, 1e-5, 3e-5, 1e-4, 3e-4, 1e-3)
@@ -235,6 +237,54 @@ def choose(path, tolerance):
     return chosen, reason
 
 
+def search_path(fit_and_score, tolerance, values=AUTO_PATH):
+    """Fit the path from both ends and stop at the first value within ``tolerance`` of the best.
+
+    ``values[0]`` (0: plain boosting, the most accurate and the dearest) is fitted
+    first, then the others from the largest (cheapest) down. The search stops at
+    the first model whose score is within ``tolerance`` of the best score so far:
+    every smaller value left would cost more per pixel, so `choose` could only
+    pick one of them if it scored more than ``tolerance`` above every model
+    fitted. When the score falls as the value grows (the usual case) the choice
+    is the one of the whole path; the values not fitted are left out of the table.
+
+    Parameters
+    ----------
+    fit_and_score : callable
+        ``fit_and_score(cost_tradeoff) -> dict`` with at least ``score`` (a
+        `path_point`).
+    tolerance : float
+        As in `choose`.
+    values : sequence of float
+        Increasing, from 0.
+
+    Returns
+    -------
+    path : list of dict
+        The points fitted, in the order of ``values``.
+
+    Examples
+    --------
+    >>> scores = {0.0: 0.99, 1e-5: 0.99, 1e-4: 0.988, 1e-3: 0.95}
+    >>> fitted = []
+    >>> def fit(mu):
+    ...     fitted.append(mu)
+    ...     return dict(cost_tradeoff=mu, score=scores[mu])
+    >>> [p["cost_tradeoff"] for p in search_path(fit, 0.005, (0.0, 1e-5, 1e-4, 1e-3))]
+    [0.0, 0.0001, 0.001]
+    >>> fitted
+    [0.0, 0.001, 0.0001]
+    """
+    points = {0: fit_and_score(values[0])}
+    best = points[0]["score"]
+    for index in range(len(values) - 1, 0, -1):
+        points[index] = fit_and_score(values[index])
+        best = max(best, points[index]["score"])
+        if points[index]["score"] >= best - tolerance:
+            break
+    return [points[index] for index in sorted(points)]
+
+
 class _PathProgress:
     """The user's ``callback(iteration, n)`` over all fits of the path and the refit."""
 
@@ -249,7 +299,8 @@ class _PathProgress:
 
 def auto_tradeoff(fit_core, label_frames, scribbled_rows, classes, X, y, sample_weight,
                   cost_weight, tolerance, batch_costs, feature_ids, callback=None):
-    """Fit the `AUTO_PATH`, choose a ``cost_tradeoff`` (`choose`) and refit it on all scribbles.
+    """Search the `AUTO_PATH` (`search_path`), choose a ``cost_tradeoff`` (`choose`) and refit
+    it on all scribbles.
 
     Parameters
     ----------
@@ -283,8 +334,9 @@ def auto_tradeoff(fit_core, label_frames, scribbled_rows, classes, X, y, sample_
     booster : msclassify.cegb.Booster
     cost_tradeoff : float
     path : list of dict
-        One `path_point` per fitted model, in `AUTO_PATH` order; empty if nothing
-        could be held out or training was stopped.
+        One `path_point` per fitted model, in `AUTO_PATH` order (the values
+        `search_path` skipped are left out); empty if nothing could be held out or
+        training was stopped.
     reason : str
     """
     labelled = np.asarray(scribbled_rows)
@@ -304,33 +356,52 @@ def auto_tradeoff(fit_core, label_frames, scribbled_rows, classes, X, y, sample_
     cost_rows = cost_weight > 0
     X_cost, cost_weight = X[cost_rows], cost_weight[cost_rows]
     progress = None if callback is None else _PathProgress(callback, len(AUTO_PATH) + 1)
-    path, teacher, sure = [], None, None
-    for cost_tradeoff in AUTO_PATH:
+    teacher, sure = None, None
+
+    def fit_and_score(cost_tradeoff):
+        nonlocal teacher, sure
         booster = fit_core(cost_tradeoff, weights, progress, True)
         if progress is not None and progress.stopped:
-            return booster, cost_tradeoff, [], (
-                f"training was stopped while fitting cost_tradeoff={cost_tradeoff:g} of the "
-                "path; that model (trained on the kept part of the scribbles) is kept")
-        if teacher is None:                                    # AUTO_PATH starts at 0
+            raise _Stopped(booster, cost_tradeoff)
+        if teacher is None:                                    # the search starts at 0
             proba = class_probabilities(booster.predict_raw(X_cost))
             sure = proba.max(axis=1) >= TEACHER_CONFIDENCE
             sure = sure if sure.any() else np.ones_like(sure)
             teacher = np.argmax(proba, axis=1)[sure]
-        path.append(path_point(
+        if progress is not None:
+            progress.fit += 1
+        return path_point(
             booster, cost_tradeoff,
             balanced_accuracy(y_held, most_probable_class(booster.predict_raw(X_held)),
                               classes.size),
             balanced_accuracy(teacher, most_probable_class(booster.predict_raw(X_cost[sure])),
                               classes.size),
-            X_cost, cost_weight, batch_costs, feature_ids))
-        if progress is not None:
-            progress.fit += 1
+            X_cost, cost_weight, batch_costs, feature_ids)
+
+    try:
+        path = search_path(fit_and_score, tolerance)
+    except _Stopped as stop:
+        return stop.booster, stop.cost_tradeoff, [], (
+            f"training was stopped while fitting cost_tradeoff={stop.cost_tradeoff:g} of the "
+            "path; that model (trained on the kept part of the scribbles) is kept")
     chosen, reason = choose(path, tolerance)
     cost_tradeoff = path[chosen]["cost_tradeoff"]
+    if progress is not None:
+        progress.fit = progress.n_fits - 1                     # the refit is the last fit
+    skipped = len(AUTO_PATH) - len(path)
+    skipped = f" ({skipped} smaller, costlier value(s) not fitted)" if skipped else ""
     return (fit_core(cost_tradeoff, sample_weight, progress, False), cost_tradeoff, path,
-            f"{reason}; scored on {held_rows.size} held-out scribbled pixels ({how}) and "
-            f"{int(sure.sum())} pixels the cost_tradeoff=0 model is sure of; refit on all "
+            f"{reason}{skipped}; scored on {held_rows.size} held-out scribbled pixels ({how}) "
+            f"and {int(sure.sum())} pixels the cost_tradeoff=0 model is sure of; refit on all "
             "scribbles")
+
+
+class _Stopped(Exception):
+    """The user's callback stopped a fit of the path."""
+
+    def __init__(self, booster, cost_tradeoff):
+        super().__init__(cost_tradeoff)
+        self.booster, self.cost_tradeoff = booster, cost_tradeoff
 
 
 def tradeoff_record(cost_tradeoff, path, reason):
