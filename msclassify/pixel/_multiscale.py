@@ -99,108 +99,6 @@ def _walk_pixels(features, nodes, node_threshold, default_left, value, node_cost
     return n_eval
 
 
-@njit(inline="always")
-def _walk_tree(features, nodes, node_threshold, default_left, value, node_cost, node, k,
-               n_outputs, first_level, z_root, y_root, x_root, block_inside, depth, height, width,
-               unit_bits, level_zshift, level_offset, level_height, level_width, acc, cost,
-               stack_node, stack_level, stack_z, stack_y, stack_x):
-    """Walk one tree from ``node`` on the level-``first_level`` block (z_root, y_root, x_root),
-    coarse to fine (`_walk_blocks`).
-    Return the evaluations on blocks inside the image, those on blocks reaching into the
-    padding, and the latter's pixel fractions in units of ``2**-unit_bits``."""
-    level = first_level
-    z = z_root
-    y = y_root
-    x = x_root
-    n_inside = 0
-    n_border = 0
-    border_units = 0
-    top = 0
-    while True:
-        zshift = level_zshift[level]
-        back = (z + 1) << zshift
-        bottom = (y + 1) << level
-        right_edge = (x + 1) << level
-        # Every feature constant on this block: one evaluation serves it.
-        n = 0
-        feature_level = nodes[node, _LEVEL]
-        while feature_level >= level:
-            shift = feature_level - level
-            at = (nodes[node, _BASE] + (y >> shift) * nodes[node, _ROW]
-                  + (x >> shift) * nodes[node, _COL])
-            if depth > 1:   # an image's plane term is 0: skip its lookup
-                at += ((z >> (level_zshift[feature_level] - zshift))
-                       * nodes[node, _PLANE])
-            v = features[at]
-            n += 1
-            if cost is not None:
-                cost[level_offset[level] // n_outputs
-                     + (z * level_height[level] + y) * level_width[level]
-                     + x] += node_cost[node]
-            go_left = v <= node_threshold[node, _THRESHOLD] or (np.isnan(v)
-                                               and default_left[node])
-            node = nodes[node, _LEFT] if go_left else nodes[node, _RIGHT]
-            feature_level = nodes[node, _LEVEL]
-        if block_inside or (back <= depth and bottom <= height
-                            and right_edge <= width):
-            n_inside += n
-        elif n > 0:
-            n_border += n
-            border_units += n * (((min(depth, back) - (z << zshift))
-                                  * (min(height, bottom) - (y << level))
-                                  * (min(width, right_edge) - (x << level)))
-                                 << (unit_bits - 2 * level - zshift))
-        if feature_level < 0:
-            acc[level_offset[level] + ((z * level_height[level] + y)
-                                       * level_width[level] + x)
-                * n_outputs + k] += value[node]
-        elif feature_level == 0:
-            # Nothing is finer than a pixel: finish the subtree pixel by
-            # pixel, without the block bookkeeping.
-            n_inside += _walk_pixels(
-                features, nodes, node_threshold, default_left, value,
-                node_cost, node, k, n_outputs, level_zshift, z << zshift,
-                min(depth, back), y << level, min(height, bottom),
-                x << level, min(width, right_edge), level_offset[0],
-                level_height[0], level_width[0], acc, cost)
-        else:
-            # A coarser feature than a pixel but finer than the block:
-            # continue on the first child block (4 in a 1x2x2 step, 8 in
-            # a 2x2x2 step), queue the others that hold image pixels.
-            level -= 1
-            z_step = zshift - level_zshift[level]
-            zshift = level_zshift[level]
-            z <<= z_step
-            y *= 2
-            x *= 2
-            for dz in range(1 << z_step):
-                if ((z + dz) << zshift) >= depth:
-                    break
-                for dy in range(2):
-                    if ((y + dy) << level) >= height:
-                        break
-                    for dx in range(2):
-                        if ((x + dx) << level) >= width:
-                            break
-                        if dz + dy + dx == 0:
-                            continue
-                        stack_node[top] = node
-                        stack_level[top] = level
-                        stack_z[top] = z + dz
-                        stack_y[top] = y + dy
-                        stack_x[top] = x + dx
-                        top += 1
-            continue
-        if top == 0:
-            return n_inside, n_border, border_units
-        top -= 1
-        node = stack_node[top]
-        level = stack_level[top]
-        z = stack_z[top]
-        y = stack_y[top]
-        x = stack_x[top]
-
-
 @njit(cache=True, parallel=True, nogil=True)
 def _walk_blocks(features, nodes, node_threshold, default_left, value, node_cost, roots,
                  root_level, tree_output, n_outputs, start_level, depth, height, width,
@@ -233,6 +131,8 @@ def _walk_blocks(features, nodes, node_threshold, default_left, value, node_cost
     image): evaluations of blocks wholly inside the image are
     counted as integers, those of blocks reaching into the padding by their fraction
     of image pixels, summed exactly in units of ``2**-unit_bits`` of a coarsest block.
+    A tree's first block of an image, inside the image and without a cost map (the common
+    case), is walked in a tight loop to a leaf or a finer feature, without that bookkeeping.
     """
     n_levels = level_zshift.shape[0]
     unit_bits = 2 * (n_levels - 1) + level_zshift[n_levels - 1]
@@ -276,9 +176,9 @@ def _walk_blocks(features, nodes, node_threshold, default_left, value, node_cost
                         for x_root in range(x_first, x_last):
                             node = np.int64(roots[t])
                             if block_inside and depth == 1 and cost is None:
-                                # The common case, without the bookkeeping of split blocks and
-                                # the padding: the root's block of an image up to its first leaf
-                                # or finer feature.
+                                # The common case, in a tight loop: an image's block inside the
+                                # image, without a cost map, up to a leaf or a finer feature;
+                                # the general walk below takes a finer feature on from there.
                                 n = 0
                                 feature_level = nodes[node, _LEVEL]
                                 while feature_level >= first_level:
@@ -297,15 +197,94 @@ def _walk_blocks(features, nodes, node_threshold, default_left, value, node_cost
                                         + (y_root * level_width[first_level] + x_root)
                                         * n_outputs + k] += value[node]
                                     continue
-                            a, b, c = _walk_tree(
-                                features, nodes, node_threshold, default_left, value, node_cost,
-                                node, k, n_outputs, first_level, z_root, y_root, x_root,
-                                block_inside, depth, height, width, unit_bits, level_zshift,
-                                level_offset, level_height, level_width, acc, cost, stack_node,
-                                stack_level, stack_z, stack_y, stack_x)
-                            n_inside += a
-                            n_border += b
-                            border_units += c
+                            level = first_level
+                            z = z_root
+                            y = y_root
+                            x = x_root
+                            top = 0
+                            while True:
+                                zshift = level_zshift[level]
+                                back = (z + 1) << zshift
+                                bottom = (y + 1) << level
+                                right_edge = (x + 1) << level
+                                # Every feature constant on this block: one evaluation serves it.
+                                n = 0
+                                feature_level = nodes[node, _LEVEL]
+                                while feature_level >= level:
+                                    shift = feature_level - level
+                                    at = (nodes[node, _BASE] + (y >> shift) * nodes[node, _ROW]
+                                          + (x >> shift) * nodes[node, _COL])
+                                    if depth > 1:   # an image's plane term is 0: skip its lookup
+                                        at += ((z >> (level_zshift[feature_level] - zshift))
+                                               * nodes[node, _PLANE])
+                                    v = features[at]
+                                    n += 1
+                                    if cost is not None:
+                                        cost[level_offset[level] // n_outputs
+                                             + (z * level_height[level] + y) * level_width[level]
+                                             + x] += node_cost[node]
+                                    go_left = v <= node_threshold[node, _THRESHOLD] or (np.isnan(v)
+                                                                       and default_left[node])
+                                    node = nodes[node, _LEFT] if go_left else nodes[node, _RIGHT]
+                                    feature_level = nodes[node, _LEVEL]
+                                if block_inside or (back <= depth and bottom <= height
+                                                    and right_edge <= width):
+                                    n_inside += n
+                                elif n > 0:
+                                    n_border += n
+                                    border_units += n * (((min(depth, back) - (z << zshift))
+                                                          * (min(height, bottom) - (y << level))
+                                                          * (min(width, right_edge) - (x << level)))
+                                                         << (unit_bits - 2 * level - zshift))
+                                if feature_level < 0:
+                                    acc[level_offset[level] + ((z * level_height[level] + y)
+                                                               * level_width[level] + x)
+                                        * n_outputs + k] += value[node]
+                                elif feature_level == 0:
+                                    # Nothing is finer than a pixel: finish the subtree pixel by
+                                    # pixel, without the block bookkeeping.
+                                    n_inside += _walk_pixels(
+                                        features, nodes, node_threshold, default_left, value,
+                                        node_cost, node, k, n_outputs, level_zshift, z << zshift,
+                                        min(depth, back), y << level, min(height, bottom),
+                                        x << level, min(width, right_edge), level_offset[0],
+                                        level_height[0], level_width[0], acc, cost)
+                                else:
+                                    # A coarser feature than a pixel but finer than the block:
+                                    # continue on the first child block (4 in a 1x2x2 step, 8 in
+                                    # a 2x2x2 step), queue the others that hold image pixels.
+                                    level -= 1
+                                    z_step = zshift - level_zshift[level]
+                                    zshift = level_zshift[level]
+                                    z <<= z_step
+                                    y *= 2
+                                    x *= 2
+                                    for dz in range(1 << z_step):
+                                        if ((z + dz) << zshift) >= depth:
+                                            break
+                                        for dy in range(2):
+                                            if ((y + dy) << level) >= height:
+                                                break
+                                            for dx in range(2):
+                                                if ((x + dx) << level) >= width:
+                                                    break
+                                                if dz + dy + dx == 0:
+                                                    continue
+                                                stack_node[top] = node
+                                                stack_level[top] = level
+                                                stack_z[top] = z + dz
+                                                stack_y[top] = y + dy
+                                                stack_x[top] = x + dx
+                                                top += 1
+                                    continue
+                                if top == 0:
+                                    break
+                                top -= 1
+                                node = stack_node[top]
+                                level = stack_level[top]
+                                z = stack_z[top]
+                                y = stack_y[top]
+                                x = stack_x[top]
         evaluations[block_index] = n_inside + n_border
         pixel_evaluations[block_index] = n_inside + border_units / (1 << unit_bits)
 
