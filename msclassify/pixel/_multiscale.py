@@ -290,24 +290,6 @@ def _walk_blocks(features, nodes, node_threshold, default_left, value, node_cost
 
 
 @njit(inline="always")
-def _row_scores(acc, level_offset, level_height, level_width, level_zshift, levels_used, init,
-                height, r, n_outputs, row):
-    """``row[x, k] = init[k] + sum over used levels L of acc_L[z >> zs_L, y >> L, x >> L, k]``
-    for row ``r = z * height + y`` of the output."""
-    z = r // height
-    y = r - z * height
-    for x in range(row.shape[0]):
-        for k in range(n_outputs):
-            row[x, k] = init[k]
-    for L in levels_used:
-        base = level_offset[L] + ((z >> level_zshift[L]) * level_height[L]
-                                  + (y >> L)) * level_width[L] * n_outputs
-        for x in range(row.shape[0]):
-            for k in range(n_outputs):
-                row[x, k] += acc[base + (x >> L) * n_outputs + k]
-
-
-@njit(inline="always")
 def _row_scores_one(acc, level_offset, level_height, level_width, level_zshift, levels_used,
                     init, height, r, scores):
     """`_row_scores` of a model with one output into ``scores`` (W,), the same sums in the
@@ -324,6 +306,28 @@ def _row_scores_one(acc, level_offset, level_height, level_width, level_zshift, 
             v = acc[base + cell]
             for x in range(cell << L, min(width, (cell + 1) << L)):
                 scores[x] += v
+
+
+@njit(inline="always")
+def _row_scores(acc, level_offset, level_height, level_width, level_zshift, levels_used, init,
+                height, r, n_outputs, row):
+    """``row[x, k] = init[k] + sum over used levels L of acc_L[z >> zs_L, y >> L, x >> L, k]``
+    for row ``r = z * height + y`` of the output (C-contiguous)."""
+    if n_outputs == 1:
+        _row_scores_one(acc, level_offset, level_height, level_width, level_zshift, levels_used,
+                        init, height, r, row.reshape(row.shape[0]))
+        return
+    z = r // height
+    y = r - z * height
+    for x in range(row.shape[0]):
+        for k in range(n_outputs):
+            row[x, k] = init[k]
+    for L in levels_used:
+        base = level_offset[L] + ((z >> level_zshift[L]) * level_height[L]
+                                  + (y >> L)) * level_width[L] * n_outputs
+        for x in range(row.shape[0]):
+            for k in range(n_outputs):
+                row[x, k] += acc[base + (x >> L) * n_outputs + k]
 
 
 @njit(cache=True, parallel=True, nogil=True)
@@ -385,13 +389,6 @@ def _class_values(acc, level_offset, level_height, level_width, level_zshift, le
                   height, n_outputs, classes, out):
     """``out`` (Z * H, W) = ``classes[most probable]``: raw > 0 for K = 1, else the first argmax."""
     for y in prange(out.shape[0]):
-        if n_outputs == 1:
-            scores = np.empty(out.shape[1])
-            _row_scores_one(acc, level_offset, level_height, level_width, level_zshift,
-                            levels_used, init, height, y, scores)
-            for x in range(scores.shape[0]):
-                out[y, x] = classes[1] if scores[x] > 0 else classes[0]
-            continue
         row = np.empty((out.shape[1], n_outputs))
         _row_scores(acc, level_offset, level_height, level_width, level_zshift, levels_used,
                     init, height, y, n_outputs, row)
