@@ -151,6 +151,51 @@ def test_tree_rooted_on_a_finer_level_starts_on_its_blocks():
     assert result.cost_map.sum() == pytest.approx(4.0 * result.pixel_evaluations)
 
 
+def test_inside_block_walk_hand_checked_with_nan():
+    # Features: 0 on level 3, 1 on level 1. Image 8 x 8 (wholly inside: the walk's tight loop).
+    # Tree rooted on the level-1 feature, NaN goes left (default_left): each of the 16 level-1
+    # blocks takes one evaluation; a right block then tests the level-3 feature (1.0 > 0.5: right).
+    tree = _hand_tree([(1, 0.5, 1, 2, 0.0, 4.0), (-1, np.nan, -1, -1, 10.0, 4.0),
+                       (0, 0.5, 3, 4, 0.0, 4.0), (-1, np.nan, -1, -1, 20.0, 4.0),
+                       (-1, np.nan, -1, -1, 30.0, 4.0)])
+    tree["default_left"][0] = True
+    booster = Booster([tree], [0.0], 2, "regression", split_cost=4.0, feature_share=[64.0, 4.0])
+    level1 = np.array([[0, 1, np.nan, 1]] * 4, np.float32)[:, :, None]
+    arrays = [np.zeros((8, 8, 0), np.float32), level1, np.zeros((2, 2, 0), np.float32),
+              np.ones((1, 1, 1), np.float32)]
+    fast = predict_multiscale(booster, arrays, [3, 1], [0, 0], (8, 8))
+    general = predict_multiscale(booster, arrays, [3, 1], [0, 0], (8, 8), cost_map=True)
+    expected = np.repeat(np.array([10.0, 30.0, 10.0, 30.0]), 2)[None, :].repeat(8, axis=0)
+    for result in (fast, general):
+        np.testing.assert_array_equal(result.values[:, :, 0], expected)
+        assert result.n_evaluations == 16 + 8     # 8 right blocks test the level-3 feature too
+        assert result.pixel_evaluations == 24
+    np.testing.assert_array_equal(general.cost_map, np.where(expected == 10.0, 1.0, 2.0))
+
+
+@pytest.mark.parametrize("shape, n_per_level", [((37, 53), (2, 2, 2, 2)),
+                                                ((40, 48), (1, 2, 0, 3)),
+                                                ((29, 31), (2, 2, 0, 0))])
+def test_inside_block_walk_equals_the_general_walk(shape, n_per_level):
+    # Without a cost map, blocks wholly inside an image take a tight loop; with one, every
+    # block takes the general walk. Same sums in the same order: bit for bit, with NaN and
+    # border blocks; a binary model's classes are the signs of those scores.
+    rng = np.random.default_rng(shape[0] + shape[1])
+    arrays, levels, slots, X = _random_levels(rng, shape, n_per_level, nan_fraction=0.05)
+    y = _target(X, "binary", rng)
+    booster = train(X, y, "binary", dict(n_estimators=12, max_leaves=8, min_samples_leaf=3,
+                                         cost_tradeoff=0.003, feature_share=4.0 ** levels,
+                                         random_state=0))
+    fast = predict_multiscale(booster, arrays, levels, slots, shape)
+    general = predict_multiscale(booster, arrays, levels, slots, shape, cost_map=True)
+    np.testing.assert_array_equal(fast.values, general.values)
+    assert (fast.n_evaluations, fast.pixel_evaluations) == \
+        (general.n_evaluations, general.pixel_evaluations)
+    np.testing.assert_allclose(fast.values[:, :, 0].ravel(), booster.predict_raw(X), atol=1e-12)
+    labels = predict_multiscale(booster, arrays, levels, slots, shape, output="class").values
+    np.testing.assert_array_equal(labels, fast.values[:, :, 0] > 0)
+
+
 def test_blocks_in_the_padding_are_not_evaluated():
     # A 9 x 9 image is padded to 16 x 16; a pixel-level root must evaluate exactly its 81
     # pixels, none of the 175 padding pixels.

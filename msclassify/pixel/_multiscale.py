@@ -131,6 +131,8 @@ def _walk_blocks(features, nodes, node_threshold, default_left, value, node_cost
     image): evaluations of blocks wholly inside the image are
     counted as integers, those of blocks reaching into the padding by their fraction
     of image pixels, summed exactly in units of ``2**-unit_bits`` of a coarsest block.
+    A tree's first block of an image, inside the image and without a cost map (the common
+    case), is walked in a tight loop to a leaf or a finer feature, without that bookkeeping.
     """
     n_levels = level_zshift.shape[0]
     unit_bits = 2 * (n_levels - 1) + level_zshift[n_levels - 1]
@@ -173,6 +175,28 @@ def _walk_blocks(features, nodes, node_threshold, default_left, value, node_cost
                     for y_root in range(y_first, y_last):
                         for x_root in range(x_first, x_last):
                             node = np.int64(roots[t])
+                            if block_inside and depth == 1 and cost is None:
+                                # The common case, in a tight loop: an image's block inside the
+                                # image, without a cost map, up to a leaf or a finer feature;
+                                # the general walk below takes a finer feature on from there.
+                                n = 0
+                                feature_level = nodes[node, _LEVEL]
+                                while feature_level >= first_level:
+                                    shift = feature_level - first_level
+                                    v = features[nodes[node, _BASE]
+                                                 + (y_root >> shift) * nodes[node, _ROW]
+                                                 + (x_root >> shift) * nodes[node, _COL]]
+                                    n += 1
+                                    go_left = v <= node_threshold[node, _THRESHOLD] or (
+                                        np.isnan(v) and default_left[node])
+                                    node = nodes[node, _LEFT] if go_left else nodes[node, _RIGHT]
+                                    feature_level = nodes[node, _LEVEL]
+                                n_inside += n
+                                if feature_level < 0:
+                                    acc[level_offset[first_level]
+                                        + (y_root * level_width[first_level] + x_root)
+                                        * n_outputs + k] += value[node]
+                                    continue
                             level = first_level
                             z = z_root
                             y = y_root
@@ -266,10 +290,33 @@ def _walk_blocks(features, nodes, node_threshold, default_left, value, node_cost
 
 
 @njit(inline="always")
+def _row_scores_one(acc, level_offset, level_height, level_width, level_zshift, levels_used,
+                    init, height, r, scores):
+    """`_row_scores` of a model with one output into ``scores`` (W,), the same sums in the
+    same order: a level-L cell's value is read once and added to its ``2**L`` pixels."""
+    z = r // height
+    y = r - z * height
+    width = scores.shape[0]
+    for x in range(width):
+        scores[x] = init[0]
+    for L in levels_used:
+        base = level_offset[L] + ((z >> level_zshift[L]) * level_height[L] + (y >> L)) \
+            * level_width[L]
+        for cell in range((width + (1 << L) - 1) >> L):
+            v = acc[base + cell]
+            for x in range(cell << L, min(width, (cell + 1) << L)):
+                scores[x] += v
+
+
+@njit(inline="always")
 def _row_scores(acc, level_offset, level_height, level_width, level_zshift, levels_used, init,
                 height, r, n_outputs, row):
     """``row[x, k] = init[k] + sum over used levels L of acc_L[z >> zs_L, y >> L, x >> L, k]``
-    for row ``r = z * height + y`` of the output."""
+    for row ``r = z * height + y`` of the output (C-contiguous)."""
+    if n_outputs == 1:
+        _row_scores_one(acc, level_offset, level_height, level_width, level_zshift, levels_used,
+                        init, height, r, row.reshape(row.shape[0]))
+        return
     z = r // height
     y = r - z * height
     for x in range(row.shape[0]):
