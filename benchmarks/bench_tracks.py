@@ -26,7 +26,11 @@ made by each configuration of `msclassify.objects.ObjectPipeline`:
     components of at least 20 px, split the same way, classified fly vs debris
     by an `ObjectClassifier` learnt from the objects found in the 10 test frames
     of fly_masks_dev (an object touching a fly of its masks is a fly, any other
-    is debris: no SLEAP data); only flies are tracked.
+    is debris: no SLEAP data); only flies are tracked;
+``size + classifier + split``
+    the components of ``size + split`` (at least 500 px), split the same way and
+    classified by the same `ObjectClassifier` (only flies are tracked): every step of
+    segment, measure, classify and track.
 
 Each is tracked by `ObjectTracker(search_range=100, memory=25)` (half the last
 velocity, `velocity_weight=0.5`, on the intensity-weighted centroids). The size and
@@ -57,7 +61,7 @@ Measures (per configuration, over the fly objects of each frame):
 * ``frames/s``: the whole run's frames / wall time, read, predicted and measured as
   ``msclassify predict --table`` does (`msclassify.pixel.predict_to_writer`: one
   thread reads ahead, one predicts, one measures the frame before), all cores, with
-  every configuration asked for (``--configs``, default all three) measured on each
+  every configuration asked for (``--configs``, default all four) measured on each
   frame; ``CPU ms/frame``: the process CPU time of the same, split into read (reader
   thread), objects (per configuration, writer thread) and predict (the rest: the
   predicting thread and Numba's). ``--configs "classifier + split"`` gives the frames/s
@@ -82,7 +86,7 @@ SLEAP = SHARED_DATA / "fly_sleap" / "predictions.analysis.h5"
 PLOT = REPO / "docs" / "objects_tracks.png"
 FLY = 2
 MIN_SMALL = 20
-CONFIGS = ("components", "size + split", "classifier + split")
+CONFIGS = ("components", "size + split", "classifier + split", "size + classifier + split")
 
 
 def sleap_bodies():
@@ -145,6 +149,9 @@ def pipelines(model):
                                              splitter=splitter,
                                              classifier=classifier, tracker=tracker(),
                                              track_classes=("fly",)),
+        "size + classifier + split": ObjectPipeline(FLY, classes, min_size=500,
+                                                    splitter=splitter, classifier=classifier,
+                                                    tracker=tracker(), track_classes=("fly",)),
     }, {"labelled objects": counts, "groups used": classifier.groups_used_,
         "cost us/object": classifier.cost_per_object() * 1e6,
         "group costs us/object": {g: c * 1e6 for g, c in classifier.group_costs_.items()}}
@@ -243,7 +250,7 @@ def main():
                         help="a saved pixel model instead of training one (with --cli-frames: "
                              "one or more, timed interleaved)")
     parser.add_argument("--configs", nargs="+", default=list(CONFIGS), choices=list(CONFIGS),
-                        help="the object configurations to run (default all three, at once; "
+                        help="the object configurations to run (default all four, at once; "
                              "one gives the frames/s of that configuration)")
     parser.add_argument("--cli-frames", type=int,
                         help="time the predict --table command on this many frames instead")

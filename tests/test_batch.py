@@ -138,6 +138,7 @@ class _Timeline:
         self.written = {}
         self.dtype = np.uint8
         self.first_written = threading.Event()
+        self.lock, self.running, self.most_running = threading.Lock(), 0, 0
 
     def read(self, index):
         self.events.append(("read", index, _thread_name()))
@@ -148,6 +149,12 @@ class _Timeline:
         if index == 1:      # frame 0 is written while frame 1 is predicted, or never
             assert self.first_written.wait(10), "frame 0 was not written during frame 1"
         self.events.append(("predict", index, _thread_name()))
+        with self.lock:
+            self.running += 1
+            self.most_running = max(self.most_running, self.running)
+        time.sleep(0.05)
+        with self.lock:
+            self.running -= 1
         return ThresholdModel().predict(frame)
 
     def write(self, position, labels, probabilities=None):
@@ -161,15 +168,26 @@ def _thread_name():
     return threading.current_thread().name
 
 
-def test_local_engine_reads_ahead_and_writes_while_the_next_frame_is_predicted(monkeypatch):
+@pytest.mark.parametrize("in_flight", [True, False])
+def test_local_engine_reads_ahead_and_writes_while_the_next_frame_is_predicted(monkeypatch,
+                                                                               in_flight):
+    """Reads ahead in one thread, writes in another, in order; with two frames in flight
+    (a threading layer that runs kernels from several threads, two threads or more) the
+    frames after the first are predicted two at a time in two threads of their own."""
     monkeypatch.setattr(batch, "_threadsafe_numba", lambda: True)
+    monkeypatch.setattr(batch, "_frame_threads", lambda: 1 if in_flight else 0)
     timeline = _Timeline(5)
     seen = []
     assert predict_to_writer(timeline, timeline, timeline, range(5), on_frame=seen.append) == 5
     assert seen == [0, 1, 2, 3, 4] and sorted(timeline.written) == [0, 1, 2, 3, 4]
     threads = {kind: {name for k, _, name in timeline.events if k == kind}
                for kind in ("read", "predict", "write")}
-    assert threads["predict"] == {_thread_name()}
+    first = next(name for k, i, name in timeline.events if k == "predict" and i == 0)
+    assert first == _thread_name()
+    if in_flight:
+        assert len(threads["predict"] - {first}) == 2 and timeline.most_running == 2
+    else:
+        assert threads["predict"] == {first} and timeline.most_running == 1
     assert len(threads["read"]) == len(threads["write"]) == 1
     assert not threads["read"] & threads["predict"] and not threads["write"] & threads["predict"]
     order = [(k, i) for k, i, _ in timeline.events]

@@ -24,7 +24,7 @@ import threading
 import time
 import uuid
 from collections import deque
-from concurrent.futures import CancelledError, ThreadPoolExecutor
+from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -46,6 +46,8 @@ DEFAULT_CHUNK_SIZE = 4
 _CHUNKS_PER_WORKER = 2
 # Frames read ahead of the one predicted, in this process: decoding overlaps prediction.
 _READ_AHEAD = 2
+# Frames predicted at once by `predict_to_writer` in this process (`_predict_here`).
+_FRAMES_IN_FLIGHT = 2
 # How long a run on a cluster without workers waits for one to join.
 _WORKER_WAIT_SECONDS = 60
 # While waiting for a chunk: how often the cluster is checked, and how long it may have no
@@ -188,41 +190,67 @@ def prediction_provenance(model_file, source, frame_index, probabilities, export
 
 def _predict_here(model, source, writer, todo, frame_index, probabilities, on_frame):
     """`predict_to_writer` in this process, three stages at once: one thread reads the next
-    frames (decoding), this one predicts (its Numba kernels release the GIL), another writes
-    the frame before (and measures its objects, with `msclassify.objects.ObjectTableWriter`).
+    frames (decoding), frames are predicted (their Numba kernels release the GIL), another
+    thread writes the frame before (and measures its objects, with
+    `msclassify.objects.ObjectTableWriter`).
+
+    The first frame is predicted in this thread with all of Numba's threads. Then, when
+    Numba's threading layer runs kernels from several threads at once and has two threads
+    or more, two frames are predicted at a time, in two threads that share Numba's threads
+    between them (`_FRAMES_IN_FLIGHT`): a frame's kernels then wait less for each other, and
+    the cores do not idle while one frame's serial parts run (prediction memory is held for
+    two frames). Otherwise frames are predicted one at a time in this thread.
 
     Frames are read in increasing order and written in order, one write at a time; a write's
-    error stops the run at the next frame. Whatever stops this thread (an error, Ctrl-C) lets
-    the frame already predicted be written (a complete frame, which a re-run skips) and
-    drops the frames read ahead.
+    error stops the run at the next frame. Whatever else stops this thread (a read's error,
+    Ctrl-C) lets the frames already predicted be written (complete frames, which a re-run
+    skips) and drops the frames read ahead.
     The writes stay in this thread if Numba's threading layer is ``workqueue``, which may not
     run parallel kernels from two threads at once (an object classifier's trees would).
     """
     if not todo:
         return 0
     reader, writing = ThreadPoolExecutor(1), ThreadPoolExecutor(1)
+    predicting = None
     reads = deque(reader.submit(source.read, frame_index[p]) for p in todo[:_READ_AHEAD])
+    predicted = deque()                     # (position, future) of frames being predicted
     pending = None                          # (position, future) of the write under way
     try:
         for i, position in enumerate(todo):
             frame = reads.popleft().result()
             if i + _READ_AHEAD < len(todo):
                 reads.append(reader.submit(source.read, frame_index[todo[i + _READ_AHEAD]]))
-            labels, proba, _ = predict_frame(model, frame, probabilities, writer.dtype)
+            if predicting is None:
+                result = Future()
+                result.set_result(predict_frame(model, frame, probabilities, writer.dtype))
+                predicted.append((position, result))
+                threads = _frame_threads()
+                if threads:
+                    predicting = ThreadPoolExecutor(_FRAMES_IN_FLIGHT)
+            else:
+                predicted.append((position, predicting.submit(
+                    _predict_with_threads, threads, model, frame, probabilities,
+                    writer.dtype)))
             del frame
-            if pending is not None:
-                pending[1].result()
-                done, pending = pending[0], None
-                if on_frame is not None:
-                    on_frame(done)
-            if _threadsafe_numba():
-                pending = position, writing.submit(writer.write, position, labels, proba)
-                continue
-            writer.write(position, labels, proba)
-            if on_frame is not None:
-                on_frame(position)
+            # write the oldest frame once the next is under way (or at the end)
+            while predicted and (predicting is None or len(predicted) >= _FRAMES_IN_FLIGHT
+                                 or i + 1 == len(todo)):
+                done_position, result = predicted.popleft()
+                labels, proba, _ = result.result()
+                pending = _write(writer, done_position, labels, proba, pending, writing,
+                                 on_frame)
+    except BaseException:
+        # a failed read or Ctrl-C: the frames predicted before it are still written, in order
+        for done_position, result in predicted:
+            if result.cancel() or result.exception() is not None:
+                break
+            labels, proba, _ = result.result()
+            pending = _write(writer, done_position, labels, proba, pending, writing, on_frame)
+        raise
     finally:
         reader.shutdown(wait=True, cancel_futures=True)
+        if predicting is not None:
+            predicting.shutdown(wait=True, cancel_futures=True)
         writing.shutdown(wait=True)         # the one write submitted finishes
         # ... and counts as written (also when a read or Ctrl-C stopped the run meanwhile)
         if pending is not None and pending[1].exception() is None and on_frame is not None:
@@ -230,6 +258,39 @@ def _predict_here(model, source, writer, todo, frame_index, probabilities, on_fr
     if pending is not None:
         pending[1].result()                 # the last write's error
     return len(todo)
+
+
+def _write(writer, position, labels, proba, pending, writing, on_frame):
+    """Wait for the write under way (``pending``), then write frame ``position``: in the
+    writing thread if Numba allows (returns the new pending write), else here (None)."""
+    if pending is not None:
+        pending[1].result()
+        if on_frame is not None:
+            on_frame(pending[0])
+    if _threadsafe_numba():
+        return position, writing.submit(writer.write, position, labels, proba)
+    writer.write(position, labels, proba)
+    if on_frame is not None:
+        on_frame(position)
+    return None
+
+
+def _frame_threads():
+    """Numba threads for each of `_FRAMES_IN_FLIGHT` frames predicted at once, or 0 to
+    predict one frame at a time (a threading layer that cannot run kernels from two threads
+    at once, or one thread)."""
+    import numba
+    threads = numba.get_num_threads()
+    if threads < _FRAMES_IN_FLIGHT or not _threadsafe_numba():
+        return 0
+    return threads // _FRAMES_IN_FLIGHT
+
+
+def _predict_with_threads(threads, model, frame, probabilities, dtype):
+    """`predict_frame` with ``threads`` Numba threads (the setting is the calling thread's)."""
+    import numba
+    numba.set_num_threads(threads)
+    return predict_frame(model, frame, probabilities, dtype)
 
 
 def _threadsafe_numba():
