@@ -206,6 +206,29 @@ def test_local_engine_writes_in_its_own_thread_when_numba_cannot_share_kernels(m
     assert sorted(timeline.written) == [0, 1, 2]
 
 
+@pytest.mark.parametrize("in_flight", [True, False])
+def test_ctrl_c_while_a_frame_is_handed_to_the_writer_loses_no_frame(tmp_path, monkeypatch,
+                                                                     in_flight):
+    """Ctrl-C arriving while frame 2 waits to be written: frame 2 and every frame predicted
+    before the stop are still written, so the completed frames have no gap (a re-run
+    resumes from the first missing one)."""
+    monkeypatch.setattr(batch, "_threadsafe_numba", lambda: True)
+    monkeypatch.setattr(batch, "_frame_threads", lambda: 1 if in_flight else 0)
+    real_write, interrupted = batch._write, []
+
+    def write(writer, position, *args):
+        if position == 2 and not interrupted:
+            interrupted.append(position)
+            raise KeyboardInterrupt
+        return real_write(writer, position, *args)
+    monkeypatch.setattr(batch, "_write", write)
+    writer = open_writer(tmp_path / "out", 6, (SIZE, SIZE))
+    with pytest.raises(KeyboardInterrupt):
+        predict_to_writer(ThresholdModel(), FrameList(make_frames(6)), writer, range(6))
+    done = writer.completed()
+    assert interrupted == [2] and 2 in done and done == list(range(len(done)))
+
+
 def test_a_failing_read_stops_the_run_with_its_error(tmp_path, monkeypatch):
     monkeypatch.setattr(batch, "_threadsafe_numba", lambda: True)
     writer = open_writer(tmp_path / "out", 5, (SIZE, SIZE))

@@ -235,13 +235,17 @@ def _predict_here(model, source, writer, todo, frame_index, probabilities, on_fr
             # write the oldest frame once the next is under way (or at the end)
             while predicted and (predicting is None or len(predicted) >= _FRAMES_IN_FLIGHT
                                  or i + 1 == len(todo)):
-                done_position, result = predicted.popleft()
+                done_position, result = predicted[0]      # taken off once handed over
                 labels, proba, _ = result.result()
                 pending = _write(writer, done_position, labels, proba, pending, writing,
                                  on_frame)
+                predicted.popleft()
     except BaseException:
         # a failed read or Ctrl-C: the frames predicted before it are still written, in order
+        # (none skipped: a frame whose write has begun is the pending one)
         for done_position, result in predicted:
+            if pending is not None and pending[0] == done_position:
+                continue
             if result.cancel() or result.exception() is not None:
                 break
             labels, proba, _ = result.result()
