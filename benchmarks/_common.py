@@ -31,13 +31,27 @@ def interleaved_times(functions, rounds=5):
     return times, results
 
 
-def alternated_checkouts(child, checkouts, rounds, *arguments):
-    """Run the script ``child`` (``python -c``) as ``child CHECKOUT *arguments`` for every
-    checkout, in fresh processes with 1 Numba thread, the checkouts alternated round by round;
-    the child puts CHECKOUT first on ``sys.path`` and prints a JSON dict (last line) with
-    ``package``, the ``msclassify`` it imported. Returns that dict per run, with
-    ``checkout``, ``round`` and the ``load at start``."""
+def checkouts_parser(description, frames, rounds):
+    """Arguments of a study that times this checkout against others on fly frames:
+    --model, --frames, --rounds and --compare (for `alternated_checkouts`)."""
+    import argparse
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--model", help="a saved pixel model (default: train bench_tracks')")
+    parser.add_argument("--frames", type=int, default=frames)
+    parser.add_argument("--rounds", type=int, default=rounds)
+    parser.add_argument("--compare", nargs="*", default=[],
+                        help="other checkouts (their root folders) to run alternately")
+    return parser
+
+
+def alternated_checkouts(child, compare, rounds, *arguments):
+    """Run the script ``child`` (``python -c``) as ``child CHECKOUT *arguments`` for this
+    checkout and those in ``compare`` (root folders), in fresh processes with 1 Numba thread,
+    the checkouts alternated round by round; the child puts CHECKOUT first on ``sys.path``
+    and prints a JSON dict (last line) with ``package``, the ``msclassify`` it imported.
+    Returns that dict per run, with ``checkout``, ``round`` and the ``load at start``."""
     import subprocess
+    checkouts = [str(REPO)] + [str(Path(p).resolve()) for p in compare]
     runs = []
     for round_ in range(rounds):
         for checkout in checkouts:

@@ -23,13 +23,12 @@ all digits of every float): the checkouts must agree bit for bit (the ``identica
 column), so a speed-up that changes a row shows here.
 """
 
-import argparse
 import tempfile
 from pathlib import Path
 
 import numpy as np
 
-from _common import REPO, alternated_checkouts, cpu_model, print_table, write_results
+from _common import alternated_checkouts, checkouts_parser, cpu_model, print_table, write_results
 
 CONFIGS = ("size + split", "components")
 
@@ -64,16 +63,10 @@ print(json.dumps(result))
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", help="a saved pixel model (default: train bench_tracks')")
-    parser.add_argument("--frames", type=int, default=200)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--compare", nargs="*", default=[],
-                        help="other checkouts (their root folders) to run alternately")
+    parser = checkouts_parser(__doc__.splitlines()[0], frames=200, rounds=3)
     args = parser.parse_args()
     from bench_tracks import load_or_train_model
     from study_walk import video_frames
-    checkouts = [str(REPO)] + [str(Path(p).resolve()) for p in args.compare]
     model = load_or_train_model(args.model)
     frames = video_frames(args.frames)
     with tempfile.TemporaryDirectory(prefix="study_objects_") as folder:
@@ -82,7 +75,7 @@ def main():
         del frames
         rows = [{**{key: run[key] for key in ("checkout", "round", "load at start")},
                  **run["ms/frame"], "digest": run["digest"]}
-                for run in alternated_checkouts(_CHILD, checkouts, args.rounds, data)]
+                for run in alternated_checkouts(_CHILD, args.compare, args.rounds, data)]
     for name in CONFIGS:
         digests = {row["digest"][name] for row in rows}
         for row in rows:

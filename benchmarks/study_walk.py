@@ -24,14 +24,13 @@ Each process also hashes its labels, probabilities and object table: the checkou
 bit for bit (the ``identical`` column), so a speed-up that changes a prediction shows here.
 """
 
-import argparse
 import hashlib
 import tempfile
 from pathlib import Path
 
 import numpy as np
 
-from _common import REPO, alternated_checkouts, cpu_model, print_table, write_results
+from _common import alternated_checkouts, checkouts_parser, cpu_model, print_table, write_results
 
 _CHILD = r"""
 import hashlib, json, sys, time
@@ -81,14 +80,8 @@ def video_frames(count):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", help="a saved pixel model (default: train bench_tracks'")
-    parser.add_argument("--frames", type=int, default=15)
-    parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--compare", nargs="*", default=[],
-                        help="other checkouts (their root folders) to run alternately")
+    parser = checkouts_parser(__doc__.splitlines()[0], frames=15, rounds=2)
     args = parser.parse_args()
-    checkouts = [str(REPO)] + [str(Path(p).resolve()) for p in args.compare]
     with tempfile.TemporaryDirectory(prefix="study_walk_") as folder:
         model = args.model
         if model is None:
@@ -99,7 +92,7 @@ def main():
         np.save(frames, video_frames(args.frames))
         rows = [{**{key: run[key] for key in ("checkout", "round", "load at start")},
                  **run["ms/frame"], "digest": run["digest"]}
-                for run in alternated_checkouts(_CHILD, checkouts, args.rounds, model, frames)]
+                for run in alternated_checkouts(_CHILD, args.compare, args.rounds, model, frames)]
     digests = {row["digest"] for row in rows}
     for row in rows:
         row["identical"] = len(digests) == 1
