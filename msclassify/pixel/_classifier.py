@@ -442,9 +442,12 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         frame_levels = functools.partial(feature_cache.levels, bank)
         teacher_features = self._teacher_features(bank)
         multi = classes.size > 2
+        class_weight = self._check_class_weight()
+        # with "auto" weights the teacher may be fit twice: its stage counts both fits
+        teacher_fits = 2 if class_weight == "auto" else 1
         tracker = self._progress_tracker(progress, pairs, bank, n_channels, n_cost_samples,
                                          teacher_features, classes.size if multi else 1,
-                                         cost_tradeoff == "auto")
+                                         cost_tradeoff == "auto", teacher_fits)
         tracker.start("features", len(pairs))
         compute_levels = _counting(frame_levels, tracker.step)
         unlabelled = None
@@ -461,14 +464,11 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         params["feature_share"] = bank.shares()
         params["feature_costs"] = None
         scribbled_rows = np.flatnonzero(sample_weight > 0)   # before teacher-labelled rows
-        class_weight = self._check_class_weight()
         if class_weight in _CLASS_WEIGHT_POWER:
             sample_weight = class_balanced_weights(y, sample_weight, classes.size,
                                                    _CLASS_WEIGHT_POWER[class_weight])
         if teacher_features is not None:
-            # with "auto" weights the teacher may be fit twice: its stage counts both fits
-            n_teacher_fits = 2 if class_weight == "auto" else 1
-            tracker.start("teacher", n_teacher_fits * self.n_estimators)
+            tracker.start("teacher", teacher_fits * self.n_estimators)
             # the teacher draws from all its features unless colsample is given: its class map
             # is the model's target near outlines (half of them lost 0.01 pixel accuracy on a
             # 4-class RGB photo)
@@ -563,7 +563,7 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         return self
 
     def _progress_tracker(self, progress, pairs, bank, n_channels, n_cost_samples,
-                          teacher_features, n_outputs, auto):
+                          teacher_features, n_outputs, auto, teacher_fits):
         """A `ProgressTracker` for this fit, its stages weighted by `stage_weights`."""
         n_pixels = sum(lab.size for _, lab in pairs)
         n_scribbled = sum(int(np.count_nonzero(lab)) for _, lab in pairs)
@@ -575,9 +575,7 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
                              int(self.n_estimators), n_outputs, distill,
                              len(AUTO_PATH) + 1 if auto else 1,
                              (n_scribbled + (n_rows - n_scribbled) / _PATH_ROW_SHARE) / n_rows,
-                             int(self.teacher_stride),
-                             2 if self._check_class_weight() == "auto" else 1,
-                             1 / _PATH_TREE_SHARE)
+                             int(self.teacher_stride), teacher_fits, 1 / _PATH_TREE_SHARE)
         return ProgressTracker(progress, plan)
 
     def _teacher_features(self, bank):
