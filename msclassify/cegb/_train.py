@@ -80,7 +80,7 @@ def train(X, y, objective="binary", params=None, n_classes=None, sample_weight=N
     # Thresholds come from the samples that carry loss; cost-only rows are just routed.
     carries_loss = sample_weight > 0
     seed = int(rng.integers(2**31))
-    key = (X.shape, int(carries_loss.sum()), p.max_bins, seed)
+    key = (X.shape, p.max_bins, seed)
     if bin_cache is not None and bin_cache.get("key") == key \
             and np.array_equal(bin_cache["carries_loss"], carries_loss):
         binner, Xb = bin_cache["binner"], bin_cache["Xb"]
@@ -89,7 +89,7 @@ def train(X, y, objective="binary", params=None, n_classes=None, sample_weight=N
         Xb = binner.transform(X)
         if bin_cache is not None:
             bin_cache.update(key=key, carries_loss=carries_loss, binner=binner, Xb=Xb)
-    labelled = (sample_weight > 0).astype(np.float64)
+    labelled = carries_loss.astype(np.float64)
     state = CostState(n_rows, n_features)
     grower = TreeGrower(Xb, binner, p, beta, gamma, share, labelled, cost_weight, state)
 
