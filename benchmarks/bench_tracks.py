@@ -114,7 +114,9 @@ def load_or_train_model(path):
 
 
 def debris_classifier(model, splitter):
-    """Fly vs debris, from the objects of fly_masks_dev's test frames and their masks."""
+    """Fly vs debris, from the objects of fly_masks_dev's test frames and their masks; returns
+    the classifier, the count of labelled objects per class and what it learnt from
+    (``(samples, labels)``, `ObjectClassifier.fit`'s arguments)."""
     from _real_data import load_fly_masks_dev
     from msclassify.objects import ObjectClassifier, find_objects
     from msclassify.pixel import predict_frame
@@ -130,14 +132,14 @@ def debris_classifier(model, splitter):
         samples.append((objects, image))
     classifier = ObjectClassifier(random_state=0).fit(samples, labels)
     counts = {c: sum(list(y.values()).count(c) for y in labels) for c in ("fly", "debris")}
-    return classifier, counts
+    return classifier, counts, (samples, labels)
 
 
 def pipelines(model):
     from msclassify.objects import ObjectPipeline, ObjectSplitter, ObjectTracker
     classes = tuple(int(c) for c in model.classes_)
     splitter = ObjectSplitter("intensity", depth=0.2, min_size=500)
-    classifier, counts = debris_classifier(model, splitter)
+    classifier, counts, _ = debris_classifier(model, splitter)
 
     def tracker():
         return ObjectTracker(search_range=100, memory=25)

@@ -29,6 +29,7 @@ from skimage.feature import graycomatrix, graycoprops
 from skimage.measure import regionprops_table
 
 from ..cegb import CEGBClassifier
+from ._measure import _pack
 
 __all__ = ["FEATURE_GROUPS", "ObjectClassifier", "object_features"]
 
@@ -44,30 +45,56 @@ _TEXTURE = ("contrast", "homogeneity", "energy", "correlation")
 _LEVELS = 32
 
 
-def _grey(image):
+def _frame(image):
     if image is None:
         raise ValueError("intensity and texture features need the image the objects were found "
                          "on: give its frame (in napari, choose the segmentation's Image)")
+    return np.asarray(image)
+
+
+def _grey(image):
+    """The frame (or a crop of it) as float32, a multichannel one averaged over channels."""
     image = np.asarray(image, dtype=np.float32)
     return image if image.ndim == 2 else image.mean(axis=-1)
 
 
-def _shape(objects, image):
-    return regionprops_table(objects, properties=_SHAPE)
+def _shape(objects, image, boxes):
+    # regionprops_table on the objects' crops packed into one small image: the shape of an
+    # object does not depend on where its box is, and no pass over the frame is made
+    numbers = [number for number, box in enumerate(boxes, start=1) if box is not None]
+    packed = [boxes[number - 1] for number in numbers]
+    corners, shape = _pack(packed, objects.shape[1])
+    canvas = np.zeros(shape, dtype=objects.dtype)
+    for number, box, (row, col) in zip(numbers, packed, corners):
+        inside = objects[box] == number
+        canvas[row:row + inside.shape[0], col:col + inside.shape[1]][inside] = number
+    return regionprops_table(canvas, properties=_SHAPE)
 
 
-def _intensity(objects, image):
-    return regionprops_table(objects, intensity_image=_grey(image), properties=_INTENSITY)
+def _intensity(objects, image, boxes):
+    # regionprops' statistics of each object's pixels (the same float32 values in the same
+    # order, so the same numbers), from its crop rather than the whole frame
+    image = _frame(image)
+    rows = {name: [] for name in _INTENSITY}
+    for number, box in enumerate(boxes, start=1):
+        if box is None:
+            continue
+        values = _grey(image[box])[objects[box] == number]
+        rows["intensity_mean"].append(np.mean(values, axis=0))
+        rows["intensity_std"].append(np.std(values, axis=0))
+        rows["intensity_min"].append(np.min(values, axis=0))
+        rows["intensity_max"].append(np.max(values, axis=0))
+    return rows
 
 
-def _texture(objects, image):
-    grey = _grey(image)
+def _texture(objects, image, boxes):
+    grey = _grey(_frame(image))
     low, high = float(grey.min()), float(grey.max())
     # levels 1.._LEVELS inside objects, 0 outside (dropped from the co-occurrences)
     levels = 1 + np.minimum((grey - low) / max(high - low, 1e-12) * _LEVELS, _LEVELS - 1)
     gradient = np.hypot(ndi.sobel(grey, axis=0), ndi.sobel(grey, axis=1))
     rows = {name: [] for name in _TEXTURE + ("gradient_mean",)}
-    for index, box in enumerate(ndi.find_objects(objects), start=1):
+    for index, box in enumerate(boxes, start=1):
         if box is None:
             continue
         inside = objects[box] == index
@@ -85,7 +112,7 @@ def _texture(objects, image):
 _COMPUTE = {"shape": _shape, "intensity": _intensity, "texture": _texture}
 
 
-def object_features(objects, image, groups=tuple(FEATURE_GROUPS), *, timings=None):
+def object_features(objects, image, groups=tuple(FEATURE_GROUPS), *, timings=None, boxes=None):
     """Per-object features of the chosen groups, one row per object in the order of its number.
 
     Parameters
@@ -98,6 +125,9 @@ def object_features(objects, image, groups=tuple(FEATURE_GROUPS), *, timings=Non
         Keys of `FEATURE_GROUPS`.
     timings : dict, optional
         Seconds spent per group are added to it.
+    boxes : list of tuple of slice, optional
+        The objects' bounding boxes, ``scipy.ndimage.find_objects(objects)``, when
+        already known (saves a pass over the whole frame).
 
     Returns
     -------
@@ -110,20 +140,26 @@ def object_features(objects, image, groups=tuple(FEATURE_GROUPS), *, timings=Non
     >>> object_features(objects, objects * 1.0, ["shape"])["shape:area"].tolist()
     [8.0, 4.0]
     """
-    objects = np.asarray(objects)
     unknown = [group for group in groups if group not in FEATURE_GROUPS]
     if unknown:
         raise ValueError(f"unknown feature group(s) {unknown}; choose from "
                          f"{', '.join(FEATURE_GROUPS)}")
+    return pd.DataFrame(_features(np.asarray(objects), image, groups, timings, boxes))
+
+
+def _features(objects, image, groups, timings=None, boxes=None):
+    """`object_features`' columns (a dict), each group computed on the objects' crops."""
+    if boxes is None:
+        boxes = ndi.find_objects(objects)
     columns = {}
     for group in groups:
         start = time.perf_counter()
-        values = _COMPUTE[group](objects, image)
+        values = _COMPUTE[group](objects, image, boxes)
         if timings is not None:
             timings[group] = timings.get(group, 0.0) + time.perf_counter() - start
         columns.update({f"{group}:{name}": np.asarray(column, dtype=np.float64)
                         for name, column in values.items()})
-    return pd.DataFrame(columns)
+    return columns
 
 
 def _measured_costs(samples, groups, n_objects, repeats=3):
@@ -247,11 +283,17 @@ class ObjectClassifier:
         """Seconds per object of the groups `predict` computes (their measured cost)."""
         return float(sum(self.group_costs_[g] for g in self.groups_used_))
 
-    def predict(self, objects, image):
-        """Class of every object of ``objects`` (in the order of their numbers)."""
+    def predict(self, objects, image, *, boxes=None):
+        """Class of every object of ``objects`` (in the order of their numbers).
+
+        ``boxes``, the objects' bounding boxes (``scipy.ndimage.find_objects(objects)``),
+        saves a pass over the whole frame when already known.
+        """
         objects = np.asarray(objects)
-        computed = object_features(objects, image, self.groups_used_)
-        n_objects = len(np.unique(objects[objects > 0]))
+        if boxes is None:
+            boxes = ndi.find_objects(objects)
+        computed = _features(objects, image, self.groups_used_, boxes=boxes)
+        n_objects = sum(box is not None for box in boxes)
         if n_objects == 0:
             return np.array([], dtype=self.classes_.dtype)
         X = np.zeros((n_objects, len(self.feature_names_)))

@@ -97,7 +97,7 @@ class ObjectPipeline:
                                 probability if self.probability_columns else None, frame=frame,
                                 boxes=boxes)
         if self.classifier is not None:
-            table.insert(2, "class", self.classifier.predict(objects, image))
+            table.insert(2, "class", self.classifier.predict(objects, image, boxes=boxes))
         if self.tracker is not None:
             tracked = np.ones(len(table), dtype=bool)
             if self.classifier is not None and self.track_classes is not None:

@@ -21,6 +21,9 @@ from ..checks import is_int
 __all__ = ["SPLIT_LANDSCAPES", "ObjectSplitter"]
 
 _SIGMA = 2  # pixels: the probability's smoothing
+_EIGHT = np.ones((3, 3), dtype=bool)
+# a plateau proven not deep is joined to the top above its own height - h + _MARGIN * h
+_MARGIN = 0.01
 SPLIT_LANDSCAPES = {
     "distance": "distance of each pixel to the object's edge (shape alone)",
     "probability": "the class probability, smoothed by a Gaussian of sigma 2 px",
@@ -147,8 +150,10 @@ class ObjectSplitter:
         top = float(height.max())
         if top <= 0:
             return None
+        if _at_most_one_deep_maximum(height, self.depth * top):
+            return None
         peaks, n_peaks = ndi.label(h_maxima(height, self.depth * top) & inside,
-                                   structure=np.ones((3, 3)))
+                                   structure=_EIGHT)
         if n_peaks < 2:
             return None
         pieces = watershed(-height, peaks, mask=inside)
@@ -156,3 +161,47 @@ class ObjectSplitter:
         if (sizes < max(self.min_size, 1)).any():
             return None
         return pieces
+
+
+def _at_most_one_deep_maximum(height, h):
+    """Whether ``h_maxima(height, h)`` (3x3 footprint) is provably one 8-connected region or
+    none, found without its reconstruction (which sorts every pixel of the box).
+
+    ``height`` is >= 0 with a positive maximum ``top`` and ``0 < h < top``. Every pixel
+    of h_maxima's result climbs (through 8-neighbours, never down) to a regional maximum
+    in the result, so the result has no more regions than the regional maxima in it.
+    Those are among the plateaus of pixels >= ``h`` without a higher neighbour (each a
+    connected set of one height; the result holds no pixel below ``h``). A plateau of
+    height ``p`` that is joined to the highest pixel by pixels all >= ``t``, with
+    ``t <= top - h - margin``, is reconstructed to at least ``t`` (the reconstruction
+    of the marker ``height - h - resolution``, which is ``>= top - h - margin`` there);
+    with ``t > p - h`` its residue stays below ``h`` and it is not in the result. The
+    highest plateau not yet proven sets ``t`` just above its ``p - h`` (``margin`` above),
+    and one superlevel set proves it and every lower plateau joined to the top in it;
+    one that is not proven (a maximum as deep as ``h`` or nearly so, or one within
+    ``2 margin`` of ``top``, a tie h_maxima keeps) leaves the answer False, and the
+    caller runs h_maxima itself.
+    """
+    top_index = int(np.argmax(height))
+    top = float(height.flat[top_index])
+    margin = _MARGIN * h
+    plateaus = (height >= h) & (height == ndi.maximum_filter(height, size=3))
+    numbers, n = ndi.label(plateaus, structure=_EIGHT)
+    if n <= 1:
+        return True
+    where = np.flatnonzero(plateaus)
+    _, first = np.unique(numbers.flat[where], return_index=True)
+    pixels = where[first]
+    pixels = pixels[numbers.flat[pixels] != numbers.flat[top_index]]
+    levels = height.flat[pixels].astype(np.float64)
+    order = np.argsort(-levels, kind="stable")
+    pixels, levels = pixels[order], levels[order]
+    while len(pixels):
+        if levels[0] > top - 2 * margin:
+            return False
+        parts, _ = ndi.label(height >= levels[0] - h + margin, structure=_EIGHT)
+        joined = parts.flat[pixels] == parts.flat[top_index]
+        if not joined[0]:
+            return False
+        pixels, levels = pixels[~joined], levels[~joined]
+    return True
