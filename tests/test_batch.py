@@ -197,6 +197,42 @@ def test_local_engine_reads_ahead_and_writes_while_the_next_frame_is_predicted(m
         np.testing.assert_array_equal(timeline.written[t], 1 + (timeline.frames[t] > 100))
 
 
+class _SizedTimeline(_Timeline):
+    """A `_Timeline` whose model says each frame's prediction needs 1000 bytes."""
+
+    def prediction_bytes(self, shape, probabilities=False):
+        assert shape == (SIZE, SIZE)
+        return 1000
+
+
+@pytest.mark.parametrize("available, most_running", [(1999, 1), (2000, 2)])
+def test_two_frames_are_in_flight_only_while_memory_holds_both(monkeypatch, available,
+                                                               most_running):
+    """With memory for one frame's prediction (1000 bytes) but not two, each frame waits for
+    the one before and is predicted alone, in this thread; with memory for two, two at a
+    time. The frames are written the same, in order."""
+    monkeypatch.setattr(batch, "_threadsafe_numba", lambda: True)
+    monkeypatch.setattr(batch, "_frame_threads", lambda: 1)
+    monkeypatch.setattr(batch, "available_memory", lambda: available)
+    timeline = _SizedTimeline(5)
+    seen = []
+    assert predict_to_writer(timeline, timeline, timeline, range(5), on_frame=seen.append) == 5
+    assert seen == [0, 1, 2, 3, 4] and timeline.most_running == most_running
+    predicting = {name for k, _, name in timeline.events if k == "predict"}
+    assert (predicting == {_thread_name()}) == (most_running == 1)
+    for t in range(5):
+        np.testing.assert_array_equal(timeline.written[t], 1 + (timeline.frames[t] > 100))
+
+
+def test_whether_frames_go_two_at_a_time_is_decided_once(monkeypatch):
+    asked = []
+    monkeypatch.setattr(batch, "_threadsafe_numba", lambda: True)
+    monkeypatch.setattr(batch, "_frame_threads", lambda: asked.append(1) or 0)
+    timeline = _Timeline(4)
+    assert predict_to_writer(timeline, timeline, timeline, range(4)) == 4
+    assert len(asked) == 1 and sorted(timeline.written) == [0, 1, 2, 3]
+
+
 def test_local_engine_writes_in_its_own_thread_when_numba_cannot_share_kernels(monkeypatch):
     monkeypatch.setattr(batch, "_threadsafe_numba", lambda: False)
     timeline = _Timeline(3)

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..checks import check_int
+from ..checks import available_memory, check_int
 from ..modelfile import ModelFile, open_model_file
 from ._apply import predict_frame
 from ._classifier import load_pixel_model
@@ -196,10 +196,15 @@ def _predict_here(model, source, writer, todo, frame_index, probabilities, on_fr
 
     The first frame is predicted in this thread with all of Numba's threads. Then, when
     Numba's threading layer runs kernels from several threads at once and has two threads
-    or more, two frames are predicted at a time, in two threads that share Numba's threads
-    between them (`_FRAMES_IN_FLIGHT`): a frame's kernels then wait less for each other, and
-    the cores do not idle while one frame's serial parts run (prediction memory is held for
-    two frames). Otherwise frames are predicted one at a time in this thread.
+    or more (decided once, after the first frame), two frames are predicted at a time, in
+    two threads that share Numba's threads between them (`_FRAMES_IN_FLIGHT`): a frame's
+    kernels then wait less for each other, and the cores do not idle while one frame's
+    serial parts run. Prediction memory is then held for two frames: a frame starts beside
+    the one in flight only while the memory available holds both frames' predictions
+    (``model.prediction_bytes`` each; the frame in flight may not have taken its share
+    yet), else it waits for that frame and is predicted alone, in this thread (where one
+    frame that does not fit fails with predict's one-line MemoryError). Otherwise frames
+    are predicted one at a time in this thread.
 
     Frames are read in increasing order and written in order, one write at a time; a write's
     error stops the run at the next frame. Whatever else stops this thread (a read's error,
@@ -215,18 +220,31 @@ def _predict_here(model, source, writer, todo, frame_index, probabilities, on_fr
     reads = deque(reader.submit(source.read, frame_index[p]) for p in todo[:_READ_AHEAD])
     predicted = deque()                     # (position, future) of frames being predicted
     pending = None                          # (position, future) of the write under way
+    needed = None                           # prediction bytes of one frame (frames in flight)
+
+    def write_oldest():
+        nonlocal pending
+        done_position, result = predicted[0]      # taken off once handed over
+        labels, proba, _ = result.result()
+        pending = _write(writer, done_position, labels, proba, pending, writing, on_frame)
+        predicted.popleft()
     try:
         for i, position in enumerate(todo):
             frame = reads.popleft().result()
             if i + _READ_AHEAD < len(todo):
                 reads.append(reader.submit(source.read, frame_index[todo[i + _READ_AHEAD]]))
-            if predicting is None:
+            beside = predicting is not None and _room_in_flight(needed)
+            if not beside:
+                while predicted:                  # alone: the frame in flight ends first
+                    write_oldest()
                 result = Future()
                 result.set_result(predict_frame(model, frame, probabilities, writer.dtype))
                 predicted.append((position, result))
-                threads = _frame_threads()
-                if threads:
-                    predicting = ThreadPoolExecutor(_FRAMES_IN_FLIGHT)
+                if i == 0:
+                    threads = _frame_threads()
+                    if threads:
+                        predicting = ThreadPoolExecutor(_FRAMES_IN_FLIGHT)
+                        needed = _prediction_bytes(model, frame, probabilities)
             else:
                 predicted.append((position, predicting.submit(
                     _predict_with_threads, threads, model, frame, probabilities,
@@ -235,11 +253,7 @@ def _predict_here(model, source, writer, todo, frame_index, probabilities, on_fr
             # write the oldest frame once the next is under way (or at the end)
             while predicted and (predicting is None or len(predicted) >= _FRAMES_IN_FLIGHT
                                  or i + 1 == len(todo)):
-                done_position, result = predicted[0]      # taken off once handed over
-                labels, proba, _ = result.result()
-                pending = _write(writer, done_position, labels, proba, pending, writing,
-                                 on_frame)
-                predicted.popleft()
+                write_oldest()
     except BaseException:
         # a failed read or Ctrl-C: the frames predicted before it are still written, in order
         # (none skipped: a frame whose write has begun is the pending one)
@@ -288,6 +302,19 @@ def _frame_threads():
     if threads < _FRAMES_IN_FLIGHT or not _threadsafe_numba():
         return 0
     return threads // _FRAMES_IN_FLIGHT
+
+
+def _prediction_bytes(model, frame, probabilities):
+    """The model's estimate of one frame's prediction memory (``prediction_bytes``), or None
+    for a model without one."""
+    estimate = getattr(model, "prediction_bytes", None)
+    return None if estimate is None else estimate(np.shape(frame)[:2], probabilities)
+
+
+def _room_in_flight(needed):
+    """Whether the memory available now holds the predictions of `_FRAMES_IN_FLIGHT` frames
+    of ``needed`` bytes each (True when the model gives no estimate)."""
+    return needed is None or _FRAMES_IN_FLIGHT * needed <= available_memory()
 
 
 def _predict_with_threads(threads, model, frame, probabilities, dtype):
