@@ -175,3 +175,88 @@ def test_split_in_place_with_boxes_equals_split_of_a_copy():
     table = ObjectPipeline(2, (1, 2), splitter=splitter).frame_table(labels, None, None, 0)
     assert table.equals(measure_objects(split, frame=0))
     assert pd.Series(table["area"]).sum() == np.count_nonzero(objects)
+
+
+# -- the splitter's test for one deep maximum, before h_maxima -----------------------------------
+
+
+def hill(shape, centre, height, width):
+    rows, cols = np.mgrid[:shape[0], :shape[1]]
+    return height * np.exp(-((rows - centre[0]) ** 2 + (cols - centre[1]) ** 2) / width ** 2)
+
+
+def h_maxima_regions(height, h):
+    from skimage.morphology import h_maxima
+    return ndi.label(h_maxima(height, h), structure=EIGHT)[1]
+
+
+@pytest.mark.parametrize("second, saddle_gap, expected", [
+    (10.0, 5.0, True),     # a bump on the side of the hill (h = 20): one deep maximum
+    (10.0, 50.0, True),    # a hill of 10 on its own: less deep than h
+    (30.0, 50.0, False),   # a hill of 30 on its own: two deep maxima
+    (100.0, 20.0, False),  # two equal hills (a tie h_maxima keeps both): not proven
+])
+def test_one_deep_maximum_is_proven_only_where_h_maxima_finds_one(second, saddle_gap, expected):
+    from msclassify.objects._split import _at_most_one_deep_maximum
+    shape = (30, 90)
+    height = (hill(shape, (15, 20), 100.0, 8.0)
+              + hill(shape, (15, 20 + saddle_gap), second, 4.0)).astype(np.float32)
+    h = 0.2 * float(height.max())
+    assert _at_most_one_deep_maximum(height, h) == expected
+    if expected:
+        assert h_maxima_regions(height, h) == 1
+
+
+@pytest.mark.parametrize("levels", [None, 12])
+def test_one_deep_maximum_is_never_claimed_where_h_maxima_finds_two(levels):
+    """Random smoothed landscapes (also quantised to a few levels, so plateaus and exact ties
+    occur) inside random components, as the splitter makes them: wherever the test says one
+    deep maximum, h_maxima finds one region; and it does say so for most single peaks."""
+    from msclassify.objects._split import _at_most_one_deep_maximum
+    claimed = single = 0
+    for seed in range(120):
+        rng = np.random.default_rng(seed)
+        shape = tuple(rng.integers(12, 60, 2))
+        surface = ndi.gaussian_filter(rng.random(shape), rng.uniform(1.5, 5))
+        if levels is not None:
+            surface = np.round(surface / surface.max() * levels)
+        inside = blobs(shape, seed, 0.7)
+        height = np.where(inside, surface - min(float(surface[inside].min()), 0.0),
+                          0).astype(np.float32)
+        top = float(height.max())
+        if top <= 0:
+            continue
+        for depth in (0.05, 0.2, 0.5):
+            regions = h_maxima_regions(height, depth * top)
+            proven = _at_most_one_deep_maximum(height, depth * top)
+            assert not (proven and regions >= 2), (seed, depth)
+            single += regions <= 1
+            claimed += proven
+    assert claimed >= 0.5 * single
+
+
+# -- the object classifier's features on crops ----------------------------------------------------
+
+
+@pytest.mark.parametrize("colour", [False, True])
+def test_shape_and_intensity_features_on_crops_equal_regionprops_of_the_frame(colour):
+    from msclassify.objects import object_features
+    rng = np.random.default_rng(3)
+    objects = find_objects(blobs((90, 120), 3, 0.3).astype(np.uint8), 1).astype(np.int32)
+    objects[objects == 2] = 0                           # a gap in the numbers
+    frame = rng.integers(0, 255, (90, 120) + ((3,) if colour else ()), dtype=np.uint8)
+    grey = frame.astype(np.float32)
+    grey = grey.mean(axis=-1) if colour else grey
+    expected = {
+        **{f"shape:{k}": v for k, v in regionprops_table(objects, properties=(
+            "area", "axis_major_length", "axis_minor_length", "eccentricity",
+            "extent")).items()},
+        **{f"intensity:{k}": v for k, v in regionprops_table(
+            objects, intensity_image=grey, properties=(
+                "intensity_mean", "intensity_std", "intensity_min",
+                "intensity_max")).items()}}
+    table = object_features(objects, frame, ["shape", "intensity"])
+    assert list(table.columns) == list(expected) and len(table) == objects.max() - 1
+    for name, values in expected.items():
+        np.testing.assert_array_equal(table[name].to_numpy(), np.asarray(values, np.float64),
+                                      err_msg=name)
