@@ -164,6 +164,12 @@ def measure_objects(objects, image=None, probability=None, *, frame=0, boxes=Non
     >>> table[["object", "area", "centroid-0", "centroid-1", "intensity_mean"]].to_numpy().tolist()
     [[1.0, 16.0, 3.5, 5.5, 10.0]]
     """
+    return pd.DataFrame(_measure_columns(objects, image, probability, frame, boxes))
+
+
+def _measure_columns(objects, image=None, probability=None, frame=0, boxes=None):
+    """`measure_objects`' columns, a dict in the table's order (a frame's table is made
+    once, with the columns a pipeline adds)."""
     objects = np.asarray(objects)
     if objects.ndim != 2:
         raise ValueError(f"objects must be a 2-D label image, got shape {objects.shape}")
@@ -214,8 +220,8 @@ def measure_objects(objects, image=None, probability=None, *, frame=0, boxes=Non
     if "intensity_max-0" in columns:            # the same dtype whatever the frame's
         columns["intensity_max-0"] = columns["intensity_max-0"].astype(np.float32)
     columns = _name_channels(columns, image, probability is not None)
-    return pd.DataFrame({"frame": np.full(len(numbers), int(frame), dtype=np.int64),
-                         "object": columns.pop("label"), **columns})
+    return {"frame": np.full(len(numbers), int(frame), dtype=np.int64),
+            "object": columns.pop("label"), **columns}
 
 
 def _pack(boxes, width):

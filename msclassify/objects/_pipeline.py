@@ -13,7 +13,9 @@ import dataclasses
 
 import numpy as np
 
-from ._measure import _find_objects, measure_objects
+import pandas as pd
+
+from ._measure import _find_objects, _measure_columns
 from ._table import TableJournal
 
 __all__ = ["ObjectPipeline", "ObjectTableWriter", "remember_frames"]
@@ -93,22 +95,26 @@ class ObjectPipeline:
             raise ValueError("this object table needs the class probabilities of every frame")
         objects, boxes = _find_objects(labels, self.target, self.min_size, self.splitter,
                                        probability, image)
-        table = measure_objects(objects, image,
-                                probability if self.probability_columns else None, frame=frame,
-                                boxes=boxes)
-        if self.classifier is not None:
-            table.insert(2, "class", self.classifier.predict(objects, image, boxes=boxes))
+        columns = _measure_columns(objects, image,
+                                   probability if self.probability_columns else None, frame,
+                                   boxes)
+        added = {}                  # the columns after frame and object, in the table's order
         if self.tracker is not None:
-            tracked = np.ones(len(table), dtype=bool)
+            added["track"] = None
+        if self.classifier is not None:
+            added["class"] = self.classifier.predict(objects, image, boxes=boxes)
+        if self.tracker is not None:
+            tracked = np.ones(len(columns["object"]), dtype=bool)
             if self.classifier is not None and self.track_classes is not None:
-                tracked = table["class"].isin(list(self.track_classes)).to_numpy()
-            table.insert(2, "track", self._link(frame, table, tracked))
-        return table
+                tracked = np.isin(added["class"], list(self.track_classes))
+            added["track"] = self._link(frame, columns, tracked)
+        first = {name: columns.pop(name) for name in ("frame", "object")}
+        return pd.DataFrame({**first, **added, **columns})
 
-    def _link(self, frame, table, tracked):
-        tracks = np.full(len(table), -1, dtype=np.int64)
-        coordinates = table[_positions(table)].to_numpy()[tracked]
-        tracks[tracked] = self.tracker.link(frame, coordinates)
+    def _link(self, frame, columns, tracked):
+        tracks = np.full(len(tracked), -1, dtype=np.int64)
+        coordinates = np.stack([columns[name] for name in _positions(columns)], axis=1)
+        tracks[tracked] = self.tracker.link(frame, coordinates[tracked])
         return tracks
 
     def replay(self, frame, table):
@@ -138,7 +144,7 @@ class ObjectPipeline:
 
 
 def _positions(table):
-    """The columns tracks link: the intensity-weighted centroid of a grey frame's objects (a
+    """The columns (of a table, or a dict of its columns) tracks link: the intensity-weighted centroid of a grey frame's objects (a
     fly's body rather than its wings), else the centroid."""
     weighted = ["centroid_weighted-0", "centroid_weighted-1"]
     return weighted if all(c in table for c in weighted) else ["centroid-0", "centroid-1"]
