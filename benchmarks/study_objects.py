@@ -146,7 +146,9 @@ def main():
     print(f"parts of size + classifier + split, CPU ms per frame (classifier's groups: "
           f"{rows[0]['groups used']})")
     print_table(parts, ["checkout", "round", *PARTS])
-    print(f"wrote {write_results('study_objects', {'frames': args.frames, 'rows': rows, 'parts': parts, 'group costs s/object': classifier.group_costs_})}")
+    results = {"frames": args.frames, "rows": rows, "parts": parts,
+               "group costs s/object": classifier.group_costs_}
+    print(f"wrote {write_results('study_objects', results)}")
 
 
 if __name__ == "__main__":

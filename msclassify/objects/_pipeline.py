@@ -144,8 +144,9 @@ class ObjectPipeline:
 
 
 def _positions(table):
-    """The columns (of a table, or a dict of its columns) tracks link: the intensity-weighted centroid of a grey frame's objects (a
-    fly's body rather than its wings), else the centroid."""
+    """The columns (of a table, or a dict of its columns) tracks link: the intensity-weighted
+    centroid of a grey frame's objects (a fly's body rather than its wings), else the
+    centroid."""
     weighted = ["centroid_weighted-0", "centroid_weighted-1"]
     return weighted if all(c in table for c in weighted) else ["centroid-0", "centroid-1"]
 
