@@ -513,13 +513,16 @@ def test_softmax_gradients_by_hand_and_as_scipy():
     the hessian 3/16 * w; random scores of 3 and 9 classes give SciPy's softmax values bit
     for bit; every class's column is contiguous (a per-class tree reads it in place)."""
     from scipy.special import softmax
-    from msclassify.cegb._losses import MIN_HESSIAN, make_objective
+    from msclassify.cegb._losses import MIN_HESSIAN, _row_max, make_objective
     grad, hess = make_objective("multiclass", 4).gradients(
         np.zeros((2, 4)), np.array([0.0, 3.0]), np.array([1.0, 2.0]))
     assert grad.tolist() == [[-0.75, 0.25, 0.25, 0.25], [0.5, 0.5, 0.5, -1.5]]
     assert hess.tolist() == [[0.1875] * 4, [0.375] * 4]
     assert all(grad[:, k].flags["C_CONTIGUOUS"] for k in range(4))
     rng = np.random.default_rng(4)
+    row_max = np.empty((2, 1))                  # the shift, wherever a row's largest score is
+    _row_max(np.array([[1.0, 5.0, 2.0, 9.0], [-3.0, -7.0, -1.0, -2.0]]), row_max)
+    assert row_max.tolist() == [[9.0], [-1.0]]
     for n_classes in (3, 9):
         raw = rng.normal(size=(1000, n_classes)) * 20
         y = rng.integers(0, n_classes, 1000).astype(float)

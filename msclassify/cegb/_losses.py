@@ -128,12 +128,16 @@ class Softmax(Objective):
         (transposed views of (K, N) arrays: a per-class tree reads its column in place).
 
         The exponentials and their row sums come from NumPy (as in SciPy's ``softmax``);
-        the rest, row by row in parallel, is the same arithmetic, so the values are bit
+        the rows' maxima (`_row_max`: NumPy's ``max(axis=1)`` over 4 classes took 3.9 ms
+        for 48,440 rows, the kernel 0.45 ms) and the rest, row by row in parallel, are the
+        same arithmetic, so the values are bit
         for bit those of ``softmax`` and NumPy's operations (on the 4-class photo of
         `bench_training.py` the NumPy version's passes and per-class copies took 7 % of a
         fit, on one thread).
         """
-        shifted = np.exp(raw - raw.max(axis=1, keepdims=True))
+        largest = np.empty((raw.shape[0], 1))
+        _row_max(raw, largest)
+        shifted = np.exp(raw - largest)
         grad = np.empty((raw.shape[1], raw.shape[0]))
         hess = np.empty_like(grad)
         _softmax_gradients(shifted, shifted.sum(axis=1), y, weight, grad, hess)
@@ -173,6 +177,16 @@ def _logistic_gradients(raw, y, weight, grad, hess):
         p = 1.0 / (1.0 + np.exp(-raw[i]))
         grad[i] = (p - y[i]) * weight[i]
         hess[i] = max(p * (1.0 - p), MIN_HESSIAN) * weight[i]
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def _row_max(raw, out):
+    """``out[i, 0] = raw[i].max()`` (scores are never NaN)."""
+    for i in prange(raw.shape[0]):
+        best = raw[i, 0]
+        for k in range(1, raw.shape[1]):
+            best = max(best, raw[i, k])
+        out[i, 0] = best
 
 
 @njit(parallel=True, cache=True, nogil=True)
