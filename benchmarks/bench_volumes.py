@@ -37,6 +37,10 @@ the forest) on the committed scribbles, and at the first seed with the three scr
 shifted by each of ``--slice-shifts`` (default -2 -1 1 2), and prints the mean, sd, min and max
 of each method's 3D SEG and of ours minus the recipe's: how much of a SEG difference on this
 51-nucleus stack is the seed and the scribbles' placement.
+``--grid`` fits every seed at every shift (the seeds are each placement's run-to-run noise;
+μ = 0 left out) and prints, per placement, the mean and sd over the seeds of each method's SEG and
+of its gap to the recipe; ``--variant teacher=forest`` (repeatable, ``K=V[,K=V]``) adds a model of
+ours with those parameters (into volumes_spread[_grid][_<variants>].json).
 
 Timing: ``s/volume`` is the wall time of predicting the whole test volume,
 features included, after one warm-up call; methods interleaved, the order
