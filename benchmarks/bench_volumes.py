@@ -37,6 +37,10 @@ the forest) on the committed scribbles, and at the first seed with the three scr
 shifted by each of ``--slice-shifts`` (default -2 -1 1 2), and prints the mean, sd, min and max
 of each method's 3D SEG and of ours minus the recipe's: how much of a SEG difference on this
 51-nucleus stack is the seed and the scribbles' placement.
+``--grid`` fits every seed at every shift (the seeds are each placement's run-to-run noise;
+μ = 0 left out) and prints, per placement, the mean and sd over the seeds of each method's SEG and
+of its gap to the recipe; ``--variant teacher=forest`` (repeatable, ``K=V[,K=V]``) adds a model of
+ours with those parameters (into volumes_spread[_grid][_<variants>].json).
 
 Timing: ``s/volume`` is the wall time of predicting the whole test volume,
 features included, after one warm-up call; methods interleaved, the order
@@ -196,38 +200,88 @@ def nuclei_scores(prediction, mask):
             "nucleus IoU": float((nucleus & (mask > 0)).sum() / (nucleus | (mask > 0)).sum())}
 
 
-def run_spread(seeds, shifts):
+def _parse_variant(text):
+    """``"teacher=forest,class_weight=balanced"`` -> ``{"teacher": "forest", ...}`` (numbers
+    and None parsed)."""
+    params = {}
+    for item in text.split(","):
+        key, _, value = item.partition("=")
+        for kind in (int, float):
+            try:
+                value = kind(value)
+                break
+            except ValueError:
+                pass
+        params[key.strip()] = None if value == "None" else value
+    return params
+
+
+def run_spread(seeds, shifts, grid=False, variants=()):
     """stardist_3d: SEG of the default model, μ = 0 and the scikit-image recipe over model
     seeds (``random_state`` of ours and of the forest; scribbles on slices Z/4, Z/2, 3Z/4)
-    and over the scribbled slices (all three shifted by each of ``shifts``, seed 0)."""
+    and over the scribbled slices (all three shifted by each of ``shifts``, seed 0; with
+    ``grid``, every seed at every shift, and μ = 0 left out). ``variants``: parameter dicts of
+    further models of ours, fit on every configuration beside the default."""
     data = load_stardist()
     image, mask = data["train"], data["truth"]
-    configs = [(seed, 0) for seed in seeds] + [(seeds[0], d) for d in shifts if d != 0]
+    shifts = [0] + [d for d in shifts if d != 0]
+    configs = ([(seed, d) for d in shifts for seed in seeds] if grid else
+               [(seed, 0) for seed in seeds] + [(seeds[0], d) for d in shifts[1:]])
     rows = []
     for seed, shift in configs:
         slices = [z + shift for z in data["slices"]]
         labels = nuclei_scribbles(mask, slices)
-        for method in (Ours3D(data["spacing"], seed), Ours3D(data["spacing"], seed,
-                                                             cost_tradeoff=0.0),
-                       SkimageRF(per_slice=False, seed=seed)):
+        methods = [Ours3D(data["spacing"], seed)]
+        if not grid:
+            methods.append(Ours3D(data["spacing"], seed, cost_tradeoff=0.0))
+        for params in variants:
+            method = Ours3D(data["spacing"], seed, **params)
+            method.name = "ours 3D " + ",".join(f"{k}={v}" for k, v in params.items())
+            methods.append(method)
+        methods.append(SkimageRF(per_slice=False, seed=seed))
+        for method in methods:
+            start = time.perf_counter()
             method.fit(image, labels)
             rows.append({"method": method.name, "seed": seed, "slices": slices,
-                         **nuclei_scores(method.predict(image), mask)})
+                         **nuclei_scores(method.predict(image), mask),
+                         "fit+predict s": time.perf_counter() - start})
             print(f"[spread] {rows[-1]}", flush=True)
-    summary = []
-    for name in dict.fromkeys(r["method"] for r in rows):
+    names = list(dict.fromkeys(r["method"] for r in rows))
+    recipe = {(r["seed"], tuple(r["slices"])): r["SEG"] for r in rows
+              if r["method"] == "skimage 3D + RF"}
+    summary, placements = [], []
+    for name in names:
         for metric in ("SEG", "SEG 26-conn", "nucleus IoU"):
             values = [r[metric] for r in rows if r["method"] == name]
             summary.append({"method": name, "metric": metric, "mean": float(np.mean(values)),
                             "sd": float(np.std(values)), "min": min(values),
                             "max": max(values), "n": len(values)})
-    gaps = [a["SEG"] - b["SEG"] for a, b in zip(rows[0::3], rows[2::3])]
-    summary.append({"method": "ours 3D - skimage 3D + RF", "metric": "SEG",
-                    "mean": float(np.mean(gaps)), "sd": float(np.std(gaps)), "min": min(gaps),
-                    "max": max(gaps), "n": len(gaps)})
+        if name == "skimage 3D + RF":
+            continue
+        gaps = [r["SEG"] - recipe[(r["seed"], tuple(r["slices"]))] for r in rows
+                if r["method"] == name]
+        summary.append({"method": f"{name} - skimage 3D + RF", "metric": "SEG",
+                        "mean": float(np.mean(gaps)), "sd": float(np.std(gaps)),
+                        "min": min(gaps), "max": max(gaps), "n": len(gaps)})
+    # per placement of the scribbles: mean and sd over the seeds, and of the gap to the recipe
+    for shift in shifts:
+        slices = [z + shift for z in data["slices"]]
+        for name in names:
+            own = [r for r in rows if r["method"] == name and r["slices"] == slices]
+            if len(own) < 2:
+                continue
+            seg = [r["SEG"] for r in own]
+            gaps = [r["SEG"] - recipe[(r["seed"], tuple(slices))] for r in own]
+            placements.append({"slices": " ".join(map(str, slices)), "method": name,
+                               "SEG mean": float(np.mean(seg)), "SEG sd": float(np.std(seg)),
+                               "gap mean": float(np.mean(gaps)), "gap sd": float(np.std(gaps)),
+                               "gap min": min(gaps), "n": len(own)})
     print_table(summary, ["method", "metric", "mean", "sd", "min", "max", "n"])
+    if placements:
+        print_table(placements, ["slices", "method", "SEG mean", "SEG sd", "gap mean", "gap sd",
+                                 "gap min", "n"])
     return {"configs": [{"seed": s, "slice shift": d} for s, d in configs], "rows": rows,
-            "summary": summary}
+            "summary": summary, "placements": placements}
 
 
 SETS = {"isbi2012_em": (load_em_volume, em_scores, ["SEG", "membrane F1", "pixel acc"]),
@@ -549,6 +603,12 @@ def main():
                         help="stardist_3d only: SEG over these model seeds, and over shifted "
                              "scribbled slices (--slice-shifts), into volumes_spread.json")
     parser.add_argument("--slice-shifts", nargs="*", type=int, default=[-2, -1, 1, 2])
+    parser.add_argument("--grid", action="store_true",
+                        help="with --spread: every seed at every slice shift (no mu=0 model); "
+                             "into volumes_spread_grid.json")
+    parser.add_argument("--variant", action="append", default=[], metavar="K=V[,K=V]",
+                        help="with --spread: one more model of ours with these parameters "
+                             "(e.g. teacher=forest); repeatable")
     parser.add_argument("--stardist-spacing", type=float, nargs=3, metavar=("Z", "Y", "X"),
                         help="stardist_3d's voxel spacing for our models (default 1 1 1: not "
                              "recorded; its nuclei span 7 x 15 x 14 voxels, median, which "
@@ -574,10 +634,13 @@ def main():
         return
     if args.spread:
         results = {"cpu": cpu_model(), "load at start": os.getloadavg(),
-                   "spread": run_spread(args.spread, args.slice_shifts),
+                   "spread": run_spread(args.spread, args.slice_shifts, args.grid,
+                                        [_parse_variant(v) for v in args.variant]),
                    "load at end": os.getloadavg()}
+        name = "volumes_spread" + ("_grid" if args.grid else "") + \
+            "".join("_" + v.replace("=", "-").replace(",", "_") for v in args.variant)
         print(f"CPU {results['cpu']}; load {results['load at start']} -> "
-              f"{results['load at end']}; wrote {write_results('volumes_spread', results)}")
+              f"{results['load at end']}; wrote {write_results(name, results)}")
         return
     results = {"cpu": cpu_model(), "load at start": os.getloadavg(), "sets": {}}
     for name in args.sets:
