@@ -23,7 +23,7 @@ from ..modelfile import (ModelFileError, build_model, estimator_params, model_cl
                          model_number, open_model_file, read_model, write_model)
 from ._apply import most_probable
 from ._balance import class_balanced_weights, predicted_shares, under_scribbled_weights
-from ._distill import DISTILL_BAND, fit_teacher, teacher_pixels
+from ._distill import DISTILL_BAND, MEAN_TEACHERS, fit_teacher, teacher_pixels
 from ._intensity import IntensityRange
 from ._memory import check_frame_memory, frame_bytes
 from ._multiscale import predict_multiscale
@@ -58,6 +58,8 @@ _CEGB_PARAMS = ("n_estimators", "learning_rate", "max_leaves", "max_depth", "min
 
 # class_weight -> power of the balancing factor (`class_balanced_weights`).
 _CLASS_WEIGHT_POWER = {"balanced": 1.0, "sqrt": 0.5}
+# The distillation teacher's learners (PixelClassifier's teacher).
+_TEACHERS = ("boost", "forest", *MEAN_TEACHERS)
 
 
 class ImageCost(NamedTuple):
@@ -473,11 +475,10 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
             # is the model's target near outlines (half of them lost 0.01 pixel accuracy on a
             # 4-class RGB photo)
             teacher_params = dict(params, colsample=_colsample(self.colsample, 2))
-            forest = self.teacher == "forest"
             teacher = fit_teacher(X, y, sample_weight, teacher_params, teacher_features,
                                   objective, classes.size if multi else None,
                                   callback=lambda iteration, _: tracker.step(iteration),
-                                  forest=forest)
+                                  kind=self.teacher)
             if class_weight == "auto":
                 # raise the classes scribbled less than the teacher finds them in the frames
                 cost_rows = cost_weight > 0
@@ -490,7 +491,7 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
                         X, y, sample_weight, teacher_params, teacher_features, objective,
                         classes.size if multi else None,
                         callback=lambda iteration, _: tracker.step(self.n_estimators + iteration),
-                        forest=forest)
+                        kind=self.teacher)
             tracker.start("distillation", len(pairs))
             X_t, y_t, weight_t = teacher_pixels(_counting(frame_levels, tracker.step), pairs,
                                                 teacher, teacher_features,
@@ -590,8 +591,9 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
                               note="0 turns distillation off")
         check_int(self.n_distill_pixels, "n_distill_pixels", minimum=1)
         check_int(self.teacher_stride, "teacher_stride", minimum=1)
-        if self.teacher not in ("boost", "forest"):
-            raise ValueError(f"teacher must be 'boost' or 'forest', got {self.teacher!r}")
+        if self.teacher not in _TEACHERS:
+            raise ValueError(f"teacher must be one of {', '.join(map(repr, _TEACHERS))}, "
+                             f"got {self.teacher!r}")
         full_resolution = np.flatnonzero(bank.shares() == 1)
         if weight == 0 or self.semi_supervised or full_resolution.size in (0, len(bank)):
             return None

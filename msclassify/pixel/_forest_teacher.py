@@ -17,7 +17,7 @@ teacher only labels training pixels: prediction costs the same.
 
 import numpy as np
 
-__all__ = ["PROBABILITY_FLOOR", "ForestTeacher"]
+__all__ = ["PROBABILITY_FLOOR", "ForestTeacher", "MeanTeacher"]
 
 # Probabilities are clipped to [floor, 1 - floor] before the log (|log-odds| <= 6.9).
 PROBABILITY_FLOOR = 1e-3
@@ -66,3 +66,42 @@ class ForestTeacher:
             return np.log(proba[:, 1]) - np.log(proba[:, 0])
         return np.log(proba)
 
+
+
+class MeanTeacher:
+    """The mean of several teachers' raw scores (log-odds, or per-class log-probabilities).
+
+    With ``space="proba"`` the probabilities are averaged instead and returned as
+    raw scores of the same kind (clipped to ``PROBABILITY_FLOOR``).
+
+    Parameters
+    ----------
+    teachers : sequence
+        Fitted teachers with ``predict_raw`` (`msclassify.cegb.Booster`, `ForestTeacher`).
+    space : {"raw", "proba"}, optional
+
+    Examples
+    --------
+    >>> class Fixed:
+    ...     def __init__(self, raw): self.raw = np.asarray(raw, float)
+    ...     def predict_raw(self, X): return self.raw
+    >>> MeanTeacher([Fixed([4.0, -1.0]), Fixed([-2.0, -3.0])]).predict_raw(None).tolist()
+    [1.0, -2.0]
+    """
+
+    def __init__(self, teachers, space="raw"):
+        self.teachers = list(teachers)
+        self.space = space
+
+    def predict_raw(self, X):
+        """The mean raw score of the teachers at rows ``X``, shape (n,) or (n, K)."""
+        raws = [np.asarray(t.predict_raw(X), np.float64) for t in self.teachers]
+        if self.space == "raw":
+            return np.mean(raws, axis=0)
+        if raws[0].ndim == 1:
+            proba = np.mean([1 / (1 + np.exp(-r)) for r in raws], axis=0)
+            proba = np.clip(proba, PROBABILITY_FLOOR, 1 - PROBABILITY_FLOOR)
+            return np.log(proba) - np.log1p(-proba)
+        soft = [np.exp(r - r.max(axis=1, keepdims=True)) for r in raws]
+        proba = np.mean([s / s.sum(axis=1, keepdims=True) for s in soft], axis=0)
+        return np.log(np.clip(proba, PROBABILITY_FLOOR, 1 - PROBABILITY_FLOOR))
