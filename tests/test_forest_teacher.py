@@ -1,11 +1,13 @@
-"""The extra-trees distillation teacher (msclassify.pixel._forest_teacher, teacher="forest")."""
+"""The extra-trees distillation teacher and the mean of teachers (msclassify.pixel._forest_teacher,
+teacher="forest", "mean", "mean-proba")."""
 
 import numpy as np
 import pytest
 
 from msclassify.pixel import PixelClassifier, _classifier
 from msclassify.pixel._distill import fit_teacher, teacher_classes
-from msclassify.pixel._forest_teacher import PROBABILITY_FLOOR, ForestTeacher
+from msclassify.cegb import Booster
+from msclassify.pixel._forest_teacher import PROBABILITY_FLOOR, ForestTeacher, MeanTeacher
 
 # log-odds of a probability clipped to 1 - floor: log(0.999 / 0.001)
 _TOP = np.log((1 - PROBABILITY_FLOOR) / PROBABILITY_FLOOR)
@@ -38,7 +40,7 @@ def test_fit_teacher_forest_leaves_out_rows_of_weight_zero():
     weight = np.ones(20)
     weight[19] = 0.0
     teacher = fit_teacher(X, y, weight, {"random_state": 0}, np.array([0]), "binary", None,
-                          forest=True)
+                          kind="forest")
     assert isinstance(teacher, ForestTeacher)
     assert teacher.forest_.n_features_in_ == 1        # column 0 only
     # trees that had seen row 19 would split at 18.5 and call x = 19 class 0
@@ -65,24 +67,66 @@ def _square():
     return image, labels                              # 64 + 16 = 80 scribbled pixels
 
 
-@pytest.mark.parametrize("teacher, forest", [("boost", False), ("forest", True)])
-def test_teacher_forest_fits_the_forest_and_the_default_boosts(monkeypatch, teacher, forest):
+@pytest.mark.parametrize("teacher", ["boost", "forest", "mean", "mean-proba"])
+def test_teacher_parameter_picks_the_teachers_learner(monkeypatch, teacher):
     image, labels = _square()
     seen = []
 
-    def spy(*args, forest=False, **kwargs):
-        seen.append(forest)
-        return fit_teacher(*args, forest=forest, **kwargs)
+    def spy(*args, kind="boost", **kwargs):
+        seen.append(kind)
+        return fit_teacher(*args, kind=kind, **kwargs)
 
     monkeypatch.setattr(_classifier, "fit_teacher", spy)
     clf = PixelClassifier(n_estimators=10, min_samples_leaf=5, teacher=teacher,
                           random_state=0).fit(image, labels)
-    assert seen and set(seen) == {forest}
+    assert seen and set(seen) == {teacher}
     assert clf.predict(image)[14, 14] == 2 and clf.predict(image)[0, 5] == 1
     assert PixelClassifier().teacher == "boost"
 
 
-def test_teacher_must_be_boost_or_forest():
+def test_teacher_must_be_a_known_learner():
     image, labels = _square()
-    with pytest.raises(ValueError, match="teacher must be 'boost' or 'forest'"):
+    with pytest.raises(ValueError, match="teacher must be one of 'boost', 'forest', 'mean'"):
         PixelClassifier(teacher="rf").fit(image, labels)
+
+
+class _Fixed:
+    """A teacher whose raw scores are given."""
+
+    def __init__(self, raw):
+        self.raw = np.asarray(raw, np.float64)
+
+    def predict_raw(self, X):
+        return self.raw
+
+
+def test_mean_teacher_averages_log_odds_and_the_surer_teacher_wins():
+    # boost sure of class 1 (log-odds 4), the forest mildly of class 0 (-1): mean 1.5, class 1;
+    # both mildly against each other (1 and -3): mean -1, class 0
+    boost, forest = _Fixed([4.0, 1.0]), _Fixed([-1.0, -3.0])
+    assert MeanTeacher([boost, forest]).predict_raw(None) == pytest.approx([1.5, -1.0])
+
+
+def test_mean_teacher_in_probability_space_averages_probabilities():
+    # log-odds log 3 and -log 3: probabilities 3/4 and 1/4, mean 1/2, log-odds 0;
+    # log 3 and 0: 3/4 and 1/2, mean 5/8, log-odds log(5/3)
+    mean = MeanTeacher([_Fixed([np.log(3), np.log(3)]), _Fixed([-np.log(3), 0.0])], space="proba")
+    assert mean.predict_raw(None) == pytest.approx([0.0, np.log(5 / 3)])
+    # three classes: per-class log-probabilities out; softmax(log p) = p, so the mean is exact
+    a, b = np.log([[0.5, 0.3, 0.2]]), np.log([[0.1, 0.1, 0.8]])
+    three = MeanTeacher([_Fixed(a + 7.0), _Fixed(b)], space="proba").predict_raw(None)
+    assert np.exp(three[0]) == pytest.approx([0.3, 0.2, 0.5])
+
+
+def test_fit_teacher_mean_fits_the_boosted_and_the_forest_teacher_on_the_same_rows():
+    X = np.arange(20, dtype=np.float32)[:, None]
+    y = (X[:, 0] >= 10).astype(float)
+    weight = np.ones(20)
+    params = {"random_state": 0, "n_estimators": 5, "min_samples_leaf": 2, "feature_share": [1.0]}
+    teacher = fit_teacher(X, y, weight, params, np.array([0]), "binary", None, kind="mean")
+    boost, forest = teacher.teachers
+    assert isinstance(boost, Booster) and isinstance(forest, ForestTeacher)
+    rows = np.array([[0.0], [19.0]], np.float32)
+    assert teacher.predict_raw(rows) == pytest.approx(
+        (boost.predict_raw(rows) + forest.predict_raw(rows)) / 2)
+    assert teacher.predict_raw(rows)[0] < 0 < teacher.predict_raw(rows)[1]
