@@ -1,12 +1,12 @@
 """The extra-trees distillation teacher and the mean of teachers (msclassify.pixel._forest_teacher,
-teacher="forest", "mean", "mean-proba")."""
+teacher="forest", "mean")."""
 
 import numpy as np
 import pytest
 
 from msclassify.pixel import PixelClassifier, _classifier
 from msclassify.pixel._distill import fit_teacher, teacher_classes
-from msclassify.cegb import Booster
+from msclassify.cegb import Booster, most_probable_class
 from msclassify.pixel._forest_teacher import PROBABILITY_FLOOR, ForestTeacher, MeanTeacher
 
 # log-odds of a probability clipped to 1 - floor: log(0.999 / 0.001)
@@ -67,7 +67,7 @@ def _square():
     return image, labels                              # 64 + 16 = 80 scribbled pixels
 
 
-@pytest.mark.parametrize("teacher", ["boost", "forest", "mean", "mean-proba"])
+@pytest.mark.parametrize("teacher", ["boost", "forest", "mean"])
 def test_teacher_parameter_picks_the_teachers_learner(monkeypatch, teacher):
     image, labels = _square()
     seen = []
@@ -100,22 +100,38 @@ class _Fixed:
         return self.raw
 
 
-def test_mean_teacher_averages_log_odds_and_the_surer_teacher_wins():
+def test_mean_teacher_takes_the_class_of_the_mean_and_adds_the_margins():
     # boost sure of class 1 (log-odds 4), the forest mildly of class 0 (-1): mean 1.5, class 1;
-    # both mildly against each other (1 and -3): mean -1, class 0
+    # boost mildly of class 1 (1), the forest of class 0 (-3): mean -1, class 0.
+    # The raw score is the sum (3, -2): the mean's sign, and both teachers' sureness together
     boost, forest = _Fixed([4.0, 1.0]), _Fixed([-1.0, -3.0])
-    assert MeanTeacher([boost, forest]).predict_raw(None) == pytest.approx([1.5, -1.0])
-
-
-def test_mean_teacher_in_probability_space_averages_probabilities():
-    # log-odds log 3 and -log 3: probabilities 3/4 and 1/4, mean 1/2, log-odds 0;
-    # log 3 and 0: 3/4 and 1/2, mean 5/8, log-odds log(5/3)
-    mean = MeanTeacher([_Fixed([np.log(3), np.log(3)]), _Fixed([-np.log(3), 0.0])], space="proba")
-    assert mean.predict_raw(None) == pytest.approx([0.0, np.log(5 / 3)])
-    # three classes: per-class log-probabilities out; softmax(log p) = p, so the mean is exact
+    raw = MeanTeacher([boost, forest]).predict_raw(None)
+    assert raw == pytest.approx([3.0, -2.0])
+    assert most_probable_class(raw).tolist() == [1, 0]
+    # three classes: per-class scores add; the class is the mean's arg max
     a, b = np.log([[0.5, 0.3, 0.2]]), np.log([[0.1, 0.1, 0.8]])
-    three = MeanTeacher([_Fixed(a + 7.0), _Fixed(b)], space="proba").predict_raw(None)
-    assert np.exp(three[0]) == pytest.approx([0.3, 0.2, 0.5])
+    three = MeanTeacher([_Fixed(a), _Fixed(b)]).predict_raw(None)
+    assert three == pytest.approx(a + b)
+    assert most_probable_class(three).tolist() == [2]         # 0.05, 0.03, 0.16
+
+
+def test_mean_teacher_class_map_keeps_sure_cells_of_two_agreeing_teachers():
+    # two teachers each at margin 3 (< 4: unsure alone) agree: their sum, 6, is sure
+    image = np.zeros((16, 16, 1), np.float32)
+    image[:, 8:] = 1.0
+
+    rows = []
+
+    class Step:
+        def predict_raw(self, X):
+            rows.append(X.shape[0])
+            return np.where(X[:, 0] > 0.5, 3.0, -3.0)
+
+    assert np.array_equal(teacher_classes(image, np.array([0]), MeanTeacher([Step(), Step()]),
+                                          (16, 16), stride=4), image[..., 0] > 0.5)
+    # the 16 grid points, then only the cells across the edge (x 4..8): not all 256 pixels
+    # (the mean, margin 3, would refine every cell)
+    assert sum(rows) / 2 < 256 / 2
 
 
 def test_fit_teacher_mean_fits_the_boosted_and_the_forest_teacher_on_the_same_rows():
@@ -128,5 +144,5 @@ def test_fit_teacher_mean_fits_the_boosted_and_the_forest_teacher_on_the_same_ro
     assert isinstance(boost, Booster) and isinstance(forest, ForestTeacher)
     rows = np.array([[0.0], [19.0]], np.float32)
     assert teacher.predict_raw(rows) == pytest.approx(
-        (boost.predict_raw(rows) + forest.predict_raw(rows)) / 2)
+        boost.predict_raw(rows) + forest.predict_raw(rows))
     assert teacher.predict_raw(rows)[0] < 0 < teacher.predict_raw(rows)[1]

@@ -23,7 +23,7 @@ from ..modelfile import (ModelFileError, build_model, estimator_params, model_cl
                          model_number, open_model_file, read_model, write_model)
 from ._apply import most_probable
 from ._balance import class_balanced_weights, predicted_shares, under_scribbled_weights
-from ._distill import DISTILL_BAND, MEAN_TEACHERS, fit_teacher, teacher_pixels
+from ._distill import DISTILL_BAND, TEACHERS, fit_teacher, teacher_pixels
 from ._intensity import IntensityRange
 from ._memory import check_frame_memory, frame_bytes
 from ._multiscale import predict_multiscale
@@ -58,8 +58,6 @@ _CEGB_PARAMS = ("n_estimators", "learning_rate", "max_leaves", "max_depth", "min
 
 # class_weight -> power of the balancing factor (`class_balanced_weights`).
 _CLASS_WEIGHT_POWER = {"balanced": 1.0, "sqrt": 0.5}
-# The distillation teacher's learners (PixelClassifier's teacher).
-_TEACHERS = ("boost", "forest", *MEAN_TEACHERS)
 
 
 class ImageCost(NamedTuple):
@@ -591,8 +589,8 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
                               note="0 turns distillation off")
         check_int(self.n_distill_pixels, "n_distill_pixels", minimum=1)
         check_int(self.teacher_stride, "teacher_stride", minimum=1)
-        if self.teacher not in _TEACHERS:
-            raise ValueError(f"teacher must be one of {', '.join(map(repr, _TEACHERS))}, "
+        if self.teacher not in TEACHERS:
+            raise ValueError(f"teacher must be one of {', '.join(map(repr, TEACHERS))}, "
                              f"got {self.teacher!r}")
         full_resolution = np.flatnonzero(bank.shares() == 1)
         if weight == 0 or self.semi_supervised or full_resolution.size in (0, len(bank)):

@@ -69,39 +69,33 @@ class ForestTeacher:
 
 
 class MeanTeacher:
-    """The mean of several teachers' raw scores (log-odds, or per-class log-probabilities).
+    """Several teachers as one: the class of the mean of their raw scores.
 
-    With ``space="proba"`` the probabilities are averaged instead and returned as
-    raw scores of the same kind (clipped to ``PROBABILITY_FLOOR``).
+    `predict_raw` returns the *sum* of the teachers' raw scores (log-odds, or
+    per-class log-probabilities / logits): its most probable class is the
+    mean's, and its margin adds the teachers' margins, so a pixel where both
+    teachers are sure stays sure for the coarse-to-fine class map
+    (`msclassify.pixel._distill.teacher_classes` refines where the margin is
+    below 4). The mean itself would halve the margin and send far more pixels
+    to refinement (a 2-class RGB photo: distillation 2-3x slower).
 
     Parameters
     ----------
     teachers : sequence
         Fitted teachers with ``predict_raw`` (`msclassify.cegb.Booster`, `ForestTeacher`).
-    space : {"raw", "proba"}, optional
 
     Examples
     --------
     >>> class Fixed:
     ...     def __init__(self, raw): self.raw = np.asarray(raw, float)
     ...     def predict_raw(self, X): return self.raw
-    >>> MeanTeacher([Fixed([4.0, -1.0]), Fixed([-2.0, -3.0])]).predict_raw(None).tolist()
-    [1.0, -2.0]
+    >>> MeanTeacher([Fixed([4.0, 1.0]), Fixed([-1.0, -3.0])]).predict_raw(None).tolist()
+    [3.0, -2.0]
     """
 
-    def __init__(self, teachers, space="raw"):
+    def __init__(self, teachers):
         self.teachers = list(teachers)
-        self.space = space
 
     def predict_raw(self, X):
-        """The mean raw score of the teachers at rows ``X``, shape (n,) or (n, K)."""
-        raws = [np.asarray(t.predict_raw(X), np.float64) for t in self.teachers]
-        if self.space == "raw":
-            return np.mean(raws, axis=0)
-        if raws[0].ndim == 1:
-            proba = np.mean([1 / (1 + np.exp(-r)) for r in raws], axis=0)
-            proba = np.clip(proba, PROBABILITY_FLOOR, 1 - PROBABILITY_FLOOR)
-            return np.log(proba) - np.log1p(-proba)
-        soft = [np.exp(r - r.max(axis=1, keepdims=True)) for r in raws]
-        proba = np.mean([s / s.sum(axis=1, keepdims=True) for s in soft], axis=0)
-        return np.log(np.clip(proba, PROBABILITY_FLOOR, 1 - PROBABILITY_FLOOR))
+        """The sum of the teachers' raw scores at rows ``X``, shape (n,) or (n, K)."""
+        return np.sum([np.asarray(t.predict_raw(X), np.float64) for t in self.teachers], axis=0)
