@@ -4,10 +4,14 @@ teacher="forest", "mean")."""
 import numpy as np
 import pytest
 
+from msclassify.cegb import Booster, most_probable_class
 from msclassify.pixel import PixelClassifier, _classifier
 from msclassify.pixel._distill import fit_teacher, teacher_classes
-from msclassify.cegb import Booster, most_probable_class
-from msclassify.pixel._forest_teacher import PROBABILITY_FLOOR, ForestTeacher, MeanTeacher
+from msclassify.pixel._forest_teacher import (
+    PROBABILITY_FLOOR,
+    ForestTeacher,
+    MeanTeacher,
+)
 
 # log-odds of a probability clipped to 1 - floor: log(0.999 / 0.001)
 _TOP = np.log((1 - PROBABILITY_FLOOR) / PROBABILITY_FLOOR)

@@ -45,8 +45,18 @@ from scipy import ndimage as ndi
 from ..cegb import most_probable_class, train
 from ._forest_teacher import ForestTeacher, MeanTeacher
 
-__all__ = ["DISTILL_BAND", "EDGE_SHARE", "EDGE_WEIGHT", "TEACHER_MARGIN", "TEACHER_STRIDE",
-           "TEACHERS", "fit_teacher", "teacher_band", "teacher_classes", "teacher_pixels"]
+__all__ = [
+    "DISTILL_BAND",
+    "EDGE_SHARE",
+    "EDGE_WEIGHT",
+    "TEACHERS",
+    "TEACHER_MARGIN",
+    "TEACHER_STRIDE",
+    "fit_teacher",
+    "teacher_band",
+    "teacher_classes",
+    "teacher_pixels",
+]
 
 # Half-width of the band around the teacher's class changes, in pixels.
 DISTILL_BAND = 3
@@ -73,17 +83,18 @@ def fit_teacher(X, y, sample_weight, params, feature_indices, objective, n_class
     a `msclassify.cegb.Booster` over those columns. ``kind="forest"``: a
     `ForestTeacher` (extremely randomised trees, seeded by
     ``params["random_state"]``) on the same rows. ``kind="mean"``: a
-    `MeanTeacher` of both (the class of their mean raw score). Rows with zero ``sample_weight`` (cost samples) are
-    left out. ``callback(iteration, n_iterations)`` follows the boosting
-    (progress; the forest reports once, when it is fitted).
+    `MeanTeacher` of both (the class of their mean raw score). Rows with zero
+    ``sample_weight`` (cost samples) are left out. ``callback(iteration,
+    n_iterations)`` follows the boosting (progress; the forest reports once,
+    when it is fitted).
     """
-    labelled = sample_weight > 0
-    rows = np.ascontiguousarray(X[labelled][:, feature_indices])
     if kind == "mean":
         return MeanTeacher([fit_teacher(X, y, sample_weight, params, feature_indices, objective,
                                         n_classes, callback, kind="boost"),
                             fit_teacher(X, y, sample_weight, params, feature_indices, objective,
                                         n_classes, kind="forest")])
+    labelled = sample_weight > 0
+    rows = np.ascontiguousarray(X[labelled][:, feature_indices])
     if kind == "forest":
         teacher = ForestTeacher(random_state=params["random_state"]).fit(
             rows, y[labelled], sample_weight[labelled], 2 if n_classes is None else n_classes)
