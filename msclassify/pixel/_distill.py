@@ -45,18 +45,8 @@ from scipy import ndimage as ndi
 from ..cegb import most_probable_class, train
 from ._forest_teacher import ForestTeacher, MeanTeacher
 
-__all__ = [
-    "DISTILL_BAND",
-    "EDGE_SHARE",
-    "EDGE_WEIGHT",
-    "TEACHERS",
-    "TEACHER_MARGIN",
-    "TEACHER_STRIDE",
-    "fit_teacher",
-    "teacher_band",
-    "teacher_classes",
-    "teacher_pixels",
-]
+__all__ = ["DISTILL_BAND", "EDGE_SHARE", "EDGE_WEIGHT", "TEACHERS", "TEACHER_MARGIN",
+           "TEACHER_STRIDE", "fit_teacher", "teacher_band", "teacher_classes", "teacher_pixels"]
 
 # Half-width of the band around the teacher's class changes, in pixels.
 DISTILL_BAND = 3
