@@ -32,7 +32,9 @@ with ``cost_tradeoff="auto"``; ``no-distill`` = ``distill_weight=0``;
 ``teacher-stride-1`` = ``teacher_stride=1`` (the teacher predicts every pixel of the frame for
 its class map, the default before its coarse-to-fine map); ``all-features`` = ``colsample=1.0``
 (every tree draws from all features; the default before ``colsample=None``, which draws half of
-them per tree with more than two classes); ``omp-spin`` = the default with
+them per tree with more than two classes); ``teacher-boost`` / ``teacher-mean`` = the boosted
+teacher alone / the mean of the boosted and the extra-trees teacher (``teacher="mean"``);
+``omp-spin`` = the default with
 ``GOMP_SPINCOUNT=300000`` (libgomp's own default: idle OpenMP threads spin about 3 ms after
 each parallel kernel, as before msclassify set ``GOMP_SPINCOUNT=3000``); ``live-4`` = the
 napari widget's live-update model for 4 classes (``features="fine"``, ``cost_tradeoff=2e-4``, 10
@@ -79,6 +81,7 @@ VARIANTS = {"default": {}, "auto": {"cost_tradeoff": "auto"},
             "no-distill": {"distill_weight": 0.0}, "no-balance": {"class_weight": None},
             "balanced": {"class_weight": "balanced"}, "teacher-stride-1": {"teacher_stride": 1},
             "all-features": {"colsample": 1.0}, "omp-spin": {},
+            "teacher-boost": {"teacher": "boost"}, "teacher-mean": {"teacher": "mean"},
             # the napari widget's live-update model with 4 classes
             # (ClassifierSettings().for_live_update(4) of plugins/msclassify_napari/_controller.py)
             "live-4": {"features": "fine", "cost_tradeoff": 2e-4, "n_estimators": 10,

@@ -1,11 +1,17 @@
-"""The extra-trees distillation teacher (msclassify.pixel._forest_teacher, teacher="forest")."""
+"""The extra-trees distillation teacher and the mean of teachers (msclassify.pixel._forest_teacher,
+teacher="forest", "mean")."""
 
 import numpy as np
 import pytest
 
+from msclassify.cegb import Booster, most_probable_class
 from msclassify.pixel import PixelClassifier, _classifier
 from msclassify.pixel._distill import fit_teacher, teacher_classes
-from msclassify.pixel._forest_teacher import PROBABILITY_FLOOR, ForestTeacher
+from msclassify.pixel._forest_teacher import (
+    PROBABILITY_FLOOR,
+    ForestTeacher,
+    MeanTeacher,
+)
 
 # log-odds of a probability clipped to 1 - floor: log(0.999 / 0.001)
 _TOP = np.log((1 - PROBABILITY_FLOOR) / PROBABILITY_FLOOR)
@@ -38,7 +44,7 @@ def test_fit_teacher_forest_leaves_out_rows_of_weight_zero():
     weight = np.ones(20)
     weight[19] = 0.0
     teacher = fit_teacher(X, y, weight, {"random_state": 0}, np.array([0]), "binary", None,
-                          forest=True)
+                          kind="forest")
     assert isinstance(teacher, ForestTeacher)
     assert teacher.forest_.n_features_in_ == 1        # column 0 only
     # trees that had seen row 19 would split at 18.5 and call x = 19 class 0
@@ -65,24 +71,82 @@ def _square():
     return image, labels                              # 64 + 16 = 80 scribbled pixels
 
 
-@pytest.mark.parametrize("teacher, forest", [("boost", False), ("forest", True)])
-def test_teacher_forest_fits_the_forest_and_the_default_boosts(monkeypatch, teacher, forest):
+@pytest.mark.parametrize("teacher", ["boost", "forest", "mean"])
+def test_teacher_parameter_picks_the_teachers_learner(monkeypatch, teacher):
     image, labels = _square()
     seen = []
 
-    def spy(*args, forest=False, **kwargs):
-        seen.append(forest)
-        return fit_teacher(*args, forest=forest, **kwargs)
+    def spy(*args, kind="boost", **kwargs):
+        seen.append(kind)
+        return fit_teacher(*args, kind=kind, **kwargs)
 
     monkeypatch.setattr(_classifier, "fit_teacher", spy)
     clf = PixelClassifier(n_estimators=10, min_samples_leaf=5, teacher=teacher,
                           random_state=0).fit(image, labels)
-    assert seen and set(seen) == {forest}
+    assert seen and set(seen) == {teacher}
     assert clf.predict(image)[14, 14] == 2 and clf.predict(image)[0, 5] == 1
-    assert PixelClassifier().teacher == "boost"
+    assert PixelClassifier().teacher == "mean"
 
 
-def test_teacher_must_be_boost_or_forest():
+def test_teacher_must_be_a_known_learner():
     image, labels = _square()
-    with pytest.raises(ValueError, match="teacher must be 'boost' or 'forest'"):
+    with pytest.raises(ValueError, match="teacher must be one of 'boost', 'forest', 'mean'"):
         PixelClassifier(teacher="rf").fit(image, labels)
+
+
+class _Fixed:
+    """A teacher whose raw scores are given."""
+
+    def __init__(self, raw):
+        self.raw = np.asarray(raw, np.float64)
+
+    def predict_raw(self, X):
+        return self.raw
+
+
+def test_mean_teacher_takes_the_class_of_the_mean_and_adds_the_margins():
+    # boost sure of class 1 (log-odds 4), the forest mildly of class 0 (-1): mean 1.5, class 1;
+    # boost mildly of class 1 (1), the forest of class 0 (-3): mean -1, class 0.
+    # The raw score is the sum (3, -2): the mean's sign, and both teachers' sureness together
+    boost, forest = _Fixed([4.0, 1.0]), _Fixed([-1.0, -3.0])
+    raw = MeanTeacher([boost, forest]).predict_raw(None)
+    assert raw == pytest.approx([3.0, -2.0])
+    assert most_probable_class(raw).tolist() == [1, 0]
+    # three classes: per-class scores add; the class is the mean's arg max
+    a, b = np.log([[0.5, 0.3, 0.2]]), np.log([[0.1, 0.1, 0.8]])
+    three = MeanTeacher([_Fixed(a), _Fixed(b)]).predict_raw(None)
+    assert three == pytest.approx(a + b)
+    assert most_probable_class(three).tolist() == [2]         # 0.05, 0.03, 0.16
+
+
+def test_mean_teacher_class_map_keeps_sure_cells_of_two_agreeing_teachers():
+    # two teachers each at margin 3 (< 4: unsure alone) agree: their sum, 6, is sure
+    image = np.zeros((16, 16, 1), np.float32)
+    image[:, 8:] = 1.0
+
+    rows = []
+
+    class Step:
+        def predict_raw(self, X):
+            rows.append(X.shape[0])
+            return np.where(X[:, 0] > 0.5, 3.0, -3.0)
+
+    assert np.array_equal(teacher_classes(image, np.array([0]), MeanTeacher([Step(), Step()]),
+                                          (16, 16), stride=4), image[..., 0] > 0.5)
+    # the 16 grid points, then only the cells across the edge (x 4..8): not all 256 pixels
+    # (the mean, margin 3, would refine every cell)
+    assert sum(rows) / 2 < 256 / 2
+
+
+def test_fit_teacher_mean_fits_the_boosted_and_the_forest_teacher_on_the_same_rows():
+    X = np.arange(20, dtype=np.float32)[:, None]
+    y = (X[:, 0] >= 10).astype(float)
+    weight = np.ones(20)
+    params = {"random_state": 0, "n_estimators": 5, "min_samples_leaf": 2, "feature_share": [1.0]}
+    teacher = fit_teacher(X, y, weight, params, np.array([0]), "binary", None, kind="mean")
+    boost, forest = teacher.teachers
+    assert isinstance(boost, Booster) and isinstance(forest, ForestTeacher)
+    rows = np.array([[0.0], [19.0]], np.float32)
+    assert teacher.predict_raw(rows) == pytest.approx(
+        boost.predict_raw(rows) + forest.predict_raw(rows))
+    assert teacher.predict_raw(rows)[0] < 0 < teacher.predict_raw(rows)[1]

@@ -23,7 +23,7 @@ from ..modelfile import (ModelFileError, build_model, estimator_params, model_cl
                          model_number, open_model_file, read_model, write_model)
 from ._apply import most_probable
 from ._balance import class_balanced_weights, predicted_shares, under_scribbled_weights
-from ._distill import DISTILL_BAND, fit_teacher, teacher_pixels
+from ._distill import DISTILL_BAND, TEACHERS, fit_teacher, teacher_pixels
 from ._intensity import IntensityRange
 from ._memory import check_frame_memory, frame_bytes
 from ._multiscale import predict_multiscale
@@ -161,16 +161,21 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         (`msclassify.pixel._distill.teacher_classes`): 4, the default, makes
         about 6-14% of the predictions of 1 (every pixel) and the same class map
         but for a few pixels (docs/scribbles.md).
-    teacher : {"boost", "forest"}, optional
+    teacher : {"mean", "boost", "forest"}, optional
         The distillation teacher's learner, on the same full-resolution
-        features. ``"boost"`` (default): plain gradient boosting with the
-        model's tree settings. ``"forest"``: a forest of 50 extremely
-        randomised trees of depth 10 (`msclassify.pixel._forest_teacher`);
-        on a handful of clicks it varies less with which pixels were clicked
-        (EM clicks: membrane F1 +0.016, larvae clicks: larva F1 +0.073 over
-        the draws), but it draws blurrier outlines (a real fly crop: outline
-        error 0.31-0.35 instead of 0.18-0.19). docs/scribbles.md, section 14.
-        The teacher only labels training pixels: prediction costs the same.
+        features. ``"boost"``: plain gradient boosting with the model's tree
+        settings. ``"forest"``: a forest of 50 extremely randomised trees of
+        depth 10 (`msclassify.pixel._forest_teacher`); on a handful of clicks
+        it varies less with which pixels were clicked (EM clicks: membrane F1
+        +0.016, larvae clicks: larva F1 +0.073 over the draws), but it draws
+        blurrier outlines (a real fly crop: outline error 0.31-0.35 instead of
+        0.18-0.19). ``"mean"`` (default): both, a pixel taking the class of
+        the mean of their raw scores
+        (`msclassify.pixel._forest_teacher.MeanTeacher`): the boosted
+        teacher's outlines with part of the forest's gain on clicks (EM
+        clicks +0.005, larvae clicks +0.011).
+        docs/scribbles.md, sections 14 and 16. The teacher only labels
+        training pixels: prediction costs the same.
     class_weight : {"auto", None, "sqrt", "balanced"}, optional
         How much each class's scribbles weigh in the loss, for the distillation
         teacher and the model alike. With every labelled pixel weighing 1
@@ -282,7 +287,8 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
     **Distillation.** Scribbles sit away from object boundaries, so on them
     alone a coarse 8x8-block decision looks as good as a full-resolution one
     and the cost penalty picks it: staircase outlines. So `fit` first trains a
-    teacher, plain boosting on the bank's full-resolution features, and adds
+    teacher on the bank's full-resolution features (plain boosting and extra
+    trees, their mean: ``teacher``), and adds
     ``n_distill_pixels`` pixels per frame labelled by it, most of them within
     3 px of its outlines (weight ``distill_weight`` times the scribbles';
     `msclassify.pixel._distill`). The model then pays for coarse decisions
@@ -343,7 +349,7 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
                  share_mode="path", growth="best_first", hessian="exact",
                  feature_cost_mode="lazy", evaluation_cost_mode="leaf", n_cost_samples=16384,
                  distill_weight=3.0, n_distill_pixels=25000, teacher_stride=4,
-                 teacher="boost", class_weight="auto",
+                 teacher="mean", class_weight="auto",
                  semi_supervised=False, n_unlabelled=4096, n_neighbors=9,
                  laplacian_regularization=0.0, spacing=None):
         self.features = features
@@ -473,11 +479,10 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
             # is the model's target near outlines (half of them lost 0.01 pixel accuracy on a
             # 4-class RGB photo)
             teacher_params = dict(params, colsample=_colsample(self.colsample, 2))
-            forest = self.teacher == "forest"
             teacher = fit_teacher(X, y, sample_weight, teacher_params, teacher_features,
                                   objective, classes.size if multi else None,
                                   callback=lambda iteration, _: tracker.step(iteration),
-                                  forest=forest)
+                                  kind=self.teacher)
             if class_weight == "auto":
                 # raise the classes scribbled less than the teacher finds them in the frames
                 cost_rows = cost_weight > 0
@@ -490,7 +495,7 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
                         X, y, sample_weight, teacher_params, teacher_features, objective,
                         classes.size if multi else None,
                         callback=lambda iteration, _: tracker.step(self.n_estimators + iteration),
-                        forest=forest)
+                        kind=self.teacher)
             tracker.start("distillation", len(pairs))
             X_t, y_t, weight_t = teacher_pixels(_counting(frame_levels, tracker.step), pairs,
                                                 teacher, teacher_features,
@@ -590,8 +595,9 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
                               note="0 turns distillation off")
         check_int(self.n_distill_pixels, "n_distill_pixels", minimum=1)
         check_int(self.teacher_stride, "teacher_stride", minimum=1)
-        if self.teacher not in ("boost", "forest"):
-            raise ValueError(f"teacher must be 'boost' or 'forest', got {self.teacher!r}")
+        if self.teacher not in TEACHERS:
+            raise ValueError(f"teacher must be one of {', '.join(map(repr, TEACHERS))}, "
+                             f"got {self.teacher!r}")
         full_resolution = np.flatnonzero(bank.shares() == 1)
         if weight == 0 or self.semi_supervised or full_resolution.size in (0, len(bank)):
             return None

@@ -43,10 +43,10 @@ import numpy as np
 from scipy import ndimage as ndi
 
 from ..cegb import most_probable_class, train
-from ._forest_teacher import ForestTeacher
+from ._forest_teacher import ForestTeacher, MeanTeacher
 
-__all__ = ["DISTILL_BAND", "EDGE_SHARE", "EDGE_WEIGHT", "TEACHER_MARGIN", "TEACHER_STRIDE",
-           "fit_teacher", "teacher_band", "teacher_classes", "teacher_pixels"]
+__all__ = ["DISTILL_BAND", "EDGE_SHARE", "EDGE_WEIGHT", "TEACHERS", "TEACHER_MARGIN",
+           "TEACHER_STRIDE", "fit_teacher", "teacher_band", "teacher_classes", "teacher_pixels"]
 
 # Half-width of the band around the teacher's class changes, in pixels.
 DISTILL_BAND = 3
@@ -58,24 +58,34 @@ EDGE_WEIGHT = 0.5
 # TEACHER_MARGIN (raw score; 4.0: a binary probability between 0.018 and 0.982).
 TEACHER_STRIDE = 4
 TEACHER_MARGIN = 4.0
+# The distillation teacher's learners (fit_teacher's kind, PixelClassifier's teacher).
+TEACHERS = ("boost", "forest", "mean")
 # Points the teacher predicts at a time while refining (their feature rows are copies).
 _POINT_BLOCK = 1 << 16
 
 
 def fit_teacher(X, y, sample_weight, params, feature_indices, objective, n_classes,
-                callback=None, forest=False):
-    """Plain gradient boosting (cost_tradeoff 0) on columns ``feature_indices`` of the labelled rows.
+                callback=None, kind="boost"):
+    """The distillation teacher, fitted on columns ``feature_indices`` of the labelled rows.
 
-    ``params`` are the core parameters of the student (the tree settings are
-    shared); rows with zero ``sample_weight`` (cost samples) are left out.
-    ``callback(iteration, n_iterations)`` follows the boosting (progress).
-    Returns the teacher `msclassify.cegb.Booster` over those columns, or with
-    ``forest=True`` a `ForestTeacher` (extremely randomised trees, seeded by
-    ``params["random_state"]``) fitted on the same rows.
+    ``kind="boost"``: plain gradient boosting (cost_tradeoff 0); ``params`` are
+    the core parameters of the student (the tree settings are shared). Returns
+    a `msclassify.cegb.Booster` over those columns. ``kind="forest"``: a
+    `ForestTeacher` (extremely randomised trees, seeded by
+    ``params["random_state"]``) on the same rows. ``kind="mean"``: a
+    `MeanTeacher` of both (the class of their mean raw score). Rows with zero
+    ``sample_weight`` (cost samples) are left out. ``callback(iteration,
+    n_iterations)`` follows the boosting (progress; the forest reports once,
+    when it is fitted).
     """
+    if kind == "mean":
+        return MeanTeacher([fit_teacher(X, y, sample_weight, params, feature_indices, objective,
+                                        n_classes, callback, kind="boost"),
+                            fit_teacher(X, y, sample_weight, params, feature_indices, objective,
+                                        n_classes, kind="forest")])
     labelled = sample_weight > 0
     rows = np.ascontiguousarray(X[labelled][:, feature_indices])
-    if forest:
+    if kind == "forest":
         teacher = ForestTeacher(random_state=params["random_state"]).fit(
             rows, y[labelled], sample_weight[labelled], 2 if n_classes is None else n_classes)
         if callback is not None:
