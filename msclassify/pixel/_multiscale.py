@@ -99,6 +99,129 @@ def _walk_pixels(features, nodes, node_threshold, default_left, value, node_cost
     return n_eval
 
 
+@njit(cache=True, nogil=True)
+def _walk_row(features, nodes, node_threshold, default_left, value, roots, root_level, tree_output,
+              n_outputs, start_level, block_row, n_cols, level_offset, level_width, acc):
+    """`_walk_blocks` on the first ``n_cols`` start-level blocks of one row of an image, all
+    inside the image and without a cost map; return the evaluations.
+
+    The same blocks, evaluations and leaf values, in another order: tree by tree, every
+    node splits the row's list of blocks that reach it into those going left and those
+    going right, in one branch-free pass over the feature values (a walk per block
+    mispredicts about one branch per node). A node finer than its blocks replaces each
+    by its children on the node's level, which ``nodes`` reaches without the blocks in
+    between (those evaluate nothing). A level-L block of the row is one int32,
+    ``x << 3 | dy``, its column and its row below the row's first on that level (less than
+    ``2**start_level <= 8``); each level has its own list, which holds each of the row's
+    blocks of that level at most once per tree (a block splits at most once). Every
+    accumulator cell still adds its trees in tree order.
+    """
+    n_levels = level_offset.shape[0]
+    first = np.empty(n_levels + 1, dtype=np.int64)
+    first[0] = 0
+    for level in range(n_levels):
+        first[level + 1] = first[level] + ((n_cols << (2 * (start_level - level)))
+                                           if level <= start_level else 0)
+    blocks = np.empty(first[n_levels], dtype=np.int32)
+    spare = np.empty(first[1], dtype=np.int32)
+    top = np.empty(n_levels, dtype=np.int64)
+    stack_size = nodes.shape[0] + 1   # the pending right children of one path, and its node
+    stack_node = np.empty(stack_size, dtype=np.int64)
+    stack_level = np.empty(stack_size, dtype=np.int64)
+    stack_start = np.empty(stack_size, dtype=np.int64)
+    stack_stop = np.empty(stack_size, dtype=np.int64)
+    n_eval = 0
+    for t in range(roots.shape[0]):
+        k = tree_output[t]
+        level = np.int64(root_level[t])
+        step = start_level - level
+        for L in range(n_levels):
+            top[L] = first[L]
+        # The tree's first blocks: the level-`level` blocks of the row's start-level blocks.
+        start = top[level]
+        at = start
+        for x in range(n_cols << step):
+            for dy in range(1 << step):
+                blocks[at] = (x << 3) | dy
+                at += 1
+        top[level] = at
+        stack_node[0] = roots[t]
+        stack_level[0] = level
+        stack_start[0] = start
+        stack_stop[0] = at
+        pending = 1
+        while pending > 0:
+            pending -= 1
+            node = stack_node[pending]
+            level = stack_level[pending]
+            start = stack_start[pending]
+            stop = stack_stop[pending]
+            y_first = np.int64(block_row) << (start_level - level)
+            feature_level = nodes[node, _LEVEL]
+            if feature_level < 0:
+                base = level_offset[level] + k
+                row_width = level_width[level]
+                leaf = value[node]
+                for i in range(start, stop):
+                    block = np.int64(blocks[i])
+                    acc[base + ((y_first + (block & 7)) * row_width + (block >> 3))
+                        * n_outputs] += leaf
+            elif feature_level < level:
+                # Finer than the blocks: their children on the feature's level.
+                shift = level - feature_level
+                side = 1 << shift
+                at = top[feature_level]
+                for i in range(start, stop):
+                    block = np.int64(blocks[i])
+                    child = ((block >> 3) << (shift + 3)) | ((block & 7) << shift)
+                    for dx in range(side):
+                        for dy in range(side):
+                            blocks[at] = child + ((dx << 3) | dy)
+                            at += 1
+                stack_node[pending] = node
+                stack_level[pending] = feature_level
+                stack_start[pending] = top[feature_level]
+                stack_stop[pending] = at
+                top[feature_level] = at
+                pending += 1
+            else:
+                # One evaluation per block: the left ones stay in place, in order, the
+                # right ones go to the spare list and follow them.
+                shift = feature_level - level
+                base = nodes[node, _BASE]
+                row_step = nodes[node, _ROW]
+                col_step = nodes[node, _COL]
+                threshold = node_threshold[node, _THRESHOLD]
+                nan_left = default_left[node]
+                n_left = 0
+                n_right = 0
+                for i in range(start, stop):
+                    block = blocks[i]
+                    wide = np.int64(block)
+                    v = features[base + ((y_first + (wide & 7)) >> shift) * row_step
+                                 + ((wide >> 3) >> shift) * col_step]
+                    go_left = (v <= threshold) | (nan_left & (v != v))
+                    blocks[start + n_left] = block
+                    spare[n_right] = block
+                    n_left += go_left
+                    n_right += 1 - go_left
+                middle = start + n_left
+                blocks[middle:stop] = spare[:n_right]
+                n_eval += stop - start
+                if stop > middle:
+                    stack_node[pending] = nodes[node, _RIGHT]
+                    stack_level[pending] = level
+                    stack_start[pending] = middle
+                    stack_stop[pending] = stop
+                    pending += 1
+                if middle > start:
+                    stack_node[pending] = nodes[node, _LEFT]
+                    stack_level[pending] = level
+                    stack_start[pending] = start
+                    stack_stop[pending] = middle
+                    pending += 1
+    return n_eval
+
 @njit(cache=True, parallel=True, nogil=True)
 def _walk_blocks(features, nodes, node_threshold, default_left, value, node_cost, roots,
                  root_level, tree_output, n_outputs, start_level, depth, height, width,
@@ -151,7 +274,16 @@ def _walk_blocks(features, nodes, node_threshold, default_left, value, node_cost
         border_units = 0
         block_plane = block_index // n_block_rows
         block_row = block_index - block_plane * n_block_rows
-        for block_col in range(n_block_cols):
+        n_listed = 0
+        if depth == 1 and cost is None and ((block_row + 1) << start_level) <= height:
+            # The common case: an image's row of blocks inside the image, without a cost
+            # map, walked with lists of blocks (`_walk_row`) up to its last whole block.
+            n_listed = width >> start_level
+            if n_listed > 0:
+                n_inside += _walk_row(features, nodes, node_threshold, default_left, value,
+                                      roots, root_level, tree_output, n_outputs, start_level,
+                                      block_row, n_listed, level_offset, level_width, acc)
+        for block_col in range(n_listed, n_block_cols):
             # A start-level block wholly inside the image: so are all its blocks.
             block_inside = (((block_plane + 1) << start_zshift) <= depth
                             and ((block_row + 1) << start_level) <= height
@@ -175,28 +307,6 @@ def _walk_blocks(features, nodes, node_threshold, default_left, value, node_cost
                     for y_root in range(y_first, y_last):
                         for x_root in range(x_first, x_last):
                             node = np.int64(roots[t])
-                            if block_inside and depth == 1 and cost is None:
-                                # The common case, in a tight loop: an image's block inside the
-                                # image, without a cost map, up to a leaf or a finer feature;
-                                # the general walk below takes a finer feature on from there.
-                                n = 0
-                                feature_level = nodes[node, _LEVEL]
-                                while feature_level >= first_level:
-                                    shift = feature_level - first_level
-                                    v = features[nodes[node, _BASE]
-                                                 + (y_root >> shift) * nodes[node, _ROW]
-                                                 + (x_root >> shift) * nodes[node, _COL]]
-                                    n += 1
-                                    go_left = v <= node_threshold[node, _THRESHOLD] or (
-                                        np.isnan(v) and default_left[node])
-                                    node = nodes[node, _LEFT] if go_left else nodes[node, _RIGHT]
-                                    feature_level = nodes[node, _LEVEL]
-                                n_inside += n
-                                if feature_level < 0:
-                                    acc[level_offset[first_level]
-                                        + (y_root * level_width[first_level] + x_root)
-                                        * n_outputs + k] += value[node]
-                                    continue
                             level = first_level
                             z = z_root
                             y = y_root
