@@ -122,7 +122,11 @@ def _walk_row(features, nodes, node_threshold, default_left, value, roots, root_
     for level in range(n_levels):
         first[level + 1] = first[level] + ((n_cols << (2 * (start_level - level)))
                                            if level <= start_level else 0)
-    blocks = np.empty(first[n_levels], dtype=np.int32)
+    # After the lists, each level's blocks of the row in order: a tree's first blocks, read
+    # in place by its root (filled on a level's first use).
+    templates = first[n_levels]
+    blocks = np.empty(2 * templates, dtype=np.int32)
+    filled = np.zeros(n_levels, dtype=np.bool_)
     spare = np.empty(first[1], dtype=np.int32)
     top = np.empty(n_levels, dtype=np.int64)
     stack_size = nodes.shape[0] + 1   # the pending right children of one path, and its node
@@ -138,17 +142,19 @@ def _walk_row(features, nodes, node_threshold, default_left, value, roots, root_
         for L in range(n_levels):
             top[L] = first[L]
         # The tree's first blocks: the level-`level` blocks of the row's start-level blocks.
-        start = top[level]
-        at = start
-        for x in range(n_cols << step):
-            for dy in range(1 << step):
-                blocks[at] = (x << 3) | dy
-                at += 1
-        top[level] = at
+        start = templates + first[level]
+        stop = start + (n_cols << (2 * step))
+        if not filled[level]:
+            at = start
+            for x in range(n_cols << step):
+                for dy in range(1 << step):
+                    blocks[at] = (x << 3) | dy
+                    at += 1
+            filled[level] = True
         stack_node[0] = roots[t]
         stack_level[0] = level
         stack_start[0] = start
-        stack_stop[0] = at
+        stack_stop[0] = stop
         pending = 1
         while pending > 0:
             pending -= 1
@@ -185,8 +191,13 @@ def _walk_row(features, nodes, node_threshold, default_left, value, roots, root_
                 top[feature_level] = at
                 pending += 1
             else:
-                # One evaluation per block: the left ones stay in place, in order, the
-                # right ones go to the spare list and follow them.
+                # One evaluation per block: the left ones stay in place (a root's blocks go
+                # to the level's list), in order, the right ones go to the spare list and
+                # follow them.
+                target = start
+                if start >= templates:
+                    target = top[level]
+                    top[level] += stop - start
                 shift = feature_level - level
                 base = nodes[node, _BASE]
                 row_step = nodes[node, _ROW]
@@ -201,13 +212,15 @@ def _walk_row(features, nodes, node_threshold, default_left, value, roots, root_
                     v = features[base + ((y_first + (wide & 7)) >> shift) * row_step
                                  + ((wide >> 3) >> shift) * col_step]
                     go_left = (v <= threshold) | (nan_left & (v != v))
-                    blocks[start + n_left] = block
+                    blocks[target + n_left] = block
                     spare[n_right] = block
                     n_left += go_left
                     n_right += 1 - go_left
+                n_eval += stop - start
+                stop = target + stop - start
+                start = target
                 middle = start + n_left
                 blocks[middle:stop] = spare[:n_right]
-                n_eval += stop - start
                 if stop > middle:
                     stack_node[pending] = nodes[node, _RIGHT]
                     stack_level[pending] = level
@@ -221,6 +234,7 @@ def _walk_row(features, nodes, node_threshold, default_left, value, roots, root_
                     stack_stop[pending] = middle
                     pending += 1
     return n_eval
+
 
 @njit(cache=True, parallel=True, nogil=True)
 def _walk_blocks(features, nodes, node_threshold, default_left, value, node_cost, roots,
