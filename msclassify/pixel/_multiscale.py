@@ -100,8 +100,9 @@ def _walk_pixels(features, nodes, node_threshold, default_left, value, node_cost
 
 
 @njit(cache=True, nogil=True)
-def _walk_row(features, nodes, node_threshold, default_left, value, roots, root_level, tree_output,
-              n_outputs, start_level, block_row, n_cols, level_offset, level_width, acc):
+def _walk_row(features, nodes, node_threshold, default_left, value, roots, root_level, same_root,
+              tree_output, n_outputs, start_level, block_row, n_cols, level_offset, level_width,
+              acc):
     """`_walk_blocks` on the first ``n_cols`` start-level blocks of one row of an image, all
     inside the image and without a cost map; return the evaluations.
 
@@ -124,8 +125,11 @@ def _walk_row(features, nodes, node_threshold, default_left, value, roots, root_
                                            if level <= start_level else 0)
     # After the lists, each level's blocks of the row in order: a tree's first blocks, read
     # in place by its root (filled on a level's first use).
+    # Then room for a root split's lists, kept for the next tree when its root splits alike.
     templates = first[n_levels]
-    blocks = np.empty(2 * templates, dtype=np.int32)
+    kept = 2 * templates
+    kept_left = 0
+    blocks = np.empty(2 * templates + first[1], dtype=np.int32)
     filled = np.zeros(n_levels, dtype=np.bool_)
     spare = np.empty(first[1], dtype=np.int32)
     top = np.empty(n_levels, dtype=np.int64)
@@ -194,33 +198,43 @@ def _walk_row(features, nodes, node_threshold, default_left, value, roots, root_
                 # One evaluation per block: the left ones stay in place (a root's blocks go
                 # to the level's list), in order, the right ones go to the spare list and
                 # follow them.
+                count = stop - start
+                root = start >= templates
                 target = start
-                if start >= templates:
+                if root:
                     target = top[level]
-                    top[level] += stop - start
-                shift = feature_level - level
-                base = nodes[node, _BASE]
-                row_step = nodes[node, _ROW]
-                col_step = nodes[node, _COL]
-                threshold = node_threshold[node, _THRESHOLD]
-                nan_left = default_left[node]
-                n_left = 0
-                n_right = 0
-                for i in range(start, stop):
-                    block = blocks[i]
-                    wide = np.int64(block)
-                    v = features[base + ((y_first + (wide & 7)) >> shift) * row_step
-                                 + ((wide >> 3) >> shift) * col_step]
-                    go_left = (v <= threshold) | (nan_left & (v != v))
-                    blocks[target + n_left] = block
-                    spare[n_right] = block
-                    n_left += go_left
-                    n_right += 1 - go_left
-                n_eval += stop - start
-                stop = target + stop - start
+                    top[level] += count
+                if root and same_root[t]:
+                    # The previous tree's root split, on the same blocks: its lists.
+                    blocks[target:target + count] = blocks[kept:kept + count]
+                    n_left = kept_left
+                else:
+                    shift = feature_level - level
+                    base = nodes[node, _BASE]
+                    row_step = nodes[node, _ROW]
+                    col_step = nodes[node, _COL]
+                    threshold = node_threshold[node, _THRESHOLD]
+                    nan_left = default_left[node]
+                    n_left = 0
+                    n_right = 0
+                    for i in range(start, stop):
+                        block = blocks[i]
+                        wide = np.int64(block)
+                        v = features[base + ((y_first + (wide & 7)) >> shift) * row_step
+                                     + ((wide >> 3) >> shift) * col_step]
+                        go_left = (v <= threshold) | (nan_left & (v != v))
+                        blocks[target + n_left] = block
+                        spare[n_right] = block
+                        n_left += go_left
+                        n_right += 1 - go_left
+                    blocks[target + n_left:target + count] = spare[:n_right]
+                    if root and t + 1 < roots.shape[0] and same_root[t + 1]:
+                        blocks[kept:kept + count] = blocks[target:target + count]
+                        kept_left = n_left
+                n_eval += count
                 start = target
+                stop = target + count
                 middle = start + n_left
-                blocks[middle:stop] = spare[:n_right]
                 if stop > middle:
                     stack_node[pending] = nodes[node, _RIGHT]
                     stack_level[pending] = level
@@ -238,7 +252,7 @@ def _walk_row(features, nodes, node_threshold, default_left, value, roots, root_
 
 @njit(cache=True, parallel=True, nogil=True)
 def _walk_blocks(features, nodes, node_threshold, default_left, value, node_cost, roots,
-                 root_level, tree_output, n_outputs, start_level, depth, height, width,
+                 root_level, same_root, tree_output, n_outputs, start_level, depth, height, width,
                  level_zshift, level_offset, level_height, level_width, acc, cost, evaluations,
                  pixel_evaluations):
     """Walk every tree over every start-level block, coarse to fine.
@@ -295,8 +309,9 @@ def _walk_blocks(features, nodes, node_threshold, default_left, value, node_cost
             n_listed = width >> start_level
             if n_listed > 0:
                 n_inside += _walk_row(features, nodes, node_threshold, default_left, value,
-                                      roots, root_level, tree_output, n_outputs, start_level,
-                                      block_row, n_listed, level_offset, level_width, acc)
+                                      roots, root_level, same_root, tree_output, n_outputs,
+                                      start_level, block_row, n_listed, level_offset,
+                                      level_width, acc)
         for block_col in range(n_listed, n_block_cols):
             # A start-level block wholly inside the image: so are all its blocks.
             block_inside = (((block_plane + 1) << start_zshift) <= depth
@@ -575,6 +590,16 @@ def _root_levels(roots, node_level, start_level):
     return np.where(levels >= 1, levels, start_level).astype(np.int64)
 
 
+def _same_roots(nodes, default_left, roots, root_level):
+    """Per tree: whether its root splits the same blocks as the previous tree's root, alike
+    (same feature, threshold and missing-value direction, first walked on the same level)."""
+    record = np.column_stack([nodes[roots][:, [_LEVEL, _BASE, _ROW, _COL, _THRESHOLD]],
+                              default_left[roots], root_level])
+    same = np.zeros(roots.shape[0], dtype=np.bool_)
+    same[1:] = (record[1:] == record[:-1]).all(axis=1) & (nodes[roots[1:], _LEVEL] >= 0)
+    return same
+
+
 def _level_blocks(blocks, n_dims):
     """Per-level blocks ``(bz, by, bx)``: an image's ``(1, 2**L, 2**L)``, or a volume's."""
     if n_dims == 2:
@@ -713,9 +738,11 @@ def predict_multiscale(booster, level_arrays, feature_level, feature_slot, shape
     pixel_evaluations = np.zeros(n_block_rows)
     features = np.concatenate([np.asarray(a, dtype=np.float32).ravel() for a in level_arrays])
     nodes, node_threshold = _node_records(flat, node_level, node_slot, level_arrays)
+    root_level = _root_levels(flat["roots"], node_level, start_level)
     _walk_blocks(features, nodes, node_threshold, flat["default_left"],
-                 flat["value"], flat["node_cost"], flat["roots"],
-                 _root_levels(flat["roots"], node_level, start_level), flat["tree_output"], K,
+                 flat["value"], flat["node_cost"], flat["roots"], root_level,
+                 _same_roots(nodes, flat["default_left"], flat["roots"], root_level),
+                 flat["tree_output"], K,
                  start_level, depth, height, width, zshift, level_offset, level_height,
                  level_width, acc, cost, evaluations, pixel_evaluations)
     finish = (acc, level_offset, level_height, level_width, zshift, levels_used,
