@@ -114,7 +114,11 @@ def _walk_row(features, nodes, node_threshold, default_left, value, roots, root_
     between (those evaluate nothing). A level-L block of the row is one int32,
     ``x << 3 | dy``, its column and its row below the row's first on that level (less than
     ``2**start_level <= 8``); each level has its own list, which holds each of the row's
-    blocks of that level at most once per tree (a block splits at most once). Every
+    blocks of that level at most once per tree (a block splits at most once). A tree's
+    root reads its level's blocks of the row in place and writes its two lists to the
+    level's list; a root that splits like the previous tree's (``same_root[t]``) finds them
+    there, its blocks still on the same sides (the splits below that root only reorder
+    blocks within each list), and is counted without being evaluated again. Every
     accumulator cell still adds its trees in tree order.
     """
     n_levels = level_offset.shape[0]
@@ -125,11 +129,9 @@ def _walk_row(features, nodes, node_threshold, default_left, value, roots, root_
                                            if level <= start_level else 0)
     # After the lists, each level's blocks of the row in order: a tree's first blocks, read
     # in place by its root (filled on a level's first use).
-    # Then room for a root split's lists, kept for the next tree when its root splits alike.
     templates = first[n_levels]
-    kept = 2 * templates
-    kept_left = 0
-    blocks = np.empty(2 * templates + first[1], dtype=np.int32)
+    blocks = np.empty(2 * templates, dtype=np.int32)
+    root_left = 0
     filled = np.zeros(n_levels, dtype=np.bool_)
     spare = np.empty(first[1], dtype=np.int32)
     top = np.empty(n_levels, dtype=np.int64)
@@ -205,9 +207,9 @@ def _walk_row(features, nodes, node_threshold, default_left, value, roots, root_
                     target = top[level]
                     top[level] += count
                 if root and same_root[t]:
-                    # The previous tree's root split, on the same blocks: its lists.
-                    blocks[target:target + count] = blocks[kept:kept + count]
-                    n_left = kept_left
+                    # The previous tree's root split alike, and its lists are still in place
+                    # here: the splits below it only reordered the blocks within each list.
+                    n_left = root_left
                 else:
                     shift = feature_level - level
                     base = nodes[node, _BASE]
@@ -228,9 +230,8 @@ def _walk_row(features, nodes, node_threshold, default_left, value, roots, root_
                         n_left += go_left
                         n_right += 1 - go_left
                     blocks[target + n_left:target + count] = spare[:n_right]
-                    if root and t + 1 < roots.shape[0] and same_root[t + 1]:
-                        blocks[kept:kept + count] = blocks[target:target + count]
-                        kept_left = n_left
+                    if root:
+                        root_left = n_left
                 n_eval += count
                 start = target
                 stop = target + count
@@ -282,8 +283,9 @@ def _walk_blocks(features, nodes, node_threshold, default_left, value, node_cost
     image): evaluations of blocks wholly inside the image are
     counted as integers, those of blocks reaching into the padding by their fraction
     of image pixels, summed exactly in units of ``2**-unit_bits`` of a coarsest block.
-    A tree's first block of an image, inside the image and without a cost map (the common
-    case), is walked in a tight loop to a leaf or a finer feature, without that bookkeeping.
+    The common case, an image's row of start-level blocks inside the image without a cost
+    map, is walked up to its last whole block by `_walk_row`, without that bookkeeping
+    and without a branch per node.
     """
     n_levels = level_zshift.shape[0]
     unit_bits = 2 * (n_levels - 1) + level_zshift[n_levels - 1]
