@@ -99,6 +99,16 @@ def _walk_pixels(features, nodes, node_threshold, default_left, value, node_cost
     return n_eval
 
 
+@njit(inline="always")
+def _push(stack, pending, node, level, start, stop):
+    """Put a list ``blocks[start:stop]`` of level-``level`` blocks at ``node`` on the stack."""
+    stack[pending, 0] = node
+    stack[pending, 1] = level
+    stack[pending, 2] = start
+    stack[pending, 3] = stop
+    return pending + 1
+
+
 @njit(cache=True, nogil=True)
 def _walk_row(features, nodes, node_threshold, default_left, value, roots, root_level, same_root,
               tree_output, n_outputs, start_level, block_row, n_cols, level_offset, level_width,
@@ -135,11 +145,8 @@ def _walk_row(features, nodes, node_threshold, default_left, value, roots, root_
     filled = np.zeros(n_levels, dtype=np.bool_)
     spare = np.empty(first[1], dtype=np.int32)
     top = np.empty(n_levels, dtype=np.int64)
-    stack_size = nodes.shape[0] + 1   # the pending right children of one path, and its node
-    stack_node = np.empty(stack_size, dtype=np.int64)
-    stack_level = np.empty(stack_size, dtype=np.int64)
-    stack_start = np.empty(stack_size, dtype=np.int64)
-    stack_stop = np.empty(stack_size, dtype=np.int64)
+    # Lists still to walk, (node, level, start, stop): the right children along one path.
+    stack = np.empty((nodes.shape[0] + 1, 4), dtype=np.int64)
     n_eval = 0
     for t in range(roots.shape[0]):
         k = tree_output[t]
@@ -157,17 +164,10 @@ def _walk_row(features, nodes, node_threshold, default_left, value, roots, root_
                     blocks[at] = (x << 3) | dy
                     at += 1
             filled[level] = True
-        stack_node[0] = roots[t]
-        stack_level[0] = level
-        stack_start[0] = start
-        stack_stop[0] = stop
-        pending = 1
+        pending = _push(stack, 0, roots[t], level, start, stop)
         while pending > 0:
             pending -= 1
-            node = stack_node[pending]
-            level = stack_level[pending]
-            start = stack_start[pending]
-            stop = stack_stop[pending]
+            node, level, start, stop = stack[pending]
             y_first = np.int64(block_row) << (start_level - level)
             feature_level = nodes[node, _LEVEL]
             if feature_level < 0:
@@ -190,12 +190,8 @@ def _walk_row(features, nodes, node_threshold, default_left, value, roots, root_
                         for dy in range(side):
                             blocks[at] = child + ((dx << 3) | dy)
                             at += 1
-                stack_node[pending] = node
-                stack_level[pending] = feature_level
-                stack_start[pending] = top[feature_level]
-                stack_stop[pending] = at
+                pending = _push(stack, pending, node, feature_level, top[feature_level], at)
                 top[feature_level] = at
-                pending += 1
             else:
                 # One evaluation per block: the left ones stay in place (a root's blocks go
                 # to the level's list), in order, the right ones go to the spare list and
@@ -237,17 +233,9 @@ def _walk_row(features, nodes, node_threshold, default_left, value, roots, root_
                 stop = target + count
                 middle = start + n_left
                 if stop > middle:
-                    stack_node[pending] = nodes[node, _RIGHT]
-                    stack_level[pending] = level
-                    stack_start[pending] = middle
-                    stack_stop[pending] = stop
-                    pending += 1
-                if middle > start:
-                    stack_node[pending] = nodes[node, _LEFT]
-                    stack_level[pending] = level
-                    stack_start[pending] = start
-                    stack_stop[pending] = middle
-                    pending += 1
+                    pending = _push(stack, pending, nodes[node, _RIGHT], level, middle, stop)
+                if middle > start:      # walked first
+                    pending = _push(stack, pending, nodes[node, _LEFT], level, start, middle)
     return n_eval
 
 
