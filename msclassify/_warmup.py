@@ -40,10 +40,10 @@ def warm_up(verbose=True):
     for features in ("fast", "default", ["L0:intensity:c0", "L2up:gauss:s1.0:c0",
                                          "L3:hessian_max:s1.0:c0"]):
         pixel = PixelClassifier(features=features, n_estimators=3, random_state=0).fit(image, labels)
-        pixel.predict(image)
+        pixel.predict(image)        # rows inside the image: the walk by lists (_walk_row)
         pixel.predict_proba(image)
         pixel.predict_proba(image, strategy="per_pixel")
-        pixel.cost_map(image)
+        pixel.cost_map(image)       # with a cost map: the general walk
     predict_frame(pixel, image, probabilities=True)     # labels and uncertainty in one pass
     for dtype in (np.float32, np.float64):
         most_probable(np.ones((2, 2, 3), dtype=dtype))

@@ -152,7 +152,7 @@ def test_tree_rooted_on_a_finer_level_starts_on_its_blocks():
 
 
 def test_inside_block_walk_hand_checked_with_nan():
-    # Features: 0 on level 3, 1 on level 1. Image 8 x 8 (wholly inside: the walk's tight loop).
+    # Features: 0 on level 3, 1 on level 1. Image 8 x 8 (wholly inside: the walk by lists).
     # Tree rooted on the level-1 feature, NaN goes left (default_left): each of the 16 level-1
     # blocks takes one evaluation; a right block then tests the level-3 feature (1.0 > 0.5: right).
     tree = _hand_tree([(1, 0.5, 1, 2, 0.0, 4.0), (-1, np.nan, -1, -1, 10.0, 4.0),
@@ -173,27 +173,63 @@ def test_inside_block_walk_hand_checked_with_nan():
     np.testing.assert_array_equal(general.cost_map, np.where(expected == 10.0, 1.0, 2.0))
 
 
-@pytest.mark.parametrize("shape, n_per_level", [((37, 53), (2, 2, 2, 2)),
-                                                ((40, 48), (1, 2, 0, 3)),
-                                                ((29, 31), (2, 2, 0, 0))])
-def test_inside_block_walk_equals_the_general_walk(shape, n_per_level):
-    # Without a cost map, blocks wholly inside an image take a tight loop; with one, every
-    # block takes the general walk. Same sums in the same order: bit for bit, with NaN and
-    # border blocks; a binary model's classes are the signs of those scores.
+@pytest.mark.parametrize("shape, n_per_level, objective", [
+    ((37, 53), (2, 2, 2, 2), "binary"),
+    ((40, 48), (1, 2, 0, 3), "binary"),
+    ((29, 31), (2, 2, 0, 0), "binary"),
+    ((50, 67), (2, 1, 2, 2), "multiclass"),
+    ((24, 40), (3, 0, 0, 0), "regression"),     # pixel features only: roots read pixels
+])
+def test_inside_block_walk_equals_the_general_walk(shape, n_per_level, objective):
+    # Without a cost map, rows of blocks wholly inside an image are walked tree by tree
+    # with lists of blocks; with one, every block takes the general walk. Same sums in the
+    # same order: bit for bit, with NaN, border blocks and several outputs; a binary
+    # model's classes are the signs of those scores.
     rng = np.random.default_rng(shape[0] + shape[1])
     arrays, levels, slots, X = _random_levels(rng, shape, n_per_level, nan_fraction=0.05)
-    y = _target(X, "binary", rng)
-    booster = train(X, y, "binary", dict(n_estimators=12, max_leaves=8, min_samples_leaf=3,
-                                         cost_tradeoff=0.003, feature_share=4.0 ** levels,
-                                         random_state=0))
+    y = _target(X, objective, rng)
+    booster = train(X, y, objective, dict(n_estimators=12, max_leaves=8, min_samples_leaf=3,
+                                          cost_tradeoff=0.003, feature_share=4.0 ** levels,
+                                          random_state=0),
+                    n_classes=3 if objective == "multiclass" else None)
     fast = predict_multiscale(booster, arrays, levels, slots, shape)
     general = predict_multiscale(booster, arrays, levels, slots, shape, cost_map=True)
     np.testing.assert_array_equal(fast.values, general.values)
     assert (fast.n_evaluations, fast.pixel_evaluations) == \
         (general.n_evaluations, general.pixel_evaluations)
-    np.testing.assert_allclose(fast.values[:, :, 0].ravel(), booster.predict_raw(X), atol=1e-12)
-    labels = predict_multiscale(booster, arrays, levels, slots, shape, output="class").values
-    np.testing.assert_array_equal(labels, fast.values[:, :, 0] > 0)
+    expected = booster.predict_raw(X).reshape(fast.values.shape)
+    np.testing.assert_allclose(fast.values, expected, atol=1e-12)
+    if objective == "binary":
+        labels = predict_multiscale(booster, arrays, levels, slots, shape, output="class").values
+        np.testing.assert_array_equal(labels, fast.values[:, :, 0] > 0)
+
+
+def test_trees_repeating_a_root_split_match_the_general_walk():
+    # Consecutive trees whose roots split alike reuse the first one's lists of blocks (the
+    # root is evaluated once per row for both, and counted for both); each tree's subtrees
+    # then differ. The first tree of each pair below is the second with other leaf values.
+    rng = np.random.default_rng(5)
+    shape = (40, 56)
+    arrays, levels, slots, X = _random_levels(rng, shape, (0, 2, 1, 2), nan_fraction=0.05)
+    booster = train(X, _target(X, "binary", rng), "binary",
+                    dict(n_estimators=6, max_leaves=8, min_samples_leaf=3,
+                         feature_share=4.0 ** levels, random_state=0))
+    trees = []
+    for tree in booster.trees:
+        twin = dict(tree)
+        twin["value"] = tree["value"] * -0.5
+        trees += [twin, tree]
+    twins = Booster(trees, booster.init_score, booster.n_features, "binary",
+                    split_cost=booster.split_cost, feature_share=booster.feature_share)
+    assert any(t["feature"][0] >= 0 and levels[t["feature"][0]] >= 1 for t in trees)  # split
+    fast = predict_multiscale(twins, arrays, levels, slots, shape)
+    general = predict_multiscale(twins, arrays, levels, slots, shape, cost_map=True)
+    np.testing.assert_array_equal(fast.values, general.values)
+    assert (fast.n_evaluations, fast.pixel_evaluations) == \
+        (general.n_evaluations, general.pixel_evaluations)
+    np.testing.assert_allclose(fast.values[:, :, 0].ravel(), twins.predict_raw(X), atol=1e-12)
+    single = predict_multiscale(booster, arrays, levels, slots, shape)
+    assert fast.n_evaluations == 2 * single.n_evaluations   # every twin is counted in full
 
 
 def test_blocks_in_the_padding_are_not_evaluated():

@@ -99,9 +99,149 @@ def _walk_pixels(features, nodes, node_threshold, default_left, value, node_cost
     return n_eval
 
 
+@njit(inline="always")
+def _push(stack, pending, node, level, start, stop):
+    """Put a list ``blocks[start:stop]`` of level-``level`` blocks at ``node`` on the stack."""
+    stack[pending, 0] = node
+    stack[pending, 1] = level
+    stack[pending, 2] = start
+    stack[pending, 3] = stop
+    return pending + 1
+
+
+@njit(cache=True, nogil=True)
+def _walk_row(features, nodes, node_threshold, default_left, value, roots, root_level, same_root,
+              tree_output, n_outputs, start_level, block_row, n_cols, level_offset, level_width,
+              acc):
+    """`_walk_blocks` on the first ``n_cols`` start-level blocks of one row of an image, all
+    inside the image and without a cost map; return the evaluations.
+
+    The same blocks, evaluations and leaf values, in another order: tree by tree, every
+    node splits the row's list of blocks that reach it into those going left and those
+    going right, in one branch-free pass over the feature values (a walk per block
+    mispredicts about one branch per node). A node finer than its blocks replaces each
+    by its children on the node's level, which ``nodes`` reaches without the blocks in
+    between (those evaluate nothing). A level-L block of the row is one int32,
+    ``x << 3 | dy``, its column and its row below the row's first on that level (less than
+    ``2**start_level <= 8``); each level has its own list, which holds each of the row's
+    blocks of that level at most once per tree (a block splits at most once). A tree's
+    root reads its level's blocks of the row in place and writes its two lists to the
+    level's list; a root that splits like the previous tree's (``same_root[t]``) finds them
+    there, its blocks still on the same sides (the splits below that root only reorder
+    blocks within each list), and is counted without being evaluated again. Every
+    accumulator cell still adds its trees in tree order.
+    """
+    n_levels = level_offset.shape[0]
+    first = np.empty(n_levels + 1, dtype=np.int64)
+    first[0] = 0
+    for level in range(n_levels):
+        first[level + 1] = first[level] + ((n_cols << (2 * (start_level - level)))
+                                           if level <= start_level else 0)
+    # After the lists, each level's blocks of the row in order: a tree's first blocks, read
+    # in place by its root (filled on a level's first use).
+    templates = first[n_levels]
+    blocks = np.empty(2 * templates, dtype=np.int32)
+    root_left = 0
+    filled = np.zeros(n_levels, dtype=np.bool_)
+    spare = np.empty(first[1], dtype=np.int32)
+    top = np.empty(n_levels, dtype=np.int64)
+    # Lists still to walk, (node, level, start, stop): the right children along one path.
+    stack = np.empty((nodes.shape[0] + 1, 4), dtype=np.int64)
+    n_eval = 0
+    for t in range(roots.shape[0]):
+        k = tree_output[t]
+        level = np.int64(root_level[t])
+        step = start_level - level
+        for L in range(n_levels):
+            top[L] = first[L]
+        # The tree's first blocks: the level-`level` blocks of the row's start-level blocks.
+        start = templates + first[level]
+        stop = start + (n_cols << (2 * step))
+        if not filled[level]:
+            at = start
+            for x in range(n_cols << step):
+                for dy in range(1 << step):
+                    blocks[at] = (x << 3) | dy
+                    at += 1
+            filled[level] = True
+        pending = _push(stack, 0, roots[t], level, start, stop)
+        while pending > 0:
+            pending -= 1
+            node, level, start, stop = stack[pending]
+            y_first = np.int64(block_row) << (start_level - level)
+            feature_level = nodes[node, _LEVEL]
+            if feature_level < 0:
+                base = level_offset[level] + k
+                row_width = level_width[level]
+                leaf = value[node]
+                for i in range(start, stop):
+                    block = np.int64(blocks[i])
+                    acc[base + ((y_first + (block & 7)) * row_width + (block >> 3))
+                        * n_outputs] += leaf
+            elif feature_level < level:
+                # Finer than the blocks: their children on the feature's level.
+                shift = level - feature_level
+                side = 1 << shift
+                at = top[feature_level]
+                for i in range(start, stop):
+                    block = np.int64(blocks[i])
+                    child = ((block >> 3) << (shift + 3)) | ((block & 7) << shift)
+                    for dx in range(side):
+                        for dy in range(side):
+                            blocks[at] = child + ((dx << 3) | dy)
+                            at += 1
+                pending = _push(stack, pending, node, feature_level, top[feature_level], at)
+                top[feature_level] = at
+            else:
+                # One evaluation per block: the left ones stay in place (a root's blocks go
+                # to the level's list), in order, the right ones go to the spare list and
+                # follow them.
+                count = stop - start
+                root = start >= templates
+                target = start
+                if root:
+                    target = top[level]
+                    top[level] += count
+                if root and same_root[t]:
+                    # The previous tree's root split alike, and its lists are still in place
+                    # here: the splits below it only reordered the blocks within each list.
+                    n_left = root_left
+                else:
+                    shift = feature_level - level
+                    base = nodes[node, _BASE]
+                    row_step = nodes[node, _ROW]
+                    col_step = nodes[node, _COL]
+                    threshold = node_threshold[node, _THRESHOLD]
+                    nan_left = default_left[node]
+                    n_left = 0
+                    n_right = 0
+                    for i in range(start, stop):
+                        block = blocks[i]
+                        wide = np.int64(block)
+                        v = features[base + ((y_first + (wide & 7)) >> shift) * row_step
+                                     + ((wide >> 3) >> shift) * col_step]
+                        go_left = (v <= threshold) | (nan_left & (v != v))
+                        blocks[target + n_left] = block
+                        spare[n_right] = block
+                        n_left += go_left
+                        n_right += 1 - go_left
+                    blocks[target + n_left:target + count] = spare[:n_right]
+                    if root:
+                        root_left = n_left
+                n_eval += count
+                start = target
+                stop = target + count
+                middle = start + n_left
+                if stop > middle:
+                    pending = _push(stack, pending, nodes[node, _RIGHT], level, middle, stop)
+                if middle > start:      # walked first
+                    pending = _push(stack, pending, nodes[node, _LEFT], level, start, middle)
+    return n_eval
+
+
 @njit(cache=True, parallel=True, nogil=True)
 def _walk_blocks(features, nodes, node_threshold, default_left, value, node_cost, roots,
-                 root_level, tree_output, n_outputs, start_level, depth, height, width,
+                 root_level, same_root, tree_output, n_outputs, start_level, depth, height, width,
                  level_zshift, level_offset, level_height, level_width, acc, cost, evaluations,
                  pixel_evaluations):
     """Walk every tree over every start-level block, coarse to fine.
@@ -131,8 +271,9 @@ def _walk_blocks(features, nodes, node_threshold, default_left, value, node_cost
     image): evaluations of blocks wholly inside the image are
     counted as integers, those of blocks reaching into the padding by their fraction
     of image pixels, summed exactly in units of ``2**-unit_bits`` of a coarsest block.
-    A tree's first block of an image, inside the image and without a cost map (the common
-    case), is walked in a tight loop to a leaf or a finer feature, without that bookkeeping.
+    The common case, an image's row of start-level blocks inside the image without a cost
+    map, is walked up to its last whole block by `_walk_row`, without that bookkeeping
+    and without a branch per node.
     """
     n_levels = level_zshift.shape[0]
     unit_bits = 2 * (n_levels - 1) + level_zshift[n_levels - 1]
@@ -151,7 +292,17 @@ def _walk_blocks(features, nodes, node_threshold, default_left, value, node_cost
         border_units = 0
         block_plane = block_index // n_block_rows
         block_row = block_index - block_plane * n_block_rows
-        for block_col in range(n_block_cols):
+        n_listed = 0
+        if depth == 1 and cost is None and ((block_row + 1) << start_level) <= height:
+            # The common case: an image's row of blocks inside the image, without a cost
+            # map, walked with lists of blocks (`_walk_row`) up to its last whole block.
+            n_listed = width >> start_level
+            if n_listed > 0:
+                n_inside += _walk_row(features, nodes, node_threshold, default_left, value,
+                                      roots, root_level, same_root, tree_output, n_outputs,
+                                      start_level, block_row, n_listed, level_offset,
+                                      level_width, acc)
+        for block_col in range(n_listed, n_block_cols):
             # A start-level block wholly inside the image: so are all its blocks.
             block_inside = (((block_plane + 1) << start_zshift) <= depth
                             and ((block_row + 1) << start_level) <= height
@@ -175,28 +326,6 @@ def _walk_blocks(features, nodes, node_threshold, default_left, value, node_cost
                     for y_root in range(y_first, y_last):
                         for x_root in range(x_first, x_last):
                             node = np.int64(roots[t])
-                            if block_inside and depth == 1 and cost is None:
-                                # The common case, in a tight loop: an image's block inside the
-                                # image, without a cost map, up to a leaf or a finer feature;
-                                # the general walk below takes a finer feature on from there.
-                                n = 0
-                                feature_level = nodes[node, _LEVEL]
-                                while feature_level >= first_level:
-                                    shift = feature_level - first_level
-                                    v = features[nodes[node, _BASE]
-                                                 + (y_root >> shift) * nodes[node, _ROW]
-                                                 + (x_root >> shift) * nodes[node, _COL]]
-                                    n += 1
-                                    go_left = v <= node_threshold[node, _THRESHOLD] or (
-                                        np.isnan(v) and default_left[node])
-                                    node = nodes[node, _LEFT] if go_left else nodes[node, _RIGHT]
-                                    feature_level = nodes[node, _LEVEL]
-                                n_inside += n
-                                if feature_level < 0:
-                                    acc[level_offset[first_level]
-                                        + (y_root * level_width[first_level] + x_root)
-                                        * n_outputs + k] += value[node]
-                                    continue
                             level = first_level
                             z = z_root
                             y = y_root
@@ -451,6 +580,16 @@ def _root_levels(roots, node_level, start_level):
     return np.where(levels >= 1, levels, start_level).astype(np.int64)
 
 
+def _same_roots(nodes, default_left, roots, root_level):
+    """Per tree: whether its root splits the same blocks as the previous tree's root, alike
+    (same feature, threshold and missing-value direction, first walked on the same level)."""
+    record = np.column_stack([nodes[roots][:, [_LEVEL, _BASE, _ROW, _COL, _THRESHOLD]],
+                              default_left[roots], root_level])
+    same = np.zeros(roots.shape[0], dtype=np.bool_)
+    same[1:] = (record[1:] == record[:-1]).all(axis=1) & (nodes[roots[1:], _LEVEL] >= 0)
+    return same
+
+
 def _level_blocks(blocks, n_dims):
     """Per-level blocks ``(bz, by, bx)``: an image's ``(1, 2**L, 2**L)``, or a volume's."""
     if n_dims == 2:
@@ -589,9 +728,11 @@ def predict_multiscale(booster, level_arrays, feature_level, feature_slot, shape
     pixel_evaluations = np.zeros(n_block_rows)
     features = np.concatenate([np.asarray(a, dtype=np.float32).ravel() for a in level_arrays])
     nodes, node_threshold = _node_records(flat, node_level, node_slot, level_arrays)
+    root_level = _root_levels(flat["roots"], node_level, start_level)
     _walk_blocks(features, nodes, node_threshold, flat["default_left"],
-                 flat["value"], flat["node_cost"], flat["roots"],
-                 _root_levels(flat["roots"], node_level, start_level), flat["tree_output"], K,
+                 flat["value"], flat["node_cost"], flat["roots"], root_level,
+                 _same_roots(nodes, flat["default_left"], flat["roots"], root_level),
+                 flat["tree_output"], K,
                  start_level, depth, height, width, zshift, level_offset, level_height,
                  level_width, acc, cost, evaluations, pixel_evaluations)
     finish = (acc, level_offset, level_height, level_width, zshift, levels_used,
