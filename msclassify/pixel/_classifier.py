@@ -163,17 +163,18 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         but for a few pixels (docs/scribbles.md).
     teacher : {"mean", "boost", "forest"}, optional
         The distillation teacher's learner, on the same full-resolution
-        features. ``"boost"``: plain gradient boosting with the model's tree
-        settings. ``"forest"``: a forest of 50 extremely randomised trees of
+        features. ``"boost"`` (default): plain gradient boosting with the
+        model's tree settings. ``"forest"``: a forest of 50 extremely randomised trees of
         depth 10 (`msclassify.pixel._forest_teacher`); on a handful of clicks
         it varies less with which pixels were clicked (EM clicks: membrane F1
         +0.016, larvae clicks: larva F1 +0.073 over the draws), but it draws
         blurrier outlines (a real fly crop: outline error 0.31-0.35 instead of
-        0.18-0.19). ``"mean"`` (default): both, a pixel taking the class of
-        the mean of their raw scores
-        (`msclassify.pixel._forest_teacher.MeanTeacher`): the boosted
-        teacher's outlines with part of the forest's gain on clicks (EM
-        clicks +0.005, larvae clicks +0.011).
+        0.18-0.19). ``"mean"``: both, a pixel taking the class of the mean of
+        their raw scores (`msclassify.pixel._forest_teacher.MeanTeacher`):
+        the boosted teacher's outlines with part of the forest's gain on
+        clicks (EM clicks +0.004, larvae clicks +0.011), for 6-18% more
+        training time; not the default because the fly tracks' centroid
+        median against SLEAP moves from 2.96 to 3.01 px (target 3).
         docs/scribbles.md, sections 14 and 16. The teacher only labels
         training pixels: prediction costs the same.
     class_weight : {"auto", None, "sqrt", "balanced"}, optional
@@ -287,8 +288,8 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
     **Distillation.** Scribbles sit away from object boundaries, so on them
     alone a coarse 8x8-block decision looks as good as a full-resolution one
     and the cost penalty picks it: staircase outlines. So `fit` first trains a
-    teacher on the bank's full-resolution features (plain boosting and extra
-    trees, their mean: ``teacher``), and adds
+    teacher on the bank's full-resolution features (plain boosting by
+    default: ``teacher``), and adds
     ``n_distill_pixels`` pixels per frame labelled by it, most of them within
     3 px of its outlines (weight ``distill_weight`` times the scribbles';
     `msclassify.pixel._distill`). The model then pays for coarse decisions
@@ -349,7 +350,7 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
                  share_mode="path", growth="best_first", hessian="exact",
                  feature_cost_mode="lazy", evaluation_cost_mode="leaf", n_cost_samples=16384,
                  distill_weight=3.0, n_distill_pixels=25000, teacher_stride=4,
-                 teacher="mean", class_weight="auto",
+                 teacher="boost", class_weight="auto",
                  semi_supervised=False, n_unlabelled=4096, n_neighbors=9,
                  laplacian_regularization=0.0, spacing=None):
         self.features = features

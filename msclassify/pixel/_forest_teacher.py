@@ -11,8 +11,8 @@ margin to the recipe on EM clicks goes from -0.016 to -0.0004 (8 draws) and on
 the larvae clicks from -0.005 to +0.068 (10 draws); but its outlines are less
 precise, and on the real fly crop of ``tests/test_real_fly_outlines.py`` the
 model's outline error rises from 0.18-0.19 to 0.31-0.35 (docs/scribbles.md,
-section 14). So it is opt-in: ``PixelClassifier(teacher="forest")``. The
-default, ``teacher="mean"`` (`MeanTeacher`), fits both and gives a pixel the
+section 14). So it is opt-in: ``PixelClassifier(teacher="forest")``. So is
+``teacher="mean"`` (`MeanTeacher`), which fits both and gives a pixel the
 class of the mean of their raw scores: the boosted teacher's outlines with
 part of the forest's gain (docs/scribbles.md, section 16). The teacher only
 labels training pixels: prediction costs the same.
