@@ -29,7 +29,7 @@ from skimage.feature import graycomatrix, graycoprops
 from skimage.measure import regionprops_table
 
 from ..cegb import CEGBClassifier
-from ._measure import _pack
+from ._measure import _packed_objects
 
 __all__ = ["FEATURE_GROUPS", "ObjectClassifier", "object_features"]
 
@@ -61,14 +61,7 @@ def _grey(image):
 def _shape(objects, image, boxes):
     # regionprops_table on the objects' crops packed into one small image: the shape of an
     # object does not depend on where its box is, and no pass over the frame is made
-    numbers = [number for number, box in enumerate(boxes, start=1) if box is not None]
-    packed = [boxes[number - 1] for number in numbers]
-    corners, shape = _pack(packed, objects.shape[1])
-    canvas = np.zeros(shape, dtype=objects.dtype)
-    for number, box, (row, col) in zip(numbers, packed, corners):
-        inside = objects[box] == number
-        canvas[row:row + inside.shape[0], col:col + inside.shape[1]][inside] = number
-    return regionprops_table(canvas, properties=_SHAPE)
+    return regionprops_table(_packed_objects(objects, boxes)[-1], properties=_SHAPE)
 
 
 def _intensity(objects, image, boxes):

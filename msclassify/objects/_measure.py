@@ -188,25 +188,19 @@ def _measure_columns(objects, image=None, probability=None, frame=0, boxes=None)
         channels.append(probability)
     if boxes is None:
         boxes = ndi.find_objects(objects)
-    numbers = [number for number, box in enumerate(boxes, start=1) if box is not None]
-    boxes = [boxes[number - 1] for number in numbers]
     # regionprops_table measures the objects' crops packed into one small image, so no pass
-    # over the frame (e.g. its own `find_objects`); each crop holds only its own object, so
-    # every property is computed on the very pixels it would be in the frame
-    corners, shape = _pack(boxes, objects.shape[1])
-    canvas = np.zeros(shape, dtype=objects.dtype)
+    # over the frame (e.g. its own `find_objects`)
+    numbers, boxes, corners, places, canvas = _packed_objects(objects, boxes)
     # one channel is measured as it is (regionprops reads each object's pixels as float64);
     # several are stacked into one float32 image
+    shape = canvas.shape
     intensity = (None if not channels else
                  np.zeros(shape + (1,), dtype=channels[0].dtype) if len(channels) == 1 else
                  np.zeros(shape + (len(channels),), dtype=np.float32))
     crops = []
-    for number, box, (row, col) in zip(numbers, boxes, corners):
-        place = (slice(row, row + box[0].stop - box[0].start),
-                 slice(col, col + box[1].stop - box[1].start))
-        inside = objects[box] == number
-        canvas[place][inside] = number
-        if channels:
+    if channels:
+        for number, box, place in zip(numbers, boxes, places):
+            inside = canvas[place] == number
             for c, channel in enumerate(channels):
                 intensity[place + (c,)] = channel[box]
             crops.append((inside, intensity[place] * inside[..., None]))
@@ -222,6 +216,31 @@ def _measure_columns(objects, image=None, probability=None, frame=0, boxes=None)
     columns = _name_channels(columns, image, probability is not None)
     return {"frame": np.full(len(numbers), int(frame), dtype=np.int64),
             "object": columns.pop("label"), **columns}
+
+
+def _packed_objects(objects, boxes):
+    """The objects of ``boxes`` (``find_objects(objects)``; None entries skipped) with their
+    crops packed into one small label image (`_pack`), each crop holding only its own
+    object, so a property measured there is measured on the very pixels it has in
+    ``objects``.
+
+    Returns
+    -------
+    numbers, boxes, corners, places, canvas
+        The objects' numbers, their boxes in ``objects``, their crops' top-left corners and
+        slices in ``canvas``, and the packed label image.
+    """
+    numbers = [number for number, box in enumerate(boxes, start=1) if box is not None]
+    boxes = [boxes[number - 1] for number in numbers]
+    corners, shape = _pack(boxes, objects.shape[1])
+    canvas = np.zeros(shape, dtype=objects.dtype)
+    places = []
+    for number, box, (row, col) in zip(numbers, boxes, corners):
+        place = (slice(row, row + box[0].stop - box[0].start),
+                 slice(col, col + box[1].stop - box[1].start))
+        canvas[place][objects[box] == number] = number
+        places.append(place)
+    return numbers, boxes, corners, places, canvas
 
 
 def _pack(boxes, width):
