@@ -78,24 +78,33 @@ def fit_teacher(X, y, sample_weight, params, feature_indices, objective, n_class
     n_iterations)`` follows the boosting (progress; the forest reports once,
     when it is fitted).
     """
-    if kind == "mean":
-        return MeanTeacher([fit_teacher(X, y, sample_weight, params, feature_indices, objective,
-                                        n_classes, callback, kind="boost"),
-                            fit_teacher(X, y, sample_weight, params, feature_indices, objective,
-                                        n_classes, kind="forest")])
     labelled = sample_weight > 0
     rows = np.ascontiguousarray(X[labelled][:, feature_indices])
+    y, weight = y[labelled], sample_weight[labelled]
+    if kind == "mean":          # both teachers fit the same copied rows
+        return MeanTeacher([_boosted_teacher(rows, y, weight, params, feature_indices,
+                                             objective, n_classes, callback),
+                            _forest_teacher(rows, y, weight, params, n_classes, None)])
     if kind == "forest":
-        teacher = ForestTeacher(random_state=params["random_state"]).fit(
-            rows, y[labelled], sample_weight[labelled], 2 if n_classes is None else n_classes)
-        if callback is not None:
-            callback(teacher.n_estimators, teacher.n_estimators)
-        return teacher
+        return _forest_teacher(rows, y, weight, params, n_classes, callback)
+    return _boosted_teacher(rows, y, weight, params, feature_indices, objective, n_classes,
+                            callback)
+
+
+def _boosted_teacher(rows, y, weight, params, feature_indices, objective, n_classes, callback):
     teacher_params = dict(params, cost_tradeoff=0.0, feature_costs=None,
                           feature_batch_costs=None,
                           feature_share=np.asarray(params["feature_share"])[feature_indices])
-    return train(rows, y[labelled], objective, teacher_params, n_classes=n_classes,
-                 sample_weight=sample_weight[labelled], callback=callback)
+    return train(rows, y, objective, teacher_params, n_classes=n_classes, sample_weight=weight,
+                 callback=callback)
+
+
+def _forest_teacher(rows, y, weight, params, n_classes, callback):
+    teacher = ForestTeacher(random_state=params["random_state"]).fit(
+        rows, y, weight, 2 if n_classes is None else n_classes)
+    if callback is not None:
+        callback(teacher.n_estimators, teacher.n_estimators)
+    return teacher
 
 
 def teacher_band(classes, band):

@@ -70,7 +70,6 @@ class ForestTeacher:
         return np.log(proba)
 
 
-
 class MeanTeacher:
     """Several teachers as one: the class of the mean of their raw scores.
 
