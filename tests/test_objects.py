@@ -215,6 +215,23 @@ def test_the_dear_texture_is_bought_when_only_it_tells_the_classes_apart():
     assert np.ptp(features["intensity:intensity_std"]) < 3
 
 
+def test_a_pipeline_classifies_before_it_tracks_and_tracks_only_the_track_classes():
+    rng = np.random.default_rng(3)
+    big, small = _blobs(rng, 6, 20, [False] * 6), _blobs(rng, 6, 8, [False] * 6)
+    y = [{k: "fly" for k in range(1, 7)}, {k: "debris" for k in range(1, 7)}]
+    clf = ObjectClassifier(cost_tradeoff=0.05).fit([big, small], y)
+    (flies, fly_image), (debris, debris_image) = _blobs(rng, 2, 20, [False] * 2), \
+        _blobs(rng, 2, 8, [False] * 2)
+    labels = np.where(np.hstack([flies, debris]) > 0, 2, 1)
+    pipeline = ObjectPipeline(target=2, classifier=clf, tracker=ObjectTracker(search_range=5),
+                              track_classes=("fly",))
+    table = pipeline.frame_table(labels, np.hstack([fly_image, debris_image]), None, frame=0)
+    assert list(table.columns[:4]) == ["frame", "object", "track", "class"]
+    assert table["class"].tolist() == ["fly", "fly", "debris", "debris"]
+    assert table["track"].tolist()[2:] == [-1, -1]          # debris is not tracked
+    assert sorted(table["track"].tolist()[:2]) == [0, 1]
+
+
 def test_classes_need_two_examples_and_labels_must_name_objects():
     objects, image = _blobs(np.random.default_rng(2), 3, 10, [False] * 3)
     with pytest.raises(ValueError, match=r"'debris' \(1\) have fewer than 2 labelled objects"):

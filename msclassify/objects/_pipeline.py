@@ -98,16 +98,16 @@ class ObjectPipeline:
         columns = _measure_columns(objects, image,
                                    probability if self.probability_columns else None, frame,
                                    boxes)
+        classes = (None if self.classifier is None
+                   else self.classifier.predict(objects, image, boxes=boxes))
         added = {}                  # the columns after frame and object, in the table's order
         if self.tracker is not None:
-            added["track"] = None
-        if self.classifier is not None:
-            added["class"] = self.classifier.predict(objects, image, boxes=boxes)
-        if self.tracker is not None:
             tracked = np.ones(len(columns["object"]), dtype=bool)
-            if self.classifier is not None and self.track_classes is not None:
-                tracked = np.isin(added["class"], list(self.track_classes))
+            if classes is not None and self.track_classes is not None:
+                tracked = np.isin(classes, list(self.track_classes))
             added["track"] = self._link(frame, columns, tracked)
+        if classes is not None:
+            added["class"] = classes
         first = {name: columns.pop(name) for name in ("frame", "object")}
         return pd.DataFrame({**first, **added, **columns})
 
