@@ -314,12 +314,14 @@ def test_whole_image_results_update_in_place_and_closing_the_dock_stops_a_run(
     viewer, dock = _dock_with_a_model_file(make_napari_viewer, tmp_path, model_and_image)
     viewer.window.add_dock_widget(dock)
     dock.output_path.setText(str(tmp_path / "out.zarr"))
+    shown = []
     for _ in range(2):                    # the second run resumes the finished store
         with qtbot.waitSignal(dock.whole_finished, timeout=60000):
             dock.segment_whole()
         qtbot.waitUntil(lambda: dock.worker is None, timeout=60000)
-    shown = [layer.name for layer in viewer.layers if layer.name.startswith("out.zarr")]
-    assert shown == ["out.zarr classes"]
+        shown.append([layer for layer in viewer.layers if layer.name.startswith("out.zarr")])
+    assert [layer.name for layer in shown[1]] == ["out.zarr classes"]
+    assert shown[1][0] is shown[0][0]           # updated in place, not removed and re-added
 
     # a run of many chunks, then the dock is closed: the run stops after its chunk
     big = np.tile(image, (8, 8))

@@ -510,10 +510,6 @@ class LargeImageWidget(_qt_widget_base()):
                             f"{offset} in {time.perf_counter() - self._started:.1f} s")
         self.region_shown.emit()
 
-    def _add_under_scribbles(self, data, image, **kwargs):
-        """A result Labels layer (half opaque) right under the scribbles of ``image``."""
-        return self._under_scribbles(self.viewer.add_labels(data, opacity=0.5, **kwargs), image)
-
     def _under_scribbles(self, layer, image):
         """Move ``layer`` right under the scribbles of ``image``, which stay selected so that
         painting goes on."""
@@ -573,12 +569,13 @@ class LargeImageWidget(_qt_widget_base()):
         if self._gone(image):
             return
         name = f"{Path(output).name} classes"
-        if name in self.viewer.layers:       # an earlier run's (resumed): replaced, not piled up
-            self.viewer.layers.remove(name)
         for data, kwargs, _ in read_ome_zarr(Path(output) / "labels" / "classes"):
-            self._place(self._add_under_scribbles(
-                data, image, name=name,
-                multiscale=kwargs["multiscale"]), (0, 0), image)
+            # an earlier run's layer (resumed) is updated in place, not removed and re-added
+            layer, added = update_or_add_layer(self.viewer, "labels", data, name, opacity=0.5,
+                                               multiscale=kwargs["multiscale"])
+            if added:
+                self._under_scribbles(layer, image)
+            self._place(layer, (0, 0), image)
         self.whole_finished.emit(output)
 
     def stop(self):

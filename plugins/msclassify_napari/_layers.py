@@ -23,7 +23,8 @@ def update_or_add_layer(viewer, layer_type, data, name, **kwargs):
     """Put ``data`` in the layer called ``name``: in place if it is a ``layer_type`` layer of
     the same shape and dtype (a Labels layer: of the same number of dimensions), else in a new
     one (``viewer.add_<layer_type>(data, name=name, **kwargs)``, replacing a layer of that
-    name).
+    name). With ``multiscale=True`` in ``kwargs``, ``data`` is the list of levels and only a
+    multiscale layer is updated in place.
 
     Returns
     -------
@@ -34,10 +35,12 @@ def update_or_add_layer(viewer, layer_type, data, name, **kwargs):
     layers = viewer.layers
     if name in layers:
         layer = layers[name]
-        same = layer.data.shape == data.shape and layer.data.dtype == data.dtype
+        multiscale = bool(kwargs.get("multiscale", False))
+        first = data[0] if multiscale else data          # level 0 of a multiscale list
+        same = layer.data.shape == first.shape and layer.data.dtype == first.dtype
         if layer_type == "labels":            # napari re-slices a Labels layer of a new shape
-            same = layer.data.ndim == data.ndim
-        if isinstance(layer, _KINDS[layer_type]) and same:
+            same = layer.data.ndim == first.ndim
+        if isinstance(layer, _KINDS[layer_type]) and same and layer.multiscale == multiscale:
             for key in PLACEMENT:
                 if key in kwargs and tuple(getattr(layer, key)) != tuple(kwargs[key]):
                     setattr(layer, key, kwargs[key])
