@@ -42,14 +42,14 @@ def main():
     import napari
     from qtpy.QtWidgets import QApplication
 
-    from msclassify import PixelClassifier
+    from msclassify.models import load_model
     from msclassify_napari._large import BACKGROUND_NICE, LargeImageJob, read_ome_zarr
     from napari_session import EventLoopMonitor, bare_repaint_stall, cpu_slowdown
     from bench_napari_large import stall_while
 
     tmp = Path(args.tmp)
     source = tmp / f"mosaic_{args.size}.ome.zarr"
-    model = PixelClassifier.load(tmp / f"mosaic_{args.size}.labels.msc")
+    model = load_model(tmp / f"mosaic_{args.size}.labels.msc")
     viewer = napari.Viewer(show=True)
     viewer.window._qt_window.resize(1500, 1050)
     app = QApplication.instance()
