@@ -67,7 +67,7 @@ def parts_of(raw):
     for line in raw.splitlines():
         stack, _, n = line.rpartition(" ")
         frames = stack.split(";")
-        if "MainThread" not in frames[0] or "<module>" not in stack:
+        if "<module>" not in stack:          # the main thread's stack starts at the script
             continue
         if "_not_sampled" in stack or any(word in frames[-1] for word in IDLE) \
                 or "time.sleep" in ";".join(frames[-3:]):
@@ -128,7 +128,7 @@ def main():
 
     raw_file = args.keep or tempfile.mkstemp(suffix=".txt")[1]
     spy = subprocess.Popen(["py-spy", "record", "--pid", str(os.getpid()), "--native",
-                            "--rate", str(args.rate), "--format", "raw", "--output", raw_file],
+                            "--rate", str(args.rate), "--format", "raw", "--output", raw_file, "--threads"],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(2)                            # py-spy attached
     stalls, floors = [], []
