@@ -44,6 +44,7 @@ def main():
 
     from msclassify.models import load_model
     from msclassify_napari._large import BACKGROUND_NICE, LargeImageJob, read_ome_zarr
+    from bench_napari_large import stall_while
     from napari_session import EventLoopMonitor, bare_repaint_stall, cpu_slowdown
 
     tmp = Path(args.tmp)
@@ -63,21 +64,12 @@ def main():
         viewer.scene.camera.center = tuple(rng.uniform(0.1, 0.9, 2) * args.size)
         viewer.scene.camera.zoom = float(np.exp(rng.uniform(np.log(fit_zoom), np.log(2.0))))
 
-    def stall_while(seconds):
-        """Process events for ``seconds`` and until the timer ticked; the longest stall."""
-        monitor.mark()
-        ticks, end = len(monitor.ticks), time.perf_counter() + seconds
-        while time.perf_counter() < end or len(monitor.ticks) == ticks:
-            app.processEvents()
-            time.sleep(0.002)
-        return monitor.longest_gap()[0]
-
     def pan(seconds):
         stalls = []
         end = time.perf_counter() + seconds
         while time.perf_counter() < end:
             camera_move()
-            stalls.append(stall_while(0.4))
+            stalls.append(stall_while(app, monitor, 0.4))
         return stalls
 
     rows = []
