@@ -6,7 +6,8 @@ benchmarks/bench_napari_large.py --size 8192 --tmp DIR --whole-limit 15`` (any s
 measures with `napari_session.EventLoopMonitor`, with its own arguments). The script runs as
 usual; each stall it measures that is longer than ``GAP_S`` seconds (default 0.1) is printed
 to stderr with, per thread, its most frequent stacks (innermost frame first) among the
-samples taken inside the stall.
+samples taken inside the stall (the main thread always; other threads unless they only
+waited).
 
 A Python thread takes the samples (``sys._current_frames``, every 2 ms), so it needs the GIL:
 "max sampler gap" says how long it waited for it at most. A thread shown in one place for the
@@ -52,8 +53,9 @@ def _report(gap, end):
             per_thread[name][" < ".join(reversed(stack[-5:]))] += 1
     for name, stacks in per_thread.items():
         top = stacks.most_common(3)
-        if all(any(word in stack.split(" < ")[0] for word in IDLE) for stack, _ in top):
-            continue                                     # waiting all along
+        if name != "MainThread" and all(any(word in stack.split(" < ")[0] for word in IDLE)
+                                        for stack, _ in top):
+            continue                                     # a worker waiting all along
         print(f"  [{name}]", file=sys.stderr)
         for stack, count in top:
             print(f"    {count:4d} {stack[:300]}", file=sys.stderr)

@@ -11,7 +11,7 @@ The window shows the mosaic as napari's multiscale layer (the plugin's reader). 
 runs, in this order: camera moves with nothing in the background (napari's own cost of
 reading and drawing the levels), then `LargeImageJob.segment_whole` into a fresh store in a
 worker thread for ``--seconds`` at each priority (``nice`` 0, then the plugin's
-`BACKGROUND_NICE`), with one camera move every 0.4 s (a new centre and zoom, as in
+`BACKGROUND_NICE`; ``--nice 0,5,10`` for others), with one camera move every 0.4 s (a new centre and zoom, as in
 ``bench_napari_large.py``). Stall = the longest gap of a 10 ms timer on the GUI thread
 during each move (`EventLoopMonitor`); chunks/s is the background run's throughput.
 """
@@ -38,6 +38,9 @@ def main():
     parser.add_argument("--size", type=int, default=8192)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=8.0)
+    parser.add_argument("--nice", default=None,
+                        help="comma-separated nice values to compare (default: 0 and the "
+                             "plugin's BACKGROUND_NICE)")
     args = parser.parse_args()
     import napari
     from qtpy.QtWidgets import QApplication
@@ -47,6 +50,7 @@ def main():
     from bench_napari_large import stall_while
     from napari_session import EventLoopMonitor, bare_repaint_stall, cpu_slowdown
 
+    nices = [int(n) for n in args.nice.split(",")] if args.nice else [0, BACKGROUND_NICE]
     tmp = Path(args.tmp)
     source = tmp / f"mosaic_{args.size}.ome.zarr"
     model = load_model(tmp / f"mosaic_{args.size}.labels.msc")
@@ -77,7 +81,7 @@ def main():
         rows.append({"background": "none (napari's own)", "stalls": pan(args.seconds),
                      "chunks_per_s": float("nan"), "load": os.getloadavg()[0],
                      "slowdown": cpu_slowdown(), "floor": bare_repaint_stall(viewer, monitor)})
-        for nice in (0, BACKGROUND_NICE):
+        for nice in nices:
             output = tmp / f"study_pan_{nice}.zarr"
             shutil.rmtree(output, ignore_errors=True)
             stop, done = threading.Event(), []
