@@ -11,8 +11,8 @@ The window shows the mosaic as napari's multiscale layer (the plugin's reader). 
 runs, in this order: camera moves with nothing in the background (napari's own cost of
 reading and drawing the levels), then `LargeImageJob.segment_whole` into a fresh store in a
 worker thread for ``--seconds`` at each priority (``nice`` 0, then the plugin's
-`BACKGROUND_NICE`; ``--nice 0,5,10`` for others), with one camera move every 0.4 s (a new centre and zoom, as in
-``bench_napari_large.py``). Stall = the longest gap of a 10 ms timer on the GUI thread
+`BACKGROUND_NICE`; ``--nice 0,5,10`` for others), with one camera move every 0.4 s (a new
+centre and zoom, as in ``bench_napari_large.py``). Stall = the longest gap of a 10 ms timer on the GUI thread
 during each move (`EventLoopMonitor`); chunks/s is the background run's throughput.
 """
 
@@ -87,8 +87,8 @@ def main():
             stop, done = threading.Event(), []
 
             def run():
-                job.segment_whole(output, on_progress=lambda d, t: done.append(time.perf_counter()),
-                                  should_stop=stop.is_set, nice=nice)
+                job.segment_whole(output, should_stop=stop.is_set, nice=nice,
+                                  on_progress=lambda *_: done.append(time.perf_counter()))
 
             thread = threading.Thread(target=run)
             start = time.perf_counter()
@@ -113,7 +113,8 @@ def main():
                       "stall_median_ms": round(1000 * statistics.median(stalls)),
                       "stall_p90_ms": round(1000 * float(np.percentile(stalls, 90))),
                       "stall_max_ms": round(1000 * max(stalls)),
-                      "chunks_per_s": round(statistics.median(r["chunks_per_s"] for r in chosen), 2),
+                      "chunks_per_s": round(statistics.median(r["chunks_per_s"]
+                                                              for r in chosen), 2),
                       "floor_ms": round(1000 * statistics.median(r["floor"] for r in chosen)),
                       "load": round(statistics.median(r["load"] for r in chosen), 2),
                       "slowdown": round(statistics.median(r["slowdown"] for r in chosen), 2)})

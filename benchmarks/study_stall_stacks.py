@@ -128,7 +128,8 @@ def main():
 
     raw_file = args.keep or tempfile.mkstemp(suffix=".txt")[1]
     spy = subprocess.Popen(["py-spy", "record", "--pid", str(os.getpid()), "--native",
-                            "--rate", str(args.rate), "--format", "raw", "--output", raw_file, "--threads"],
+                            "--rate", str(args.rate), "--format", "raw", "--output", raw_file,
+                            "--threads"],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(2)                            # py-spy attached
     stalls, floors = [], []
