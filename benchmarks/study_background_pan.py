@@ -12,8 +12,9 @@ runs, in this order: camera moves with nothing in the background (napari's own c
 reading and drawing the levels), then `LargeImageJob.segment_whole` into a fresh store in a
 worker thread for ``--seconds`` at each priority (``nice`` 0, then the plugin's
 `BACKGROUND_NICE`; ``--nice 0,5,10`` for others), with one camera move every 0.4 s (a new
-centre and zoom, as in ``bench_napari_large.py``). Stall = the longest gap of a 10 ms timer on the GUI thread
-during each move (`EventLoopMonitor`); chunks/s is the background run's throughput.
+centre and zoom, as in ``bench_napari_large.py``). Stall = the longest gap of a 10 ms timer
+on the GUI thread during each move (`EventLoopMonitor`); chunks/s is the background run's
+throughput.
 """
 
 import argparse
