@@ -121,10 +121,11 @@ def stroke_paths(membrane, origin, n, seed):
 
 
 def stall_while(app, monitor, seconds):
-    """Process events for ``seconds``; the longest stall meanwhile."""
+    """Process events for ``seconds``, and until the timer ticked (a stall longer than
+    ``seconds`` is measured, not NaN); the longest stall meanwhile."""
     monitor.mark()
-    end = time.perf_counter() + seconds
-    while time.perf_counter() < end:
+    ticks, end = len(monitor.ticks), time.perf_counter() + seconds
+    while time.perf_counter() < end or len(monitor.ticks) == ticks:
         app.processEvents()
         time.sleep(0.002)
     return monitor.longest_gap()[0]

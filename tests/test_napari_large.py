@@ -5,6 +5,7 @@ the dock in a real window (xvfb-run): mouse strokes -> Train -> Segment visible 
 Run: ``xvfb-run -a python -m pytest tests/test_napari_large.py``.
 """
 
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +14,9 @@ import zarr
 
 from msclassify import PixelClassifier, load_model
 from msclassify.pixel import predict_region, training_windows
-from msclassify_napari._large import LargeImageJob, get_zarr_reader, read_ome_zarr
+from msclassify_napari._large import (BACKGROUND_NICE, LargeImageJob, get_zarr_reader,
+                                      read_ome_zarr)
+from msclassify_napari._priority import run_at_lower_priority
 from msclassify_napari._tiled_labels import TiledLabels
 
 
@@ -70,6 +73,30 @@ def test_job_segments_the_visible_region_and_stops_and_resumes(tmp_path, model_a
     assert seen[3] == (4, 25) and seen[-1] == (25, 25) and len(seen) == 25   # resumed
     written = zarr.open_group(str(tmp_path / "out.zarr"), mode="r")["labels/classes/0"][:]
     assert np.array_equal(written, model.predict(image))
+
+
+def _own_nice():
+    import os
+    import threading
+    return os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread nice is Linux's")
+def test_the_whole_image_runs_below_the_callers_priority_with_the_same_result(
+        tmp_path, model_and_image):
+    model, image = model_and_image
+    job = LargeImageJob(model, image)
+    mine, seen = _own_nice(), []
+    assert not job.segment_whole(tmp_path / "out.zarr", chunks=64, nice=BACKGROUND_NICE,
+                                 on_progress=lambda *p: seen.append(_own_nice()),
+                                 should_stop=lambda: len(seen) >= 2)       # stops as before
+    assert seen == [min(mine + BACKGROUND_NICE, 19)] * 2 and _own_nice() == mine
+    assert job.segment_whole(tmp_path / "out.zarr", chunks=64, nice=BACKGROUND_NICE)
+    written = zarr.open_group(str(tmp_path / "out.zarr"), mode="r")["labels/classes/0"][:]
+    assert np.array_equal(written, model.predict(image))
+    with pytest.raises(ZeroDivisionError):                    # errors reach the caller
+        run_at_lower_priority(lambda: 1 / 0)
+    assert _own_nice() == mine
 
 
 def test_a_store_made_by_another_model_is_not_resumed(tmp_path, model_and_image):

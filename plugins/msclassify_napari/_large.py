@@ -20,9 +20,11 @@ from qtpy.QtCore import QEvent, Signal
 from msclassify.io import open_image
 
 from ._layers import in_turns, update_or_add_layer
+from ._priority import BACKGROUND_NICE, run_at_lower_priority
 from ._tiled_labels import TiledLabels
 
-__all__ = ["LargeImageJob", "LargeImageWidget", "get_zarr_reader", "read_ome_zarr"]
+__all__ = ["BACKGROUND_NICE", "LargeImageJob", "LargeImageWidget", "get_zarr_reader",
+           "read_ome_zarr"]
 
 # The longest side of a region napari paints in or "Segment visible region" predicts: the
 # centre of the view when more is on screen (a Labels layer of 2048² redraws in ~0.1 s).
@@ -152,12 +154,13 @@ class LargeImageJob:
         return labels, (region[0].start, region[1].start)
 
     def segment_whole(self, output, chunks=1024, probabilities=False, model_file=None,
-                      on_progress=None, should_stop=None):
+                      on_progress=None, should_stop=None, nice=0):
         """Segment every chunk into the OME-Zarr store ``output`` (resumed if it holds this
         job); ``on_progress(done, total)`` after each chunk; a true ``should_stop()`` stops
         after the current chunk (the finished ones stay). With ``model_file`` (the model
         saved) and a lazy image, the store records what made it and refuses to be resumed
-        by another model or image.
+        by another model or image. With ``nice`` > 0 the run and its threads run that many
+        steps lower in CPU priority (`run_at_lower_priority`; the dock: `BACKGROUND_NICE`).
 
         Returns
         -------
@@ -188,9 +191,12 @@ class LargeImageJob:
             if should_stop is not None and should_stop() and done < total:
                 raise _Stopped
 
-        try:
+        def run():
             predict_to_store(model, self.image, writer, probabilities=probabilities,
                              on_chunk=on_chunk)
+
+        try:
+            run_at_lower_priority(run, nice) if nice > 0 else run()
         except _Stopped:
             return False
         return True
@@ -547,7 +553,7 @@ class LargeImageWidget(_qt_widget_base()):
         set_progress(self.progress, 0, 1, "segmenting the whole image: %v / %m chunks")
         self.status.setText(f"segmenting the whole image into {output}…")
         return self._start(job.segment_whole, output, model_file=model_file,
-                           on_progress=self.chunk_done.emit,
+                           on_progress=self.chunk_done.emit, nice=BACKGROUND_NICE,
                            should_stop=lambda: self._stop_requested, stoppable=True,
                            returned=lambda done: self._whole_done(done, str(output), image))
 
