@@ -12,6 +12,7 @@ Writes ``benchmarks/results/<--out>.json``. Run with ``NUMBA_NUM_THREADS=1`` for
 that are those of one idle core.
 
     python benchmarks/study_teacher_rounds.py --cases fly-4 larvae-4 photo-4 --draws 4
+    python benchmarks/study_teacher_rounds.py --cases fly-4 --draws 4 --first-draw 4
 """
 
 import argparse
@@ -34,6 +35,7 @@ def main():
     parser.add_argument("--cases", nargs="+", default=["fly-4", "larvae-4", "photo-4"],
                         choices=["fly-4", "larvae-4", "photo-4"])
     parser.add_argument("--draws", type=int, default=4)
+    parser.add_argument("--first-draw", type=int, default=0)
     parser.add_argument("--variant", type=parse_variant, action="append", default=[],
                         metavar="NAME=JSON", help="replaces the default pair of variants")
     parser.add_argument("--out", default="teacher_rounds")
@@ -41,7 +43,8 @@ def main():
     variants = args.variant or VARIANTS
     rows = []
     for case in args.cases:
-        for draw in range(1 if case == "photo-4" else args.draws):
+        first = 0 if case == "photo-4" else args.first_draw
+        for draw in range(first, first + (1 if case == "photo-4" else args.draws)):
             image, labels, truth = case_data(case, truth=True, draw=draw)
             warm_up(image, labels, {})
             row = {"case": case, "draw": draw, "load": os.getloadavg()[0]}

@@ -180,10 +180,11 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
     teacher_estimators : int or None, optional
         Boosting rounds of the boosted teacher (``teacher="boost"`` or
         ``"mean"``). None (default): ``n_estimators`` with two classes; with
-        K > 2 classes ``round(2 * n_estimators / K)`` (`teacher_rounds`): a
-        round grows one tree per class, and on 4-class scribbles of real frames
-        half the rounds labelled pixels as well and took 0.5-0.8 s less of a
-        5 s Train (docs/scribbles.md, section 18).
+        K > 2 classes ``round(2 * n_estimators / K)``
+        (`msclassify.pixel._distill.teacher_rounds`): a round grows one tree per
+        class, and on 4-class scribbles of real frames half the rounds gave
+        models as accurate or slightly more (+0.001 to +0.003, paired per draw)
+        for 11-18 % less training CPU (docs/scribbles.md, section 18).
     class_weight : {"auto", None, "sqrt", "balanced"}, optional
         How much each class's scribbles weigh in the loss, for the distillation
         teacher and the model alike. With every labelled pixel weighing 1
