@@ -183,8 +183,9 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         K > 2 classes ``round(2 * n_estimators / K)``
         (`msclassify.pixel._distill.teacher_rounds`): a round grows one tree per
         class, and on 4-class scribbles of real frames half the rounds gave
-        models as accurate or slightly more (+0.001 to +0.003, paired per draw)
-        for 11-18 % less training CPU (docs/scribbles.md, section 18).
+        models as accurate within the draws' noise (mean differences −0.001 to
+        +0.003, paired per draw) for 11-19 % less training CPU
+        (docs/scribbles.md, section 18).
     class_weight : {"auto", None, "sqrt", "balanced"}, optional
         How much each class's scribbles weigh in the loss, for the distillation
         teacher and the model alike. With every labelled pixel weighing 1

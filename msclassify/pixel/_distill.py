@@ -72,7 +72,7 @@ def teacher_rounds(n_estimators, n_classes, teacher_estimators=None):
     ``round(2 * n_estimators / n_classes)`` (at least 1) with more. A round grows
     one tree per class: with many classes the teacher, fitted on the scribbles
     alone, stops earlier (on 4-class scribbles of real frames half the rounds
-    scored as well; docs/scribbles.md, section 18).
+    scored as well within the draws' noise; docs/scribbles.md, section 18).
 
     >>> teacher_rounds(50, 2), teacher_rounds(50, 4), teacher_rounds(50, 3), teacher_rounds(50, 4, 50)
     (50, 25, 33, 50)
