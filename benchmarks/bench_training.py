@@ -134,7 +134,8 @@ def case_data(case, truth=False, draw=0):
     grey = image.mean(axis=2)
     far = grey < np.percentile(grey[~larvae], 50)          # the darker half: tray
     classes = four_classes(larvae, far)
-    return (image, balanced_scribbles(classes, seed=1 + 1000 * draw)) + ((classes,) if truth else ())
+    return (image, balanced_scribbles(classes, seed=1 + 1000 * draw)) + (
+        (classes,) if truth else ())
 
 
 def warm_up(image, labels, params):

@@ -1,4 +1,4 @@
-"""Many classes: the distillation teacher's rounds against accuracy and training CPU, paired per draw.
+"""Many classes: the distillation teacher's rounds, accuracy and training CPU paired per draw.
 
 For every draw of the 4-class cases of ``bench_training.py`` (fly-4 and larvae-4: 4-class
 maps of real frames, scribbles redrawn per draw; photo-4: the napari benchmark's fixed

@@ -74,12 +74,15 @@ def teacher_rounds(n_estimators, n_classes, teacher_estimators=None):
     alone, stops earlier (on 4-class scribbles of real frames half the rounds
     scored as well within the draws' noise; docs/scribbles.md, section 18).
 
-    >>> teacher_rounds(50, 2), teacher_rounds(50, 4), teacher_rounds(50, 3), teacher_rounds(50, 4, 50)
-    (50, 25, 33, 50)
+    >>> [teacher_rounds(50, 2), teacher_rounds(50, 4), teacher_rounds(50, 3)]
+    [50, 25, 33]
+    >>> teacher_rounds(50, 4, teacher_estimators=50)
+    50
     """
     if teacher_estimators is not None:
         return int(teacher_estimators)
-    return int(n_estimators) if n_classes <= 2 else max(1, round(2 * int(n_estimators) / n_classes))
+    n_estimators = int(n_estimators)
+    return n_estimators if n_classes <= 2 else max(1, round(2 * n_estimators / n_classes))
 
 
 def fit_teacher(X, y, sample_weight, params, feature_indices, objective, n_classes,
