@@ -184,7 +184,7 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         (`msclassify.pixel._distill.teacher_rounds`): a round grows one tree per
         class, and on 4-class scribbles of real frames half the rounds gave
         models as accurate within the draws' noise (mean differences −0.001 to
-        +0.003, paired per draw) for 11-19 % less training CPU
+        +0.003, paired per draw) for 11-20 % less training CPU
         (docs/scribbles.md, section 18).
     class_weight : {"auto", None, "sqrt", "balanced"}, optional
         How much each class's scribbles weigh in the loss, for the distillation
