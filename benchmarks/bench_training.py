@@ -34,7 +34,9 @@ its class map, the default before its coarse-to-fine map); ``all-features`` = ``
 (every tree draws from all features; the default before ``colsample=None``, which draws half of
 them per tree with more than two classes); ``teacher-boost`` / ``teacher-mean`` = the boosted
 teacher alone / the mean of the boosted and the extra-trees teacher (``teacher="mean"``);
-``omp-spin`` = the default with
+``teacher-all-rounds`` = ``teacher_estimators=50`` (the boosted teacher grows as many rounds
+as the model whatever the classes, as before ``teacher_estimators=None`` gave it
+``round(2 * 50 / K)`` with K > 2 classes); ``omp-spin`` = the default with
 ``GOMP_SPINCOUNT=300000`` (libgomp's own default: idle OpenMP threads spin about 3 ms after
 each parallel kernel, as before msclassify set ``GOMP_SPINCOUNT=3000``); ``live-4`` = the
 napari widget's live-update model for 4 classes (``features="fine"``, ``cost_tradeoff=2e-4``, 10
@@ -82,6 +84,8 @@ VARIANTS = {"default": {}, "auto": {"cost_tradeoff": "auto"},
             "balanced": {"class_weight": "balanced"}, "teacher-stride-1": {"teacher_stride": 1},
             "all-features": {"colsample": 1.0}, "omp-spin": {},
             "teacher-boost": {"teacher": "boost"}, "teacher-mean": {"teacher": "mean"},
+            # the teacher's rounds before they depended on the classes (section 18)
+            "teacher-all-rounds": {"teacher_estimators": 50},
             # the napari widget's live-update model with 4 classes
             # (ClassifierSettings().for_live_update(4) of plugins/msclassify_napari/_controller.py)
             "live-4": {"features": "fine", "cost_tradeoff": 2e-4, "n_estimators": 10,
@@ -100,10 +104,11 @@ def four_classes(object_mask, far):
     return out
 
 
-def case_data(case, truth=False):
+def case_data(case, truth=False, draw=0):
     """``(image, labels)`` of a case (see the module docstring); with ``truth``
     ``(image, labels, truth)``: the class map of fly-4 and larvae-4, the larva mask of
-    photo-4, None for the 2-class cases."""
+    photo-4, None for the 2-class cases. ``draw`` > 0 draws other scribbles on fly-4 and
+    larvae-4 (seed + 1000 x draw; the other cases have one set of scribbles)."""
     from scipy import ndimage as ndi
     from _real_data import (balanced_scribbles, load_fly_larvae_dev, load_fly_masks_dev,
                             larvae_instances, LARVAE_DIR, _read_png)
@@ -115,7 +120,7 @@ def case_data(case, truth=False):
         flies = data["test_masks"][0] > 0
         far = ~ndi.binary_dilation(flies, iterations=10)
         classes = four_classes(flies, far)
-        return (data["test_images"][0], balanced_scribbles(classes, seed=0)) + (
+        return (data["test_images"][0], balanced_scribbles(classes, seed=1000 * draw)) + (
             (classes,) if truth else ())
     if case == "photo-4":
         from bench_napari import larvae_photo
@@ -129,7 +134,8 @@ def case_data(case, truth=False):
     grey = image.mean(axis=2)
     far = grey < np.percentile(grey[~larvae], 50)          # the darker half: tray
     classes = four_classes(larvae, far)
-    return (image, balanced_scribbles(classes, seed=1)) + ((classes,) if truth else ())
+    return (image, balanced_scribbles(classes, seed=1 + 1000 * draw)) + (
+        (classes,) if truth else ())
 
 
 def warm_up(image, labels, params):
@@ -142,6 +148,19 @@ def warm_up(image, labels, params):
     for k, value in enumerate(classes):
         stripes[4 + 20 * k:10 + 20 * k, 4:92] = value
     PixelClassifier(**dict(params, random_state=0, n_estimators=2)).fit(small, stripes)
+
+
+def case_accuracy(model, image, labels, truth):
+    """Over the pixels not scribbled: pixel accuracy against the 4-class map, or (photo-4)
+    larva pixel F1 against the real mask (larva is class 2); None without ``truth``."""
+    if truth is None:
+        return None
+    predicted, unlabelled = model.predict(image), labels == 0
+    if truth.dtype == bool:
+        hit = predicted == 2
+        return float(2 * np.sum(hit & truth & unlabelled)
+                     / (np.sum(hit & unlabelled) + np.sum(truth & unlabelled)))
+    return float(np.mean(predicted[unlabelled] == truth[unlabelled]))
 
 
 def run_one(case, variant):
@@ -181,17 +200,7 @@ def run_one(case, variant):
         name = "model" if stage.startswith("μ path") else stage
         stages_cpu[name] = stages_cpu.get(name, 0.0) + end - start
     counts = np.bincount(labels.ravel())[1:]
-    # after the timing, over the pixels not scribbled: pixel accuracy against the 4-class map,
-    # or (photo-4) larva pixel F1 against the real mask (larva is class 2)
-    accuracy = None
-    if truth is not None:
-        predicted, unlabelled = model.predict(image), labels == 0
-        if truth.dtype == bool:
-            hit = predicted == 2
-            accuracy = float(2 * np.sum(hit & truth & unlabelled)
-                             / (np.sum(hit & unlabelled) + np.sum(truth & unlabelled)))
-        else:
-            accuracy = float(np.mean(predicted[unlabelled] == truth[unlabelled]))
+    accuracy = case_accuracy(model, image, labels, truth)    # after the timing
     return {"accuracy": accuracy, "case": case, "variant": variant, "wall s": wall, "cpu s": cpu,
             "peak RSS MB": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
             "stages": stages, "stages cpu": stages_cpu, "classes": int((counts > 0).sum()),

@@ -177,3 +177,44 @@ def test_pixel_classifier_distils_only_with_full_resolution_and_coarse_features(
         PixelClassifier(distill_weight=-1).fit(image, labels)
     with pytest.raises(ValueError, match="n_distill_pixels"):
         PixelClassifier(n_distill_pixels=0).fit(image, labels)
+
+
+def test_teacher_rounds_fall_with_the_classes_unless_given():
+    # 2 classes: the model's rounds; K > 2: round(2 n / K), at least 1; given: as given
+    assert distill.teacher_rounds(50, 2) == 50
+    assert [distill.teacher_rounds(50, k) for k in (3, 4, 5, 8)] == [33, 25, 20, 12]
+    assert distill.teacher_rounds(1, 8) == 1
+    assert distill.teacher_rounds(50, 4, 50) == 50 and distill.teacher_rounds(50, 2, 7) == 7
+
+
+def _teacher_steps(clf, image, labels):
+    """The boosting rounds the fit's "teacher" stage counted (its last step)."""
+    steps = []
+    clf.fit(image, labels, progress=lambda report: steps.append((report.stage, report.step,
+                                                                 report.n_steps)))
+    teacher = [(step, n) for stage, step, n in steps if stage == "teacher"]
+    assert teacher and teacher[-1][0] == teacher[-1][1]
+    return teacher[-1][1]
+
+
+def test_many_classes_fit_a_teacher_of_fewer_rounds_and_two_classes_the_same_model():
+    rng = np.random.default_rng(0)
+    image = np.zeros((48, 48))
+    for k in range(4):                                      # four vertical bands, 4 classes
+        image[:, 12 * k:12 * k + 12] = k
+    image += rng.normal(0, 0.2, image.shape)
+    labels = np.zeros((48, 48), np.uint8)
+    for k in range(4):
+        labels[4:44:3, 12 * k + 4:12 * k + 8] = k + 1
+    common = dict(n_estimators=8, class_weight=None, random_state=0)
+    assert _teacher_steps(PixelClassifier(**common), image, labels) == 4      # round(2 * 8 / 4)
+    assert _teacher_steps(PixelClassifier(teacher_estimators=8, **common), image, labels) == 8
+    assert _teacher_steps(PixelClassifier(teacher_estimators=3, **common), image, labels) == 3
+    # two classes: the teacher keeps the model's rounds, so the model is the one of 8 given
+    two = np.where(labels > 2, 2, np.where(labels > 0, 1, 0)).astype(np.uint8)
+    assert _teacher_steps(PixelClassifier(**common), image, two) == 8
+    same = [PixelClassifier(teacher_estimators=t, **common).fit(image, two).predict_proba(image)
+            for t in (None, 8)]
+    np.testing.assert_array_equal(same[0], same[1])
+    with pytest.raises(ValueError, match="teacher_estimators"):
+        PixelClassifier(teacher_estimators=0).fit(image, labels)

@@ -46,7 +46,8 @@ from ..cegb import most_probable_class, train
 from ._forest_teacher import ForestTeacher, MeanTeacher
 
 __all__ = ["DISTILL_BAND", "EDGE_SHARE", "EDGE_WEIGHT", "TEACHERS", "TEACHER_MARGIN",
-           "TEACHER_STRIDE", "fit_teacher", "teacher_band", "teacher_classes", "teacher_pixels"]
+           "TEACHER_STRIDE", "fit_teacher", "teacher_band", "teacher_classes", "teacher_pixels",
+           "teacher_rounds"]
 
 # Half-width of the band around the teacher's class changes, in pixels.
 DISTILL_BAND = 3
@@ -62,6 +63,26 @@ TEACHER_MARGIN = 4.0
 TEACHERS = ("boost", "forest", "mean")
 # Points the teacher predicts at a time while refining (their feature rows are copies).
 _POINT_BLOCK = 1 << 16
+
+
+def teacher_rounds(n_estimators, n_classes, teacher_estimators=None):
+    """Boosting rounds of the distillation teacher.
+
+    ``teacher_estimators`` when given; else ``n_estimators`` with two classes and
+    ``round(2 * n_estimators / n_classes)`` (at least 1) with more. A round grows
+    one tree per class: with many classes the teacher, fitted on the scribbles
+    alone, stops earlier (on 4-class scribbles of real frames half the rounds
+    scored as well within the draws' noise; docs/scribbles.md, section 18).
+
+    >>> [teacher_rounds(50, 2), teacher_rounds(50, 4), teacher_rounds(50, 3)]
+    [50, 25, 33]
+    >>> teacher_rounds(50, 4, teacher_estimators=50)
+    50
+    """
+    if teacher_estimators is not None:
+        return int(teacher_estimators)
+    n_estimators = int(n_estimators)
+    return n_estimators if n_classes <= 2 else max(1, round(2 * n_estimators / n_classes))
 
 
 def fit_teacher(X, y, sample_weight, params, feature_indices, objective, n_classes,

@@ -52,7 +52,7 @@ class TrainingProgress(NamedTuple):
 
 def stage_weights(n_pixels, n_channels, n_scribbled, n_teacher_features, n_rows, n_features,
                   n_estimators, n_outputs, distill, n_fits, path_rows=1.0, teacher_stride=1,
-                  teacher_fits=1, path_trees=0.5):
+                  teacher_fits=1, path_trees=0.5, teacher_rounds=None):
     """Expected time of each stage of a fit, in arbitrary units: ``[(stage, weight), ...]``.
 
     A linear cost model (coefficients fitted to ``benchmarks/bench_training.py``
@@ -65,15 +65,17 @@ def stage_weights(n_pixels, n_channels, n_scribbled, n_teacher_features, n_rows,
     ``path_trees`` of the trees on the share ``path_rows`` of the rows (the path search
     may fit fewer: its fraction then jumps to the last fit). ``teacher_fits=2``
     (``class_weight="auto"``) counts the teacher's refit, made when a class is scribbled
-    less than the teacher finds it.
+    less than the teacher finds it; ``teacher_rounds`` are its boosting rounds (None:
+    ``n_estimators``).
     """
     trees = n_estimators * n_outputs
+    teacher_trees = trees if teacher_rounds is None else teacher_rounds * n_outputs
     plan = [("features", 1.0 * n_pixels * n_channels / 1e6)]
     if distill:
-        plan.append(("teacher", teacher_fits * trees
+        plan.append(("teacher", teacher_fits * teacher_trees
                      * (3e-3 + 2e-9 * n_scribbled * n_teacher_features)))
         plan.append(("distillation", 0.3 * n_pixels / 1e6
-                     * (0.2 + trees / 50 * 4 * (1 / teacher_stride ** 2 + 0.05))))
+                     * (0.2 + teacher_trees / 50 * 4 * (1 / teacher_stride ** 2 + 0.05))))
     per_fit = trees * (8e-3 + 1.2e-9 * n_rows * n_features)
     if n_fits == 1:
         plan.append(("model", per_fit))
