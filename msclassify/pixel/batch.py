@@ -19,6 +19,7 @@ import contextlib
 import dataclasses
 import logging
 import os
+import queue
 import signal
 import threading
 import time
@@ -31,12 +32,12 @@ import numpy as np
 
 from ..checks import available_memory, check_int
 from ..modelfile import ModelFile, open_model_file
-from ._apply import predict_frame
+from ._apply import FramePrediction, predict_frame
 from ._classifier import load_pixel_model
 from ._export import FrameExport
 
 __all__ = ["BatchError", "available_cores", "connect", "local_cluster", "model_record",
-           "predict_to_writer", "prediction_provenance"]
+           "predict_frames", "predict_to_writer", "prediction_provenance"]
 
 # Frames per Dask task: large enough that scheduling overhead (~ms) is small
 # next to a prediction (~0.1 s for 1024x1024), small enough to balance load.
@@ -48,6 +49,9 @@ _CHUNKS_PER_WORKER = 2
 _READ_AHEAD = 2
 # Frames predicted at once by `predict_to_writer` in this process (`_predict_here`).
 _FRAMES_IN_FLIGHT = 2
+# How often `predict_frames`' thread, waiting to hand a frame over, checks that its caller
+# has not stopped.
+_HAND_OVER_POLL_SECONDS = 0.1
 # How long a run on a cluster without workers waits for one to join.
 _WORKER_WAIT_SECONDS = 60
 # While waiting for a chunk: how often the cluster is checked, and how long it may have no
@@ -136,6 +140,99 @@ def predict_to_writer(model, source, writer, todo, *, frame_index=None, probabil
                          "content), which are shipped to the workers")
     return _predict_on_cluster(client, model_bytes, source, writer, todo, frame_index,
                                probabilities, chunk_size, on_frame)
+
+
+def predict_frames(model, source, todo, *, frame_index=None, probabilities=False, dtype=None):
+    """Predict frames ``todo`` of ``source`` as `predict_to_writer` does in this process
+    (the next frames read ahead, two frames at a time where cores and memory allow), and
+    yield each in order, for a caller that shows the frames rather than writing them (the
+    napari plugin).
+
+    The frames are predicted in a background thread; at most one finished frame waits for
+    the caller beside the frames in flight. Closing the generator (or stopping iterating
+    and dropping it) stops the run: the background thread ends after the frames in flight,
+    without the caller waiting for them.
+
+    Parameters
+    ----------
+    model, source, todo, frame_index, probabilities
+        As for `predict_to_writer`.
+    dtype : numpy dtype, optional
+        Dtype of the labels (default: that of the model's classes).
+
+    Yields
+    ------
+    position : int
+        The position in ``todo``'s numbering (as a writer would get it).
+    prediction : FramePrediction
+        Labels, and with ``probabilities`` the probabilities (uncertainty is None).
+
+    Examples
+    --------
+    >>> class Threshold:                      # any object with predict(frame)
+    ...     def predict(self, frame):
+    ...         return (frame > 1).astype(np.uint8) + 1
+    >>> class Frames(list):
+    ...     def read(self, i):
+    ...         return self[i]
+    >>> frames = Frames([np.arange(4), np.arange(4) - 1, np.arange(4) + 1])
+    >>> [(p, r.labels.tolist()) for p, r in predict_frames(Threshold(), frames, [0, 2])]
+    [(0, [1, 1, 2, 2]), (2, [1, 2, 2, 2])]
+    """
+    handed = queue.Queue(maxsize=1)
+    stop = threading.Event()
+    writer = _HandOver(handed, stop, dtype)
+    failed = []
+
+    def run():
+        try:
+            predict_to_writer(model, source, writer, todo, frame_index=frame_index,
+                              probabilities=probabilities)
+        except _Stopped:
+            pass
+        except BaseException as exc:       # handed to the caller's thread, raised there
+            failed.append(exc)
+        finally:
+            _hand_over(handed, stop, None)
+
+    thread = threading.Thread(target=run, name="msclassify predict_frames", daemon=True)
+    thread.start()
+    try:
+        while (item := handed.get()) is not None:
+            yield item
+        thread.join()
+        if failed:
+            raise failed[0]
+    finally:
+        stop.set()                         # closed early: the frames in flight end, unshown
+
+
+class _Stopped(Exception):
+    """`predict_frames`' caller stopped iterating."""
+
+
+@dataclasses.dataclass
+class _HandOver:
+    """A frame writer for `predict_frames`: hands each frame to the iterating thread."""
+
+    handed: queue.Queue
+    stop: threading.Event
+    dtype: object = None
+
+    def write(self, position, labels, probabilities=None):
+        if not _hand_over(self.handed, self.stop,
+                          (position, FramePrediction(labels, probabilities, None))):
+            raise _Stopped
+
+
+def _hand_over(handed, stop, item):
+    """Put ``item`` in the queue ``handed`` unless ``stop`` is set meanwhile (the caller
+    stopped taking them); whether it was put."""
+    while not stop.is_set():
+        with contextlib.suppress(queue.Full):
+            handed.put(item, timeout=_HAND_OVER_POLL_SECONDS)
+            return True
+    return False
 
 
 def model_record(model_file):

@@ -39,6 +39,7 @@ from scipy import ndimage
 from msclassify import pixel
 from msclassify.pixel import PixelClassifier, label_dtype, load_pixel_model, \
     open_export
+from msclassify.pixel.batch import predict_frames
 
 from ._frame_labels import FrameLabels
 
@@ -219,6 +220,10 @@ class FrameStack:
         frame = np.asarray(self.data[index] if self.is_stack else self.data)
         # alpha is opacity, not image content: a model must not learn from it
         return frame[..., :3] if self.rgb else frame
+
+    def read(self, index):
+        """`frame`: a FrameStack is a frame source (`msclassify.pixel.batch.predict_frames`)."""
+        return self.frame(index)
 
     def check_labels(self, labels_shape):
         """Raise ValueError unless a Labels layer of ``labels_shape`` matches the image."""
@@ -775,14 +780,26 @@ def describe_model(classifier, training=None, prediction=None, cost=None, origin
 # -- all frames, files ---------------------------------------------------------------------------
 
 def apply_to_frames(classifier, stack, frame_indices=None):
-    """Segment frames one by one; yields ``(frame_index, labels)``.
+    """Segment frames in order; yields ``(frame_index, labels)``.
 
-    Stop iterating (napari: ``worker.quit()``) to cancel; frames already
-    yielded stay valid.
+    The next frames are read and predicted while the caller shows one, two at a time where
+    the cores and the memory allow (`msclassify.pixel.batch.predict_frames`, as the command
+    line's ``predict`` does). Stop iterating (napari: ``worker.quit()``) to cancel: the
+    frames in flight are dropped, frames already yielded stay valid.
+
+    Examples
+    --------
+    >>> class Threshold:
+    ...     def predict(self, frame):
+    ...         return (frame > 0).astype(np.uint8) + 1
+    >>> stack = FrameStack(np.arange(3 * 2 * 2).reshape(3, 2, 2) - 5)
+    >>> [(index, labels.tolist()) for index, labels in apply_to_frames(Threshold(), stack, [2, 0])]
+    [(2, [[2, 2], [2, 2]]), (0, [[1, 1], [1, 1]])]
     """
-    indices = range(stack.n_frames) if frame_indices is None else frame_indices
-    for index in indices:
-        yield index, classifier.predict(stack.frame(index))
+    indices = list(range(stack.n_frames) if frame_indices is None else frame_indices)
+    for position, result in predict_frames(classifier, stack, range(len(indices)),
+                                           frame_index=indices):
+        yield indices[position], result.labels
 
 
 def training_status(report):
