@@ -47,7 +47,8 @@ def main():
     from qtpy.QtWidgets import QApplication
 
     from msclassify.models import load_model
-    from msclassify_napari._large import BACKGROUND_NICE, LargeImageJob, read_ome_zarr
+    from msclassify.pixel import BACKGROUND_NICE
+    from msclassify_napari._large import LargeImageJob, read_ome_zarr
     from bench_napari_large import stall_while
     from napari_session import EventLoopMonitor, bare_repaint_stall, cpu_slowdown
 

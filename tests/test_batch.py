@@ -4,6 +4,7 @@ The cluster runs two worker processes on 127.0.0.1, as ``msclassify predict --wo
 """
 
 import itertools
+import os
 import sys
 import threading
 import time
@@ -15,7 +16,7 @@ import tifffile
 import msclassify.pixel.batch as batch
 from msclassify import load_model
 from msclassify.io import FrameWriteError, open_writer
-from msclassify.pixel import PixelClassifier, label_dtype, predict_frame
+from msclassify.pixel import BACKGROUND_NICE, PixelClassifier, label_dtype, predict_frame
 from msclassify.pixel.batch import (BatchError, _ModelPlugin, _numba_threads, _predict_chunk,
                                     _workers_per_host, available_cores, connect, local_cluster,
                                     predict_to_writer)
@@ -332,6 +333,26 @@ def test_closing_predict_frames_early_stops_the_run_and_its_thread():
     # two yielded, one waiting, one being handed over, two in flight, two read ahead: not
     # the 30 frames
     assert Counted.reads <= 8
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread nice is Linux's")
+def test_predict_frames_can_run_below_the_callers_priority():
+    def own_nice():
+        return os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+
+    class Recording(ThresholdModel):
+        nices = []
+
+        def predict(self, frame):
+            Recording.nices.append(own_nice())
+            return super().predict(frame)
+    mine = own_nice()
+    frames = FrameList(make_frames(6))
+    seen = [r.labels for _, r in batch.predict_frames(Recording(), frames, range(6),
+                                                      nice=BACKGROUND_NICE)]
+    # every frame, also those predicted two at a time in the threads the run starts
+    assert Recording.nices == [min(mine + BACKGROUND_NICE, 19)] * 6 and own_nice() == mine
+    assert all(np.array_equal(s, ThresholdModel().predict(f)) for s, f in zip(seen, frames))
 
 
 def test_predict_frames_raises_a_failing_reads_error_after_the_frames_before_it():

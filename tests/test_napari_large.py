@@ -13,10 +13,9 @@ import pytest
 import zarr
 
 from msclassify import PixelClassifier, load_model
-from msclassify.pixel import predict_region, training_windows
-from msclassify_napari._large import (BACKGROUND_NICE, LargeImageJob, get_zarr_reader,
-                                      read_ome_zarr)
-from msclassify_napari._priority import run_at_lower_priority
+from msclassify.pixel import BACKGROUND_NICE, predict_region, run_at_lower_priority, \
+    training_windows
+from msclassify_napari._large import LargeImageJob, get_zarr_reader, read_ome_zarr
 from msclassify_napari._tiled_labels import TiledLabels
 
 

@@ -33,6 +33,8 @@ blocks and computes only the features the model uses. The pieces:
     (a folder of TIFFs, a zarr store, one TIFF stack: `msclassify.io`'s writers)
 `msclassify.pixel.batch`
     streaming many frames into a resumable writer, here or on a Dask cluster
+`run_at_lower_priority`, `BACKGROUND_NICE`
+    background work below a window's CPU priority (Linux), so the window stays responsive
 
 Examples
 --------
@@ -54,12 +56,14 @@ from ._export import EXPORT_FORMATS, EXPORT_KINDS, FrameExport, open_export
 from ._intensity import IntensityRange
 from ._large import large_provenance, predict_to_store
 from ._multiscale import MultiscaleResult, predict_multiscale
+from ._priority import BACKGROUND_NICE, run_at_lower_priority
 from ._progress import TrainingProgress
 from ._semi_supervised import UnlabelledPixels, jittered_grid
 
-__all__ = ["ChunkPlan", "EXPORT_FORMATS", "EXPORT_KINDS", "FrameExport", "FramePrediction",
+__all__ = ["BACKGROUND_NICE", "ChunkPlan", "EXPORT_FORMATS", "EXPORT_KINDS", "FrameExport", "FramePrediction",
            "ImageCost", "IntensityRange", "MultiscaleResult", "PixelClassifier", "TrainingProgress",
            "UnlabelledPixels", "check_channels", "feature_halos", "jittered_grid", "label_dtype",
            "large_provenance", "load_pixel_model", "model_halo", "model_plan", "most_probable",
            "open_export", "predict_chunk", "predict_chunks", "predict_frame", "predict_multiscale",
-           "predict_region", "predict_to_store", "training_set", "training_windows"]
+           "predict_region", "predict_to_store", "run_at_lower_priority", "training_set",
+           "training_windows"]

@@ -35,6 +35,7 @@ from ..modelfile import ModelFile, open_model_file
 from ._apply import FramePrediction, predict_frame
 from ._classifier import load_pixel_model
 from ._export import FrameExport
+from ._priority import lower_this_thread
 
 __all__ = ["BatchError", "available_cores", "connect", "local_cluster", "model_record",
            "predict_frames", "predict_to_writer", "prediction_provenance"]
@@ -142,7 +143,8 @@ def predict_to_writer(model, source, writer, todo, *, frame_index=None, probabil
                                probabilities, chunk_size, on_frame)
 
 
-def predict_frames(model, source, todo, *, frame_index=None, probabilities=False, dtype=None):
+def predict_frames(model, source, todo, *, frame_index=None, probabilities=False, dtype=None,
+                   nice=0):
     """Predict frames ``todo`` of ``source`` as `predict_to_writer` does in this process
     (the next frames read ahead, two frames at a time where cores and memory allow), and
     yield each in order, for a caller that shows the frames rather than writing them (the
@@ -159,6 +161,10 @@ def predict_frames(model, source, todo, *, frame_index=None, probabilities=False
         As for `predict_to_writer`.
     dtype : numpy dtype, optional
         Dtype of the labels (default: that of the model's classes).
+    nice : int
+        The background thread, and the threads it starts, run that many steps lower in CPU
+        priority than the caller (Linux; `run_at_lower_priority`'s rule), e.g.
+        `BACKGROUND_NICE` below a GUI.
 
     Yields
     ------
@@ -185,6 +191,7 @@ def predict_frames(model, source, todo, *, frame_index=None, probabilities=False
     failed = []
 
     def run():
+        lower_this_thread(nice)
         try:
             predict_to_writer(model, source, writer, todo, frame_index=frame_index,
                               probabilities=probabilities)

@@ -779,13 +779,15 @@ def describe_model(classifier, training=None, prediction=None, cost=None, origin
 
 # -- all frames, files ---------------------------------------------------------------------------
 
-def apply_to_frames(classifier, stack, frame_indices=None):
+def apply_to_frames(classifier, stack, frame_indices=None, nice=0):
     """Segment frames in order; yields ``(frame_index, labels)``.
 
     The next frames are read and predicted while the caller shows one, two at a time where
     the cores and the memory allow (`msclassify.pixel.batch.predict_frames`, as the command
-    line's ``predict`` does). Stop iterating (napari: ``worker.quit()``) to cancel: the
-    frames in flight are dropped, frames already yielded stay valid.
+    line's ``predict`` does), ``nice`` steps below the caller's CPU priority (Linux; the
+    widget: `msclassify.pixel.BACKGROUND_NICE`, so the window keeps its share of a busy
+    core). Stop iterating (napari: ``worker.quit()``) to cancel: the frames in flight are
+    dropped, frames already yielded stay valid.
 
     Examples
     --------
@@ -798,7 +800,7 @@ def apply_to_frames(classifier, stack, frame_indices=None):
     """
     indices = list(range(stack.n_frames) if frame_indices is None else frame_indices)
     for position, result in predict_frames(classifier, stack, range(len(indices)),
-                                           frame_index=indices):
+                                           frame_index=indices, nice=nice):
         yield indices[position], result.labels
 
 

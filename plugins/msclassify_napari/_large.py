@@ -18,13 +18,12 @@ import numpy as np
 from qtpy.QtCore import QEvent, Signal
 
 from msclassify.io import open_image
+from msclassify.pixel import BACKGROUND_NICE, run_at_lower_priority
 
 from ._layers import in_turns, update_or_add_layer
-from ._priority import BACKGROUND_NICE, run_at_lower_priority
 from ._tiled_labels import TiledLabels
 
-__all__ = ["BACKGROUND_NICE", "LargeImageJob", "LargeImageWidget", "get_zarr_reader",
-           "read_ome_zarr"]
+__all__ = ["LargeImageJob", "LargeImageWidget", "get_zarr_reader", "read_ome_zarr"]
 
 # The longest side of a region napari paints in or "Segment visible region" predicts: the
 # centre of the view when more is on screen (a Labels layer of 2048² redraws in ~0.1 s).

@@ -37,7 +37,7 @@ from qtpy.QtWidgets import (QButtonGroup, QCheckBox, QColorDialog, QComboBox, QD
                             QTableWidget, QTableWidgetItem, QToolButton, QVBoxLayout, QWidget)
 
 from msclassify.features import PRESETS, FeatureCache
-from msclassify.pixel import EXPORT_KINDS, FrameExport
+from msclassify.pixel import BACKGROUND_NICE, EXPORT_KINDS, FrameExport
 
 from ._controller import (CLASS_COLORS_KEY, CLASS_NAMES_KEY, PREDICT, RETRAIN, TRAIN,
                           ClassifierSettings, CostSummary, FramePrediction, FrameStack,
@@ -1182,7 +1182,7 @@ class PixelClassifierWidget(QWidget):
         frames = [index for index in self.frame_range() if index < stack.n_frames]
         self._ensure_segmentation_layer(stack, self.classifier.classes_)
         worker = create_worker(apply_to_frames, self.classifier, stack, frames,
-                               _ignore_errors=True)
+                               nice=BACKGROUND_NICE, _ignore_errors=True)
         worker.yielded.connect(self._on_frame_segmented)
         return self._run_batch(worker, len(frames),
                                f"Segmenting frames {frames[0]}–{frames[-1]}")

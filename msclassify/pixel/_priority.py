@@ -1,5 +1,6 @@
 """Background work at a lower CPU priority than the window, so that on a busy machine the
-GUI thread keeps its share of a core.
+GUI thread keeps its share of a core (the napari plugin's whole-image run and Apply to
+frames, `msclassify.pixel.batch.predict_frames`).
 
 On 2 cores, a whole-image run's threads (the Numba team, the chunk reader and writer) take
 both cores; the GUI thread then waits for a core on every repaint, and panning stalls longer
@@ -15,14 +16,16 @@ import os
 import sys
 import threading
 
-__all__ = ["BACKGROUND_NICE", "run_at_lower_priority"]
+__all__ = ["BACKGROUND_NICE", "lower_this_thread", "run_at_lower_priority"]
 
 # How much lower than the window a background run runs (Linux nice steps, 19 the lowest):
 # a thread at nice 10 weighs about a tenth of one at 0 when both want the same core.
 BACKGROUND_NICE = 10
 
 
-def _lower_this_thread(nice):
+def lower_this_thread(nice):
+    """Lower the calling thread's CPU priority by ``nice`` steps (Linux; elsewhere, or when
+    not allowed, nothing); the threads it starts afterwards inherit it."""
     if not sys.platform.startswith("linux") or nice <= 0:
         return           # elsewhere PRIO_PROCESS would name a process, not this thread
     thread = threading.get_native_id()
@@ -46,7 +49,7 @@ def run_at_lower_priority(function, nice=BACKGROUND_NICE):
     outcome = {}
 
     def target():
-        _lower_this_thread(nice)
+        lower_this_thread(nice)
         try:
             outcome["value"] = function()
         except BaseException as exc:       # re-raised in the caller's thread
