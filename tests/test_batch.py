@@ -5,7 +5,9 @@ The cluster runs two worker processes on 127.0.0.1, as ``msclassify predict --wo
 
 import itertools
 import os
+import subprocess
 import sys
+import textwrap
 import threading
 import time
 
@@ -330,9 +332,47 @@ def test_closing_predict_frames_early_stops_the_run_and_its_thread():
         if thread.name == "msclassify predict_frames":
             thread.join(timeout=30)
             assert not thread.is_alive()
-    # two yielded, one waiting, one being handed over, two in flight, two read ahead: not
-    # the 30 frames
-    assert Counted.reads <= 8
+    # two yielded, up to three handed over (two waiting and one whose run waits for room),
+    # two in flight, two read ahead: not the 30 frames
+    assert Counted.reads <= 9
+
+
+def test_predict_frames_stops_when_should_stop_turns_true_without_a_close():
+    frames = FrameList(make_frames(30))
+    stop = threading.Event()
+    run = batch.predict_frames(ThresholdModel(), frames, range(30), should_stop=stop.is_set)
+    assert next(run)[0] == 0
+    stop.set()                        # the caller stops taking frames but keeps the generator
+    for thread in threading.enumerate():
+        if thread.name == "msclassify predict_frames":
+            thread.join(timeout=30)
+            assert not thread.is_alive()
+
+
+def test_a_program_that_keeps_an_unfinished_predict_frames_still_exits():
+    program = textwrap.dedent("""
+        import time
+
+        import numpy as np
+        from msclassify.pixel import PixelClassifier
+        from msclassify.pixel.batch import predict_frames
+
+        class Frames(list):
+            def read(self, i):
+                return self[i]
+
+        image = np.zeros((32, 32)); image[8:24, 8:24] = 1
+        labels = np.zeros((32, 32), np.uint8); labels[:2] = 1; labels[14:18, 14:18] = 2
+        model = PixelClassifier(n_estimators=2, random_state=0).fit(image, labels)
+        # a Numba model: frames are written (handed over) in a thread pool's thread, which
+        # the interpreter's exit joins
+        run = predict_frames(model, Frames([image] * 30), range(30))
+        print(next(run)[0])           # one frame taken, the generator kept, not closed
+        time.sleep(2)                 # the run fills its hand-over queue and waits
+    """)
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "0", done.stderr
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread nice is Linux's")

@@ -366,9 +366,9 @@ def test_apply_to_frames_reads_only_a_few_frames_ahead_and_matches_predict(train
     for thread in threading.enumerate():    # the frames in flight end after the close
         if thread.name == "msclassify predict_frames":
             thread.join(timeout=30)
-    # in order, and not the whole stack: one shown, one waiting, one being handed over, two
-    # in flight, two read ahead
-    assert calls == sorted(calls) and len(calls) <= 7 < len(many)
+    # in order, and not the whole stack: one shown, up to three handed over (two waiting
+    # and one whose run waits for room), two in flight, two read ahead
+    assert calls == sorted(calls) and len(calls) <= 8 < len(many)
     seen = list(apply_to_frames(classifier, stack, [2, 0]))
     assert [i for i, _ in seen] == [2, 0]
     for index, labels in seen:

@@ -50,8 +50,9 @@ _CHUNKS_PER_WORKER = 2
 _READ_AHEAD = 2
 # Frames predicted at once by `predict_to_writer` in this process (`_predict_here`).
 _FRAMES_IN_FLIGHT = 2
-# How often `predict_frames`' thread, waiting to hand a frame over, checks that its caller
-# has not stopped.
+# Frames `predict_frames` has handed over that may wait for its caller, and how often its
+# thread, waiting for the caller to take one, checks that the caller has not stopped.
+_FRAMES_WAITING = 2
 _HAND_OVER_POLL_SECONDS = 0.1
 # How long a run on a cluster without workers waits for one to join.
 _WORKER_WAIT_SECONDS = 60
@@ -144,16 +145,16 @@ def predict_to_writer(model, source, writer, todo, *, frame_index=None, probabil
 
 
 def predict_frames(model, source, todo, *, frame_index=None, probabilities=False, dtype=None,
-                   nice=0):
+                   nice=0, should_stop=None):
     """Predict frames ``todo`` of ``source`` as `predict_to_writer` does in this process
     (the next frames read ahead, two frames at a time where cores and memory allow), and
     yield each in order, for a caller that shows the frames rather than writing them (the
     napari plugin).
 
-    The frames are predicted in a background thread; at most one finished frame waits for
-    the caller beside the frames in flight. Closing the generator (or stopping iterating
-    and dropping it) stops the run: the background thread ends after the frames in flight,
-    without the caller waiting for them.
+    The frames are predicted in a background thread (a daemon); at most
+    ``_FRAMES_WAITING`` finished frames wait for the caller beside the frames in flight.
+    Closing the generator (or dropping it) or a true ``should_stop()`` stops the run: the
+    background thread ends after the frames in flight, without the caller waiting for them.
 
     Parameters
     ----------
@@ -165,6 +166,10 @@ def predict_frames(model, source, todo, *, frame_index=None, probabilities=False
         The background thread, and the threads it starts, run that many steps lower in CPU
         priority than the caller (Linux; `run_at_lower_priority`'s rule), e.g.
         `BACKGROUND_NICE` below a GUI.
+    should_stop : callable, optional
+        Asked in the background thread before each frame is handed over; true stops the run
+        (for a caller that stops iterating without closing the generator, e.g. a napari
+        worker's ``abort_requested``).
 
     Yields
     ------
@@ -185,61 +190,64 @@ def predict_frames(model, source, todo, *, frame_index=None, probabilities=False
     >>> [(p, r.labels.tolist()) for p, r in predict_frames(Threshold(), frames, [0, 2])]
     [(0, [1, 1, 2, 2]), (2, [1, 2, 2, 2])]
     """
-    handed = queue.Queue(maxsize=1)
-    stop = threading.Event()
-    writer = _HandOver(handed, stop, dtype)
+    handed = queue.Queue()                 # written frames (None: the end)
+    room = threading.Semaphore(_FRAMES_WAITING)
+    closed = threading.Event()
+
+    def stopped():
+        return closed.is_set() or (should_stop is not None and bool(should_stop()))
+
+    def wait_for_room(position):
+        # on_frame, in the background thread (never in a pool's thread, which the
+        # interpreter's exit joins): the run goes on once the caller has taken a frame
+        while not room.acquire(timeout=_HAND_OVER_POLL_SECONDS):
+            if stopped():
+                raise _Stopped
     failed = []
 
     def run():
         lower_this_thread(nice)
         try:
-            predict_to_writer(model, source, writer, todo, frame_index=frame_index,
-                              probabilities=probabilities)
+            predict_to_writer(model, source, _HandOver(handed, stopped, dtype), todo,
+                              frame_index=frame_index, probabilities=probabilities,
+                              on_frame=wait_for_room)
         except _Stopped:
             pass
         except BaseException as exc:       # handed to the caller's thread, raised there
             failed.append(exc)
         finally:
-            _hand_over(handed, stop, None)
+            handed.put(None)
 
     thread = threading.Thread(target=run, name="msclassify predict_frames", daemon=True)
     thread.start()
     try:
         while (item := handed.get()) is not None:
+            room.release()
             yield item
         thread.join()
         if failed:
             raise failed[0]
     finally:
-        stop.set()                         # closed early: the frames in flight end, unshown
+        closed.set()                       # closed early: the frames in flight end, unshown
 
 
 class _Stopped(Exception):
-    """`predict_frames`' caller stopped iterating."""
+    """`predict_frames`' caller stopped taking frames."""
 
 
 @dataclasses.dataclass
 class _HandOver:
-    """A frame writer for `predict_frames`: hands each frame to the iterating thread."""
+    """A frame writer for `predict_frames`: hands each frame to the iterating thread (never
+    waits: `predict_frames`' ``on_frame`` does)."""
 
     handed: queue.Queue
-    stop: threading.Event
+    stopped: object                 # callable: whether the caller stopped taking frames
     dtype: object = None
 
     def write(self, position, labels, probabilities=None):
-        if not _hand_over(self.handed, self.stop,
-                          (position, FramePrediction(labels, probabilities, None))):
+        if self.stopped():
             raise _Stopped
-
-
-def _hand_over(handed, stop, item):
-    """Put ``item`` in the queue ``handed`` unless ``stop`` is set meanwhile (the caller
-    stopped taking them); whether it was put."""
-    while not stop.is_set():
-        with contextlib.suppress(queue.Full):
-            handed.put(item, timeout=_HAND_OVER_POLL_SECONDS)
-            return True
-    return False
+        self.handed.put((position, FramePrediction(labels, probabilities, None)))
 
 
 def model_record(model_file):

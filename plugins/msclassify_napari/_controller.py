@@ -779,15 +779,16 @@ def describe_model(classifier, training=None, prediction=None, cost=None, origin
 
 # -- all frames, files ---------------------------------------------------------------------------
 
-def apply_to_frames(classifier, stack, frame_indices=None, nice=0):
+def apply_to_frames(classifier, stack, frame_indices=None, nice=0, should_stop=None):
     """Segment frames in order; yields ``(frame_index, labels)``.
 
     The next frames are read and predicted while the caller shows one, two at a time where
     the cores and the memory allow (`msclassify.pixel.batch.predict_frames`, as the command
     line's ``predict`` does), ``nice`` steps below the caller's CPU priority (Linux; the
     widget: `msclassify.pixel.BACKGROUND_NICE`, so the window keeps its share of a busy
-    core). Stop iterating (napari: ``worker.quit()``) to cancel: the frames in flight are
-    dropped, frames already yielded stay valid.
+    core). Stop iterating (napari: ``worker.quit()``, and ``should_stop`` its
+    ``abort_requested``, as a napari worker does not close the generator) to cancel: the
+    frames in flight are dropped, frames already yielded stay valid.
 
     Examples
     --------
@@ -800,7 +801,8 @@ def apply_to_frames(classifier, stack, frame_indices=None, nice=0):
     """
     indices = list(range(stack.n_frames) if frame_indices is None else frame_indices)
     for position, result in predict_frames(classifier, stack, range(len(indices)),
-                                           frame_index=indices, nice=nice):
+                                           frame_index=indices, nice=nice,
+                                           should_stop=should_stop):
         yield indices[position], result.labels
 
 

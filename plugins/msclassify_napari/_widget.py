@@ -1181,8 +1181,12 @@ class PixelClassifierWidget(QWidget):
             return None
         frames = [index for index in self.frame_range() if index < stack.n_frames]
         self._ensure_segmentation_layer(stack, self.classifier.classes_)
+        # Cancel's quit() ends the worker's loop but not the generator: the prediction thread
+        # asks the worker (bound below, before the generator first runs) whether to stop
         worker = create_worker(apply_to_frames, self.classifier, stack, frames,
-                               nice=BACKGROUND_NICE, _ignore_errors=True)
+                               nice=BACKGROUND_NICE,
+                               should_stop=lambda: worker.abort_requested,
+                               _ignore_errors=True)
         worker.yielded.connect(self._on_frame_segmented)
         return self._run_batch(worker, len(frames),
                                f"Segmenting frames {frames[0]}–{frames[-1]}")
