@@ -185,8 +185,9 @@ def _walk_row(features, nodes, node_threshold, default_left, value, roots, root_
                                            if level <= start_level else 0)
     # After the lists, each level's blocks of the row in order: a tree's first blocks, read
     # in place by its root (filled on a level's first use).
+    # Last, a root's two lists as it left them, for the next tree when its root splits alike.
     templates = first[n_levels]
-    blocks = np.empty(2 * templates, dtype=np.int32)
+    blocks = np.empty(3 * templates, dtype=np.int32)
     root_left = 0
     filled = np.zeros(n_levels, dtype=np.bool_)
     spare = np.empty(first[1], dtype=np.int32)
@@ -199,8 +200,8 @@ def _walk_row(features, nodes, node_threshold, default_left, value, roots, root_
         level = np.int64(root_level[t])
         if nodes[roots[t], _LEVEL] == 0:
             level = np.int64(0)         # a pixel feature's root reads the row's pixels in place
-        # The next tree reuses this tree's root lists: every list of the root's level keeps
-        # its blocks (a node with one leaf child partitions, as without leaves).
+        # The next tree reuses this tree's root lists: the root keeps both (even beside a
+        # leaf child) and saves them.
         keep = t + 1 < roots.shape[0] and same_root[t + 1]
         step = start_level - level
         for L in range(n_levels):
@@ -258,10 +259,7 @@ def _walk_row(features, nodes, node_threshold, default_left, value, roots, root_
                 right = nodes[node, _RIGHT]
                 left_leaf = nodes[left, _LEVEL] < 0
                 right_leaf = nodes[right, _LEVEL] < 0
-                # Fused unless the lists must stay: a root's when this tree or the next
-                # reuses them, and those below it on its level.
-                if (left_leaf or right_leaf) and not (root and (same_root[t] or keep)) \
-                        and (not keep or (left_leaf and right_leaf)):
+                if (left_leaf or right_leaf) and not (root and (same_root[t] or keep)):
                     n_kept = _split_to_leaves(features, nodes, node_threshold, default_left,
                                               value, node, level, feature_level, y_first,
                                               blocks, start, stop, target,
@@ -272,9 +270,10 @@ def _walk_row(features, nodes, node_threshold, default_left, value, roots, root_
                                         target, target + n_kept)
                     continue
                 if root and same_root[t]:
-                    # The previous tree's root split alike, and its lists are still in place
-                    # here: the splits below it only reordered the blocks within each list.
+                    # The previous tree's root split alike: its lists, as saved.
                     n_left = root_left
+                    blocks[target:target + count] = blocks[2 * templates + first[level]:
+                                                           2 * templates + first[level] + count]
                 else:
                     shift = feature_level - level
                     base = nodes[node, _BASE]
@@ -295,8 +294,11 @@ def _walk_row(features, nodes, node_threshold, default_left, value, roots, root_
                         n_left += go_left
                         n_right += 1 - go_left
                     blocks[target + n_left:target + count] = spare[:n_right]
-                    if root:
+                    if root and keep:
                         root_left = n_left
+                        blocks[2 * templates + first[level]:
+                               2 * templates + first[level] + count] = blocks[target:
+                                                                              target + count]
                 start = target
                 stop = target + count
                 middle = start + n_left
