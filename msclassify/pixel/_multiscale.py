@@ -171,11 +171,12 @@ def _walk_row(features, nodes, node_threshold, default_left, value, roots, root_
     ``x << 3 | dy``, its column and its row below the row's first on that level (less than
     ``2**start_level <= 8``); each level has its own list, which holds each of the row's
     blocks of that level at most once per tree (a block splits at most once). A tree's
-    root reads its level's blocks of the row in place and writes its two lists to the
-    level's list; a root that splits like the previous tree's (``same_root[t]``) finds them
-    there, its blocks still on the same sides (the splits below that root only reorder
-    blocks within each list), and is counted without being evaluated again. Every
-    accumulator cell still adds its trees in tree order.
+    root reads its level's blocks of the row in place (a root on a pixel feature, the row's
+    pixels) and writes its two lists to the level's list. A split with a leaf child adds the
+    leaf's value to the blocks going there in its own pass (`_split_to_leaves`) and keeps
+    only the others. A root whose next tree's root splits alike (``same_root[t + 1]``) keeps
+    both lists and saves them; that next root copies them back and is counted without being
+    evaluated again. Every accumulator cell still adds its trees in tree order.
     """
     n_levels = level_offset.shape[0]
     first = np.empty(n_levels + 1, dtype=np.int64)
