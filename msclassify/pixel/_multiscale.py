@@ -110,6 +110,15 @@ def _push(stack, pending, node, level, start, stop):
 
 
 @njit(inline="always")
+def _split_record(nodes, node_threshold, default_left, node, level, feature_level):
+    """What split ``node`` reads for a level-``level`` block ``(y, x)`` of `_walk_row`: the
+    block goes left if ``v <= threshold`` or ``v`` is NaN and ``nan_left``, where ``v =
+    features[base + (y >> shift) * row_step + (x >> shift) * col_step]``."""
+    return (feature_level - level, nodes[node, _BASE], nodes[node, _ROW], nodes[node, _COL],
+            node_threshold[node, _THRESHOLD], default_left[node])
+
+
+@njit(inline="always")
 def _split_to_leaves(features, nodes, node_threshold, default_left, value, node, level,
                      feature_level, y_first, blocks, start, stop, target, acc_base, row_width,
                      n_outputs, acc, left_leaf, right_leaf):
@@ -123,12 +132,8 @@ def _split_to_leaves(features, nodes, node_threshold, default_left, value, node,
     the cell as it was, since no cell is ever -0.0 (they start at +0.0, and a sum is -0.0
     only if both terms are).
     """
-    shift = feature_level - level
-    base = nodes[node, _BASE]
-    row_step = nodes[node, _ROW]
-    col_step = nodes[node, _COL]
-    threshold = node_threshold[node, _THRESHOLD]
-    nan_left = default_left[node]
+    shift, base, row_step, col_step, threshold, nan_left = _split_record(
+        nodes, node_threshold, default_left, node, level, feature_level)
     left_value = value[nodes[node, _LEFT]] if left_leaf else 0.0
     right_value = value[nodes[node, _RIGHT]] if right_leaf else 0.0
     n_kept = 0
@@ -276,12 +281,8 @@ def _walk_row(features, nodes, node_threshold, default_left, value, roots, root_
                     blocks[target:target + count] = blocks[2 * templates + first[level]:
                                                            2 * templates + first[level] + count]
                 else:
-                    shift = feature_level - level
-                    base = nodes[node, _BASE]
-                    row_step = nodes[node, _ROW]
-                    col_step = nodes[node, _COL]
-                    threshold = node_threshold[node, _THRESHOLD]
-                    nan_left = default_left[node]
+                    shift, base, row_step, col_step, threshold, nan_left = _split_record(
+                        nodes, node_threshold, default_left, node, level, feature_level)
                     n_left = 0
                     n_right = 0
                     for i in range(start, stop):
