@@ -204,32 +204,37 @@ def test_inside_block_walk_equals_the_general_walk(shape, n_per_level, objective
         np.testing.assert_array_equal(labels, fast.values[:, :, 0] > 0)
 
 
-def test_trees_repeating_a_root_split_match_the_general_walk():
+@pytest.mark.parametrize("n_per_level, root_level", [((0, 2, 1, 2), 1), ((2, 1, 0, 0), 0)])
+def test_trees_repeating_a_root_split_match_the_general_walk(n_per_level, root_level):
     # Consecutive trees whose roots split alike reuse the first one's lists of blocks (the
-    # root is evaluated once per row for both, and counted for both); each tree's subtrees
-    # then differ. The first tree of each pair below is the second with other leaf values.
+    # root is evaluated once per row for all, and counted for all); each tree's subtrees
+    # then differ. The first two trees of each triple below are the third with other leaf
+    # values. A leaf child takes its value in its parent's pass, except below a root whose
+    # lists the next tree reuses; roots on coarse blocks and on pixels (level 0) alike.
     rng = np.random.default_rng(5)
     shape = (40, 56)
-    arrays, levels, slots, X = _random_levels(rng, shape, (0, 2, 1, 2), nan_fraction=0.05)
-    booster = train(X, _target(X, "binary", rng), "binary",
+    arrays, levels, slots, X = _random_levels(rng, shape, n_per_level, nan_fraction=0.05)
+    # Led by a feature of the roots' level: X[:, 0] is on level 0, X[:, -1] on level 3 or 1.
+    signal = np.nan_to_num(X[:, 0] + 0.3 * X[:, -1] if root_level == 0 else X[:, -1] + X[:, 0])
+    booster = train(X, (signal > 0).astype(float), "binary",
                     dict(n_estimators=6, max_leaves=8, min_samples_leaf=3,
                          feature_share=4.0 ** levels, random_state=0))
     trees = []
     for tree in booster.trees:
-        twin = dict(tree)
-        twin["value"] = tree["value"] * -0.5
-        trees += [twin, tree]
-    twins = Booster(trees, booster.init_score, booster.n_features, "binary",
-                    split_cost=booster.split_cost, feature_share=booster.feature_share)
-    assert any(t["feature"][0] >= 0 and levels[t["feature"][0]] >= 1 for t in trees)  # split
-    fast = predict_multiscale(twins, arrays, levels, slots, shape)
-    general = predict_multiscale(twins, arrays, levels, slots, shape, cost_map=True)
+        twins = [dict(tree, value=tree["value"] * scale) for scale in (-0.5, 0.25)]
+        trees += twins + [tree]
+    triples = Booster(trees, booster.init_score, booster.n_features, "binary",
+                      split_cost=booster.split_cost, feature_share=booster.feature_share)
+    assert any(t["feature"][0] >= 0 and levels[t["feature"][0]] == root_level for t in trees)
+    fast = predict_multiscale(triples, arrays, levels, slots, shape)
+    general = predict_multiscale(triples, arrays, levels, slots, shape, cost_map=True)
     np.testing.assert_array_equal(fast.values, general.values)
     assert (fast.n_evaluations, fast.pixel_evaluations) == \
         (general.n_evaluations, general.pixel_evaluations)
-    np.testing.assert_allclose(fast.values[:, :, 0].ravel(), twins.predict_raw(X), atol=1e-12)
+    np.testing.assert_allclose(fast.values[:, :, 0].ravel(), triples.predict_raw(X),
+                               atol=1e-12)
     single = predict_multiscale(booster, arrays, levels, slots, shape)
-    assert fast.n_evaluations == 2 * single.n_evaluations   # every twin is counted in full
+    assert fast.n_evaluations == 3 * single.n_evaluations   # every copy is counted in full
 
 
 def test_blocks_in_the_padding_are_not_evaluated():

@@ -109,6 +109,57 @@ def _push(stack, pending, node, level, start, stop):
     return pending + 1
 
 
+@njit(inline="always")
+def _split_record(nodes, node_threshold, default_left, node, level, feature_level):
+    """What split ``node`` reads for a level-``level`` block ``(y, x)`` of `_walk_row`: the
+    block goes left if ``v <= threshold`` or ``v`` is NaN and ``nan_left``, where ``v =
+    features[base + (y >> shift) * row_step + (x >> shift) * col_step]``."""
+    return (feature_level - level, nodes[node, _BASE], nodes[node, _ROW], nodes[node, _COL],
+            node_threshold[node, _THRESHOLD], default_left[node])
+
+
+@njit(inline="always")
+def _split_to_leaves(features, nodes, node_threshold, default_left, value, node, level,
+                     feature_level, y_first, blocks, start, stop, target, acc_base, row_width,
+                     n_outputs, acc, left_leaf, right_leaf):
+    """Evaluate split ``node``, a child of which at least is a leaf, on the level-``level``
+    blocks ``blocks[start:stop]`` of a row (`_walk_row`), in one pass: a block going to a
+    leaf child adds its value to the block's accumulator cell; with one leaf child, the
+    blocks going to the other child are kept, in order, at ``blocks[target:]`` (two leaves
+    write no block). Return how many were kept.
+
+    Every block adds a value, 0.0 if its child is not a leaf, without a branch: that leaves
+    the cell as it was, since no cell is ever -0.0 (they start at +0.0, and a sum is -0.0
+    only if both terms are).
+    """
+    shift, base, row_step, col_step, threshold, nan_left = _split_record(
+        nodes, node_threshold, default_left, node, level, feature_level)
+    left_value = value[nodes[node, _LEFT]] if left_leaf else 0.0
+    right_value = value[nodes[node, _RIGHT]] if right_leaf else 0.0
+    n_kept = 0
+    if left_leaf and right_leaf:
+        for i in range(start, stop):
+            wide = np.int64(blocks[i])
+            y = y_first + (wide & 7)
+            x = wide >> 3
+            v = features[base + (y >> shift) * row_step + (x >> shift) * col_step]
+            go_left = (v <= threshold) | (nan_left & (v != v))
+            acc[acc_base + (y * row_width + x) * n_outputs] += \
+                left_value if go_left else right_value
+        return n_kept
+    for i in range(start, stop):
+        block = blocks[i]
+        wide = np.int64(block)
+        y = y_first + (wide & 7)
+        x = wide >> 3
+        v = features[base + (y >> shift) * row_step + (x >> shift) * col_step]
+        go_left = (v <= threshold) | (nan_left & (v != v))
+        acc[acc_base + (y * row_width + x) * n_outputs] += left_value if go_left else right_value
+        blocks[target + n_kept] = block
+        n_kept += go_left ^ left_leaf
+    return n_kept
+
+
 @njit(cache=True, nogil=True)
 def _walk_row(features, nodes, node_threshold, default_left, value, roots, root_level, same_root,
               tree_output, n_outputs, start_level, block_row, n_cols, level_offset, level_width,
@@ -125,11 +176,12 @@ def _walk_row(features, nodes, node_threshold, default_left, value, roots, root_
     ``x << 3 | dy``, its column and its row below the row's first on that level (less than
     ``2**start_level <= 8``); each level has its own list, which holds each of the row's
     blocks of that level at most once per tree (a block splits at most once). A tree's
-    root reads its level's blocks of the row in place and writes its two lists to the
-    level's list; a root that splits like the previous tree's (``same_root[t]``) finds them
-    there, its blocks still on the same sides (the splits below that root only reorder
-    blocks within each list), and is counted without being evaluated again. Every
-    accumulator cell still adds its trees in tree order.
+    root reads its level's blocks of the row in place (a root on a pixel feature, the row's
+    pixels) and writes its two lists to the level's list. A split with a leaf child adds the
+    leaf's value to the blocks going there in its own pass (`_split_to_leaves`) and keeps
+    only the others. A root whose next tree's root splits alike (``same_root[t + 1]``) keeps
+    both lists and saves them; that next root copies them back and is counted without being
+    evaluated again. Every accumulator cell still adds its trees in tree order.
     """
     n_levels = level_offset.shape[0]
     first = np.empty(n_levels + 1, dtype=np.int64)
@@ -139,8 +191,9 @@ def _walk_row(features, nodes, node_threshold, default_left, value, roots, root_
                                            if level <= start_level else 0)
     # After the lists, each level's blocks of the row in order: a tree's first blocks, read
     # in place by its root (filled on a level's first use).
+    # Last, a root's two lists as it left them, for the next tree when its root splits alike.
     templates = first[n_levels]
-    blocks = np.empty(2 * templates, dtype=np.int32)
+    blocks = np.empty(3 * templates, dtype=np.int32)
     root_left = 0
     filled = np.zeros(n_levels, dtype=np.bool_)
     spare = np.empty(first[1], dtype=np.int32)
@@ -151,6 +204,11 @@ def _walk_row(features, nodes, node_threshold, default_left, value, roots, root_
     for t in range(roots.shape[0]):
         k = tree_output[t]
         level = np.int64(root_level[t])
+        if nodes[roots[t], _LEVEL] == 0:
+            level = np.int64(0)         # a pixel feature's root reads the row's pixels in place
+        # The next tree reuses this tree's root lists: the root keeps both (even beside a
+        # leaf child) and saves them.
+        keep = t + 1 < roots.shape[0] and same_root[t + 1]
         step = start_level - level
         for L in range(n_levels):
             top[L] = first[L]
@@ -195,24 +253,36 @@ def _walk_row(features, nodes, node_threshold, default_left, value, roots, root_
             else:
                 # One evaluation per block: the left ones stay in place (a root's blocks go
                 # to the level's list), in order, the right ones go to the spare list and
-                # follow them.
+                # follow them. A leaf child takes its value in the same pass instead.
                 count = stop - start
                 root = start >= templates
                 target = start
                 if root:
                     target = top[level]
                     top[level] += count
+                n_eval += count
+                left = nodes[node, _LEFT]
+                right = nodes[node, _RIGHT]
+                left_leaf = nodes[left, _LEVEL] < 0
+                right_leaf = nodes[right, _LEVEL] < 0
+                if (left_leaf or right_leaf) and not (root and (same_root[t] or keep)):
+                    n_kept = _split_to_leaves(features, nodes, node_threshold, default_left,
+                                              value, node, level, feature_level, y_first,
+                                              blocks, start, stop, target,
+                                              level_offset[level] + k, level_width[level],
+                                              n_outputs, acc, left_leaf, right_leaf)
+                    if n_kept > 0:
+                        pending = _push(stack, pending, right if left_leaf else left, level,
+                                        target, target + n_kept)
+                    continue
                 if root and same_root[t]:
-                    # The previous tree's root split alike, and its lists are still in place
-                    # here: the splits below it only reordered the blocks within each list.
+                    # The previous tree's root split alike: its lists, as saved.
                     n_left = root_left
+                    blocks[target:target + count] = blocks[2 * templates + first[level]:
+                                                           2 * templates + first[level] + count]
                 else:
-                    shift = feature_level - level
-                    base = nodes[node, _BASE]
-                    row_step = nodes[node, _ROW]
-                    col_step = nodes[node, _COL]
-                    threshold = node_threshold[node, _THRESHOLD]
-                    nan_left = default_left[node]
+                    shift, base, row_step, col_step, threshold, nan_left = _split_record(
+                        nodes, node_threshold, default_left, node, level, feature_level)
                     n_left = 0
                     n_right = 0
                     for i in range(start, stop):
@@ -226,16 +296,18 @@ def _walk_row(features, nodes, node_threshold, default_left, value, roots, root_
                         n_left += go_left
                         n_right += 1 - go_left
                     blocks[target + n_left:target + count] = spare[:n_right]
-                    if root:
+                    if root and keep:
                         root_left = n_left
-                n_eval += count
+                        blocks[2 * templates + first[level]:
+                               2 * templates + first[level] + count] = blocks[target:
+                                                                              target + count]
                 start = target
                 stop = target + count
                 middle = start + n_left
                 if stop > middle:
-                    pending = _push(stack, pending, nodes[node, _RIGHT], level, middle, stop)
+                    pending = _push(stack, pending, right, level, middle, stop)
                 if middle > start:      # walked first
-                    pending = _push(stack, pending, nodes[node, _LEFT], level, start, middle)
+                    pending = _push(stack, pending, left, level, start, middle)
     return n_eval
 
 
