@@ -337,19 +337,19 @@ def cpu_slowdown_now():
 LARVAE_CLASSES = {1: "tray (background)", 2: "larva", 3: "feed", 4: "rim"}
 
 
-def larvae_photo():
+def larvae_photo(seed=0):
     """The top-left 512 x 384 of fly_larvae_dev/img_1.png (the tray's corner: its dark rim,
     the grey floor, larvae, feed) and scribbles of its four classes: larvae from the real mask
     (eroded), the rim as lines along its dark edge, feed (saturated, brown) and floor (grey)
     by colour away from the larvae. A stand-in for a user's strokes, for timings and the
-    screenshot only."""
+    screenshot only; ``seed`` draws which larvae and pieces of feed are scribbled."""
     import imageio.v3 as iio
     from scipy import ndimage
     from _common import SHARED_DATA
     folder = SHARED_DATA / "fly_larvae_dev"
     photo = iio.imread(folder / "img_1.png")[:384, :512, :3]
     larvae = iio.imread(folder / "img_1_mask.png")[:384, :512, 0] > 0
-    rng = np.random.default_rng(0)
+    rng = np.random.default_rng(seed)
     brightness = photo.max(axis=2).astype(int)
     saturation = brightness - photo.min(axis=2)
     inside = np.zeros(larvae.shape, bool)
