@@ -2,9 +2,10 @@
 
 Run (needs a display; Xvfb is enough):
 ``xvfb-run -a python benchmarks/bench_napari.py [--repeats N] [--profile] [--screenshot PNG]
-[--multiclass-screenshot PNG] [--skip-video] [--multiclass-only]`` (``QT_API=pyqt6`` picks
-Qt 6 when several bindings are installed).
-Writes benchmarks/results/napari.json (``--multiclass-only``: napari_multiclass_only.json) and
+[--multiclass-screenshot PNG] [--skip-video] [--multiclass-only] [--live-only]``
+(``QT_API=pyqt6`` picks Qt 6 when several bindings are installed).
+Writes benchmarks/results/napari.json (``--multiclass-only``: napari_multiclass_only.json,
+``--live-only``: napari_live_only.json) and
 prints two tables (actions; stages of a live update). ``import msclassify`` shortens how long
 OpenMP's idle threads spin (``GOMP_SPINCOUNT=3000``); ``GOMP_SPINCOUNT=300000`` in the
 environment measures libgomp's own default, ``OMP_WAIT_POLICY=PASSIVE`` sleeping threads.
@@ -337,19 +338,19 @@ def cpu_slowdown_now():
 LARVAE_CLASSES = {1: "tray (background)", 2: "larva", 3: "feed", 4: "rim"}
 
 
-def larvae_photo():
+def larvae_photo(seed=0):
     """The top-left 512 x 384 of fly_larvae_dev/img_1.png (the tray's corner: its dark rim,
     the grey floor, larvae, feed) and scribbles of its four classes: larvae from the real mask
     (eroded), the rim as lines along its dark edge, feed (saturated, brown) and floor (grey)
     by colour away from the larvae. A stand-in for a user's strokes, for timings and the
-    screenshot only."""
+    screenshot only; ``seed`` draws which larvae and pieces of feed are scribbled."""
     import imageio.v3 as iio
     from scipy import ndimage
     from _common import SHARED_DATA
     folder = SHARED_DATA / "fly_larvae_dev"
     photo = iio.imread(folder / "img_1.png")[:384, :512, :3]
     larvae = iio.imread(folder / "img_1_mask.png")[:384, :512, 0] > 0
-    rng = np.random.default_rng(0)
+    rng = np.random.default_rng(seed)
     brightness = photo.max(axis=2).astype(int)
     saturation = brightness - photo.min(axis=2)
     inside = np.zeros(larvae.shape, bool)
@@ -579,6 +580,9 @@ def main():
     parser.add_argument("--multiclass-only", action="store_true",
                         help="after the warm-up Train, only the 4-class photo (a quick rerun of "
                              "its live strokes; implies --skip-video)")
+    parser.add_argument("--live-only", action="store_true",
+                        help="after the warm-up Train, only the live updates: fly strokes and "
+                             "frame changes, then the 4-class photo (implies --skip-video)")
     parser.add_argument("--skip-video", action="store_true",
                         help="skip the 1500-frame video (open, dock, New, frame changes)")
     args = parser.parse_args()
@@ -609,7 +613,7 @@ def main():
                      "slowdown": cpu_slowdown(), "load": os.getloadavg()[0]})
 
     live, painting = [], []
-    if not args.multiclass_only:
+    if not args.multiclass_only and not args.live_only:
         for repeat in range(args.repeats):
             floor_row(repeat)
             for name, action, signal in (
@@ -630,7 +634,7 @@ def main():
                                      widget.batch_done)
                 rows.append({"action": "Export 10 frames (0/255)", "repeat": repeat, **row,
                              "slowdown": cpu_slowdown(), "load": os.getloadavg()[0]})
-
+    if not args.multiclass_only:
         viewer.dims.set_current_step(0, 0)
         widget.live_check.setChecked(True)
         wait_until(lambda: widget.scheduler.running is None and widget.scheduler.pending is None)
@@ -652,7 +656,8 @@ def main():
             floor_row(args.repeats + repeat)
         widget.live_check.setChecked(False)
         wait_until(lambda: widget.scheduler.running is None and widget.scheduler.pending is None)
-        painting = measure_painting(app, viewer, widget, layer, paints, max(args.repeats, 3))
+        if not args.live_only:
+            painting = measure_painting(app, viewer, widget, layer, paints, max(args.repeats, 3))
     multiclass, multiclass_info = multiclass_session(app, viewer, widget, monitor, paints,
                                                      args.repeats, args.multiclass_screenshot)
     live += multiclass
@@ -663,7 +668,7 @@ def main():
     paints.remove()
     live_trees = widget.settings().for_live_update().n_estimators
     train_trees = widget.settings().n_estimators
-    video = [] if args.skip_video or args.multiclass_only else \
+    video = [] if args.skip_video or args.multiclass_only or args.live_only else \
         video_session(app, viewer, widget, monitor)
     monitor.stop()
     rows.extend(dock)
@@ -720,7 +725,8 @@ def main():
                                 "load_median"])
     print(f"\n4-class photo: larva pixel F1 on the crop (its real mask) "
           f"{multiclass_info['larva_pixel_f1_crop']:.3f}")
-    path = write_results("napari_multiclass_only" if args.multiclass_only else "napari", {
+    path = write_results("napari_multiclass_only" if args.multiclass_only else
+                         "napari_live_only" if args.live_only else "napari", {
         "data": "fly_masks_dev train frames (10 x 1024 x 1024), scribbles of frame 0; "
                 "fly_larvae_dev img_1.png top-left 512 x 384, 4 classes; fly_sleap clip.mp4",
         "qt_api": _qt_api(), "load_average_at_start": load,

