@@ -28,6 +28,7 @@ from ._intensity import IntensityRange
 from ._memory import check_frame_memory, frame_bytes
 from ._multiscale import predict_multiscale
 from ._semi_supervised import UnlabelledPixels
+from ._teacher_context import context_features, interpolated
 from ._progress import ProgressTracker, stage_weights
 from ._tradeoff import AUTO_PATH, auto_tradeoff, read_tradeoff_record, tradeoff_record
 
@@ -350,7 +351,7 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
                  share_mode="path", growth="best_first", hessian="exact",
                  feature_cost_mode="lazy", evaluation_cost_mode="leaf", n_cost_samples=16384,
                  distill_weight=3.0, n_distill_pixels=25000, teacher_stride=4,
-                 teacher="boost", class_weight="auto",
+                 teacher="boost", teacher_context=False, class_weight="auto",
                  semi_supervised=False, n_unlabelled=4096, n_neighbors=9,
                  laplacian_regularization=0.0, spacing=None):
         self.features = features
@@ -378,6 +379,7 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         self.n_distill_pixels = n_distill_pixels
         self.teacher_stride = teacher_stride
         self.teacher = teacher
+        self.teacher_context = teacher_context
         self.class_weight = class_weight
         self.semi_supervised = semi_supervised
         self.n_unlabelled = n_unlabelled
@@ -461,8 +463,8 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         if self.semi_supervised:
             unlabelled = UnlabelledPixels(pairs, self.n_unlabelled, rng)
             compute_levels = unlabelled.gathering(compute_levels)
-        X, y, sample_weight, cost_weight, pixels_per_image = training_set(
-            compute_levels, pairs, classes, n_cost_samples, rng)
+        X, y, sample_weight, cost_weight, pixels_per_image, row_pixels = training_set(
+            compute_levels, pairs, classes, n_cost_samples, rng, return_pixels=True)
         objective = "multiclass" if multi else "binary"
         params = {name: getattr(self, name) for name in _CEGB_PARAMS}
         params["random_state"] = seed
@@ -474,26 +476,34 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         if class_weight in _CLASS_WEIGHT_POWER:
             sample_weight = class_balanced_weights(y, sample_weight, classes.size,
                                                    _CLASS_WEIGHT_POWER[class_weight])
+        context = None if teacher_features is None else self._teacher_context_features(bank)
         if teacher_features is not None:
             tracker.start("teacher", teacher_fits * self.n_estimators)
             # the teacher draws from all its features unless colsample is given: its class map
             # is the model's target near outlines (half of them lost 0.01 pixel accuracy on a
             # 4-class RGB photo)
             teacher_params = dict(params, colsample=_colsample(self.colsample, 2))
-            teacher = fit_teacher(X, y, sample_weight, teacher_params, teacher_features,
+            teacher_X, teacher_columns = X, teacher_features
+            if context is not None:     # the level-0 columns, then the context at the same pixels
+                teacher_X = np.hstack([X[:, teacher_features], np.concatenate(
+                    [interpolated(frame_levels(frame), context, *pixels)
+                     for (frame, _), pixels in zip(pairs, row_pixels)])])
+                teacher_columns = np.arange(teacher_X.shape[1])
+                teacher_params["feature_share"] = np.ones(teacher_X.shape[1])
+            teacher = fit_teacher(teacher_X, y, sample_weight, teacher_params, teacher_columns,
                                   objective, classes.size if multi else None,
                                   callback=lambda iteration, _: tracker.step(iteration),
                                   kind=self.teacher)
             if class_weight == "auto":
                 # raise the classes scribbled less than the teacher finds them in the frames
                 cost_rows = cost_weight > 0
-                shares = predicted_shares(teacher, X[cost_rows][:, teacher_features],
+                shares = predicted_shares(teacher, teacher_X[cost_rows][:, teacher_columns],
                                           cost_weight[cost_rows], classes.size)
                 weighted = under_scribbled_weights(y, sample_weight, classes.size, shares)
                 if weighted is not sample_weight:
                     sample_weight = weighted
                     teacher = fit_teacher(
-                        X, y, sample_weight, teacher_params, teacher_features, objective,
+                        teacher_X, y, sample_weight, teacher_params, teacher_columns, objective,
                         classes.size if multi else None,
                         callback=lambda iteration, _: tracker.step(self.n_estimators + iteration),
                         kind=self.teacher)
@@ -501,7 +511,8 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
             X_t, y_t, weight_t = teacher_pixels(_counting(frame_levels, tracker.step), pairs,
                                                 teacher, teacher_features,
                                                 self.n_distill_pixels, DISTILL_BAND, rng,
-                                                stride=int(self.teacher_stride))
+                                                stride=int(self.teacher_stride),
+                                                context_indices=context)
             weight_t *= float(self.distill_weight) * sample_weight.sum() / weight_t.sum()
             X, y = np.concatenate([X, X_t]), np.concatenate([y, y_t])
             sample_weight = np.concatenate([sample_weight, weight_t])
@@ -515,7 +526,8 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         self.n_channels_ = n_channels
         self.intensity_ = intensity
         self.teacher_features_ = None if teacher_features is None else \
-            [bank.ids[i] for i in teacher_features]
+            [bank.ids[i] for i in teacher_features] + \
+            ([] if context is None else [bank.ids[i] for i in context])
 
         fits = iter(range(1, len(AUTO_PATH) + 2))
         light = None if cost_tradeoff != "auto" else \
@@ -603,6 +615,14 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         if weight == 0 or self.semi_supervised or full_resolution.size in (0, len(bank)):
             return None
         return full_resolution
+
+    def _teacher_context_features(self, bank):
+        """Bank indices of the context the teacher reads bilinearly, or None (off, or none)."""
+        if not isinstance(self.teacher_context, (bool, np.bool_)):
+            raise ValueError(f"teacher_context must be True or False, got "
+                             f"{self.teacher_context!r}")
+        context = context_features(bank) if self.teacher_context else np.empty(0)
+        return context if context.size else None
 
     def _check_class_weight(self):
         if self.class_weight not in (None, "auto", *_CLASS_WEIGHT_POWER):
@@ -1076,7 +1096,7 @@ def _training_pairs(images, labels, n_axes=2):
     return pairs
 
 
-def training_set(compute_levels, pairs, classes, n_cost_samples, rng):
+def training_set(compute_levels, pairs, classes, n_cost_samples, rng, return_pixels=False):
     """The rows `PixelClassifier.fit` trains the core on: labelled pixels and cost samples.
 
     Labelled pixels carry the loss and no cost; ``n_cost_samples`` pixels drawn
@@ -1096,6 +1116,8 @@ def training_set(compute_levels, pairs, classes, n_cost_samples, rng):
     n_cost_samples : int
         Cost samples in total, split evenly over the frames.
     rng : numpy.random.Generator
+    return_pixels : bool, optional
+        Also return where the rows are.
 
     Returns
     -------
@@ -1103,6 +1125,9 @@ def training_set(compute_levels, pairs, classes, n_cost_samples, rng):
         Rows for `msclassify.cegb.train` (``y`` is the class index).
     pixels_per_image : float
         The mean pixel count of the frames, which the cost weights sum to.
+    pixels : list of tuple of ndarray
+        With ``return_pixels``: per frame, the coordinates (``ys, xs``; a
+        volume's ``zs, ys, xs``) of its rows, in their order.
 
     Examples
     --------
@@ -1118,7 +1143,7 @@ def training_set(compute_levels, pairs, classes, n_cost_samples, rng):
     pixels = np.array([lab.size for _, lab in pairs], dtype=np.float64)
     pixels_per_image = float(pixels.mean())
     per_frame = -(-n_cost_samples // len(pairs))
-    blocks = []
+    blocks, where = [], []
     for (frame, lab), n_pixels in zip(pairs, pixels):
         levels = compute_levels(frame)
         labelled = np.nonzero(lab)
@@ -1132,5 +1157,7 @@ def training_set(compute_levels, pairs, classes, n_cost_samples, rng):
         cost_weight = np.concatenate([np.zeros(n_labelled),
                                       np.full(n_cost, n_pixels / (len(pairs) * n_cost))])
         blocks.append((rows, y, sample_weight, cost_weight))
+        where.append(tuple(np.concatenate(c) for c in zip(labelled, cost_pixels)))
     X, y, sample_weight, cost_weight = (np.concatenate(parts) for parts in zip(*blocks))
-    return X, y.astype(np.float64), sample_weight, cost_weight, pixels_per_image
+    found = (X, y.astype(np.float64), sample_weight, cost_weight, pixels_per_image)
+    return found + (where,) if return_pixels else found
