@@ -34,6 +34,8 @@ its class map, the default before its coarse-to-fine map); ``all-features`` = ``
 (every tree draws from all features; the default before ``colsample=None``, which draws half of
 them per tree with more than two classes); ``teacher-boost`` / ``teacher-mean`` = the boosted
 teacher alone / the mean of the boosted and the extra-trees teacher (``teacher="mean"``);
+``teacher-context`` = ``teacher_context=True`` (the teacher also reads the bank's level-1/2
+filters bilinearly; docs/scribbles.md section 18);
 ``omp-spin`` = the default with
 ``GOMP_SPINCOUNT=300000`` (libgomp's own default: idle OpenMP threads spin about 3 ms after
 each parallel kernel, as before msclassify set ``GOMP_SPINCOUNT=3000``); ``live-4`` = the
@@ -82,6 +84,7 @@ VARIANTS = {"default": {}, "auto": {"cost_tradeoff": "auto"},
             "balanced": {"class_weight": "balanced"}, "teacher-stride-1": {"teacher_stride": 1},
             "all-features": {"colsample": 1.0}, "omp-spin": {},
             "teacher-boost": {"teacher": "boost"}, "teacher-mean": {"teacher": "mean"},
+            "teacher-context": {"teacher_context": True},
             # the napari widget's live-update model with 4 classes
             # (ClassifierSettings().for_live_update(4) of plugins/msclassify_napari/_controller.py)
             "live-4": {"features": "fine", "cost_tradeoff": 2e-4, "n_estimators": 10,
