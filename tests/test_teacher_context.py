@@ -85,5 +85,5 @@ def test_pixel_classifier_teacher_context(tmp_path):
     assert loaded.teacher_features_ == clf.teacher_features_
     plain = PixelClassifier(n_estimators=5, random_state=0).fit(image, labels)
     assert plain.teacher_features_ == level0
-    with pytest.raises(ValueError, match="teacher_context must be True or False"):
+    with pytest.raises(ValueError, match="teacher_context must be True, False or .regions."):
         PixelClassifier(teacher_context="yes").fit(image, labels)
