@@ -83,31 +83,7 @@ def test_pixel_classifier_teacher_context(tmp_path):
     loaded = load_model(path)
     assert loaded.get_params()["teacher_context"] is True
     assert loaded.teacher_features_ == clf.teacher_features_
-    regions = PixelClassifier(n_estimators=5, random_state=0, teacher_context="regions").fit(
-        image, labels)
-    assert regions.teacher_features_ == clf.teacher_features_
-    assert (regions.predict(image) == np.where(image > 0.5, 2, 1)).mean() > 0.9
     plain = PixelClassifier(n_estimators=5, random_state=0).fit(image, labels)
     assert plain.teacher_features_ == level0
-    with pytest.raises(ValueError, match="teacher_context must be True, False or .regions."):
+    with pytest.raises(ValueError, match="teacher_context must be True or False"):
         PixelClassifier(teacher_context="yes").fit(image, labels)
-
-
-def test_outline_teacher_decides_near_its_own_outlines_only():
-    # teacher: class 1 everywhere; outline teacher: class 1 from column 8 on. Within the band
-    # (1 px: columns 7 and 8) the outline teacher's classes hold, elsewhere the teacher's.
-    from msclassify.pixel._distill import teacher_pixels
-    image = np.repeat(np.arange(16.0)[None], 4, axis=0)
-    bank = FeatureBank(specs=[FeatureSpec.from_id("L0:intensity:c0")])
-    levels = bank.compute_levels(image)
-    X = levels.gather(*np.indices(image.shape).reshape(2, -1))
-    column = np.tile(np.arange(16), 4)
-    everywhere = train(X, np.ones(64), "binary", {"n_estimators": 5, "min_samples_leaf": 1})
-    step = train(X, (column >= 8).astype(float), "binary",
-                 {"n_estimators": 5, "min_samples_leaf": 1})
-    rows, y, _ = teacher_pixels(lambda frame: levels, [(image, np.zeros((4, 16), np.uint8))],
-                                everywhere, np.array([0]), 64, 1, np.random.default_rng(0),
-                                stride=1, outline_teacher=step)
-    x = np.searchsorted(np.unique(X[:, 0]), rows[:, 0])      # each row's column
-    assert set(x[y == 0].tolist()) == {7}
-    assert np.all(y[x != 7] == 1)

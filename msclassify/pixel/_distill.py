@@ -264,7 +264,7 @@ def teacher_classes(level0, slots, teacher, shape, stride=TEACHER_STRIDE, margin
 
 
 def teacher_pixels(compute_levels, pairs, teacher, feature_indices, n_pixels, band, rng,
-                   stride=TEACHER_STRIDE, context_indices=None, outline_teacher=None):
+                   stride=TEACHER_STRIDE, context_indices=None):
     """Rows labelled by ``teacher``: ``n_pixels`` per frame, near its outlines and anywhere.
 
     The teacher's class map of each frame comes from `teacher_classes` (coarse
@@ -291,9 +291,6 @@ def teacher_pixels(compute_levels, pairs, teacher, feature_indices, n_pixels, ba
     context_indices : ndarray of int, optional
         Coarse bank features the teacher reads bilinearly after ``feature_indices``
         (`msclassify.pixel._teacher_context.interpolated`).
-    outline_teacher : msclassify.cegb.Booster, optional
-        A teacher on ``feature_indices`` alone whose class map decides within
-        ``band`` pixels of its own class changes; ``teacher`` decides elsewhere.
 
     Returns
     -------
@@ -313,11 +310,6 @@ def teacher_pixels(compute_levels, pairs, teacher, feature_indices, n_pixels, ba
             functools.partial(interpolated, levels, context_indices)
         classes = teacher_classes(levels.arrays[0], levels.slot[feature_indices], teacher,
                                   shape, stride, context=context)
-        if outline_teacher is not None:
-            outlined = teacher_classes(levels.arrays[0], levels.slot[feature_indices],
-                                       outline_teacher, shape, stride)
-            near = teacher_band(outlined, band)
-            classes[near] = outlined[near]
         edge = np.nonzero(teacher_band(classes, band))
         size = int(np.prod(shape))
         n_total = min(int(n_pixels), size)
