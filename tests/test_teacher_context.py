@@ -87,3 +87,5 @@ def test_pixel_classifier_teacher_context(tmp_path):
     assert plain.teacher_features_ == level0
     with pytest.raises(ValueError, match="teacher_context must be True or False"):
         PixelClassifier(teacher_context="yes").fit(image, labels)
+    with pytest.raises(ValueError, match="teacher_context must be True or False"):
+        PixelClassifier(teacher_context=1, distill_weight=0).fit(image, labels)

@@ -488,7 +488,8 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         if class_weight in _CLASS_WEIGHT_POWER:
             sample_weight = class_balanced_weights(y, sample_weight, classes.size,
                                                    _CLASS_WEIGHT_POWER[class_weight])
-        context = None if teacher_features is None else self._teacher_context_features(bank)
+        context = self._teacher_context_features(bank)     # validated with or without a teacher
+        context = None if teacher_features is None else context
         if teacher_features is not None:
             tracker.start("teacher", teacher_fits * self.n_estimators)
             # the teacher draws from all its features unless colsample is given: its class map
