@@ -186,10 +186,10 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         are (`msclassify.pixel._teacher_context`); no filter is computed twice.
         On EM clicks it lifts the model by +0.010 membrane F1 on the mean of 8
         draws (+0.016 with ``teacher="mean"``, which then meets the recipe), but
-        the teacher leans on the context where scribbles sit away from
-        outlines, and a real fly crop's outlines get blurrier and blockier
-        (outline error 0.23-0.25, grid share 0.39-0.40; docs/scribbles.md,
-        section 18): opt-in.
+        it costs EM balanced strokes 0.011, and the teacher leans on the context
+        where scribbles sit away from outlines: a real fly crop's outlines get
+        blurrier and blockier (outline error 0.23-0.25, grid share 0.39-0.40;
+        docs/scribbles.md, section 18). Opt-in.
     class_weight : {"auto", None, "sqrt", "balanced"}, optional
         How much each class's scribbles weigh in the loss, for the distillation
         teacher and the model alike. With every labelled pixel weighing 1
