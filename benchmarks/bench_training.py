@@ -36,7 +36,9 @@ them per tree with more than two classes); ``teacher-boost`` / ``teacher-mean`` 
 teacher alone / the mean of the boosted and the extra-trees teacher (``teacher="mean"``);
 ``teacher-all-rounds`` = ``teacher_estimators=50`` (the boosted teacher grows as many rounds
 as the model whatever the classes, as before ``teacher_estimators=None`` gave it
-``round(2 * 50 / K)`` with K > 2 classes); ``omp-spin`` = the default with
+``round(2 * 50 / K)`` with K > 2 classes); ``teacher-context`` = ``teacher_context=True`` (the
+teacher also reads the bank's level-1/2 filters bilinearly; docs/scribbles.md section 19);
+``omp-spin`` = the default with
 ``GOMP_SPINCOUNT=300000`` (libgomp's own default: idle OpenMP threads spin about 3 ms after
 each parallel kernel, as before msclassify set ``GOMP_SPINCOUNT=3000``); ``live-4`` = the
 napari widget's live-update model for 4 classes (``features="fine"``, ``cost_tradeoff=2e-4``, 10
@@ -86,6 +88,7 @@ VARIANTS = {"default": {}, "auto": {"cost_tradeoff": "auto"},
             "teacher-boost": {"teacher": "boost"}, "teacher-mean": {"teacher": "mean"},
             # the teacher's rounds before they depended on the classes (section 18)
             "teacher-all-rounds": {"teacher_estimators": 50},
+            "teacher-context": {"teacher_context": True},
             # the napari widget's live-update model with 4 classes
             # (ClassifierSettings().for_live_update(4) of plugins/msclassify_napari/_controller.py)
             "live-4": {"features": "fine", "cost_tradeoff": 2e-4, "n_estimators": 10,

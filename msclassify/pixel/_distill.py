@@ -39,11 +39,14 @@ membrane F1 0.691 (7.9x). Without distillation the same bank at cost_tradeoff
 2e-4 drew staircase outlines (fly SEG 0.866).
 """
 
+import functools
+
 import numpy as np
 from scipy import ndimage as ndi
 
 from ..cegb import most_probable_class, train
 from ._forest_teacher import ForestTeacher, MeanTeacher
+from ._teacher_context import interpolated
 
 __all__ = ["DISTILL_BAND", "EDGE_SHARE", "EDGE_WEIGHT", "TEACHERS", "TEACHER_MARGIN",
            "TEACHER_STRIDE", "fit_teacher", "teacher_band", "teacher_classes", "teacher_pixels",
@@ -186,7 +189,8 @@ def _mixed_cells(classes, unsure, covered):
             | (c[..., 1:, 1:] != corner))
 
 
-def teacher_classes(level0, slots, teacher, shape, stride=TEACHER_STRIDE, margin=TEACHER_MARGIN):
+def teacher_classes(level0, slots, teacher, shape, stride=TEACHER_STRIDE, margin=TEACHER_MARGIN,
+                    context=None):
     """The teacher's class at every pixel of a frame, predicted coarse to fine.
 
     The teacher predicts every ``stride``-th pixel in y and x; a grid cell
@@ -212,6 +216,10 @@ def teacher_classes(level0, slots, teacher, shape, stride=TEACHER_STRIDE, margin
     stride : int, optional
         Spacing of the first grid (1: predict every pixel).
     margin : float, optional
+    context : callable, optional
+        ``context(ys, xs)``: more teacher columns at pixels of a frame (float32
+        ``(n, k)``, after the ``slots`` columns; `msclassify.pixel._teacher_context`).
+        Frames only.
 
     Returns
     -------
@@ -229,17 +237,23 @@ def teacher_classes(level0, slots, teacher, shape, stride=TEACHER_STRIDE, margin
     """
     lead = tuple(slice(0, n) for n in shape[:-2])
 
-    def predict_rows(features):
-        raw = teacher.predict_raw(np.ascontiguousarray(features[..., slots]).reshape(
-            -1, slots.size))
+    def predict_rows(features, pixels):
+        rows = np.ascontiguousarray(features[..., slots]).reshape(-1, slots.size)
+        if context is not None:
+            rows = np.ascontiguousarray(np.hstack([rows, context(*pixels)]))
+        raw = teacher.predict_raw(rows)
         return most_probable_class(raw), _margin(raw) < margin
 
     def predict(index):
         if not isinstance(index[0], np.ndarray):          # a grid of slices: a view
-            return predict_rows(level0[index])
+            pixels = None if context is None else \
+                [p.ravel() for p in np.meshgrid(*(np.arange(n)[i] for n, i in
+                                                  zip(shape, index)), indexing="ij")]
+            return predict_rows(level0[index], pixels)
         # points, in blocks: their rows are copied (a volume's refinement may be most voxels)
-        parts = [predict_rows(level0[tuple(i[start:start + _POINT_BLOCK] for i in index)])
-                 for start in range(0, index[0].size, _POINT_BLOCK)]
+        parts = [predict_rows(level0[block], block)
+                 for block in (tuple(i[start:start + _POINT_BLOCK] for i in index)
+                               for start in range(0, index[0].size, _POINT_BLOCK))]
         return tuple(np.concatenate(p) for p in zip(*parts))
 
     grid = lead + tuple(slice(0, n, stride) for n in shape[-2:])
@@ -271,7 +285,7 @@ def teacher_classes(level0, slots, teacher, shape, stride=TEACHER_STRIDE, margin
 
 
 def teacher_pixels(compute_levels, pairs, teacher, feature_indices, n_pixels, band, rng,
-                   stride=TEACHER_STRIDE):
+                   stride=TEACHER_STRIDE, context_indices=None):
     """Rows labelled by ``teacher``: ``n_pixels`` per frame, near its outlines and anywhere.
 
     The teacher's class map of each frame comes from `teacher_classes` (coarse
@@ -295,6 +309,9 @@ def teacher_pixels(compute_levels, pairs, teacher, feature_indices, n_pixels, ba
     rng : numpy.random.Generator
     stride : int, optional
         Spacing of the first grid of `teacher_classes` (1: every pixel).
+    context_indices : ndarray of int, optional
+        Coarse bank features the teacher reads bilinearly after ``feature_indices``
+        (`msclassify.pixel._teacher_context.interpolated`).
 
     Returns
     -------
@@ -310,8 +327,10 @@ def teacher_pixels(compute_levels, pairs, teacher, feature_indices, n_pixels, ba
     for frame, _ in pairs:
         levels = compute_levels(frame)
         shape = levels.shape
+        context = None if context_indices is None else \
+            functools.partial(interpolated, levels, context_indices)
         classes = teacher_classes(levels.arrays[0], levels.slot[feature_indices], teacher,
-                                  shape, stride)
+                                  shape, stride, context=context)
         edge = np.nonzero(teacher_band(classes, band))
         size = int(np.prod(shape))
         n_total = min(int(n_pixels), size)
