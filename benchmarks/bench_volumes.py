@@ -99,6 +99,9 @@ class Ours3D:
     def predict(self, volume):
         return self.model.predict(volume)
 
+    def predict_proba(self, volume):
+        return self.model.predict_proba(volume)
+
     def describe(self, volume):
         cost = self.model.prediction_cost(volume)
         return {"node evals/voxel": cost.evaluation / self.model.split_cost / volume.size,
@@ -154,6 +157,11 @@ class SkimageRF:
     def predict(self, volume):
         stack = self._features(volume)
         return self.model.predict(stack.reshape(-1, stack.shape[-1])).reshape(volume.shape)
+
+    def predict_proba(self, volume):
+        stack = self._features(volume)
+        return self.model.predict_proba(stack.reshape(-1, stack.shape[-1])).reshape(
+            volume.shape + (-1,))
 
     def describe(self, volume):
         return {"n features": int(self.model.n_features_in_)}
