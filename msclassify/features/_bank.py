@@ -539,11 +539,13 @@ def _kind(grid):
 
 
 def _volume_spec(spec, grid):
-    """``spec`` on the 3D pyramid of ``grid``: its level's block, its cost in 3D."""
+    """``spec`` on the 3D pyramid of ``grid``: its level's block, its cost in 3D (an upsampled
+    feature: its source level's filter and the trilinear interpolation, `VoxelGrid.upsample_cost`)."""
     block = grid.blocks[spec.level]
     if spec.block == block:
         return spec
+    cost = grid.batch_cost(spec.source_level, spec.filter, spec.sigma)
     if spec.upsampled:
-        raise ValueError(f"feature {spec.id}: upsampled features are for images, not volumes")
+        cost += grid.upsample_cost(spec.source_level)
     return FeatureSpec.from_id(spec.id, block=block, sample_cost=spec.sample_cost,
-                               batch_cost=grid.batch_cost(spec.level, spec.filter, spec.sigma))
+                               batch_cost=cost)
