@@ -120,8 +120,9 @@ def test_volume_model_chunked_equals_whole(spacing, n_classes):
 
 
 @pytest.mark.parametrize("spacing", [(1, 1, 1), (6, 1, 1)])
-def test_volume_model_of_upsampled_features_is_exact_chunked_and_multiscale(spacing):
-    """Upsampled (L<n>up) features in 3D: multi-scale == per-voxel, chunked == whole."""
+def test_volume_model_of_upsampled_features_is_exact_chunked_and_multiscale(spacing, tmp_path):
+    """Upsampled (L<n>up) features in 3D: multi-scale == per-voxel, chunked == whole, and the
+    model file round-trips."""
     volume, labels = _blob_volume((13, 43, 38))
     ids = ["L0:intensity:c0", "L1up:gauss:s0.7:c0", "L2up:hessian_max:s0.7:c0",
            "L3up:log:s0.7:c0", "L2:gauss:s0.7:c0"]
@@ -137,6 +138,11 @@ def test_volume_model_of_upsampled_features_is_exact_chunked_and_multiscale(spac
         got, got_proba = predict_chunks(model, volume, chunks, ("class", "proba"))
         assert np.array_equal(got, whole), chunks
         np.testing.assert_array_equal(got_proba, proba)
+    from msclassify import load_model
+    model.save(tmp_path / "up.msc")
+    loaded = load_model(tmp_path / "up.msc")
+    assert loaded.bank_ == model.bank_
+    assert np.array_equal(loaded.predict(volume), whole)
 
 
 def test_a_plan_of_another_geometry_is_refused():

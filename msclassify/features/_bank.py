@@ -522,7 +522,7 @@ class FeatureBank:
         try:
             specs = [FeatureSpec.from_id(
                 f["id"], batch_cost=f["batch_cost"], sample_cost=f["sample_cost"],
-                block=None if grid is None else grid.blocks[parse_id(f["id"]).level])
+                block=None if grid is None else grid.blocks[_stored_level(f["id"])])
                 for f in data["features"]]
             n_channels = data["n_channels"]
             preset = data.get("preset")
@@ -532,6 +532,12 @@ class FeatureBank:
                    spacing=None if grid is None else grid.spacing)
         bank.preset = preset
         return bank
+
+
+def _stored_level(feature_id):
+    """The level a feature's values are stored on: 0 for an upsampled one, else its own."""
+    parsed = parse_id(feature_id)
+    return 0 if parsed.upsampled else parsed.level
 
 
 def _kind(grid):
