@@ -40,7 +40,8 @@ of each method's 3D SEG and of ours minus the recipe's: how much of a SEG differ
 ``--grid`` fits every seed at every shift (the seeds are each placement's run-to-run noise;
 μ = 0 left out) and prints, per placement, the mean and sd over the seeds of each method's SEG and
 of its gap to the recipe; ``--variant teacher=forest`` (repeatable, ``K=V[,K=V]``) adds a model of
-ours with those parameters (into volumes_spread[_grid][_<variants>].json).
+ours with those parameters (``features=default+up``: `upsampled_bank`; into
+volumes_spread[_grid][_<variants>].json).
 
 Timing: ``s/volume`` is the wall time of predicting the whole test volume,
 features included, after one warm-up call; methods interleaved, the order
@@ -99,6 +100,9 @@ class Ours3D:
     def predict(self, volume):
         return self.model.predict(volume)
 
+    def predict_proba(self, volume):
+        return self.model.predict_proba(volume)
+
     def describe(self, volume):
         cost = self.model.prediction_cost(volume)
         return {"node evals/voxel": cost.evaluation / self.model.split_cost / volume.size,
@@ -155,6 +159,11 @@ class SkimageRF:
         stack = self._features(volume)
         return self.model.predict(stack.reshape(-1, stack.shape[-1])).reshape(volume.shape)
 
+    def predict_proba(self, volume):
+        stack = self._features(volume)
+        return self.model.predict_proba(stack.reshape(-1, stack.shape[-1])).reshape(
+            volume.shape + (-1,))
+
     def describe(self, volume):
         return {"n features": int(self.model.n_features_in_)}
 
@@ -200,9 +209,19 @@ def nuclei_scores(prediction, mask):
             "nucleus IoU": float((nucleus & (mask > 0)).sum() / (nucleus | (mask > 0)).sum())}
 
 
+def upsampled_bank():
+    """The default bank's ids and, on levels 1-3 at sigma 0.7 and 1.6, gauss, gradmag, log and
+    the Hessian's eigenvalues upsampled to full resolution (``L<n>up``, trilinear in 3D): the
+    ``features=default+up`` variant."""
+    from msclassify.features import FeatureBank
+    return [s.id for s in FeatureBank("default").specs] + [
+        f"L{level}up:{name}:s{sigma}:c0" for level in (1, 2, 3) for sigma in (0.7, 1.6)
+        for name in ("gauss", "gradmag", "log", "hessian_max", "hessian_min")]
+
+
 def _parse_variant(text):
     """``"teacher=forest,class_weight=balanced"`` -> ``{"teacher": "forest", ...}`` (numbers
-    and None parsed)."""
+    and None parsed; ``features=default+up``: `upsampled_bank`)."""
     params = {}
     for item in text.split(","):
         key, _, value = item.partition("=")
@@ -213,6 +232,8 @@ def _parse_variant(text):
             except ValueError:
                 pass
         params[key.strip()] = None if value == "None" else value
+    if params.get("features") == "default+up":
+        params["features"] = upsampled_bank()
     return params
 
 
@@ -236,7 +257,8 @@ def run_spread(seeds, shifts, grid=False, variants=()):
             methods.append(Ours3D(data["spacing"], seed, cost_tradeoff=0.0))
         for params in variants:
             method = Ours3D(data["spacing"], seed, **params)
-            method.name = "ours 3D " + ",".join(f"{k}={v}" for k, v in params.items())
+            method.name = "ours 3D " + ",".join(
+                f"{k}={'default+up' if k == 'features' else v}" for k, v in params.items())
             methods.append(method)
         methods.append(SkimageRF(per_slice=False, seed=seed))
         for method in methods:

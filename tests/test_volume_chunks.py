@@ -38,7 +38,9 @@ def test_volume_plan_geometry_by_hand():
 
 SPECS = [FeatureSpec.make(level, f, None if f == "intensity" else sigma)
          for level in range(4) for f in FILTERS for sigma in (0.7, 2.5)
-         if not (f == "intensity" and sigma == 2.5)]
+         if not (f == "intensity" and sigma == 2.5)] + [
+    FeatureSpec.make(level, f, sigma, upsampled=True)           # trilinear to full resolution
+    for level in (1, 2, 3) for f, sigma in (("gauss", 0.7), ("hessian_max", 2.5))]
 
 
 @pytest.mark.parametrize("spacing, shape, chunks", [((1, 1, 1), (19, 27, 22), (9, 13, 11)),
@@ -115,6 +117,32 @@ def test_volume_model_chunked_equals_whole(spacing, n_classes):
     for region in ((slice(2, 5), slice(10, 30), slice(0, 7)), (slice(12, 13), slice(None),
                                                                slice(30, 38))):
         assert np.array_equal(predict_region(model, volume, region), whole[region]), region
+
+
+@pytest.mark.parametrize("spacing", [(1, 1, 1), (6, 1, 1)])
+def test_volume_model_of_upsampled_features_is_exact_chunked_and_multiscale(spacing, tmp_path):
+    """Upsampled (L<n>up) features in 3D: multi-scale == per-voxel, chunked == whole, and the
+    model file round-trips."""
+    volume, labels = _blob_volume((13, 43, 38))
+    ids = ["L0:intensity:c0", "L1up:gauss:s0.7:c0", "L2up:hessian_max:s0.7:c0",
+           "L3up:log:s0.7:c0", "L2:gauss:s0.7:c0"]
+    model = PixelClassifier(ids, n_estimators=12, cost_tradeoff=0, random_state=0,
+                            spacing=spacing, distill_weight=0).fit(volume, labels)
+    assert any("up:" in i for i in model.features_used_), model.features_used_
+    whole, proba = model.predict(volume), model.predict_proba(volume)
+    np.testing.assert_allclose(proba, model.predict_proba(volume, strategy="per_pixel"),
+                               atol=1e-6)
+    halo = model_halo(model)
+    for chunks in ((3, 11, 13), (7, 43, 20)):
+        chunks = tuple(max(c, min(h, s)) for c, h, s in zip(chunks, halo, volume.shape))
+        got, got_proba = predict_chunks(model, volume, chunks, ("class", "proba"))
+        assert np.array_equal(got, whole), chunks
+        np.testing.assert_array_equal(got_proba, proba)
+    from msclassify import load_model
+    model.save(tmp_path / "up.msc")
+    loaded = load_model(tmp_path / "up.msc")
+    assert loaded.bank_ == model.bank_
+    assert np.array_equal(loaded.predict(volume), whole)
 
 
 def test_a_plan_of_another_geometry_is_refused():

@@ -183,6 +183,30 @@ def test_volume_features_are_computed_a_group_at_a_time_holding_only_its_interme
     assert np.array_equal(bank.gather(volume, ys, xs, zs=zs), levels.gather(zs, ys, xs))
 
 
+@pytest.mark.parametrize("spacing", [(1, 1, 1), (3, 1, 1)])
+def test_upsampled_volume_feature_is_trilinear(spacing):
+    """A level's block means of a linear ramp sit at the block centres, so trilinear
+    interpolation gives the ramp back away from the border; cost and share of a level-0
+    feature plus the interpolation (`VoxelGrid.upsample_cost`)."""
+    zz, yy, xx = np.indices((16, 32, 32)).astype(np.float32)
+    ramp = (zz + 2 * yy + 3 * xx) / 200
+    grid = VoxelGrid(spacing)
+    pyramid = PyramidVolume(ramp, grid)
+    full = pyramid.feature("L0:intensity:c0")
+    bz, by, bx = grid.blocks[2]
+    up = pyramid.feature("L2up:intensity:c0")
+    assert up.shape == full.shape == (16, 32, 32)
+    inner = (slice(bz // 2, 16 - bz // 2), slice(2, 30), slice(2, 30))
+    np.testing.assert_allclose(up[inner], full[inner], atol=1e-5)
+    assert not np.allclose(pyramid.feature("L2:intensity:c0"), full[::bz, ::4, ::4])
+    spec = FeatureBank(specs=["L2up:intensity:c0"], spacing=spacing).specs[0]
+    assert spec.share == 1 and spec.block == (1, 1, 1)
+    assert spec.batch_cost == pytest.approx(grid.batch_cost(2, "intensity")
+                                            + grid.upsample_cost(2))
+    # 2x2x2 blocks of level 1: x pass on a quarter, y pass on a half, z pass on all, store
+    assert VoxelGrid((1, 1, 1)).upsample_cost(1) == 2 / 4 + 2 / 2 + 2 + 1
+
+
 def test_3d_cost_model_by_hand():
     grid = VoxelGrid((1, 1, 1))
     # level 1 gauss sigma 1: radius 3 on every axis: 3 x 7 taps + 1 store, / 8, + 1 (level 0 read)

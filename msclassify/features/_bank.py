@@ -522,7 +522,7 @@ class FeatureBank:
         try:
             specs = [FeatureSpec.from_id(
                 f["id"], batch_cost=f["batch_cost"], sample_cost=f["sample_cost"],
-                block=None if grid is None else grid.blocks[parse_id(f["id"]).level])
+                block=None if grid is None else grid.blocks[_stored_level(f["id"])])
                 for f in data["features"]]
             n_channels = data["n_channels"]
             preset = data.get("preset")
@@ -534,16 +534,24 @@ class FeatureBank:
         return bank
 
 
+def _stored_level(feature_id):
+    """The level a feature's values are stored on: 0 for an upsampled one, else its own."""
+    parsed = parse_id(feature_id)
+    return 0 if parsed.upsampled else parsed.level
+
+
 def _kind(grid):
     return "2D frames" if grid is None else f"volumes of voxel spacing {grid.spacing}"
 
 
 def _volume_spec(spec, grid):
-    """``spec`` on the 3D pyramid of ``grid``: its level's block, its cost in 3D."""
+    """``spec`` on the 3D pyramid of ``grid``: its level's block, its cost in 3D (an upsampled
+    feature: its source level's filter and the trilinear interpolation, `VoxelGrid.upsample_cost`)."""
     block = grid.blocks[spec.level]
     if spec.block == block:
         return spec
+    cost = grid.batch_cost(spec.source_level, spec.filter, spec.sigma)
     if spec.upsampled:
-        raise ValueError(f"feature {spec.id}: upsampled features are for images, not volumes")
+        cost += grid.upsample_cost(spec.source_level)
     return FeatureSpec.from_id(spec.id, block=block, sample_cost=spec.sample_cost,
-                               batch_cost=grid.batch_cost(spec.level, spec.filter, spec.sigma))
+                               batch_cost=cost)

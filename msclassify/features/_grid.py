@@ -155,6 +155,23 @@ class VoxelGrid:
         pyramid = sum(1.0 / shares[l] for l in range(level))
         return (self._filter_taps(level, filter, sigma) + 1) / shares[level] + pyramid
 
+    def upsample_cost(self, level):
+        """Modelled operations per original voxel to interpolate a level-``level`` volume to
+        full resolution (trilinear, separable: along x, then y, then z; 2 per value an axis
+        with a block > 1 produces, 1 to store). With ``bz = 1`` it is the 2D cost
+        ``2 * 2**-level + 3``.
+
+        Examples
+        --------
+        >>> VoxelGrid((1, 1, 1)).upsample_cost(1)     # 2/4 + 2/2 + 2 + 1
+        4.5
+        >>> VoxelGrid((50, 4, 4)).upsample_cost(1)    # 2/2 + 2 + 1: z is kept
+        4.0
+        """
+        bz, by, bx = self.blocks[level]
+        produced = (1.0 / (bz * by), 1.0 / bz, 1.0)      # after the x, y and z passes
+        return 1.0 + sum(2.0 * p for p, b in zip(produced, (bx, by, bz)) if b > 1)
+
     def describe(self):
         """One line: the spacing and the blocks of levels 1-3."""
         blocks = ", ".join("x".join(map(str, b)) for b in self.blocks[1:])

@@ -304,7 +304,7 @@ class FeatureSpec:
     block : tuple of int
         The level's block per axis in original pixels: ``(2**level, 2**level)`` for
         images, ``(bz, 2**level, 2**level)`` for volumes (`msclassify.features.VoxelGrid`);
-        ``share`` is its product.
+        ``share`` is its product. An upsampled feature's is ``(1, 1)`` or ``(1, 1, 1)``.
 
     Examples
     --------
@@ -410,8 +410,6 @@ def _check_block(block, level, upsampled):
         raise ValueError(f"the block of a level-{level} feature is ({side}, {side}) in an image or "
                          f"(bz, {side}, {side}) in a volume with bz a power of two <= {side}; "
                          f"got {block!r}")
-    if upsampled:
-        raise ValueError("upsampled features (L<n>up) are for images, not volumes")
     return block
 
 

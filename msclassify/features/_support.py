@@ -75,6 +75,8 @@ def support_voxels(spec, grid):
     (0, 6, 6)
     >>> support_voxels("L1:gradmag:s1.0:c0", VoxelGrid((1, 1, 1)))    # (3 + 1) * 2
     (8, 8, 8)
+    >>> support_voxels("L1up:gauss:s1.0:c0", VoxelGrid((50, 4, 4)))   # z kept: no reach in z
+    (0, 8, 8)
     """
     if isinstance(spec, str):
         spec = FeatureSpec.from_id(spec)
@@ -94,4 +96,5 @@ def support_voxels(spec, grid):
                                                   radii(STRUCTURE_OUTER_RATIO * spec.sigma))]
     else:
         reach = [a + _STENCIL for a in radii(spec.sigma)]
-    return tuple(r * b for r, b in zip(reach, grid.blocks[level]))
+    # an upsampled feature's interpolation reads the next level voxel along every pooled axis
+    return tuple((r + (spec.upsampled and b > 1)) * b for r, b in zip(reach, grid.blocks[level]))

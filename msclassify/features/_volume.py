@@ -99,6 +99,30 @@ def _eigenvalues(entries, shape):
     return larger.reshape(shape), smaller.reshape(shape)
 
 
+def upsample_volume(volume, block):
+    """Trilinear interpolation of a level volume of ``block`` = ``(bz, by, bx)`` voxels per value
+    to full resolution: each slice bilinearly as in 2D (`PyramidImage`'s ``L<n>up``), then, if
+    ``bz > 1``, between slices the same way (a level voxel's value sits at its block's centre;
+    half-sample symmetric border).
+
+    Examples
+    --------
+    >>> level = np.array([[[0.0]], [[4.0]]], np.float32)      # 2 x 1 x 1, blocks 2x2x2
+    >>> upsample_volume(level, (2, 2, 2))[:, 0, 0]
+    array([0., 1., 3., 4.], dtype=float32)
+    """
+    bz, by, bx = block
+    if by != bx or by & (by - 1):
+        raise ValueError(f"the block's y and x sides must be one power of two, got {block!r}")
+    level = by.bit_length() - 1
+    planes = np.stack([_kernels.upsample_linear(np.ascontiguousarray(p), level) for p in volume])
+    if bz == 1:
+        return planes
+    lower, upper, weight = _kernels._linear_taps(volume.shape[0] * bz, volume.shape[0], bz)
+    low = planes[lower]
+    return low + weight[:, None, None] * (planes[upper] - low)
+
+
 def smooth_volume(volume, sigmas):
     """Separable Gaussian of ``sigmas`` (z, y, x) voxels, float32, half-sample symmetric border.
 
@@ -191,13 +215,15 @@ class PyramidVolume(PyramidImage):
             self.level(level, channel), self.grid.sigmas(level, sigma)))
 
     def feature(self, spec):
-        """One feature on its level's grid: float32 ``(d_L, h_L, w_L)`` (see `PyramidImage.feature`)."""
+        """One feature on its level's grid: float32 ``(d_L, h_L, w_L)`` (see `PyramidImage.feature`);
+        an upsampled one (``L<n>up``) at full (padded) resolution (`upsample_volume`)."""
         if isinstance(spec, str):
             spec = FeatureSpec.from_id(spec)
-        if spec.upsampled:
-            raise ValueError(f"feature {spec.id}: upsampled features are for images, not volumes")
         self._check_channel(spec.channel)
-        return self._filtered(spec.source_level, spec.channel, spec.filter, spec.sigma)
+        plane = self._filtered(spec.source_level, spec.channel, spec.filter, spec.sigma)
+        if spec.upsampled:
+            return upsample_volume(plane, self.grid.blocks[spec.source_level])
+        return plane
 
     def _hessian(self, level, channel, sigma):
         def compute():
