@@ -1214,7 +1214,6 @@ class PixelClassifierWidget(QWidget):
         self._set_batch_running(True)
         self.status_label.setText(f"{what}…")
         worker.errored.connect(self._report_error)
-        worker.aborted.connect(lambda: self.status_label.setText(f"{what}: cancelled."))
         worker.finished.connect(self._on_batch_finished)
         self._batch_worker = worker
         worker.start()
@@ -1228,13 +1227,18 @@ class PixelClassifierWidget(QWidget):
         set_progress(self.apply_progress, done, text_format=f"{self._batch_what}: %v / %m, {eta}")
 
     def _on_batch_finished(self):
+        # cancelled: Apply's frames may also end without the worker's `aborted` (its
+        # prediction thread stops on abort_requested, and the generator then simply ends)
+        cancelled = self._batch_worker is not None and self._batch_worker.abort_requested
         self._batch_worker = None
         self._set_batch_running(False)
         segmentation = self._segmentation_layer()
         if segmentation is not None:
             segmentation.refresh()
         seconds = time.perf_counter() - self._batch_started
-        if self.apply_progress.value() == self.apply_progress.maximum():
+        if cancelled and self.apply_progress.value() < self.apply_progress.maximum():
+            self.status_label.setText(f"{self._batch_what}: cancelled.")
+        elif self.apply_progress.value() == self.apply_progress.maximum():
             set_progress(self.apply_progress, self.apply_progress.value(),
                          text_format=f"{self._batch_what}: %v / %m, done in {seconds:.0f} s")
             if self.status_label.text() == f"{self._batch_what}…":   # nothing said since
