@@ -180,15 +180,11 @@ def predict_frames(model, source, todo, *, frame_index=None, probabilities=False
 
     Examples
     --------
-    >>> class Threshold:                      # any object with predict(frame)
-    ...     def predict(self, frame):
-    ...         return (frame > 1).astype(np.uint8) + 1
-    >>> class Frames(list):
-    ...     def read(self, i):
-    ...         return self[i]
-    >>> frames = Frames([np.arange(4), np.arange(4) - 1, np.arange(4) + 1])
-    >>> [(p, r.labels.tolist()) for p, r in predict_frames(Threshold(), frames, [0, 2])]
-    [(0, [1, 1, 2, 2]), (2, [1, 2, 2, 2])]
+    >>> from types import SimpleNamespace
+    >>> model = SimpleNamespace(predict=lambda frame: (frame > 1).astype(np.uint8) + 1)
+    >>> source = SimpleNamespace(read=lambda i: np.arange(4) + i - 1)    # frame i
+    >>> [(p, r.labels.tolist()) for p, r in predict_frames(model, source, [0, 2])]
+    [(0, [1, 1, 1, 2]), (2, [1, 2, 2, 2])]
     """
     handed = queue.Queue()                 # written frames (None: the end)
     room = threading.Semaphore(_FRAMES_WAITING)
