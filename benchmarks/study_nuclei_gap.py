@@ -1,4 +1,5 @@
-"""Why the scikit-image recipe beats the 3D default on the stardist nuclei at some scribble placements.
+"""Why the scikit-image recipe beats the 3D default on the stardist nuclei at some scribble
+placements.
 
 For every model seed and placement of the three scribbled slices (as ``bench_volumes.py
 --spread --grid``: slices 7/15/23 shifted by each of ``--slice-shifts``), this fits the default

@@ -546,7 +546,8 @@ def _kind(grid):
 
 def _volume_spec(spec, grid):
     """``spec`` on the 3D pyramid of ``grid``: its level's block, its cost in 3D (an upsampled
-    feature: its source level's filter and the trilinear interpolation, `VoxelGrid.upsample_cost`)."""
+    feature: its source level's filter and the trilinear interpolation,
+    `VoxelGrid.upsample_cost`)."""
     block = grid.blocks[spec.level]
     if spec.block == block:
         return spec

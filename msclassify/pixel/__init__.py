@@ -60,8 +60,9 @@ from ._priority import BACKGROUND_NICE, run_at_lower_priority
 from ._progress import TrainingProgress
 from ._semi_supervised import UnlabelledPixels, jittered_grid
 
-__all__ = ["BACKGROUND_NICE", "ChunkPlan", "EXPORT_FORMATS", "EXPORT_KINDS", "FrameExport", "FramePrediction",
-           "ImageCost", "IntensityRange", "MultiscaleResult", "PixelClassifier", "TrainingProgress",
+__all__ = ["BACKGROUND_NICE", "ChunkPlan", "EXPORT_FORMATS", "EXPORT_KINDS", "FrameExport",
+           "FramePrediction", "ImageCost", "IntensityRange", "MultiscaleResult", "PixelClassifier",
+           "TrainingProgress",
            "UnlabelledPixels", "check_channels", "feature_halos", "jittered_grid", "label_dtype",
            "large_provenance", "load_pixel_model", "model_halo", "model_plan", "most_probable",
            "open_export", "predict_chunk", "predict_chunks", "predict_frame", "predict_multiscale",

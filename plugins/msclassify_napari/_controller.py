@@ -45,8 +45,8 @@ from ._frame_labels import FrameLabels
 
 __all__ = ["CLASS_COLORS_KEY", "CLASS_NAMES_KEY", "COST_COLORMAP", "ClassifierSettings",
            "CostSummary", "DEFAULT_CLASS_COLORS", "FramePrediction", "FrameStack", "ImageModel",
-           "LIVE_COLSAMPLE", "LIVE_MAX_BINS", "LIVE_MIN_TREES", "LIVE_N_COST_SAMPLES", "LIVE_N_ESTIMATORS",
-           "LIVE_TREE_BUDGET", "LIVE_WITHOUT_TEACHER", "LabelHints",
+           "LIVE_COLSAMPLE", "LIVE_MAX_BINS", "LIVE_MIN_TREES", "LIVE_N_COST_SAMPLES",
+           "LIVE_N_ESTIMATORS", "LIVE_TREE_BUDGET", "LIVE_WITHOUT_TEACHER", "LabelHints",
            "LayerSpec", "LiveUpdateScheduler", "PREDICT", "PROBABILITY_COLORMAP", "RETRAIN",
            "ResultRow", "SEGMENTATION_OPACITY", "ScribbledFrames", "Scribbles", "TRAIN",
            "TrainedModel", "UNCERTAINTY_COLORMAP", "apply_to_frames", "class_colors", "class_legend_path",
