@@ -17,6 +17,8 @@ Time stacks are split into frames with `as_frame_stack`; the bank works on one
 frame at a time. A bank built with a voxel ``spacing`` works on volumes
 ``(Z, Y, X[, C])`` instead: 3D filters with sigma per axis in physical units on
 a 3D pyramid of 1x2x2 or 2x2x2 blocks (`VoxelGrid`, `PyramidVolume`; docs/volumes.md).
+Upsampled (``L<n>up``) features interpolate a level linearly between its blocks' centres;
+`linear_taps` gives the indices and weights they read.
 
 Examples
 --------
@@ -35,6 +37,7 @@ Examples
 from ._bank import FeatureBank, FeatureLevels
 from ._cache import FeatureCache
 from ._grid import VoxelGrid, check_spacing
+from ._kernels import linear_taps
 from ._pyramid import PyramidImage, as_frame_stack, intensity_scale
 from ._specs import FILTERS, N_LEVELS, PRESETS, FeatureSpec, make_id, modelled_batch_cost, parse_id
 from ._support import support_pixels, support_radius, support_voxels
@@ -42,5 +45,6 @@ from ._volume import PyramidVolume, smooth_volume
 
 __all__ = ["FILTERS", "N_LEVELS", "PRESETS", "FeatureBank", "FeatureCache", "FeatureLevels",
            "FeatureSpec", "PyramidImage", "PyramidVolume", "VoxelGrid", "as_frame_stack",
-           "check_spacing", "intensity_scale", "make_id", "modelled_batch_cost", "parse_id",
+           "check_spacing", "intensity_scale", "linear_taps", "make_id", "modelled_batch_cost",
+           "parse_id",
            "smooth_volume", "support_pixels", "support_radius", "support_voxels"]

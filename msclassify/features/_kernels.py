@@ -124,7 +124,7 @@ def gaussian_smooth(plane, sigma, truncate):
 
 
 @njit(cache=True, nogil=True)
-def _linear_taps(n_out, n_in, scale):
+def linear_taps(n_out, n_in, scale):
     """Lower source index and weight of every output position of a linear upsampling.
 
     Output position ``i`` sits at source coordinate ``u = (i + 0.5) / scale - 0.5``
@@ -157,8 +157,8 @@ def upsample_linear(plane, level):
     h, w = plane.shape
     scale = 1 << level
     out_h, out_w = h * scale, w * scale
-    left, right, across = _linear_taps(out_w, w, scale)
-    top, bottom, down = _linear_taps(out_h, h, scale)
+    left, right, across = linear_taps(out_w, w, scale)
+    top, bottom, down = linear_taps(out_h, h, scale)
     rows = np.empty((h, out_w), dtype=np.float32)
     for y in range(h):
         source = plane[y]

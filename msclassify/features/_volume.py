@@ -118,7 +118,7 @@ def upsample_volume(volume, block):
     planes = np.stack([_kernels.upsample_linear(np.ascontiguousarray(p), level) for p in volume])
     if bz == 1:
         return planes
-    lower, upper, weight = _kernels._linear_taps(volume.shape[0] * bz, volume.shape[0], bz)
+    lower, upper, weight = _kernels.linear_taps(volume.shape[0] * bz, volume.shape[0], bz)
     low = planes[lower]
     return low + weight[:, None, None] * (planes[upper] - low)
 

@@ -18,6 +18,8 @@ model's cost.
 
 import numpy as np
 
+from ..features import linear_taps
+
 __all__ = ["CONTEXT_FILTERS", "CONTEXT_LEVELS", "CONTEXT_SIGMA", "context_features",
            "interpolated"]
 
@@ -50,17 +52,10 @@ def context_features(bank):
 
 
 def _taps(coords, level, n):
-    """Lower and upper level index and the upper one's weight of every pixel coordinate.
-
-    Pixel ``i`` sits at level coordinate ``(i + 0.5) / 2**level - 0.5`` (block
-    centres), clamped to the level's ``n`` values: the taps of the bank's
-    ``upsample_linear``.
-    """
-    u = (np.asarray(coords, np.float64) + 0.5) / (1 << level) - 0.5
-    low = np.floor(u)
-    weight = (u - low).astype(np.float32)
-    low = low.astype(np.int64)
-    return np.clip(low, 0, n - 1), np.clip(low + 1, 0, n - 1), weight
+    """Lower and upper level index and the upper one's weight at pixel coordinates
+    ``coords`` of a level of ``n`` values: the taps of the bank's upsampling
+    (`msclassify.features.linear_taps`, block centres, clamped at the border)."""
+    return tuple(taps[coords] for taps in linear_taps(n << level, n, 1 << level))
 
 
 def interpolated(levels, features, ys, xs):
