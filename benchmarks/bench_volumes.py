@@ -426,6 +426,145 @@ def run_fit_memory(sizes, side):
     return rows
 
 
+# --------------------------------------------------------------------------------- training memory
+
+# (set, slices, side): the crops `train_memory_worker` fits. isbi2012_em: the EM volume
+# (`em_volume`) with `em_scribbles` on slices 0-4 (what `training_windows` reads around
+# them: the scribbled slices and the candidates' z halo); stardist_3d: the nuclei stack
+# mirror-tiled in y and x to ``side`` (``side`` 0: as it is), `nuclei_scribbles` on slices
+# 7, 15, 23 of the tiled mask.
+TRAIN_MEMORY_CASES = (("isbi2012_em", 8, 256), ("isbi2012_em", 8, 512),
+                      ("isbi2012_em", 16, 512), ("stardist_3d", 31, 0),
+                      ("stardist_3d", 31, 256), ("stardist_3d", 31, 512))
+
+
+def _tiled(array, side, instances=False):
+    """``array`` (Z, Y, X) mirror-tiled in y and x to ``side`` x ``side``; ``instances``:
+    an instance mask whose copies get new labels (each copy of a nucleus its own)."""
+    for axis in (1, 2):
+        while array.shape[axis] < side:
+            copy = np.flip(array, axis)
+            if instances:
+                copy = np.where(copy > 0, copy + array.max(), 0)
+            array = np.concatenate([array, copy], axis=axis)
+        array = array[(slice(None),) * axis + (slice(0, side),)]
+    return array
+
+
+def train_memory_crop(name, n_slices, side):
+    """The crop, its scribbles and the spacing of one `TRAIN_MEMORY_CASES` entry."""
+    if name == "isbi2012_em":
+        data = load_em_volume()
+        volume = em_volume(n_slices, side)
+        labels = np.zeros(volume.shape, np.uint8)
+        reps = -(-side // data["labels"].shape[1])              # tiled as em_volume tiles
+        scribbles = np.tile(data["labels"], (1, reps, reps))[:, :side, :side]
+        labels[:len(EM_TRAIN)] = scribbles
+        return volume, labels, EM_SPACING
+    data = load_stardist()
+    image, mask = data["train"][:n_slices], data["truth"][:n_slices]
+    if side:
+        image, mask = _tiled(image, side), _tiled(mask, side, instances=True)
+    return image, nuclei_scribbles(mask, data["slices"]), data["spacing"]
+
+
+def train_memory_worker(name, n_slices, side):
+    """One in-memory fit of a `TRAIN_MEMORY_CASES` crop in this process (after a small
+    fit that compiles): peak RSS of the fit above the memory held before it (``VmHWM``
+    reset before the fit), the peak when each training stage starts, fit time, and the
+    sha1 of the model file and of its prediction of the crop (bit-identity across versions)."""
+    import msclassify
+    volume, labels, spacing = train_memory_crop(name, n_slices, side)
+    tiny = np.random.default_rng(0).random((8, 32, 32)).astype(np.float32)   # compiles
+    tiny_labels = np.zeros(tiny.shape, np.uint8)
+    tiny_labels[2, 4:8, 4:28], tiny_labels[5, 20:24, 4:28] = 1, 2
+    PixelClassifier(spacing=spacing, random_state=0, n_estimators=2).fit(tiny, tiny_labels)
+    stages = {}
+
+    def progress(report):
+        stages.setdefault(report.stage, _rss_mib("VmHWM"))
+    before = _rss_mib("VmRSS")
+    with open("/proc/self/clear_refs", "w") as file:           # peak RSS from here on
+        file.write("5")
+    start = time.perf_counter()
+    model = PixelClassifier(spacing=spacing, random_state=0).fit(volume, labels,
+                                                                 progress=progress)
+    wall = time.perf_counter() - start
+    peak = _rss_mib("VmHWM")
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "m.msc")
+        model.save(path)
+        digest = hashlib.sha1(open(path, "rb").read()).hexdigest()
+    predicted = hashlib.sha1(np.ascontiguousarray(model.predict(volume)).tobytes()).hexdigest()
+    print(json.dumps({"set": name, "crop": "x".join(map(str, volume.shape)),
+                      "voxels": int(volume.size), "scribbled": int(np.count_nonzero(labels)),
+                      "RSS before MiB": before, "peak RSS MiB": peak,
+                      "fit peak - before MiB": peak - before,
+                      "bytes/crop voxel": (peak - before) * 2 ** 20 / volume.size,
+                      "fit s": wall, "peak at stage start MiB": {
+                          k: v - before for k, v in stages.items()},
+                      "model sha1": digest, "prediction sha1": predicted,
+                      "package": os.path.dirname(msclassify.__file__),
+                      "threads": os.environ.get("NUMBA_NUM_THREADS", "default")}))
+
+
+def _slope(rows):
+    """Least-squares bytes per voxel and intercept (MiB) of the fit peak over the crops."""
+    voxels = np.array([r["voxels"] for r in rows], float)
+    peaks = np.array([r["fit peak - before MiB"] for r in rows], float)
+    if voxels.size < 2:
+        return None, None
+    slope, intercept = np.polyfit(voxels, peaks * 2 ** 20, 1)
+    return float(slope), float(intercept / 2 ** 20)
+
+
+def run_train_memory(cases, compare, threads, rounds):
+    """`train_memory_worker` for every case in its own process, for this checkout and each
+    in ``compare`` (root folders: its ``msclassify`` is imported instead), alternated per
+    case and round; a table per checkout and the bytes per crop voxel (slope over the
+    crops of a set)."""
+    checkouts = [str(REPO)] + [str(os.path.abspath(p)) for p in compare]
+    rows = []
+    for round_ in range(rounds):
+        for name, n_slices, side in cases:
+            order = checkouts if round_ % 2 == 0 else checkouts[::-1]
+            for checkout in order:
+                env = dict(os.environ)
+                if threads:
+                    env["NUMBA_NUM_THREADS"] = str(threads)
+                # the checkout's package first on the path, after _common put this one there
+                child = (f"import sys; import _common; sys.path.insert(0, {checkout!r}); "
+                         f"import bench_volumes; bench_volumes.train_memory_worker("
+                         f"{name!r}, {n_slices}, {side})")
+                load = os.getloadavg()[0]
+                out = subprocess.run([sys.executable, "-c", child], capture_output=True,
+                                     text=True, check=True, cwd=REPO / "benchmarks", env=env)
+                row = json.loads(out.stdout.strip().splitlines()[-1])
+                if not row["package"].startswith(checkout):
+                    raise RuntimeError(f"{checkout} ran the package at {row['package']}")
+                row.update(checkout=checkout, round=round_, load=load)
+                rows.append(row)
+                print(f"[train memory] {row}", flush=True)
+    columns = ["checkout", "set", "crop", "voxels", "fit s", "fit peak - before MiB",
+               "bytes/crop voxel", "model sha1", "prediction sha1", "load"]
+    print_table(rows, columns)
+    slopes = []
+    for checkout in checkouts:
+        for name in dict.fromkeys(c[0] for c in cases):
+            own = [r for r in rows if r["checkout"] == checkout and r["set"] == name]
+            slope, intercept = _slope(own)
+            slopes.append({"checkout": checkout, "set": name, "bytes/crop voxel (slope)": slope,
+                           "intercept MiB": intercept, "fits": len(own)})
+    print_table(slopes, ["checkout", "set", "bytes/crop voxel (slope)", "intercept MiB", "fits"])
+    same = {}
+    for row in rows:
+        same.setdefault((row["set"], row["crop"]), set()).add((row["model sha1"],
+                                                                row["prediction sha1"]))
+    identical = {f"{k[0]} {k[1]}": len(v) == 1 for k, v in same.items()}
+    print("model files and predictions identical across checkouts:", identical)
+    return {"threads": threads, "rows": rows, "slopes": slopes, "identical": identical}
+
+
 def _rss_mib(field):
     """``VmRSS`` / ``VmHWM`` of this process in MiB (Linux; ru_maxrss would include the
     parent's peak, which a child inherits)."""
@@ -640,12 +779,36 @@ def main():
                         help="slice counts of in-memory fits on EM volumes (peak RSS per "
                              "training stage, model digest; each in its own process)")
     parser.add_argument("--fit-memory-worker", nargs=2, help=argparse.SUPPRESS)
+    parser.add_argument("--train-memory", action="store_true",
+                        help="peak RSS and time of in-memory fits on crops of the real volumes "
+                             "(TRAIN_MEMORY_CASES), each in its own process, into "
+                             "volumes_train_memory.json")
+    parser.add_argument("--train-cases", nargs="*", metavar="SET:SLICES:SIDE",
+                        help="with --train-memory: these crops instead (e.g. isbi2012_em:8:512)")
+    parser.add_argument("--compare", nargs="*", default=[],
+                        help="with --train-memory: other checkouts (root folders) run "
+                             "alternately with this one")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="with --train-memory: NUMBA_NUM_THREADS of the fits (0: as set)")
+
     parser.add_argument("--scaling-worker", nargs=3, help=argparse.SUPPRESS)
     parser.add_argument("--chunked-worker", nargs=6, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.scaling_worker:
         path, n, side = args.scaling_worker
         scaling_worker(path, int(n), int(side))
+        return
+    if args.train_memory:
+        cases = TRAIN_MEMORY_CASES if not args.train_cases else [
+            (c.split(":")[0], int(c.split(":")[1]), int(c.split(":")[2]))
+            for c in args.train_cases]
+        results = {"cpu": cpu_model(), "load at start": os.getloadavg(),
+                   "train memory": run_train_memory(cases, args.compare, args.threads,
+                                                    args.repeats),
+                   "load at end": os.getloadavg()}
+        path = write_results("volumes_train_memory", results)
+        print(f"CPU {results['cpu']}; load {results['load at start']} -> "
+              f"{results['load at end']}; wrote {path}")
         return
     if args.fit_memory_worker:
         fit_memory_worker(*map(int, args.fit_memory_worker))

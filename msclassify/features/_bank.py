@@ -132,14 +132,18 @@ def _plane_batches(pyramid, specs, run, release):
     Without ``release``, one batch of every feature, computed side by side on ``run``
     (fastest: the level arrays are filled in one pass each). With ``release`` (a
     volume), a group of features sharing their intermediates (level, channel, sigma)
-    at a time, and the pyramid drops after each group the intermediates that no later
-    group needs (`PyramidImage.release`): a volume's smoothed images and eigenvalue
-    pairs are not all held at once, nor all its feature planes.
+    at a time, in three batches: the filters of the smoothed images, then the Hessian's
+    eigenvalues, then the structure tensor's; the pyramid drops after each batch the
+    intermediates that no later batch needs (`PyramidImage.release`): a volume's
+    smoothed images and eigenvalue pairs are not all held at once, nor all its feature
+    planes, and a Hessian's pair is gone before the structure tensor's is computed.
     """
     def group(j):
         spec = specs[j]
+        pair = spec.filter.split("_")[0] if spec.filter.startswith(("hessian", "structure")) \
+            else ""
         return (spec.level, spec.source_level, spec.channel,
-                -1.0 if spec.sigma is None else spec.sigma) if release else spec.level
+                -1.0 if spec.sigma is None else spec.sigma, pair) if release else spec.level
     order = sorted(range(len(specs)), key=group)
     batches = [list(batch) for _, batch in itertools.groupby(order, key=group)] \
         if release else [order]

@@ -93,6 +93,10 @@ def _hessian_entries(s, factors):
     return diagonal[0], cross(0, 1), cross(0, 2), diagonal[1], cross(1, 2), diagonal[2]
 
 
+# The structure tensor's entries (axis pairs), in the order `_eigenvalues` takes them.
+_PRODUCTS = ((0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2))
+
+
 def _eigenvalues(entries, shape):
     larger, smaller = _kernels.symmetric_eigenvalues_3x3(*(np.ascontiguousarray(e).ravel()
                                                            for e in entries))
@@ -131,8 +135,9 @@ def smooth_volume(volume, sigmas):
     """
     sz, sy, sx = sigmas
     if sy == sx:
-        out = np.stack([_kernels.gaussian_smooth(plane, sx, GAUSSIAN_TRUNCATE)
-                        for plane in volume])
+        out = np.empty(volume.shape, np.float32)        # plane by plane: no list of planes
+        for z, plane in enumerate(volume):
+            out[z] = _kernels.gaussian_smooth(plane, sx, GAUSSIAN_TRUNCATE)
     else:
         out = volume
         for axis, sigma in ((1, sy), (2, sx)):
@@ -236,8 +241,12 @@ class PyramidVolume(PyramidImage):
             s = self.smoothed(level, channel, sigma)
             g = _gradients(s, self.grid.axis_factors(level))
             outer = self.grid.sigmas(level, STRUCTURE_OUTER_RATIO * sigma)
-            entries = [smooth_volume(g[a] * g[b], outer)
-                       for a, b in ((0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2))]
+            entries = []
+            for number, (a, b) in enumerate(_PRODUCTS):
+                entries.append(smooth_volume(g[a] * g[b], outer))
+                for axis in {a, b}:        # its last product: drop the gradient
+                    if all(axis not in later for later in _PRODUCTS[number + 1:]):
+                        g[axis] = None
             return _eigenvalues(entries, s.shape)
         return self._cached(("structure", level, channel, sigma), compute)
 

@@ -242,7 +242,10 @@ def teacher_classes(level0, slots, teacher, shape, stride=TEACHER_STRIDE, margin
         if context is not None:
             rows = np.ascontiguousarray(np.hstack([rows, context(*pixels)]))
         raw = teacher.predict_raw(rows)
-        return most_probable_class(raw), _margin(raw) < margin
+        n_classes = 2 if raw.ndim == 1 or raw.shape[-1] == 1 else raw.shape[-1]
+        # the class map in the smallest integer type (a byte a pixel, not eight)
+        return most_probable_class(raw).astype(np.min_scalar_type(n_classes - 1)), \
+            _margin(raw) < margin
 
     def predict(index):
         if not isinstance(index[0], np.ndarray):          # a grid of slices: a view
@@ -270,18 +273,23 @@ def teacher_classes(level0, slots, teacher, shape, stride=TEACHER_STRIDE, margin
         grid_unsure = unsure
         unsure = np.zeros(fine_shape, dtype=bool)
         unsure[..., ::f, ::f] = grid_unsure
-        # the finer grid's points in every mixed cell (its corner is known already)
-        cells = np.nonzero(mixed)
+        # the finer grid's points in every mixed cell (its corner is known already), a block
+        # of cells at a time: a volume's mixed cells may be most of its cells
+        mixed_cells = np.flatnonzero(mixed)
         offsets = np.indices((f, f)).reshape(2, -1)[:, 1:]
-        points = [np.repeat(c, offsets.shape[1]) for c in cells[:-2]]
-        points += [(c[:, None] * f + o[None, :]).ravel() for c, o in zip(cells[-2:], offsets)]
-        inside = (points[-2] < fine_shape[-2]) & (points[-1] < fine_shape[-1])
-        points = tuple(p[inside] for p in points)
-        if points[0].size:
-            pixels = points[:-2] + tuple(p * finer for p in points[-2:])
-            classes[points], unsure[points] = predict(pixels)
+        for start in range(0, mixed_cells.size, _POINT_BLOCK):
+            cells = np.unravel_index(mixed_cells[start:start + _POINT_BLOCK], mixed.shape)
+            points = [np.repeat(c, offsets.shape[1]) for c in cells[:-2]]
+            points += [(c[:, None] * f + o[None, :]).ravel()
+                       for c, o in zip(cells[-2:], offsets)]
+            inside = (points[-2] < fine_shape[-2]) & (points[-1] < fine_shape[-1])
+            points = tuple(p[inside] for p in points)
+            if points[0].size:
+                pixels = points[:-2] + tuple(p * finer for p in points[-2:])
+                classes[points], unsure[points] = predict(pixels)
         stride, grid_shape = finer, fine_shape
     return classes
+
 
 
 def teacher_pixels(compute_levels, pairs, teacher, feature_indices, n_pixels, band, rng,
@@ -331,14 +339,15 @@ def teacher_pixels(compute_levels, pairs, teacher, feature_indices, n_pixels, ba
             functools.partial(interpolated, levels, context_indices)
         classes = teacher_classes(levels.arrays[0], levels.slot[feature_indices], teacher,
                                   shape, stride, context=context)
-        edge = np.nonzero(teacher_band(classes, band))
+        edge = np.flatnonzero(teacher_band(classes, band))     # 8 bytes a band pixel
         size = int(np.prod(shape))
         n_total = min(int(n_pixels), size)
-        n_edge = min(int(round(EDGE_SHARE * n_total)), edge[0].size)
+        n_edge = min(int(round(EDGE_SHARE * n_total)), edge.size)
         n_flat = n_total - n_edge
-        pick = rng.choice(edge[0].size, n_edge, replace=False)
+        pick = np.unravel_index(edge[rng.choice(edge.size, n_edge, replace=False)], shape)
+        del edge
         flat = np.unravel_index(rng.choice(size, n_flat, replace=False), shape)
-        pixels = tuple(np.concatenate([e[pick], f]) for e, f in zip(edge, flat))
+        pixels = tuple(np.concatenate([e, f]) for e, f in zip(pick, flat))
         rows.append(levels.gather(*pixels))
         targets.append(classes[pixels].astype(np.float64))
         edge_weight = EDGE_WEIGHT if n_edge else 0.0
