@@ -133,6 +133,25 @@ def test_teacher_predicts_refined_points_in_blocks_with_the_same_map(monkeypatch
     assert np.array_equal(classes, volume[..., 0].astype(int))
 
 
+def test_teacher_predicts_a_volumes_grid_and_cells_in_blocks_in_one_byte_a_voxel(monkeypatch):
+    # a volume's first grid is predicted a few sections at a time and its mixed cells a block
+    # at a time (their rows are copies, and a volume's refinement may be most voxels): the
+    # map is the same, held in one byte a voxel, and no call predicts more rows than a block
+    # or one section's grid. A teacher unsure everywhere refines every voxel: the map is
+    # the per-voxel one.
+    volume = np.random.default_rng(0).random((6, 21, 19)).astype(np.float32)[..., None]
+    whole = teacher_classes(volume, np.array([0]), _RampTeacher(), volume.shape[:3], stride=4)
+    assert whole.dtype == np.uint8
+    assert np.array_equal(whole, volume[..., 0] > 0.5)
+    monkeypatch.setattr(distill, "_POINT_BLOCK", 5)
+    calls = []
+    blocked = teacher_classes(volume, np.array([0]), _CountingTeacher(_RampTeacher(), calls),
+                              volume.shape[:3], stride=4)
+    assert np.array_equal(blocked, whole)
+    section_grid = 6 * 5                                  # ceil(21 / 4) x ceil(19 / 4)
+    assert calls[:6] == [section_grid] * 6 and max(calls[6:]) <= 5
+
+
 class _ThreeClassTeacher:
     """Raw score 6 for class round(x) (0, 1 or 2), 0 for the others."""
 

@@ -8,6 +8,7 @@ from scipy import ndimage as ndi
 
 from msclassify.cegb import train
 from msclassify.features import FeatureBank, PyramidVolume, VoxelGrid, smooth_volume
+from msclassify.features import _volume as volume_module
 from msclassify.pixel import predict_multiscale
 
 
@@ -181,6 +182,25 @@ def test_volume_features_are_computed_a_group_at_a_time_holding_only_its_interme
         assert np.array_equal(array, same) and np.array_equal(array, also)
     zs, ys, xs = np.nonzero(np.ones(volume.shape, bool))
     assert np.array_equal(bank.gather(volume, ys, xs, zs=zs), levels.gather(zs, ys, xs))
+
+
+@pytest.mark.parametrize("spacing", [(1, 1, 1), (3, 1, 1), (50, 4, 4)])
+def test_volume_eigenvalues_slab_by_slab_equal_the_whole_volumes(monkeypatch, spacing):
+    # The Hessian's and the structure tensor's eigenvalues are computed a slab of slices at a
+    # time, holding one slab's six entries (the structure tensor's from the outer Gaussian's
+    # z reach around the slab): bit for bit those of the whole volume at once, for slabs of
+    # one slice, of two (which the volume's 13 slices do not divide) and of the volume.
+    volume = np.random.default_rng(5).random((13, 20, 19)).astype(np.float32)
+    bank = FeatureBank(specs=[f"L{level}:{name}:s{sigma}:c0" for level in (0, 1)
+                              for sigma in (0.7, 3.5) for name in (
+                                  "hessian_max", "hessian_min", "structure_max",
+                                  "structure_min")], spacing=spacing)
+    monkeypatch.setattr(volume_module, "_SLAB_VOXELS", 1 << 40)
+    whole = bank.compute_levels(volume, n_threads=1)
+    for slab_voxels in (1, 2 * 20 * 19):
+        monkeypatch.setattr(volume_module, "_SLAB_VOXELS", slab_voxels)
+        slabs = bank.compute_levels(volume, n_threads=1)
+        assert all(np.array_equal(a, b) for a, b in zip(whole.arrays, slabs.arrays))
 
 
 @pytest.mark.parametrize("spacing", [(1, 1, 1), (3, 1, 1)])

@@ -65,9 +65,9 @@ def _unit(axis, step):
     return offsets
 
 
-def _gradients(s, factors):
-    """Central differences along z, y, x, each times its axis factor."""
-    padded = np.pad(s, 1, mode="edge")
+def _gradients(padded, factors):
+    """Central differences along z, y, x, each times its axis factor, of the volume inside
+    ``padded`` (edge-padded by 1)."""
     return [np.float32(0.5 * f) * (_shifted(padded, _unit(a, 1)) - _shifted(padded, _unit(a, -1)))
             for a, f in enumerate(factors)]
 
@@ -77,9 +77,9 @@ def _second_differences(s, padded, factors):
                                  - np.float32(2.0) * s) for a, f in enumerate(factors)]
 
 
-def _hessian_entries(s, factors):
-    """H_zz, H_zy, H_zx, H_yy, H_yx, H_xx of ``s`` (finite differences, scaled)."""
-    padded = np.pad(s, 1, mode="edge")
+def _hessian_entries(s, padded, factors):
+    """H_zz, H_zy, H_zx, H_yy, H_yx, H_xx of ``s`` (finite differences, scaled); ``padded`` is
+    ``s`` edge-padded by 1 (or the slices of a larger padded volume around ``s``)."""
     diagonal = _second_differences(s, padded, factors)
 
     def cross(a, b):
@@ -97,10 +97,39 @@ def _hessian_entries(s, factors):
 _PRODUCTS = ((0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2))
 
 
+# Voxels of the slab of whole slices whose Hessian or structure-tensor entries are held at once.
+_SLAB_VOXELS = 1 << 20
+
+
 def _eigenvalues(entries, shape):
     larger, smaller = _kernels.symmetric_eigenvalues_3x3(*(np.ascontiguousarray(e).ravel()
                                                            for e in entries))
     return larger.reshape(shape), smaller.reshape(shape)
+
+
+def _slab_eigenvalues(shape, halo, entries):
+    """Largest and smallest eigenvalues of a symmetric 3x3 field, slab of slices by slab:
+    ``entries(z0, z1)`` gives the six entries of slices ``z0:z1`` (`_eigenvalues`' order).
+
+    A voxel's eigenvalues depend on its own entries only, so the result equals the whole
+    volume's bit for bit, while only one slab's entries are held (a slab about
+    `_SLAB_VOXELS` voxels, and at least ``8 * halo`` slices when the entries of a slab are
+    computed from ``halo`` more slices on each side: at most a quarter more slices).
+
+    Examples
+    --------
+    >>> identity = lambda z0, z1: [np.full((z1 - z0, 2, 2), v, np.float32)
+    ...                             for v in (1, 0, 0, 1, 0, 1)]
+    >>> [a.shape for a in _slab_eigenvalues((5, 2, 2), 0, identity)]
+    [(5, 2, 2), (5, 2, 2)]
+    """
+    larger, smaller = np.empty(shape, np.float32), np.empty(shape, np.float32)
+    depth = shape[0]
+    thick = max(1, _SLAB_VOXELS // max(1, shape[1] * shape[2]), 8 * halo)
+    for z0 in range(0, depth, thick):
+        z1 = min(z0 + thick, depth)
+        larger[z0:z1], smaller[z0:z1] = _eigenvalues(entries(z0, z1), (z1 - z0,) + shape[1:])
+    return larger, smaller
 
 
 def upsample_volume(volume, block):
@@ -231,27 +260,40 @@ class PyramidVolume(PyramidImage):
         return plane
 
     def _hessian(self, level, channel, sigma):
-        def compute():
+        def compute():                     # slab by slab (`_slab_eigenvalues`)
             s = self.smoothed(level, channel, sigma)
-            return _eigenvalues(_hessian_entries(s, self.grid.axis_factors(level)), s.shape)
+            padded = np.pad(s, 1, mode="edge")
+            factors = self.grid.axis_factors(level)
+            return _slab_eigenvalues(s.shape, 0, lambda z0, z1: _hessian_entries(
+                s[z0:z1], padded[z0:z1 + 2], factors))
         return self._cached(("hessian", level, channel, sigma), compute)
 
     def _structure(self, level, channel, sigma):
         def compute():
             s = self.smoothed(level, channel, sigma)
-            g = _gradients(s, self.grid.axis_factors(level))
+            padded = np.pad(s, 1, mode="edge")
+            factors = self.grid.axis_factors(level)
             outer = self.grid.sigmas(level, STRUCTURE_OUTER_RATIO * sigma)
-            entries = []
-            for number, (a, b) in enumerate(_PRODUCTS):
-                entries.append(smooth_volume(g[a] * g[b], outer))
-                for axis in {a, b}:        # its last product: drop the gradient
-                    if all(axis not in later for later in _PRODUCTS[number + 1:]):
-                        g[axis] = None
-            return _eigenvalues(entries, s.shape)
+            halo = _kernels.gaussian_weights(outer[0], GAUSSIAN_TRUNCATE).shape[0] // 2
+            depth = s.shape[0]
+
+            def entries(z0, z1):
+                # the slab's entries from the slices within the outer Gaussian's z reach;
+                # where that reach is clipped it is the volume's own edge, reflected alike
+                lo, hi = max(0, z0 - halo), min(depth, z1 + halo)
+                g = _gradients(padded[lo:hi + 2], factors)
+                slab = []
+                for number, (a, b) in enumerate(_PRODUCTS):
+                    slab.append(smooth_volume(g[a] * g[b], outer)[z0 - lo:z1 - lo])
+                    for axis in {a, b}:        # its last product: drop the gradient
+                        if all(axis not in later for later in _PRODUCTS[number + 1:]):
+                            g[axis] = None
+                return slab
+            return _slab_eigenvalues(s.shape, halo, entries)
         return self._cached(("structure", level, channel, sigma), compute)
 
     def _gradient_magnitude(self, smoothed, level):
-        g = _gradients(smoothed, self.grid.axis_factors(level))
+        g = _gradients(np.pad(smoothed, 1, mode="edge"), self.grid.axis_factors(level))
         return np.sqrt(g[0] * g[0] + g[1] * g[1] + g[2] * g[2])
 
     def _laplacian(self, smoothed, level):

@@ -468,7 +468,8 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         bank = _make_bank(self.features, n_channels, spacing)
         seed = as_seed(self.random_state)
         rng = np.random.default_rng(seed)
-        if feature_cache is None:      # the teacher's pass reads the same features again
+        own_cache = feature_cache is None
+        if own_cache:                  # the teacher's pass reads the same features again
             feature_cache = FeatureCache(max_bytes=_FIT_CACHE_BYTES)
         frame_levels = functools.partial(feature_cache.levels, bank)
         teacher_features = self._teacher_features(bank)
@@ -542,6 +543,8 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
             X, y = np.concatenate([X, X_t]), np.concatenate([y, y_t])
             sample_weight = np.concatenate([sample_weight, weight_t])
             cost_weight = np.concatenate([cost_weight, np.zeros(y_t.size)])
+        if own_cache:      # every row is gathered: the models train without the features
+            feature_cache.clear()
         if unlabelled is not None:
             X, y, sample_weight, cost_weight, graph_objective = unlabelled.training_set(
                 X, y, sample_weight, cost_weight, classes.size, self.n_neighbors,

@@ -249,6 +249,12 @@ def teacher_classes(level0, slots, teacher, shape, stride=TEACHER_STRIDE, margin
 
     def predict(index):
         if not isinstance(index[0], np.ndarray):          # a grid of slices: a view
+            if lead:          # a volume's grid, a few slices at a time (their rows are copies)
+                view = level0[index]
+                step = max(1, _POINT_BLOCK // max(1, view.shape[1] * view.shape[2]))
+                parts = [predict_rows(view[z:z + step], None)
+                         for z in range(0, view.shape[0], step)]
+                return tuple(np.concatenate(p) for p in zip(*parts))
             pixels = None if context is None else \
                 [p.ravel() for p in np.meshgrid(*(np.arange(n)[i] for n, i in
                                                   zip(shape, index)), indexing="ij")]
@@ -277,8 +283,9 @@ def teacher_classes(level0, slots, teacher, shape, stride=TEACHER_STRIDE, margin
         # of cells at a time: a volume's mixed cells may be most of its cells
         mixed_cells = np.flatnonzero(mixed)
         offsets = np.indices((f, f)).reshape(2, -1)[:, 1:]
-        for start in range(0, mixed_cells.size, _POINT_BLOCK):
-            cells = np.unravel_index(mixed_cells[start:start + _POINT_BLOCK], mixed.shape)
+        block = max(1, _POINT_BLOCK // offsets.shape[1])
+        for start in range(0, mixed_cells.size, block):
+            cells = np.unravel_index(mixed_cells[start:start + block], mixed.shape)
             points = [np.repeat(c, offsets.shape[1]) for c in cells[:-2]]
             points += [(c[:, None] * f + o[None, :]).ravel()
                        for c, o in zip(cells[-2:], offsets)]
