@@ -51,6 +51,15 @@ in a fresh process, and records time and the peak resident memory of the predict
 (``VmHWM`` reset before it) next to the memory held before it (``--sets`` with no
 name: only the scaling run, into volumes_scaling.json).
 
+``--train-memory`` (into volumes_train_memory.json) fits the default 3D model on crops of the
+real volumes (``TRAIN_MEMORY_CASES``: the EM volume scribbled on slices 0-4, 8 or 16 slices of
+256² or 512²; the nuclei stack as it is and mirror-tiled to 256² and 512² slices, scribbled on
+slices 7, 15, 23), each in its own process, and records the fit's peak RSS above the memory
+held before it, wall and CPU time, and the sha1 of the model file and of its prediction;
+``--compare /work/main`` runs another checkout's package alternately on the same crops (the
+hashes say whether the models are the same), ``--threads`` sets ``NUMBA_NUM_THREADS`` (1 by
+default). The slope of the peak over a set's crops is the bytes per crop voxel.
+
 ``--chunked 40 160 320`` (with ``--sets`` and ``--scaling`` empty: into
 volumes_chunked.json) writes such EM volumes as OME-Zarr (in a temporary folder) and
 predicts each, in its own process under an address-space limit (``--memory-limit``
@@ -486,10 +495,10 @@ def train_memory_worker(name, n_slices, side):
     before = _rss_mib("VmRSS")
     with open("/proc/self/clear_refs", "w") as file:           # peak RSS from here on
         file.write("5")
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     model = PixelClassifier(spacing=spacing, random_state=0).fit(volume, labels,
                                                                  progress=progress)
-    wall = time.perf_counter() - start
+    wall, cpu = time.perf_counter() - start, time.process_time() - cpu
     peak = _rss_mib("VmHWM")
     with tempfile.TemporaryDirectory() as folder:
         path = os.path.join(folder, "m.msc")
@@ -501,7 +510,7 @@ def train_memory_worker(name, n_slices, side):
                       "RSS before MiB": before, "peak RSS MiB": peak,
                       "fit peak - before MiB": peak - before,
                       "bytes/crop voxel": (peak - before) * 2 ** 20 / volume.size,
-                      "fit s": wall, "peak at stage start MiB": {
+                      "fit s": wall, "fit CPU s": cpu, "peak at stage start MiB": {
                           k: v - before for k, v in stages.items()},
                       "model sha1": digest, "prediction sha1": predicted,
                       "package": os.path.dirname(msclassify.__file__),
@@ -545,8 +554,9 @@ def run_train_memory(cases, compare, threads, rounds):
                 row.update(checkout=checkout, round=round_, load=load)
                 rows.append(row)
                 print(f"[train memory] {row}", flush=True)
-    columns = ["checkout", "set", "crop", "voxels", "fit s", "fit peak - before MiB",
-               "bytes/crop voxel", "model sha1", "prediction sha1", "load"]
+    columns = ["checkout", "set", "crop", "voxels", "fit s", "fit CPU s",
+               "fit peak - before MiB", "bytes/crop voxel", "model sha1", "prediction sha1",
+               "load"]
     print_table(rows, columns)
     slopes = []
     for checkout in checkouts:
