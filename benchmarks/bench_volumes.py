@@ -58,7 +58,8 @@ slices 7, 15, 23), each in its own process, and records the fit's peak RSS above
 held before it, wall and CPU time, and the sha1 of the model file and of its prediction;
 ``--compare /work/main`` runs another checkout's package alternately on the same crops (the
 hashes say whether the models are the same), ``--threads`` sets ``NUMBA_NUM_THREADS`` (1 by
-default). The slope of the peak over a set's crops is the bytes per crop voxel.
+default; others into volumes_train_memory_threads<N>.json). The slope of the peak over a
+set's crops is the bytes per crop voxel.
 
 ``--chunked 40 160 320`` (with ``--sets`` and ``--scaling`` empty: into
 volumes_chunked.json) writes such EM volumes as OME-Zarr (in a temporary folder) and
@@ -816,7 +817,8 @@ def main():
                    "train memory": run_train_memory(cases, args.compare, args.threads,
                                                     args.repeats),
                    "load at end": os.getloadavg()}
-        path = write_results("volumes_train_memory", results)
+        path = write_results("volumes_train_memory" + (
+            f"_threads{args.threads}" if args.threads != 1 else ""), results)
         print(f"CPU {results['cpu']}; load {results['load at start']} -> "
               f"{results['load at end']}; wrote {path}")
         return
