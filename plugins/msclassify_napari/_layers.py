@@ -17,6 +17,8 @@ window's updates off for the turn of the add and back on in the next one: the ad
 then two, the insert and the repaint (docs/napari.md, "A layer add in two turns").
 """
 
+from functools import partial
+
 from napari.layers import Image, Labels, Tracks
 
 __all__ = ["PLACEMENT", "in_turns", "repaint_next_turn", "update_or_add_layer"]
@@ -76,8 +78,13 @@ def repaint_next_turn(widget):
     from qtpy.QtCore import QTimer
     window.setUpdatesEnabled(False)
     timer = QTimer(window, singleShot=True, interval=0)
-    timer.timeout.connect(lambda: (timer.deleteLater(), window.setUpdatesEnabled(True)))
-    timer.start()
+    timer.timeout.connect(partial(_updates_back_on, timer))   # (no reference to the window:
+    timer.start()                                             # a closed viewer is freed)
+
+
+def _updates_back_on(timer):
+    timer.parent().setUpdatesEnabled(True)
+    timer.deleteLater()
 
 
 def in_turns(steps, parent, delay_ms=20, now=True):
