@@ -655,6 +655,8 @@ def test_new_scribbles_on_a_long_movie_allocate_nothing(make_napari_viewer, plug
             qtbot.wait(50)
         monitor.mark()
         layer = widget.new_scribble_layer()
+        # (its second layer comes after the first's repaint, in a later turn)
+        qtbot.waitUntil(lambda: "movie segmentation" in viewer.layers, timeout=10000)
         qtbot.wait(100)
         stall = monitor.longest_gap()[0]
     finally:
