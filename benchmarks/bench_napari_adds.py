@@ -26,15 +26,11 @@ each gap over 25 ms, in order, over the measures with the most common number of 
 """
 
 import argparse
-import json
-import os
 import statistics
-import subprocess
-import sys
-import time
 from pathlib import Path
 
-from _common import REPO, command_line, cpu_model, print_table, write_results
+from _common import (REPO, cpu_model, napari_checkouts, napari_child, print_table,
+                     write_checkouts_results)
 
 _CHILD = r"""
 import json, os, sys, time
@@ -155,14 +151,8 @@ REFERENCE = "napari: add a Labels layer"
 
 
 def run(checkout, repeats):
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(checkout), str(checkout / "plugins")])}
-    code = _CHILD.format(benchmarks=str(REPO / "benchmarks"), repeats=repeats)
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                         timeout=1800, cwd=checkout)      # (-c puts the working folder first)
-    lines = [line for line in out.stdout.splitlines() if line.startswith("RESULT ")]
-    if not lines:
-        raise RuntimeError(f"the session in {checkout} failed:\n{out.stderr[-3000:]}")
-    return json.loads(lines[-1][len("RESULT "):])
+    return napari_child(_CHILD.format(benchmarks=str(REPO / "benchmarks"), repeats=repeats),
+                        checkout)
 
 
 def _turns(measures):
@@ -180,14 +170,8 @@ def main():
     parser.add_argument("--compare", metavar="DIR", type=Path,
                         help="another checkout to alternate with (before)")
     args = parser.parse_args()
-    checkouts = {"this checkout": REPO}
-    if args.compare:
-        checkouts = {"before": args.compare.resolve(), **checkouts}
-    runs = {label: [] for label in checkouts}
-    for _ in range(args.rounds):
-        for label, checkout in checkouts.items():
-            runs[label].append(run(checkout, args.repeats))
-            print(label, "load", runs[label][-1]["load"], flush=True)
+    checkouts, runs = napari_checkouts(args.compare, args.rounds,
+                                       lambda checkout: run(checkout, args.repeats))
     rows = []
     steps = [key for key in runs[next(iter(checkouts))][0] if key not in ("load", "plugin")]
     for step in steps:
@@ -205,12 +189,8 @@ def main():
                          "load": statistics.median(r["load"] for r in runs[label])})
     print(f"{cpu_model()}; medians")
     print_table(rows, list(rows[0]))
-    path = write_results("napari_adds", {
-        "cpu": cpu_model(), "rounds": args.rounds, "repeats": args.repeats,
-        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "checkouts": {label: str(path) for label, path in checkouts.items()},
-        "rows": rows, "runs": runs})
-    print(f"wrote {path}; {command_line()}")
+    write_checkouts_results("napari_adds", {"rounds": args.rounds, "repeats": args.repeats},
+                            checkouts, rows, runs)
 
 
 if __name__ == "__main__":
