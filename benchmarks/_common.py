@@ -67,6 +67,44 @@ def alternated_checkouts(child, compare, rounds, *arguments):
     return runs
 
 
+def napari_checkouts(compare, rounds, run):
+    """``{label: [run(checkout) per round]}`` for this checkout ("this checkout") and, if
+    ``compare`` (a root folder) is given, that one ("before"), alternated round by round: the
+    napari benchmarks' ``--compare``. Prints each run's label as it ends."""
+    checkouts = {"this checkout": REPO}
+    if compare:
+        checkouts = {"before": Path(compare).resolve(), **checkouts}
+    runs = {label: [] for label in checkouts}
+    for _ in range(rounds):
+        for label, checkout in checkouts.items():
+            runs[label].append(run(checkout))
+            print(label, runs[label][-1], flush=True)
+    return checkouts, runs
+
+
+def write_checkouts_results(name, settings, checkouts, rows, runs):
+    """`write_results` of a `napari_checkouts` benchmark: the CPU, ``settings`` (a dict), the
+    date, the checkouts, the table's ``rows`` and every run; prints where it wrote."""
+    path = write_results(name, {
+        "cpu": cpu_model(), **settings, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "checkouts": {label: str(path) for label, path in checkouts.items()},
+        "rows": rows, "runs": runs})
+    print(f"wrote {path}; {command_line()}")
+
+
+def napari_child(code, checkout, timeout=1800):
+    """Run ``code`` (``python -c``, a napari session) with ``PYTHONPATH=checkout:checkout/plugins``
+    in ``checkout``; returns the JSON it printed last on a line starting ``RESULT ``."""
+    import subprocess
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(checkout), str(checkout / "plugins")])}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         timeout=timeout, cwd=checkout)      # (-c puts the working folder first)
+    lines = [line for line in out.stdout.splitlines() if line.startswith("RESULT ")]
+    if not lines:
+        raise RuntimeError(f"the session in {checkout} failed:\n{out.stderr[-3000:]}")
+    return json.loads(lines[-1][len("RESULT "):])
+
+
 def median_ratio(numerators, denominators):
     """Median over rounds of the per-round ratio of two `interleaved_times` lists."""
     return statistics.median(a / b for a, b in zip(numerators, denominators))

@@ -25,15 +25,11 @@ rounds).
 """
 
 import argparse
-import json
-import os
 import statistics
-import subprocess
-import sys
-import time
 from pathlib import Path
 
-from _common import REPO, SHARED_DATA, command_line, cpu_model, print_table, write_results
+from _common import (REPO, SHARED_DATA, napari_checkouts, napari_child, print_table,
+                     write_checkouts_results)
 
 _CHILD = r"""
 import json, os, sys, time
@@ -93,16 +89,10 @@ print("RESULT " + json.dumps(out))
 
 
 def run(checkout, wait, first, dock):
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(checkout), str(checkout / "plugins")])}
     code = _CHILD.format(benchmarks=str(REPO / "benchmarks"), wait=wait, dock=dock,
                          open_first=first == "video",
                          video=str(SHARED_DATA / "fly_sleap" / "clip.mp4"))
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                         timeout=900, cwd=checkout)      # (-c puts the working folder first)
-    lines = [line for line in out.stdout.splitlines() if line.startswith("RESULT ")]
-    if not lines:
-        raise RuntimeError(f"the session in {checkout} failed:\n{out.stderr[-3000:]}")
-    return json.loads(lines[-1][len("RESULT "):])
+    return napari_child(code, checkout, timeout=900)
 
 
 def main():
@@ -117,14 +107,8 @@ def main():
     parser.add_argument("--compare", metavar="DIR", type=Path,
                         help="another checkout to alternate with (before)")
     args = parser.parse_args()
-    checkouts = {"this checkout": REPO}
-    if args.compare:
-        checkouts = {"before": args.compare.resolve(), **checkouts}
-    runs = {label: [] for label in checkouts}
-    for _ in range(args.rounds):
-        for label, checkout in checkouts.items():
-            runs[label].append(run(checkout, args.wait, args.first, args.dock))
-            print(label, runs[label][-1], flush=True)
+    checkouts, runs = napari_checkouts(
+        args.compare, args.rounds, lambda checkout: run(checkout, args.wait, args.first, args.dock))
     rows = []
     for label in checkouts:
         for step, name in (("open", "open the video (first use: the plugin activates)"),
@@ -140,13 +124,9 @@ def main():
     print_table(rows, list(rows[0]))
     name = "napari_first_dock" if (args.first, args.dock) == ("video", "Pixel classifier") \
         else f"napari_first_dock_{args.first}_{args.dock.split()[0].lower()}"
-    path = write_results(name, {
-        "cpu": cpu_model(), "rounds": args.rounds, "wait_s": args.wait, "first": args.first,
-        "dock": args.dock,
-        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "checkouts": {label: str(path) for label, path in checkouts.items()},
-        "rows": rows, "runs": runs})
-    print(f"wrote {path}; {command_line()}")
+    write_checkouts_results(name, {"rounds": args.rounds, "wait_s": args.wait,
+                                   "first": args.first, "dock": args.dock},
+                            checkouts, rows, runs)
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ import threading
 from qtpy.QtCore import Qt, QTimer
 from qtpy.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
 
+from ._layers import repaint_next_turn
 from ._preload import import_quietly
 
 __all__ = ["LoadingDock", "ObjectTableDock", "PixelClassifierDock", "VolumeDock"]
@@ -76,6 +77,8 @@ class LoadingDock(QWidget):
             self.status.setText(f"The classifier could not be loaded: {self._error} "
                                 "(reinstall msclassify, then dock it again).")
             return
+        # the widget built in this turn, the window's repaint in the next (`repaint_next_turn`)
+        repaint_next_turn(self)
         self.widget = getattr(sys.modules[self.MODULE], self.NAME)(self.viewer)
         self.status.hide()
         self.layout().addWidget(self.widget, 1)

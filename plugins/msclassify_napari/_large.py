@@ -20,7 +20,7 @@ from qtpy.QtCore import QEvent, Signal
 from msclassify.io import open_image
 from msclassify.pixel import BACKGROUND_NICE, run_at_lower_priority
 
-from ._layers import in_turns, update_or_add_layer
+from ._layers import in_turns, repaint_next_turn, update_or_add_layer
 from ._tiled_labels import TiledLabels
 
 __all__ = ["LargeImageJob", "LargeImageWidget", "get_zarr_reader", "read_ome_zarr"]
@@ -386,6 +386,7 @@ class LargeImageWidget(_qt_widget_base()):
         name = self._scribble_name(image)
         added = name not in self.viewer.layers
         if added:
+            repaint_next_turn(self)          # napari's add and the window's repaint: two turns
             layer = self.viewer.add_labels(window, name=name)
             layer.brush_size = 8
         else:
@@ -507,7 +508,7 @@ class LargeImageWidget(_qt_widget_base()):
             return
         labels, offset = result
         layer, added = update_or_add_layer(self.viewer, "labels", labels, "visible region",
-                                           opacity=0.5)
+                                           parent=self, opacity=0.5)
         if added:
             self._under_scribbles(layer, image)
         self._place(layer, offset, image)
@@ -576,8 +577,8 @@ class LargeImageWidget(_qt_widget_base()):
         name = f"{Path(output).name} classes"
         for data, kwargs, _ in read_ome_zarr(Path(output) / "labels" / "classes"):
             # an earlier run's layer (resumed) is updated in place, not removed and re-added
-            layer, added = update_or_add_layer(self.viewer, "labels", data, name, opacity=0.5,
-                                               multiscale=kwargs["multiscale"])
+            layer, added = update_or_add_layer(self.viewer, "labels", data, name, parent=self,
+                                               opacity=0.5, multiscale=kwargs["multiscale"])
             if added:
                 self._under_scribbles(layer, image)
             self._place(layer, (0, 0), image)

@@ -8,23 +8,33 @@ does (`benchmarks/study_layer_add.py`). No split of napari's add into several ev
 (added hidden and shown a turn later, the layer object built a turn before, a 1-pixel
 placeholder) brings its longest turn down by more than the noise (the same study): the
 docks add each layer in a turn of its own (`in_turns`) and otherwise update layers in place.
+
+What does split an add is holding the window's repaint: napari's insert (its Python: the
+layer's visual and overlays, the Qt layer controls) and Qt repainting the window after it
+(the canvas and every widget, in software under Xvfb) ran in one event-loop turn, because Qt
+handles the repaint's posted events before its timers and input. `repaint_next_turn` turns the
+window's updates off for the turn of the add and back on in the next one: the add's stall is
+then two, the insert and the repaint (docs/napari.md, "A layer add in two turns").
 """
+
+from functools import partial
 
 from napari.layers import Image, Labels, Tracks
 
-__all__ = ["PLACEMENT", "in_turns", "update_or_add_layer"]
+__all__ = ["PLACEMENT", "in_turns", "repaint_next_turn", "update_or_add_layer"]
 
 _KINDS = {"image": Image, "labels": Labels, "tracks": Tracks}
 # Layer properties that follow the result when a layer is updated in place.
 PLACEMENT = ("scale", "translate", "contrast_limits")
 
 
-def update_or_add_layer(viewer, layer_type, data, name, **kwargs):
+def update_or_add_layer(viewer, layer_type, data, name, parent=None, **kwargs):
     """Put ``data`` in the layer called ``name``: in place if it is a ``layer_type`` layer of
     the same shape and dtype (a Labels layer: of the same number of dimensions), else in a new
     one (``viewer.add_<layer_type>(data, name=name, **kwargs)``, replacing a layer of that
     name). With ``multiscale=True`` in ``kwargs``, ``data`` is the list of levels and only a
-    multiscale layer is updated in place.
+    multiscale layer is updated in place. With a Qt widget ``parent`` (the dock), the window
+    repaints an added layer in the next event-loop turn (`repaint_next_turn`).
 
     Returns
     -------
@@ -47,7 +57,34 @@ def update_or_add_layer(viewer, layer_type, data, name, **kwargs):
             layer.data = data
             return layer, False
         layers.remove(layer)
+    if parent is not None:
+        repaint_next_turn(parent)
     return getattr(viewer, f"add_{layer_type}")(data, name=name, **kwargs), True
+
+
+def repaint_next_turn(widget):
+    """Hold the repaint of ``widget``'s window until the next turn of the event loop.
+
+    Call it right before a napari layer add: Qt then repaints the window (the new layer's
+    canvas, its row and controls) in a turn of its own instead of in the add's, so the
+    window answers input and timers between the two. It only holds what Qt would paint at
+    once; the window repaints whole a few milliseconds later (Qt's
+    ``QWidget.setUpdatesEnabled``, which re-enabling follows with an ``update()``).
+    A window already held (an add earlier in the same turn) stays held until that turn ends.
+    """
+    window = widget.window()
+    if not window.updatesEnabled():
+        return
+    from qtpy.QtCore import QTimer
+    window.setUpdatesEnabled(False)
+    timer = QTimer(window, singleShot=True, interval=0)
+    timer.timeout.connect(partial(_updates_back_on, timer))   # (no reference to the window:
+    timer.start()                                             # a closed viewer is freed)
+
+
+def _updates_back_on(timer):
+    timer.parent().setUpdatesEnabled(True)
+    timer.deleteLater()
 
 
 def in_turns(steps, parent, delay_ms=20, now=True):

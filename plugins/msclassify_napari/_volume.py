@@ -173,6 +173,8 @@ class VolumeWidget(_qt_widget_base()):
             return None
         for box, value in zip(self.spacing, layer.scale[-3:]):
             box.setValue(float(value))
+        from ._layers import in_turns, repaint_next_turn
+        repaint_next_turn(self)              # napari's add and the window's repaint: two turns
         scribbles = self.viewer.add_labels(np.zeros(volume.shape[:3], np.uint8), name=SCRIBBLES,
                                            scale=layer.scale[-3:])
         scribbles.events.paint.connect(self._painted)
@@ -180,9 +182,8 @@ class VolumeWidget(_qt_widget_base()):
         scribbles.mode = "paint"
         # The result layer soon, not when the first plane is done: adding a layer is napari's
         # slowest step (docs/volumes.md), better now than in a live update; in the next turn
-        # of the event loop, so the window answers between the two layers' creation.
-        from qtpy.QtCore import QTimer
-        QTimer.singleShot(0, self._add_segmentation)
+        # of the event loop after the window's repaint, so the window answers in between.
+        in_turns([self._add_segmentation], self, now=False)
         return scribbles
 
     def _add_segmentation(self):
@@ -198,7 +199,7 @@ class VolumeWidget(_qt_widget_base()):
         if SEGMENTATION not in layers or layers[SEGMENTATION].data.shape != tuple(shape):
             from ._layers import update_or_add_layer
             update_or_add_layer(self.viewer, "labels", np.zeros(shape, dtype), SEGMENTATION,
-                                scale=self._volume_layer().scale[-3:], opacity=0.5)
+                                parent=self, scale=self._volume_layer().scale[-3:], opacity=0.5)
         return self.viewer.layers[SEGMENTATION]
 
     def _plane_on_screen(self):

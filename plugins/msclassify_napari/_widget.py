@@ -47,7 +47,7 @@ from ._controller import (CLASS_COLORS_KEY, CLASS_NAMES_KEY, PREDICT, RETRAIN, T
                           label_hints_spec, load_classifier, new_labels, probability_spec,
                           segmentation_spec, training_status, uncertainty_spec, update_job,
                           write_class_legend)
-from ._layers import in_turns, update_or_add_layer
+from ._layers import in_turns, repaint_next_turn, update_or_add_layer
 from ._notify import USER_ERRORS, notify_error
 from ._preload import preload_in_background
 
@@ -553,6 +553,7 @@ class PixelClassifierWidget(QWidget):
             self._report_error(exc)
             return None
         image = self.image_layer
+        repaint_next_turn(self)              # napari's add and the window's repaint: two turns
         layer = self.viewer.add_labels(
             new_labels(stack), name=f"{image.name} scribbles", scale=image.scale,
             translate=image.translate, opacity=1.0,
@@ -644,7 +645,8 @@ class PixelClassifierWidget(QWidget):
         takes its colormap and attributes too."""
         active = self.viewer.layers.selection.active
         layer, added = update_or_add_layer(self.viewer, spec.layer_type, spec.data, spec.name,
-                                           metadata={OUTPUT_KEY: True}, **spec.kwargs)
+                                           parent=self, metadata={OUTPUT_KEY: True},
+                                           **spec.kwargs)
         if added or restyle:
             styles = {"colormap": spec.kwargs["colormap"]} \
                 if restyle and "colormap" in spec.kwargs else {}

@@ -1,0 +1,197 @@
+"""The plugin's layer adds in the real napari window, and napari's own, turn by turn.
+
+Each round is a fresh process (a fresh session) with the fly frames and their scribbles
+shown, as in ``bench_napari.py``; it measures the window's longest stall (the longest gap of
+a 10 ms timer on the GUI thread, ``napari_session``) and every gap over 25 ms (the turns) of:
+
+* **dock** the Pixel classifier (it adds the image's segmentation layer in a later turn),
+  until the first fit's kernels are loaded in the background;
+* **napari: add a Labels layer** of np.zeros of the fly stack's shape (napari's own, the
+  reference the issue compares with), and the same add with the window's repaint held to
+  the next turn (``QWidget.setUpdatesEnabled``, what the plugin's `repaint_next_turn` does);
+* **New scribbles** on the fly stack (one layer: the segmentation exists) and on a second
+  image, a 512x384 RGB photo (two layers: scribbles, then its segmentation);
+* **Volume New**: the Volume dock on a 40x256x256 volume (scribbles, then the segmentation);
+* the **bare canvas repaint** (the floor of every stall on this machine).
+
+``--compare DIR`` alternates the rounds with another checkout (e.g. ``/work/main``: before),
+``PYTHONPATH=DIR:DIR/plugins``. Run::
+
+    QT_API=pyqt6 xvfb-run -a python benchmarks/bench_napari_adds.py --rounds 3 --compare /work/main
+
+Writes benchmarks/results/napari_adds.json and prints a table (medians over rounds and
+repeats; ``of_napari_add``: each stall divided by napari's own add in the same process, so
+that the box's load, which changes between processes, cancels; ``turns`` is the median of
+each gap over 25 ms, in order, over the measures with the most common number of them).
+"""
+
+import argparse
+import statistics
+from pathlib import Path
+
+from _common import (REPO, cpu_model, napari_checkouts, napari_child, print_table,
+                     write_checkouts_results)
+
+_CHILD = r"""
+import json, os, sys, time
+sys.path.insert(0, {benchmarks!r})
+import numpy as np
+import napari
+from qtpy.QtCore import QTimer
+from qtpy.QtWidgets import QApplication
+from napari_session import EventLoopMonitor, bare_repaint_stall, wait_until
+from _real_data import load_fly_masks_dev
+from bench_napari import larvae_photo
+
+
+def _settle(app, n):
+    for _ in range(n):
+        app.processEvents()
+        time.sleep(0.01)
+
+
+data = load_fly_masks_dev(test_limit=1)
+frames = np.stack(data["train_images"])
+scribbles = np.zeros(frames.shape, np.uint8)
+scribbles[0] = data["train_labels"][0]
+viewer = napari.Viewer(show=True)
+window = viewer.window._qt_window
+window.resize(1500, 1050)
+app = QApplication.instance()
+viewer.add_image(frames, name="flies")
+viewer.add_labels(scribbles, name="scribbles")
+monitor = EventLoopMonitor()
+_settle(app, 30)
+out = {{}}
+
+
+def measure(step, action, settle=50):
+    _settle(app, 10)
+    monitor.mark()
+    action()
+    _settle(app, settle)
+    ticks = np.array(monitor._marked_at + monitor.ticks[monitor._start:])
+    gaps = np.diff(ticks)
+    out.setdefault(step, []).append({{"stall_s": float(gaps.max()),
+                                     "turns_s": [float(g) for g in gaps if g > 0.025]}})
+
+
+from msclassify_napari._widget import PixelClassifierWidget   # (as bench_napari: imported first)
+
+
+def dock():
+    widget = PixelClassifierWidget(viewer)
+    viewer.window.add_dock_widget(widget, name="Pixel classifier")
+    out["widget"] = widget
+
+
+def dock_and_load():
+    dock()
+    _settle(app, 30)
+    from msclassify_napari._preload import preloaded
+    wait_until(lambda: preloaded() is not None, 300)
+
+
+measure("dock the Pixel classifier (+ segmentation layer)", dock_and_load)
+widget = out.pop("widget")
+
+
+def plain(held=False):
+    def action():
+        if held:
+            window.setUpdatesEnabled(False)
+            QTimer.singleShot(0, lambda: window.setUpdatesEnabled(True))
+        viewer.add_labels(np.zeros(frames.shape, np.uint8), name="plain labels")
+    return action
+
+
+for _ in range({repeats}):
+    for held in (False, True):
+        measure("napari: add a Labels layer" + (", repaint held a turn" if held else ""),
+                plain(held))
+        viewer.layers.remove("plain labels")
+        viewer.layers.selection.active = viewer.layers["scribbles"]
+for _ in range({repeats}):
+    widget.image_combo.setCurrentText("flies")
+    measure("New scribbles, fly stack", widget.new_scribble_layer)
+    viewer.layers.remove("flies scribbles")
+    _settle(app, 20)
+photo = larvae_photo()[0]
+for repeat in range({repeats}):
+    viewer.add_image(photo, name="larvae", rgb=True)
+    _settle(app, 20)
+    widget.image_combo.setCurrentText("larvae")
+    _settle(app, 20)
+    measure("New scribbles, second image (+ segmentation layer)", widget.new_scribble_layer)
+    for name in ("larvae scribbles", "larvae segmentation", "larvae"):
+        viewer.layers.remove(name)
+    _settle(app, 20)
+from msclassify_napari._volume import VolumeWidget, SCRIBBLES, SEGMENTATION
+volume_dock = VolumeWidget(viewer)
+viewer.window.add_dock_widget(volume_dock, name="Volume")
+rng = np.random.default_rng(0)
+for repeat in range({repeats}):
+    viewer.add_image(rng.integers(0, 255, (40, 256, 256), dtype=np.uint8), name="volume")
+    _settle(app, 30)
+    measure("Volume New (scribbles + segmentation layer)", volume_dock.new_scribbles)
+    for name in (SCRIBBLES, SEGMENTATION, "volume"):
+        if name in viewer.layers:
+            viewer.layers.remove(name)
+    _settle(app, 20)
+for _ in range({repeats}):
+    out.setdefault("bare canvas repaint (floor)", []).append(
+        {{"stall_s": bare_repaint_stall(viewer, monitor), "turns_s": []}})
+out["load"] = os.getloadavg()[0]
+out["plugin"] = sys.modules["msclassify_napari"].__file__
+print("RESULT " + json.dumps(out))
+"""
+
+
+REFERENCE = "napari: add a Labels layer"
+
+
+def run(checkout, repeats):
+    return napari_child(_CHILD.format(benchmarks=str(REPO / "benchmarks"), repeats=repeats),
+                        checkout)
+
+
+def _turns(measures):
+    """Median of each turn's gap over the measures with the most common number of turns."""
+    counts = [len(m["turns_s"]) for m in measures]
+    n = max(set(counts), key=counts.count)
+    chosen = [m["turns_s"] for m in measures if len(m["turns_s"]) == n]
+    return " | ".join(f"{1000 * statistics.median(t):.0f}" for t in zip(*chosen))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=2, help="fresh processes per checkout")
+    parser.add_argument("--repeats", type=int, default=2, help="repeats of each add per round")
+    parser.add_argument("--compare", metavar="DIR", type=Path,
+                        help="another checkout to alternate with (before)")
+    args = parser.parse_args()
+    checkouts, runs = napari_checkouts(args.compare, args.rounds,
+                                       lambda checkout: run(checkout, args.repeats))
+    rows = []
+    steps = [key for key in runs[next(iter(checkouts))][0] if key not in ("load", "plugin")]
+    for step in steps:
+        for label in checkouts:
+            measures = [m for r in runs[label] for m in r[step]]
+            stalls = [m["stall_s"] for m in measures]
+            # each stall over napari's own add in the same process (the box's load cancels)
+            ratios = [m["stall_s"] / statistics.median(p["stall_s"] for p in r[REFERENCE])
+                      for r in runs[label] for m in r[step]]
+            rows.append({"step": step, "checkout": label, "n": len(stalls),
+                         "stall_median_s": statistics.median(stalls),
+                         "stall_max_s": max(stalls),
+                         "of_napari_add_median": statistics.median(ratios),
+                         "of_napari_add_max": max(ratios), "turns_ms": _turns(measures),
+                         "load": statistics.median(r["load"] for r in runs[label])})
+    print(f"{cpu_model()}; medians")
+    print_table(rows, list(rows[0]))
+    write_checkouts_results("napari_adds", {"rounds": args.rounds, "repeats": args.repeats},
+                            checkouts, rows, runs)
+
+
+if __name__ == "__main__":
+    main()
