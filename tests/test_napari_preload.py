@@ -4,7 +4,17 @@ loads, frozen objects after, back on afterwards (and after GC_PAUSE_LIMIT_S at t
 import gc
 import time
 
+import pytest
+
 from msclassify_napari import _preload
+
+
+@pytest.fixture(autouse=True)
+def _no_load_in_flight():
+    """Wait for a background load an earlier test's dock started: it holds the lock while the
+    collector is paused, and gives it back only with the collector on again."""
+    with _preload._lock:
+        pass
 
 
 def test_loads_once_with_the_collector_paused_then_frozen_and_back_on(monkeypatch):
