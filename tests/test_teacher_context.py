@@ -109,12 +109,12 @@ def test_snap_outlines_moves_a_nearby_outline_and_keeps_what_one_map_alone_has()
     expected = context.copy()
     expected[7:23, 7:23] = plain[7:23, 7:23]     # the square's outline where the plain map has it
     assert np.array_equal(snapped, expected)
-    # farther than the reach the outline is the context map's own
-    assert np.array_equal(snap_outlines(context, plain, reach=2), context)
-    # a wide ring of disagreement: 8 px from the plain outline at its outer edge
+    # a wide ring of disagreement (8 px) snaps too, unless a reach is given
     wide = np.zeros((40, 40), int)
     wide[2:28, 2:28] = 1
-    assert np.array_equal(snap_outlines(wide, plain)[2:28, 2:28], wide[2:28, 2:28])
+    assert np.array_equal(snap_outlines(wide, plain)[2:28, 2:28], plain[2:28, 2:28])
+    assert np.array_equal(snap_outlines(wide, plain, reach=6)[2:28, 2:28], wide[2:28, 2:28])
+    assert np.array_equal(snap_outlines(context, plain, reach=2), context)
     # several classes: a disagreement bounded by both maps' changes of class 2 vs 3
     three = np.where(plain == 1, 2, 3)
     shifted = np.where(context == 1, 2, 3)

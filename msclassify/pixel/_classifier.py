@@ -201,11 +201,13 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         docs/scribbles.md, section 19). Opt-in. ``"snap"``: the teacher with
         context decides which regions there are, and a second, plain teacher
         where their outlines run: each stretch where the two class maps differ
-        that both maps' outlines bound, within 6 px of the plain one's, takes
-        the plain class (`msclassify.pixel._distill.snap_outlines`). It keeps
-        the fly crop's outline error (0.18-0.20) and, with ``teacher="mean"``,
-        its grid share (0.34); EM clicks: -0.0074 against the recipe instead of
-        -0.016 (8 draws; docs/scribbles.md, section 22). Opt-in.
+        that both maps' outlines bound takes the plain class
+        (`msclassify.pixel._distill.snap_outlines`). With ``teacher="mean"`` it
+        keeps the fly crop's outlines (grid share 0.34, outline error
+        0.18-0.20) and gains on EM clicks (-0.0095 against the recipe instead
+        of -0.016, 8 draws), larvae clicks and EM balanced, but does not meet
+        the recipe on EM clicks and fits four teacher models
+        (docs/scribbles.md, section 22). Opt-in.
     class_weight : {"auto", None, "sqrt", "balanced"}, optional
         How much each class's scribbles weigh in the loss, for the distillation
         teacher and the model alike. With every labelled pixel weighing 1

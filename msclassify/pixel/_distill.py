@@ -48,7 +48,7 @@ from ..cegb import most_probable_class, train
 from ._forest_teacher import ForestTeacher, MeanTeacher
 from ._teacher_context import interpolated
 
-__all__ = ["DISTILL_BAND", "EDGE_SHARE", "EDGE_WEIGHT", "SNAP_REACH", "SNAP_SHARE", "TEACHERS",
+__all__ = ["DISTILL_BAND", "EDGE_SHARE", "EDGE_WEIGHT", "SNAP_SHARE", "TEACHERS",
            "TEACHER_MARGIN", "TEACHER_STRIDE", "fit_teacher", "snap_outlines", "teacher_band",
            "teacher_classes", "teacher_pixels", "teacher_rounds"]
 
@@ -65,9 +65,7 @@ TEACHER_MARGIN = 4.0
 # The distillation teacher's learners (fit_teacher's kind, PixelClassifier's teacher).
 TEACHERS = ("boost", "forest", "mean")
 # snap_outlines: a stretch where two class maps differ is one outline drawn at two places when
-# both maps' class changes bound it (each at least SNAP_SHARE of its border) and no pixel of it
-# lies farther than SNAP_REACH pixels from the outline map's class changes.
-SNAP_REACH = 6
+# both maps' class changes bound it, each at least SNAP_SHARE of its border.
 SNAP_SHARE = 0.25
 # Points the teacher predicts at a time while refining (their feature rows are copies).
 _POINT_BLOCK = 1 << 16
@@ -164,23 +162,25 @@ def teacher_band(classes, band):
     return change
 
 
-def snap_outlines(classes, outlined, reach=SNAP_REACH, share=SNAP_SHARE):
+def snap_outlines(classes, outlined, share=SNAP_SHARE, reach=None):
     """``classes`` with its outlines moved onto the nearby outlines of ``outlined``.
 
     Where two class maps differ, each connected stretch of differing pixels
     (4-neighbours; 6 in a volume) is bounded by class changes of one map or the
     other. A stretch bounded by both (each map's class changes at least
-    ``share`` of its border) and no wider than ``reach`` pixels from a class
-    change of ``outlined`` is the same outline drawn at two places: it takes
-    ``outlined``'s classes. Every other stretch (a structure only one map has,
-    or a wide disagreement) keeps ``classes``. So ``classes`` decides which
-    regions there are, and ``outlined`` where their outlines run.
+    ``share`` of its border) is the same outline drawn at two places: it takes
+    ``outlined``'s classes. Every other stretch (a structure only one map has)
+    keeps ``classes``. So ``classes`` decides which regions there are, and
+    ``outlined`` where their outlines run. (A ``reach`` in pixels also keeps
+    ``classes`` on stretches farther than that from ``outlined``'s class
+    changes; a 6 px reach let a fly drawn 13 px wider through: docs/scribbles.md,
+    section 22.)
 
     Parameters
     ----------
     classes, outlined : ndarray of int, same shape
-    reach : float, optional
     share : float, optional
+    reach : float or None, optional
 
     Returns
     -------
@@ -212,10 +212,11 @@ def snap_outlines(classes, outlined, reach=SNAP_REACH, share=SNAP_SHARE):
             part = parts[inside][edge]
             own += np.bincount(part, classes[inside][edge] != classes[outside][edge], n + 1)
             other += np.bincount(part, outlined[inside][edge] != outlined[outside][edge], n + 1)
-    far = ndi.distance_transform_edt(~teacher_band(outlined, 1))
-    width = np.asarray(ndi.maximum(far, parts, np.arange(1, n + 1)))
     border = np.maximum(own + other, 1)[1:]
-    snap = (own[1:] >= share * border) & (other[1:] >= share * border) & (width <= reach)
+    snap = (own[1:] >= share * border) & (other[1:] >= share * border)
+    if reach is not None:
+        far = ndi.distance_transform_edt(~teacher_band(outlined, 1))
+        snap &= np.asarray(ndi.maximum(far, parts, np.arange(1, n + 1))) <= reach
     out = classes.copy()
     take = np.concatenate([[False], snap])[parts]
     out[take] = outlined[take]
