@@ -7,7 +7,7 @@ from msclassify import load_model
 from msclassify.cegb import train
 from msclassify.features import FeatureBank, FeatureSpec
 from msclassify.pixel import PixelClassifier, training_set
-from msclassify.pixel._distill import teacher_classes
+from msclassify.pixel._distill import snap_outlines, teacher_classes
 from msclassify.pixel._teacher_context import context_features, interpolated
 
 
@@ -85,7 +85,35 @@ def test_pixel_classifier_teacher_context(tmp_path):
     assert loaded.teacher_features_ == clf.teacher_features_
     plain = PixelClassifier(n_estimators=5, random_state=0).fit(image, labels)
     assert plain.teacher_features_ == level0
-    with pytest.raises(ValueError, match="teacher_context must be True or False"):
-        PixelClassifier(teacher_context="yes").fit(image, labels)
-    with pytest.raises(ValueError, match="teacher_context must be True or False"):
-        PixelClassifier(teacher_context=1, distill_weight=0).fit(image, labels)
+    snapped = PixelClassifier(n_estimators=5, random_state=0, teacher_context="snap").fit(
+        image, labels)
+    assert snapped.teacher_features_ == clf.teacher_features_
+    assert (snapped.predict(image) == np.where(image > 0.5, 2, 1)).mean() > 0.9
+    snapped.save(path)
+    assert load_model(path).get_params()["teacher_context"] == "snap"
+    for wrong in ("yes", 1):
+        with pytest.raises(ValueError, match="teacher_context must be True, False or 'snap'"):
+            PixelClassifier(teacher_context=wrong, distill_weight=0).fit(image, labels)
+
+
+def test_snap_outlines_moves_a_nearby_outline_and_keeps_what_one_map_alone_has():
+    # the plain map: a square 10..19; the context map draws it 3 px larger on every side,
+    # misses a blob the plain map has at (2..4, 30..32) and adds one at (30..33, 30..33)
+    plain = np.zeros((40, 40), int)
+    plain[10:20, 10:20] = 1
+    plain[2:5, 30:33] = 1
+    context = np.zeros((40, 40), int)
+    context[7:23, 7:23] = 1
+    context[30:34, 30:34] = 1
+    snapped = snap_outlines(context, plain)
+    expected = context.copy()
+    expected[7:23, 7:23] = plain[7:23, 7:23]     # the square's outline where the plain map has it
+    assert np.array_equal(snapped, expected)
+    # a wide ring of disagreement (8 px) snaps too
+    wide = np.zeros((40, 40), int)
+    wide[2:28, 2:28] = 1
+    assert np.array_equal(snap_outlines(wide, plain)[2:28, 2:28], plain[2:28, 2:28])
+    # several classes: a disagreement bounded by both maps' changes of class 2 vs 3
+    three = np.where(plain == 1, 2, 3)
+    shifted = np.where(context == 1, 2, 3)
+    assert np.array_equal(snap_outlines(shifted, three)[7:23, 7:23], three[7:23, 7:23])

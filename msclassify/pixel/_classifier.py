@@ -187,7 +187,7 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         models as accurate within the draws' noise (mean differences −0.001 to
         +0.003, paired per draw) for 11-20 % less training CPU
         (docs/scribbles.md, section 18).
-    teacher_context : bool, optional
+    teacher_context : bool or "snap", optional
         False (default): the teacher sees the bank's full-resolution features
         (sigma <= 3.5 px). True: also the bank's level-1 and level-2 gauss,
         hessian and gradmag filters at sigma 3.5 (about sigma 7 and 14 of the
@@ -198,7 +198,16 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         it costs EM balanced strokes 0.011, and the teacher leans on the context
         where scribbles sit away from outlines: a real fly crop's outlines get
         blurrier and blockier (outline error 0.23-0.25, grid share 0.39-0.40;
-        docs/scribbles.md, section 19). Opt-in.
+        docs/scribbles.md, section 19). Opt-in. ``"snap"``: the teacher with
+        context decides which regions there are, and a second, plain teacher
+        where their outlines run: each stretch where the two class maps differ
+        that both maps' outlines bound takes the plain class
+        (`msclassify.pixel._distill.snap_outlines`). With ``teacher="mean"`` it
+        keeps the fly crop's outlines (grid share 0.34, outline error
+        0.18-0.20) and gains on EM clicks (-0.0095 against the recipe instead
+        of -0.016, 8 draws), larvae clicks and EM balanced, but does not meet
+        the recipe on EM clicks and fits four teacher models
+        (docs/scribbles.md, section 22). Opt-in.
     class_weight : {"auto", None, "sqrt", "balanced"}, optional
         How much each class's scribbles weigh in the loss, for the distillation
         teacher and the model alike. With every labelled pixel weighing 1
@@ -509,13 +518,14 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
             # 4-class RGB photo)
             teacher_params = dict(params, colsample=_colsample(self.colsample, 2),
                                   n_estimators=n_teacher)
+            plain_params = teacher_params
             teacher_X, teacher_columns = X, teacher_features
             if context is not None:     # the level-0 columns, then the context at the same pixels
                 teacher_X = np.hstack([X[:, teacher_features], np.concatenate(
                     [interpolated(frame_levels(frame), context, *pixels)
                      for (frame, _), pixels in zip(pairs, row_pixels)])])
                 teacher_columns = np.arange(teacher_X.shape[1])
-                teacher_params["feature_share"] = np.ones(teacher_X.shape[1])
+                teacher_params = dict(teacher_params, feature_share=np.ones(teacher_X.shape[1]))
             teacher = fit_teacher(teacher_X, y, sample_weight, teacher_params, teacher_columns,
                                   objective, classes.size if multi else None,
                                   callback=lambda iteration, _: tracker.step(iteration),
@@ -533,12 +543,19 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
                         classes.size if multi else None,
                         callback=lambda iteration, _: tracker.step(n_teacher + iteration),
                         kind=self.teacher)
+            outline_teacher = None
+            if context is not None and self.teacher_context == "snap":
+                # the plain teacher places the outlines the teacher with context draws nearby
+                outline_teacher = fit_teacher(X, y, sample_weight, plain_params, teacher_features,
+                                              objective, classes.size if multi else None,
+                                              kind=self.teacher)
             tracker.start("distillation", len(pairs))
             X_t, y_t, weight_t = teacher_pixels(_counting(frame_levels, tracker.step), pairs,
                                                 teacher, teacher_features,
                                                 self.n_distill_pixels, DISTILL_BAND, rng,
                                                 stride=int(self.teacher_stride),
-                                                context_indices=context)
+                                                context_indices=context,
+                                                outline_teacher=outline_teacher)
             weight_t *= float(self.distill_weight) * sample_weight.sum() / weight_t.sum()
             X, y = np.concatenate([X, X_t]), np.concatenate([y, y_t])
             sample_weight = np.concatenate([sample_weight, weight_t])
@@ -649,8 +666,9 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
 
     def _teacher_context_features(self, bank):
         """Bank indices of the context the teacher reads bilinearly, or None (off, or none)."""
-        if not isinstance(self.teacher_context, (bool, np.bool_)):
-            raise ValueError(f"teacher_context must be True or False, got "
+        if not (isinstance(self.teacher_context, (bool, np.bool_))
+                or self.teacher_context == "snap"):
+            raise ValueError(f"teacher_context must be True, False or 'snap', got "
                              f"{self.teacher_context!r}")
         context = context_features(bank) if self.teacher_context else np.empty(0)
         return context if context.size else None

@@ -48,9 +48,9 @@ from ..cegb import most_probable_class, train
 from ._forest_teacher import ForestTeacher, MeanTeacher
 from ._teacher_context import interpolated
 
-__all__ = ["DISTILL_BAND", "EDGE_SHARE", "EDGE_WEIGHT", "TEACHERS", "TEACHER_MARGIN",
-           "TEACHER_STRIDE", "fit_teacher", "teacher_band", "teacher_classes", "teacher_pixels",
-           "teacher_rounds"]
+__all__ = ["DISTILL_BAND", "EDGE_SHARE", "EDGE_WEIGHT", "SNAP_SHARE", "TEACHERS",
+           "TEACHER_MARGIN", "TEACHER_STRIDE", "fit_teacher", "snap_outlines", "teacher_band",
+           "teacher_classes", "teacher_pixels", "teacher_rounds"]
 
 # Half-width of the band around the teacher's class changes, in pixels.
 DISTILL_BAND = 3
@@ -64,6 +64,9 @@ TEACHER_STRIDE = 4
 TEACHER_MARGIN = 4.0
 # The distillation teacher's learners (fit_teacher's kind, PixelClassifier's teacher).
 TEACHERS = ("boost", "forest", "mean")
+# snap_outlines: a stretch where two class maps differ is one outline drawn at two places when
+# both maps' class changes bound it, each at least SNAP_SHARE of its border.
+SNAP_SHARE = 0.25
 # Points the teacher predicts at a time while refining (their feature rows are copies).
 _POINT_BLOCK = 1 << 16
 
@@ -157,6 +160,61 @@ def teacher_band(classes, band):
         change = ndi.binary_dilation(change, np.ones((3,) * classes.ndim, bool),
                                      iterations=band - 1)
     return change
+
+
+def snap_outlines(classes, outlined, share=SNAP_SHARE):
+    """``classes`` with its outlines moved onto the nearby outlines of ``outlined``.
+
+    Where two class maps differ, each connected stretch of differing pixels
+    (4-neighbours; 6 in a volume) is bounded by class changes of one map or the
+    other. A stretch bounded by both (each map's class changes at least
+    ``share`` of its border) is the same outline drawn at two places: it takes
+    ``outlined``'s classes. Every other stretch (a structure only one map has)
+    keeps ``classes``. So ``classes`` decides which regions there are, and
+    ``outlined`` where their outlines run, however far apart they are drawn (a
+    6 px limit let a fly drawn 13 px wider through: docs/scribbles.md, section 22).
+
+    Parameters
+    ----------
+    classes, outlined : ndarray of int, same shape
+    share : float, optional
+
+    Returns
+    -------
+    ndarray of int
+        A new array.
+
+    Examples
+    --------
+    ``classes`` draws the object 2 px wider on the left and has a spot that
+    ``outlined`` lacks; ``outlined`` has a spot that ``classes`` lacks:
+
+    >>> outlined = np.zeros((1, 14), int); outlined[0, 4:9] = 1; outlined[0, 12] = 1
+    >>> classes = np.zeros((1, 14), int); classes[0, 2:9] = 1; classes[0, 0] = 1
+    >>> snap_outlines(classes, outlined).tolist()
+    [[1, 0, 0, 0, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0]]
+    """
+    classes, outlined = np.asarray(classes), np.asarray(outlined)
+    differ = classes != outlined
+    parts, n = ndi.label(differ)
+    if n == 0:
+        return classes.copy()
+    own = np.zeros(n + 1)                  # border pairs of each stretch where a map changes class
+    other = np.zeros(n + 1)
+    for axis in range(classes.ndim):
+        later = (slice(None),) * axis + (slice(1, None),)
+        earlier = (slice(None),) * axis + (slice(None, -1),)
+        for inside, outside in ((later, earlier), (earlier, later)):
+            edge = differ[inside] & ~differ[outside]
+            part = parts[inside][edge]
+            own += np.bincount(part, classes[inside][edge] != classes[outside][edge], n + 1)
+            other += np.bincount(part, outlined[inside][edge] != outlined[outside][edge], n + 1)
+    border = np.maximum(own + other, 1)[1:]
+    snap = (own[1:] >= share * border) & (other[1:] >= share * border)
+    out = classes.copy()
+    take = np.concatenate([[False], snap])[parts]
+    out[take] = outlined[take]
+    return out
 
 
 def _margin(raw):
@@ -298,9 +356,8 @@ def teacher_classes(level0, slots, teacher, shape, stride=TEACHER_STRIDE, margin
     return classes
 
 
-
 def teacher_pixels(compute_levels, pairs, teacher, feature_indices, n_pixels, band, rng,
-                   stride=TEACHER_STRIDE, context_indices=None):
+                   stride=TEACHER_STRIDE, context_indices=None, outline_teacher=None):
     """Rows labelled by ``teacher``: ``n_pixels`` per frame, near its outlines and anywhere.
 
     The teacher's class map of each frame comes from `teacher_classes` (coarse
@@ -327,6 +384,9 @@ def teacher_pixels(compute_levels, pairs, teacher, feature_indices, n_pixels, ba
     context_indices : ndarray of int, optional
         Coarse bank features the teacher reads bilinearly after ``feature_indices``
         (`msclassify.pixel._teacher_context.interpolated`).
+    outline_teacher : optional
+        A teacher on ``feature_indices`` alone: ``teacher``'s class map is moved
+        onto its outlines where both draw one nearby (`snap_outlines`).
 
     Returns
     -------
@@ -346,6 +406,9 @@ def teacher_pixels(compute_levels, pairs, teacher, feature_indices, n_pixels, ba
             functools.partial(interpolated, levels, context_indices)
         classes = teacher_classes(levels.arrays[0], levels.slot[feature_indices], teacher,
                                   shape, stride, context=context)
+        if outline_teacher is not None:
+            classes = snap_outlines(classes, teacher_classes(
+                levels.arrays[0], levels.slot[feature_indices], outline_teacher, shape, stride))
         edge = np.flatnonzero(teacher_band(classes, band))     # 8 bytes a band pixel
         size = int(np.prod(shape))
         n_total = min(int(n_pixels), size)
