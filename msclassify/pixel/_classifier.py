@@ -108,14 +108,14 @@ class PixelClassifier(BaseEstimator):
         ``0, 1e-5, 3e-5, 1e-4, 3e-4, 1e-3``, and the cheapest (modelled cost per
         image pixel, as `prediction_cost` counts it) whose held-out score is
         within ``tolerance`` of the best is refitted on all scribbles. The path
-        is searched from both ends: 0 first, then from 1e-3 down, stopping at the
-        first value within ``tolerance`` of the best score so far (the smaller
-        values left would cost more). The score
+        is bisected: 0 first, then the others halving the values left, for the
+        largest value within ``tolerance`` of the best score so far (at most 4
+        path models). The score
         is class-balanced and sees outlines: the lower of the balanced accuracy
         on the held-out scribbles and the balanced agreement with the
         ``cost_tradeoff=0`` model on uniformly drawn pixels it is sure of
-        (probability >= 0.9). Training computes the features once and fits 2 to
-        7 models; those of the path grow a quarter of the trees on every scribbled
+        (probability >= 0.9). Training computes the features once and fits 4 or
+        5 models; those of the path grow a quarter of the trees on every scribbled
         pixel and a quarter of the other rows (teacher-labelled pixels, cost
         samples) (``benchmarks/bench_training.py``, docs/scribbles.md section 15
         for the time against a fixed fit). ``cost_tradeoff_``, ``tradeoff_path_`` and

@@ -2,9 +2,9 @@
 
 `PixelClassifier` with ``cost_tradeoff="auto"`` builds its training rows once
 (features are computed once per frame), holds out part of the scribbles
-(`holdout_split`), fits models along `AUTO_PATH` on the rest (0 first, then
-from the cheapest value down, stopping at the first within ``tolerance`` of the
-best score so far: `search_path`), scores each, keeps the cheapest model whose
+(`holdout_split`), fits models along `AUTO_PATH` on the rest (0 first, then a
+bisection of the others for the largest value within ``tolerance`` of the best
+score so far: `search_path`), scores each, keeps the cheapest model whose
 score is within ``tolerance`` of the best (`choose`) and refits that
 ``cost_tradeoff`` on all scribbles.
 
@@ -238,15 +238,18 @@ def choose(path, tolerance):
 
 
 def search_path(fit_and_score, tolerance, values=AUTO_PATH):
-    """Fit the path from both ends and stop at the first value within ``tolerance`` of the best.
+    """Fit 0, then bisect the other values for the largest within ``tolerance`` of the best.
 
     ``values[0]`` (0: plain boosting, the most accurate and the dearest) is fitted
-    first, then the others from the largest (cheapest) down. The search stops at
-    the first model whose score is within ``tolerance`` of the best score so far:
-    every smaller value left would cost more per pixel, so `choose` could only
-    pick one of them if it scored more than ``tolerance`` above every model
-    fitted. When the score falls as the value grows (the usual case) the choice
-    is the one of the whole path; the values not fitted are left out of the table.
+    first. The other values are bisected for the largest one that passes, a
+    model whose score is within ``tolerance`` of the best score so far: the
+    middle of the values not yet settled is fitted (rounding up, towards the
+    cheaper end); if it passes, the search goes on among the larger values, else
+    among the smaller ones. When the score falls as the value grows (the usual
+    case) the values that pass are the smallest ones, so the largest is found
+    with at most ``1 + ceil(log2(len(values)))`` fits (4 of the 6 of `AUTO_PATH`)
+    and `choose` picks what it would pick from the whole path; the values not
+    fitted are left out of the table.
 
     Parameters
     ----------
@@ -265,23 +268,27 @@ def search_path(fit_and_score, tolerance, values=AUTO_PATH):
 
     Examples
     --------
-    >>> scores = {0.0: 0.99, 1e-5: 0.99, 1e-4: 0.988, 1e-3: 0.95}
+    >>> scores = {0.0: 0.99, 1e-5: 0.99, 3e-5: 0.99, 1e-4: 0.988, 3e-4: 0.97, 1e-3: 0.95}
     >>> fitted = []
     >>> def fit(mu):
     ...     fitted.append(mu)
     ...     return dict(cost_tradeoff=mu, score=scores[mu])
-    >>> [p["cost_tradeoff"] for p in search_path(fit, 0.005, (0.0, 1e-5, 1e-4, 1e-3))]
-    [0.0, 0.0001, 0.001]
+    >>> [p["cost_tradeoff"] for p in search_path(fit, 0.005, tuple(scores))]
+    [0.0, 0.0001, 0.0003, 0.001]
     >>> fitted
-    [0.0, 0.001, 0.0001]
+    [0.0, 0.0001, 0.001, 0.0003]
     """
     points = {0: fit_and_score(values[0])}
     best = points[0]["score"]
-    for index in range(len(values) - 1, 0, -1):
+    passes, fails = 0, len(values)          # the largest index known to pass, the smallest to fail
+    while fails - passes > 1:
+        index = (passes + fails + 1) // 2
         points[index] = fit_and_score(values[index])
         best = max(best, points[index]["score"])
         if points[index]["score"] >= best - tolerance:
-            break
+            passes = index
+        else:
+            fails = index
     return [points[index] for index in sorted(points)]
 
 
@@ -389,7 +396,7 @@ def auto_tradeoff(fit_core, label_frames, scribbled_rows, classes, X, y, sample_
     if progress is not None:
         progress.fit = progress.n_fits - 1                     # the refit is the last fit
     skipped = len(AUTO_PATH) - len(path)
-    skipped = f" ({skipped} smaller, costlier value(s) not fitted)" if skipped else ""
+    skipped = f" ({skipped} value(s) of the path not fitted: bisected)" if skipped else ""
     return (fit_core(cost_tradeoff, sample_weight, progress, False), cost_tradeoff, path,
             f"{reason}{skipped}; scored on {held_rows.size} held-out scribbled pixels ({how}) "
             f"and {int(sure.sum())} pixels the cost_tradeoff=0 model is sure of; refit on all "
