@@ -10,8 +10,8 @@ from msclassify.cli import main
 from msclassify.datasets import sample_data_path
 from msclassify.modelfile import ModelFileError, read_model, write_model
 from msclassify.pixel import PixelClassifier
-from msclassify.pixel._tradeoff import (AUTO_PATH, balanced_accuracy, choose, holdout_split,
-                                        search_path, stroke_holdout)
+from msclassify.pixel._tradeoff import (AUTO_PATH, MAX_PATH_FITS, balanced_accuracy, choose,
+                                        holdout_split, search_path, stroke_holdout)
 
 # -- hold-out splits ---------------------------------------------------------------------------
 
@@ -128,7 +128,7 @@ def test_search_fits_at_most_four_models_of_the_path():
     for _ in range(200):
         scores = dict(zip(AUTO_PATH, rng.uniform(0.9, 1.0, len(AUTO_PATH))))
         fitted, chosen = searched(scores, rng.choice([0.0, 0.005, 0.05]))
-        assert fitted[0] == 0.0 and len(fitted) <= 4 and chosen in fitted
+        assert fitted[0] == 0.0 and len(fitted) <= MAX_PATH_FITS == 4 and chosen in fitted
 
 
 def test_search_raises_the_bar_when_a_larger_value_beats_zero():
@@ -201,7 +201,7 @@ def assert_searched(auto):
     assert values[0] == 0.0 and values == sorted(values) and set(values) <= set(AUTO_PATH)
     recorded = {p["cost_tradeoff"]: p for p in path}
     replayed = search_path(lambda mu: recorded[mu], auto.tolerance)   # KeyError: not recorded
-    assert replayed == path and len(path) <= 4
+    assert replayed == path and len(path) <= MAX_PATH_FITS
     assert path[choose(path, auto.tolerance)[0]]["cost_tradeoff"] == auto.cost_tradeoff_
     skipped = len(AUTO_PATH) - len(path)
     assert (f"({skipped} value(s) of the path not fitted" in auto.tradeoff_reason_) == \
@@ -272,7 +272,7 @@ def test_auto_progress_counts_every_fit_and_a_fixed_value_behaves_as_before():
     calls = []
     auto = PixelClassifier(cost_tradeoff="auto", n_estimators=3, random_state=0)
     auto.fit(tiles_image(0), labels, callback=lambda i, n: calls.append((i, n)))
-    n_fits = len(AUTO_PATH) + 1
+    n_fits = MAX_PATH_FITS + 1
     # counted as if every fit had n_estimators iterations (the path fits grow fewer trees):
     # rising, ending at all of them
     assert calls[-1] == (3 * n_fits, 3 * n_fits)

@@ -30,7 +30,7 @@ from ._multiscale import predict_multiscale
 from ._semi_supervised import UnlabelledPixels
 from ._teacher_context import context_features, interpolated
 from ._progress import ProgressTracker, stage_weights
-from ._tradeoff import AUTO_PATH, auto_tradeoff, read_tradeoff_record, tradeoff_record
+from ._tradeoff import MAX_PATH_FITS, auto_tradeoff, read_tradeoff_record, tradeoff_record
 
 __all__ = ["ImageCost", "PixelClassifier", "check_channels", "load_pixel_model", "training_set"]
 
@@ -428,9 +428,9 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         callback : callable, optional
             ``callback(iteration, n_iterations)`` after every boosting iteration; a
             truthy return value stops training early (the trees so far are kept).
-            With ``cost_tradeoff="auto"`` it counts over 7 fits, each as if it
+            With ``cost_tradeoff="auto"`` it counts over 5 fits, each as if it
             had ``n_estimators`` iterations (the path fits grow a quarter of them; the
-            count jumps to the refit, the 7th, over the values the search skips).
+            count jumps to the refit, the 5th, when the search fits 3 path models).
         feature_cache : msclassify.features.FeatureCache, optional
             Reuse the features of frames seen in earlier fits (interactive
             retraining after each stroke computes a frame's features once).
@@ -438,7 +438,7 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
             ``progress(report)`` with a `msclassify.pixel.TrainingProgress` (stage,
             step, n_steps, fraction, eta_s, elapsed_s) as every stage advances:
             ``"features"`` per frame, ``"teacher"`` and the model (``"model"``, or
-            ``"μ path k/7"`` with ``cost_tradeoff="auto"``) per iteration,
+            ``"μ path k/5"`` with ``cost_tradeoff="auto"``) per iteration,
             ``"distillation"`` per frame, and ``"done"`` at the end.
 
         Returns
@@ -554,7 +554,7 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
             [bank.ids[i] for i in teacher_features] + \
             ([] if context is None else [bank.ids[i] for i in context])
 
-        fits = iter(range(1, len(AUTO_PATH) + 2))
+        fits = iter(range(1, MAX_PATH_FITS + 2))
         light = None if cost_tradeoff != "auto" else \
             _path_rows(sample_weight, cost_weight, scribbled_rows, rng)
         path_bins = {}                 # the path models train on the same rows: bin them once
@@ -570,7 +570,7 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
             fit_params["cost_tradeoff"] = float(cost_tradeoff) * float(weights.sum()) \
                 / pixels_per_image
             n_trees = fit_params["n_estimators"]
-            n_fits = len(AUTO_PATH) + 1       # the refit is the last, however many were fitted
+            n_fits = MAX_PATH_FITS + 1         # the refit is the last, however many were fitted
             tracker.start("model" if self.cost_tradeoff != "auto" else
                           f"μ path {next(fits) if path else n_fits}/{n_fits}", n_trees)
 
@@ -616,7 +616,7 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         plan = stage_weights(n_pixels, n_channels, n_scribbled,
                              0 if not distill else teacher_features.size, n_rows, len(bank),
                              int(self.n_estimators), n_outputs, distill,
-                             len(AUTO_PATH) + 1 if auto else 1,
+                             MAX_PATH_FITS + 1 if auto else 1,
                              (n_scribbled + (n_rows - n_scribbled) / _PATH_ROW_SHARE) / n_rows,
                              int(self.teacher_stride), teacher_fits, 1 / _PATH_TREE_SHARE,
                              n_teacher)

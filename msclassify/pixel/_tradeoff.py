@@ -27,12 +27,14 @@ from scipy import ndimage as ndi
 
 from ..cegb import class_probabilities, most_probable_class
 
-__all__ = ["AUTO_PATH", "PATH_KEYS", "auto_tradeoff", "balanced_accuracy", "choose",
+__all__ = ["AUTO_PATH", "MAX_PATH_FITS", "PATH_KEYS", "auto_tradeoff", "balanced_accuracy", "choose",
            "holdout_split", "path_point", "read_tradeoff_record", "search_path",
            "stroke_holdout", "tradeoff_record"]
 
 # 0 (plain gradient boosting) and a geometric path, half a decade apart.
 AUTO_PATH = (0.0, 1e-5, 3e-5, 1e-4, 3e-4, 1e-3)
+# Path models `search_path` fits at most: 0, then a bisection of the other values.
+MAX_PATH_FITS = 1 + int(np.ceil(np.log2(len(AUTO_PATH))))
 # The teacher's labels count where its most probable class has at least this probability.
 TEACHER_CONFIDENCE = 0.9
 # Every HOLDOUT_EVERY-th frame / stroke is held out; a lone stroke loses its last quarter.
@@ -362,7 +364,7 @@ def auto_tradeoff(fit_core, label_frames, scribbled_rows, classes, X, y, sample_
     X_held, y_held = X[held_rows], y[held_rows].astype(np.int64)
     cost_rows = cost_weight > 0
     X_cost, cost_weight = X[cost_rows], cost_weight[cost_rows]
-    progress = None if callback is None else _PathProgress(callback, len(AUTO_PATH) + 1)
+    progress = None if callback is None else _PathProgress(callback, MAX_PATH_FITS + 1)
     teacher, sure = None, None
 
     def fit_and_score(cost_tradeoff):
