@@ -7,6 +7,7 @@ trained to save is the time it actually saves.
 """
 
 import functools
+import itertools
 import warnings
 from typing import NamedTuple
 
@@ -554,12 +555,12 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
             [bank.ids[i] for i in teacher_features] + \
             ([] if context is None else [bank.ids[i] for i in context])
 
-        fits = iter(range(1, MAX_PATH_FITS + 2))
+        fits = itertools.count(1)      # path fits so far (a study may fit more than the search)
         light = None if cost_tradeoff != "auto" else \
             _path_rows(sample_weight, cost_weight, scribbled_rows, rng)
         path_bins = {}                 # the path models train on the same rows: bin them once
 
-        def fit_core(cost_tradeoff, weights, callback, path=False):
+        def fit_core(cost_tradeoff, weights, callback, path=False, init=None):
             rows_X, rows_y, cost, fit_params = X, y, cost_weight, params
             if path:                # the path only ranks the values: fewer rows and trees
                 rows, scale = light
@@ -571,8 +572,9 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
                 / pixels_per_image
             n_trees = fit_params["n_estimators"]
             n_fits = MAX_PATH_FITS + 1         # the refit is the last, however many were fitted
+            fit = min(next(fits), n_fits - 1) if path else n_fits
             tracker.start("model" if self.cost_tradeoff != "auto" else
-                          f"μ path {next(fits) if path else n_fits}/{n_fits}", n_trees)
+                          f"μ path {fit}/{n_fits}", n_trees)
 
             def report(iteration, n_iterations):
                 tracker.step(iteration)
@@ -582,7 +584,7 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
             booster = train(rows_X, rows_y, objective if unlabelled is None else graph_objective,
                             fit_params, n_classes=classes.size if multi else None,
                             sample_weight=weights, cost_weight=cost, callback=report,
-                            bin_cache=path_bins if path else None)
+                            bin_cache=path_bins if path else None, init_booster=init)
             # The graph objective is the logistic/softmax loss plus smoothing: same link.
             booster.objective = objective
             return booster

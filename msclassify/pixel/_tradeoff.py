@@ -27,12 +27,15 @@ from scipy import ndimage as ndi
 
 from ..cegb import class_probabilities, most_probable_class
 
-__all__ = ["AUTO_PATH", "MAX_PATH_FITS", "PATH_KEYS", "auto_tradeoff", "balanced_accuracy", "choose",
-           "holdout_split", "path_point", "read_tradeoff_record", "search_path",
+__all__ = ["AUTO_PATH", "MAX_PATH_FITS", "PATH_KEYS", "auto_tradeoff", "balanced_accuracy",
+           "choose", "holdout_split", "path_point", "read_tradeoff_record", "search_path",
            "stroke_holdout", "tradeoff_record"]
 
 # 0 (plain gradient boosting) and a geometric path, half a decade apart.
 AUTO_PATH = (0.0, 1e-5, 3e-5, 1e-4, 3e-4, 1e-3)
+# The refit continues the chosen path model's trees (a quarter of them) instead of
+# growing all anew.
+WARM_REFIT = True
 # Path models `search_path` fits at most: 0, then a bisection of the other values.
 MAX_PATH_FITS = 1 + int(np.ceil(np.log2(len(AUTO_PATH))))
 # The teacher's labels count where its most probable class has at least this probability.
@@ -314,10 +317,11 @@ def auto_tradeoff(fit_core, label_frames, scribbled_rows, classes, X, y, sample_
     Parameters
     ----------
     fit_core : callable
-        ``fit_core(cost_tradeoff, sample_weight, callback, path) -> Booster`` trains
-        on the rows ``X`` with the given loss weights; ``path`` is True for the
-        models of the path (which may be fitted on fewer rows: they only rank
-        the values) and False for the model returned.
+        ``fit_core(cost_tradeoff, sample_weight, callback, path, init) -> Booster``
+        trains on the rows ``X`` with the given loss weights; ``path`` is True for
+        the models of the path (which may be fitted on fewer rows: they only rank
+        the values) and False for the model returned, which continues the trees of
+        ``init`` (the chosen path model, `WARM_REFIT`; None for a fresh fit).
     label_frames : sequence of ndarray
         The ``(H, W)`` labels of the frames the rows come from.
     scribbled_rows : ndarray of int
@@ -354,7 +358,7 @@ def auto_tradeoff(fit_core, label_frames, scribbled_rows, classes, X, y, sample_
     if flags.size != labelled.size:
         raise RuntimeError("the training rows do not match the labelled pixels of the frames")
     if not flags.any():
-        booster = fit_core(0.0, sample_weight, callback, False)
+        booster = fit_core(0.0, sample_weight, callback, False, None)
         return booster, 0.0, [], ("too few scribbles to hold any out, so the most accurate "
                                   "setting, cost_tradeoff=0, was used; scribble longer or "
                                   "more strokes to let the cost tradeoff be chosen")
@@ -365,11 +369,12 @@ def auto_tradeoff(fit_core, label_frames, scribbled_rows, classes, X, y, sample_
     cost_rows = cost_weight > 0
     X_cost, cost_weight = X[cost_rows], cost_weight[cost_rows]
     progress = None if callback is None else _PathProgress(callback, MAX_PATH_FITS + 1)
-    teacher, sure = None, None
+    teacher, sure, models = None, None, {}
 
     def fit_and_score(cost_tradeoff):
         nonlocal teacher, sure
-        booster = fit_core(cost_tradeoff, weights, progress, True)
+        booster = fit_core(cost_tradeoff, weights, progress, True, None)
+        models[cost_tradeoff] = booster
         if progress is not None and progress.stopped:
             raise _Stopped(booster, cost_tradeoff)
         if teacher is None:                                    # the search starts at 0
@@ -399,7 +404,8 @@ def auto_tradeoff(fit_core, label_frames, scribbled_rows, classes, X, y, sample_
         progress.fit = progress.n_fits - 1                     # the refit is the last fit
     skipped = len(AUTO_PATH) - len(path)
     skipped = f" ({skipped} value(s) of the path not fitted: bisected)" if skipped else ""
-    return (fit_core(cost_tradeoff, sample_weight, progress, False), cost_tradeoff, path,
+    init = models[cost_tradeoff] if WARM_REFIT else None
+    return (fit_core(cost_tradeoff, sample_weight, progress, False, init), cost_tradeoff, path,
             f"{reason}{skipped}; scored on {held_rows.size} held-out scribbled pixels ({how}) "
             f"and {int(sure.sum())} pixels the cost_tradeoff=0 model is sure of; refit on all "
             "scribbles")
