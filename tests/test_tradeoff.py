@@ -223,6 +223,10 @@ def test_auto_picks_a_cheaper_model_when_it_is_as_good():
     fresh = tiles_image(1)
     assert np.mean(auto.predict(fresh) == TILES) >= np.mean(plain.predict(fresh) == TILES) - 0.005
     assert auto.feature_cost_per_pixel_ < plain.feature_cost_per_pixel_
+    # with a value > 0 chosen the refit is a fresh fit of that value on all scribbles
+    fixed = PixelClassifier(cost_tradeoff=auto.cost_tradeoff_, **params).fit(tiles_image(0),
+                                                                           labels)
+    assert np.array_equal(auto.predict_proba(fresh), fixed.predict_proba(fresh))
 
 
 def test_auto_keeps_a_costlier_model_when_the_cheap_ones_lose_a_rare_class():
@@ -261,6 +265,10 @@ def test_auto_keeps_a_costlier_model_when_the_cheap_ones_lose_a_rare_class():
     cheap = PixelClassifier(cost_tradeoff=AUTO_PATH[-1], **params).fit(image(0), labels)
     fresh = image(1)
     assert np.mean(auto.predict(fresh)[truth == 3] == 3) >= 0.9
+    # 0 chosen: the refit continues the path model of 0 (its first trees, all 10 rounds in all)
+    assert auto.cost_tradeoff_ == 0.0 and auto.booster_.n_iterations == 10
+    plain = PixelClassifier(cost_tradeoff=0.0, **params).fit(image(0), labels)
+    assert not np.array_equal(auto.booster_.trees[0]["value"], plain.booster_.trees[0]["value"])
     assert np.mean(cheap.predict(fresh)[truth == 3] == 3) <= 0.1
 
 

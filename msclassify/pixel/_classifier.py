@@ -118,7 +118,8 @@ class PixelClassifier(BaseEstimator):
         (probability >= 0.9). Training computes the features once and fits 4 or
         5 models; those of the path grow a quarter of the trees on every scribbled
         pixel and a quarter of the other rows (teacher-labelled pixels, cost
-        samples) (``benchmarks/bench_training.py``, docs/scribbles.md section 15
+        samples); with 0 chosen, the refit continues that path model's trees
+        (``benchmarks/bench_training.py``, docs/scribbles.md sections 15 and 20
         for the time against a fixed fit). ``cost_tradeoff_``, ``tradeoff_path_`` and
         ``tradeoff_reason_`` say what was chosen and why; the model file keeps them.
     tolerance : float, optional

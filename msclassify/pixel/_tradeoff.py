@@ -33,9 +33,11 @@ __all__ = ["AUTO_PATH", "MAX_PATH_FITS", "PATH_KEYS", "auto_tradeoff", "balanced
 
 # 0 (plain gradient boosting) and a geometric path, half a decade apart.
 AUTO_PATH = (0.0, 1e-5, 3e-5, 1e-4, 3e-4, 1e-3)
-# The refit continues the chosen path model's trees (a quarter of them) instead of
-# growing all anew.
-WARM_REFIT = True
+# With cost_tradeoff=0 chosen (plain boosting, the dearest refit) the refit continues the path
+# model's trees (a quarter of them) instead of growing all anew. Not with a value > 0: there it
+# cost EM 0.0002-0.0030 membrane F1 and raised fly-4's prediction cost 6-12 % (the path model's
+# features, paid, stay in the model; docs/scribbles.md section 20).
+WARM_REFIT = (0.0,)
 # Path models `search_path` fits at most: 0, then a bisection of the other values.
 MAX_PATH_FITS = 1 + int(np.ceil(np.log2(len(AUTO_PATH))))
 # The teacher's labels count where its most probable class has at least this probability.
@@ -321,7 +323,8 @@ def auto_tradeoff(fit_core, label_frames, scribbled_rows, classes, X, y, sample_
         trains on the rows ``X`` with the given loss weights; ``path`` is True for
         the models of the path (which may be fitted on fewer rows: they only rank
         the values) and False for the model returned, which continues the trees of
-        ``init`` (the chosen path model, `WARM_REFIT`; None for a fresh fit).
+        ``init`` (the chosen path model if its value is in `WARM_REFIT`; else None:
+        a fresh fit).
     label_frames : sequence of ndarray
         The ``(H, W)`` labels of the frames the rows come from.
     scribbled_rows : ndarray of int
@@ -404,7 +407,7 @@ def auto_tradeoff(fit_core, label_frames, scribbled_rows, classes, X, y, sample_
         progress.fit = progress.n_fits - 1                     # the refit is the last fit
     skipped = len(AUTO_PATH) - len(path)
     skipped = f" ({skipped} value(s) of the path not fitted: bisected)" if skipped else ""
-    init = models[cost_tradeoff] if WARM_REFIT else None
+    init = models[cost_tradeoff] if cost_tradeoff in WARM_REFIT else None
     return (fit_core(cost_tradeoff, sample_weight, progress, False, init), cost_tradeoff, path,
             f"{reason}{skipped}; scored on {held_rows.size} held-out scribbled pixels ({how}) "
             f"and {int(sure.sum())} pixels the cost_tradeoff=0 model is sure of; refit on all "
