@@ -115,13 +115,12 @@ def searched(scores, tolerance, costs=None):
 
 def test_search_bisects_for_the_largest_value_within_tolerance_of_the_best():
     # 0 first, then the middle value 1e-4 (0.986: within 0.005 of 0.99), then the larger
-    # half from its cheapest end: 1e-3 (0.95) and 3e-4 (0.98) are not, so 1e-4 is the largest
+    # half: 1e-3 (0.95) and 3e-4 (0.98) are not, so 1e-4 is the largest that is
     scores = {0.0: 0.99, 1e-5: 0.989, 3e-5: 0.988, 1e-4: 0.986, 3e-4: 0.98, 1e-3: 0.95}
     assert searched(scores, 0.005) == ([0.0, 1e-4, 1e-3, 3e-4], 1e-4)
     assert searched(scores, 0.05) == ([0.0, 1e-4, 1e-3], 1e-3)   # the cheapest one is enough
-    # none within tolerance: 1e-4, then the smallest, 1e-5 (if it is not, no larger one is),
-    # and plain boosting is kept
-    assert searched(scores, 0.0) == ([0.0, 1e-4, 1e-5], 0.0)
+    # none within tolerance: the smaller half down to 1e-5, and plain boosting is kept
+    assert searched(scores, 0.0) == ([0.0, 1e-4, 3e-5, 1e-5], 0.0)
 
 
 def test_search_fits_at_most_four_models_of_the_path():
@@ -135,7 +134,7 @@ def test_search_fits_at_most_four_models_of_the_path():
 def test_search_raises_the_bar_when_a_larger_value_beats_zero():
     # 3e-4 scores above 0 (0.97 vs 0.95): it is the best so far and within tolerance of itself
     scores = {0.0: 0.95, 1e-5: 0.95, 1e-4: 0.96, 3e-4: 0.97, 1e-3: 0.90}
-    assert searched(scores, 0.005) == ([0.0, 1e-4, 1e-3, 3e-4], 3e-4)
+    assert searched(scores, 0.005) == ([0.0, 3e-4, 1e-3], 3e-4)
 
 
 def test_search_chooses_as_the_whole_path_when_the_score_falls_as_the_value_grows():

@@ -248,17 +248,15 @@ def search_path(fit_and_score, tolerance, values=AUTO_PATH):
     """Fit 0, then bisect the other values for the largest within ``tolerance`` of the best.
 
     ``values[0]`` (0: plain boosting, the most accurate and the dearest) is fitted
-    first. The other values are searched for the largest one that passes, a
-    model whose score is within ``tolerance`` of the best score so far: first the
-    middle one; if it passes, the search goes on among the larger values, else
-    among the smaller ones, each time fitting the value of the unsettled ones that
-    could end the search at once (the largest after a pass, the smallest after a
-    fail) when at most two are left, else their middle. When the score falls as
-    the value grows (the usual case) the values that pass are the smallest ones,
-    so the largest is found with at most ``1 + ceil(log2(len(values)))`` fits (4
-    of the 6 of `AUTO_PATH`; 3 when the largest or none passes) and `choose` picks
-    what it would pick from the whole path; the values not fitted are left out of
-    the table.
+    first. The other values are bisected for the largest one that passes, a
+    model whose score is within ``tolerance`` of the best score so far: the
+    middle of the values not yet settled is fitted (rounding up, towards the
+    cheaper end); if it passes, the search goes on among the larger values, else
+    among the smaller ones. When the score falls as the value grows (the usual
+    case) the values that pass are the smallest ones, so the largest is found
+    with at most ``1 + ceil(log2(len(values)))`` fits (4 of the 6 of `AUTO_PATH`)
+    and `choose` picks what it would pick from the whole path; the values not
+    fitted are left out of the table.
 
     Parameters
     ----------
@@ -290,16 +288,14 @@ def search_path(fit_and_score, tolerance, values=AUTO_PATH):
     points = {0: fit_and_score(values[0])}
     best = points[0]["score"]
     passes, fails = 0, len(values)          # the largest index known to pass, the smallest to fail
-    index = fails // 2
     while fails - passes > 1:
+        index = (passes + fails + 1) // 2
         points[index] = fit_and_score(values[index])
         best = max(best, points[index]["score"])
-        passed = points[index]["score"] >= best - tolerance
-        passes, fails = (index, fails) if passed else (passes, index)
-        if fails - passes <= 3:             # at most two left: the one that may end the search
-            index = fails - 1 if passed else passes + 1
+        if points[index]["score"] >= best - tolerance:
+            passes = index
         else:
-            index = (passes + fails) // 2
+            fails = index
     return [points[index] for index in sorted(points)]
 
 
