@@ -359,8 +359,8 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
 
     >>> auto = PixelClassifier(cost_tradeoff="auto", n_estimators=20, random_state=0)
     >>> auto = auto.fit(image, labels)
-    >>> [p["cost_tradeoff"] for p in auto.tradeoff_path_]    # the cheapest is as good
-    [0.0, 0.001]
+    >>> [p["cost_tradeoff"] for p in auto.tradeoff_path_]    # bisected: the cheapest is as good
+    [0.0, 0.0001, 0.001]
     >>> auto.cost_tradeoff_
     0.001
     >>> auto.predict(image)[30, 30], auto.predict(image)[5, 50]
