@@ -58,7 +58,8 @@ Each fit runs in a fresh process (so peak RSS is its own and no feature cache is
 shared) after a tiny warm-up fit (Numba kernels loaded, as in a running session); the
 stage times come from ``fit(progress=...)`` (the elapsed time at
 each stage change): features, teacher, distillation (teacher labelling pixels),
-model (or the 7 fits of the μ path), as process CPU time per stage (the table) and
+model (or the fits of the μ path: up to 4 and the refit), as process CPU time per stage (the
+table) and
 wall time (the JSON). ``wall s`` is the whole fit, ``cpu s`` its process CPU time
 (all threads): on a shared box the wall time mostly measures the other users, and
 with ``--threads 1`` the CPU time is what the fit takes on one idle core. Rounds interleave cases and variants. The CPU

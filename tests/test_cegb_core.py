@@ -534,3 +534,26 @@ def test_softmax_gradients_by_hand_and_as_scipy():
         grad, hess = make_objective("multiclass", n_classes).gradients(raw, y, weight)
         np.testing.assert_array_equal(grad, (p - onehot) * weight[:, None])
         np.testing.assert_array_equal(hess, np.maximum(p * (1 - p), MIN_HESSIAN) * weight[:, None])
+
+
+def test_warm_start_continues_the_trees_and_counts_their_features_as_paid():
+    x = np.repeat([0.0, 1.0], 10)
+    X = np.column_stack([x, x])          # two copies: identical raw gain
+    y = x * 4.0
+    base = dict(learning_rate=0.5, max_leaves=2, min_samples_leaf=1, l2_regularization=0.0)
+    first = train(X, y, "regression", base | dict(n_estimators=1))   # μ = 0: the tie goes to 0
+    assert first.trees[0]["feature"][0] == 0
+    costly = base | dict(n_estimators=2, cost_tradeoff=0.01, feature_batch_costs=[5.0, 1.0])
+    fresh = train(X, y, "regression", costly)
+    warm = train(X, y, "regression", costly, init_booster=first)
+    assert [t["feature"][0] for t in fresh.trees] == [1, 1]           # the cheaper copy
+    assert warm.trees[0] is first.trees[0]
+    assert warm.trees[1]["feature"][0] == 0                            # already paid: free
+    # mean 2, first tree +-2 x 0.5, second tree the residual +-1 x 0.5
+    np.testing.assert_allclose(warm.predict_raw(X), np.where(x > 0, 3.5, 0.5))
+    done = train(X, y, "regression", base | dict(n_estimators=1), init_booster=first)
+    assert done.n_trees == 1 and np.array_equal(done.predict_raw(X), first.predict_raw(X))
+    with pytest.raises(ValueError, match="init_booster has 2 features and 1 outputs, the fit 3"):
+        train(np.column_stack([x, x, x]), y, "regression", base, init_booster=first)
+    with pytest.raises(ValueError, match="feature_costs all zero"):
+        train(X, y, "regression", base | dict(feature_costs=[1.0, 0.0]), init_booster=first)

@@ -10,8 +10,8 @@ from msclassify.cli import main
 from msclassify.datasets import sample_data_path
 from msclassify.modelfile import ModelFileError, read_model, write_model
 from msclassify.pixel import PixelClassifier
-from msclassify.pixel._tradeoff import (AUTO_PATH, balanced_accuracy, choose, holdout_split,
-                                        search_path, stroke_holdout)
+from msclassify.pixel._tradeoff import (AUTO_PATH, MAX_PATH_FITS, balanced_accuracy, choose,
+                                        holdout_split, search_path, stroke_holdout)
 
 # -- hold-out splits ---------------------------------------------------------------------------
 
@@ -113,19 +113,28 @@ def searched(scores, tolerance, costs=None):
     return fitted, path[choose(path, tolerance)[0]]["cost_tradeoff"]
 
 
-def test_search_stops_at_the_cheapest_value_within_tolerance_of_the_best():
-    # 0 first, then from the largest value down; 1e-4 is the first within 0.005 of 0.99
+def test_search_bisects_for_the_largest_value_within_tolerance_of_the_best():
+    # 0 first, then the middle value 1e-4 (0.986: within 0.005 of 0.99), then the larger
+    # half: 1e-3 (0.95) and 3e-4 (0.98) are not, so 1e-4 is the largest that is
     scores = {0.0: 0.99, 1e-5: 0.989, 3e-5: 0.988, 1e-4: 0.986, 3e-4: 0.98, 1e-3: 0.95}
-    assert searched(scores, 0.005) == ([0.0, 1e-3, 3e-4, 1e-4], 1e-4)
-    assert searched(scores, 0.05) == ([0.0, 1e-3], 1e-3)        # the cheapest one is enough
-    # none within tolerance: every value is fitted and plain boosting is kept
-    assert searched(scores, 0.0) == ([0.0, 1e-3, 3e-4, 1e-4, 3e-5, 1e-5], 0.0)
+    assert searched(scores, 0.005) == ([0.0, 1e-4, 1e-3, 3e-4], 1e-4)
+    assert searched(scores, 0.05) == ([0.0, 1e-4, 1e-3], 1e-3)   # the cheapest one is enough
+    # none within tolerance: the smaller half down to 1e-5, and plain boosting is kept
+    assert searched(scores, 0.0) == ([0.0, 1e-4, 3e-5, 1e-5], 0.0)
+
+
+def test_search_fits_at_most_four_models_of_the_path():
+    rng = np.random.default_rng(1)
+    for _ in range(200):
+        scores = dict(zip(AUTO_PATH, rng.uniform(0.9, 1.0, len(AUTO_PATH))))
+        fitted, chosen = searched(scores, rng.choice([0.0, 0.005, 0.05]))
+        assert fitted[0] == 0.0 and len(fitted) <= MAX_PATH_FITS == 4 and chosen in fitted
 
 
 def test_search_raises_the_bar_when_a_larger_value_beats_zero():
     # 3e-4 scores above 0 (0.97 vs 0.95): it is the best so far and within tolerance of itself
     scores = {0.0: 0.95, 1e-5: 0.95, 1e-4: 0.96, 3e-4: 0.97, 1e-3: 0.90}
-    assert searched(scores, 0.005) == ([0.0, 1e-3, 3e-4], 3e-4)
+    assert searched(scores, 0.005) == ([0.0, 3e-4, 1e-3], 3e-4)
 
 
 def test_search_chooses_as_the_whole_path_when_the_score_falls_as_the_value_grows():
@@ -185,18 +194,18 @@ def test_path_fits_share_one_binning_and_train_the_same_models():
 
 
 def assert_searched(auto):
-    """The path of a fitted model is what `search_path` fits: 0, and from the largest value
-    down every value that scored below the best by more than the tolerance, then the chosen."""
+    """The path of a fitted model is what `search_path` fits: replaying the search on the
+    recorded scores fits the recorded values (and no other) in path order."""
     path = auto.tradeoff_path_
     values = [p["cost_tradeoff"] for p in path]
     assert values[0] == 0.0 and values == sorted(values) and set(values) <= set(AUTO_PATH)
-    best = max(p["score"] for p in path)
-    searched = [p for p in path if p["cost_tradeoff"] > 0]
-    for point in searched[1:]:                     # fitted before the last one: all too low
-        assert point["score"] < best - auto.tolerance
-    skipped = [mu for mu in AUTO_PATH if mu not in values]
-    assert all(mu < searched[0]["cost_tradeoff"] for mu in skipped)
-    assert (f"({len(skipped)} smaller, costlier" in auto.tradeoff_reason_) == bool(skipped)
+    recorded = {p["cost_tradeoff"]: p for p in path}
+    replayed = search_path(lambda mu: recorded[mu], auto.tolerance)   # KeyError: not recorded
+    assert replayed == path and len(path) <= MAX_PATH_FITS
+    assert path[choose(path, auto.tolerance)[0]]["cost_tradeoff"] == auto.cost_tradeoff_
+    skipped = len(AUTO_PATH) - len(path)
+    assert (f"({skipped} value(s) of the path not fitted" in auto.tradeoff_reason_) == \
+        bool(skipped)
 
 
 def test_auto_picks_a_cheaper_model_when_it_is_as_good():
@@ -214,6 +223,10 @@ def test_auto_picks_a_cheaper_model_when_it_is_as_good():
     fresh = tiles_image(1)
     assert np.mean(auto.predict(fresh) == TILES) >= np.mean(plain.predict(fresh) == TILES) - 0.005
     assert auto.feature_cost_per_pixel_ < plain.feature_cost_per_pixel_
+    # with a value > 0 chosen the refit is a fresh fit of that value on all scribbles
+    fixed = PixelClassifier(cost_tradeoff=auto.cost_tradeoff_, **params).fit(tiles_image(0),
+                                                                           labels)
+    assert np.array_equal(auto.predict_proba(fresh), fixed.predict_proba(fresh))
 
 
 def test_auto_keeps_a_costlier_model_when_the_cheap_ones_lose_a_rare_class():
@@ -248,10 +261,14 @@ def test_auto_keeps_a_costlier_model_when_the_cheap_ones_lose_a_rare_class():
     chosen = next(p for p in path if p["cost_tradeoff"] == auto.cost_tradeoff_)
     assert chosen["score"] >= best - auto.tolerance
     assert chosen["cost_per_pixel"] > cheapest["cost_per_pixel"]   # ... so auto pays more
-    cheap = PixelClassifier(cost_tradeoff=cheapest["cost_tradeoff"], **params).fit(image(0),
-                                                                                  labels)
+    # the cheapest value of the path (bisection may not fit it: a smaller one already lost)
+    cheap = PixelClassifier(cost_tradeoff=AUTO_PATH[-1], **params).fit(image(0), labels)
     fresh = image(1)
     assert np.mean(auto.predict(fresh)[truth == 3] == 3) >= 0.9
+    # 0 chosen: the refit continues the path model of 0 (its first trees, all 10 rounds in all)
+    assert auto.cost_tradeoff_ == 0.0 and auto.booster_.n_iterations == 10
+    plain = PixelClassifier(cost_tradeoff=0.0, **params).fit(image(0), labels)
+    assert not np.array_equal(auto.booster_.trees[0]["value"], plain.booster_.trees[0]["value"])
     assert np.mean(cheap.predict(fresh)[truth == 3] == 3) <= 0.1
 
 
@@ -263,7 +280,7 @@ def test_auto_progress_counts_every_fit_and_a_fixed_value_behaves_as_before():
     calls = []
     auto = PixelClassifier(cost_tradeoff="auto", n_estimators=3, random_state=0)
     auto.fit(tiles_image(0), labels, callback=lambda i, n: calls.append((i, n)))
-    n_fits = len(AUTO_PATH) + 1
+    n_fits = MAX_PATH_FITS + 1
     # counted as if every fit had n_estimators iterations (the path fits grow fewer trees):
     # rising, ending at all of them
     assert calls[-1] == (3 * n_fits, 3 * n_fits)

@@ -11,7 +11,7 @@ from ._validation import check_features, check_weights
 
 
 def train(X, y, objective="binary", params=None, n_classes=None, sample_weight=None,
-          cost_weight=None, callback=None, bin_cache=None):
+          cost_weight=None, callback=None, bin_cache=None, init_booster=None):
     """Train a cost-efficient gradient-boosted ensemble.
 
     Parameters
@@ -41,6 +41,13 @@ def train(X, y, objective="binary", params=None, n_classes=None, sample_weight=N
         ``X``'s shape, the rows carrying loss weight, ``max_bins`` and
         ``random_state`` match (the caller keeps ``X`` unchanged). The models are
         those of fits without it.
+    init_booster : Booster, optional
+        Warm start: its trees are the first iterations of the model and boosting
+        goes on from its raw scores on ``X`` up to ``n_estimators`` iterations in
+        all (none if it has as many). The features it splits on count as already
+        computed (their whole-image cost is paid). It must have ``X``'s features
+        and outputs, and ``feature_costs`` must be all zero (the per-row costs it
+        paid are not tracked).
 
     Returns
     -------
@@ -94,13 +101,19 @@ def train(X, y, objective="binary", params=None, n_classes=None, sample_weight=N
     grower = TreeGrower(Xb, binner, p, beta, gamma, share, labelled, cost_weight, state)
 
     K = loss.n_outputs
-    init = loss.init_score(y, sample_weight) if sample_weight.sum() > 0 else np.zeros(K)
-    raw = np.tile(init, (n_rows, 1))
+    trees = []
+    if init_booster is None:
+        init = loss.init_score(y, sample_weight) if sample_weight.sum() > 0 else np.zeros(K)
+        raw = np.tile(init, (n_rows, 1))
+    else:
+        _check_init_booster(init_booster, n_features, K, beta)
+        init, trees = init_booster.init_score, list(init_booster.trees)
+        raw = init_booster.predict_raw(X).reshape(n_rows, K)
+        state.used[init_booster.features_used()] = True
     all_rows = np.arange(n_rows, dtype=np.int32)
     n_sample = max(1, int(round(p.subsample * n_rows)))
     n_active = max(1, int(round(p.colsample * n_features)))
-    trees = []
-    for iteration in range(p.n_estimators):
+    for iteration in range(len(trees) // K, p.n_estimators):
         scores = raw[:, 0] if K == 1 else raw
         grad, hess = loss.gradients(scores, y, sample_weight)
         grad, hess = grad.reshape(n_rows, K), hess.reshape(n_rows, K)
@@ -125,3 +138,15 @@ def train(X, y, objective="binary", params=None, n_classes=None, sample_weight=N
 
     return Booster(trees, init, n_features, loss.name, p.split_cost, beta, gamma, share,
                    params=p.to_dict())
+
+
+def _check_init_booster(booster, n_features, n_outputs, feature_costs):
+    """Raise ValueError unless ``booster`` can start a fit of these features and outputs."""
+    if not isinstance(booster, Booster):
+        raise ValueError(f"init_booster must be a Booster, got {type(booster).__name__}")
+    if booster.n_features != n_features or booster.n_outputs != n_outputs:
+        raise ValueError(f"init_booster has {booster.n_features} features and "
+                         f"{booster.n_outputs} outputs, the fit {n_features} and {n_outputs}")
+    if np.any(feature_costs > 0):
+        raise ValueError("init_booster needs feature_costs all zero (per-row costs it paid "
+                         "are not tracked)")

@@ -39,7 +39,7 @@ def training_progress(bar):
     """``progress(report)`` for `PixelClassifier.fit` that shows stage, percent and ETA on ``bar``.
 
     ``bar`` counts percent (total 100); its description is the stage ("features",
-    "teacher", "distillation", "model", "μ path 3/7") and its postfix the ETA the
+    "teacher", "distillation", "model", "μ path 3/5") and its postfix the ETA the
     fit estimates (`msclassify.pixel.TrainingProgress`).
     """
     def progress(report):

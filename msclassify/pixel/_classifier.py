@@ -7,6 +7,7 @@ trained to save is the time it actually saves.
 """
 
 import functools
+import itertools
 import warnings
 from typing import NamedTuple
 
@@ -30,7 +31,7 @@ from ._multiscale import predict_multiscale
 from ._semi_supervised import UnlabelledPixels
 from ._teacher_context import context_features, interpolated
 from ._progress import ProgressTracker, stage_weights
-from ._tradeoff import AUTO_PATH, auto_tradeoff, read_tradeoff_record, tradeoff_record
+from ._tradeoff import MAX_PATH_FITS, auto_tradeoff, read_tradeoff_record, tradeoff_record
 
 __all__ = ["ImageCost", "PixelClassifier", "check_channels", "load_pixel_model", "training_set"]
 
@@ -108,16 +109,17 @@ class PixelClassifier(BaseEstimator):
         ``0, 1e-5, 3e-5, 1e-4, 3e-4, 1e-3``, and the cheapest (modelled cost per
         image pixel, as `prediction_cost` counts it) whose held-out score is
         within ``tolerance`` of the best is refitted on all scribbles. The path
-        is searched from both ends: 0 first, then from 1e-3 down, stopping at the
-        first value within ``tolerance`` of the best score so far (the smaller
-        values left would cost more). The score
+        is bisected: 0 first, then the others halving the values left, for the
+        largest value within ``tolerance`` of the best score so far (at most 4
+        path models). The score
         is class-balanced and sees outlines: the lower of the balanced accuracy
         on the held-out scribbles and the balanced agreement with the
         ``cost_tradeoff=0`` model on uniformly drawn pixels it is sure of
-        (probability >= 0.9). Training computes the features once and fits 2 to
-        7 models; those of the path grow a quarter of the trees on every scribbled
+        (probability >= 0.9). Training computes the features once and fits 4 or
+        5 models; those of the path grow a quarter of the trees on every scribbled
         pixel and a quarter of the other rows (teacher-labelled pixels, cost
-        samples) (``benchmarks/bench_training.py``, docs/scribbles.md section 15
+        samples); with 0 chosen, the refit continues that path model's trees
+        (``benchmarks/bench_training.py``, docs/scribbles.md sections 15 and 20
         for the time against a fixed fit). ``cost_tradeoff_``, ``tradeoff_path_`` and
         ``tradeoff_reason_`` say what was chosen and why; the model file keeps them.
     tolerance : float, optional
@@ -366,8 +368,8 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
 
     >>> auto = PixelClassifier(cost_tradeoff="auto", n_estimators=20, random_state=0)
     >>> auto = auto.fit(image, labels)
-    >>> [p["cost_tradeoff"] for p in auto.tradeoff_path_]    # the cheapest is as good
-    [0.0, 0.001]
+    >>> [p["cost_tradeoff"] for p in auto.tradeoff_path_]    # bisected: the cheapest is as good
+    [0.0, 0.0001, 0.001]
     >>> auto.cost_tradeoff_
     0.001
     >>> auto.predict(image)[30, 30], auto.predict(image)[5, 50]
@@ -437,9 +439,9 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         callback : callable, optional
             ``callback(iteration, n_iterations)`` after every boosting iteration; a
             truthy return value stops training early (the trees so far are kept).
-            With ``cost_tradeoff="auto"`` it counts over 7 fits, each as if it
+            With ``cost_tradeoff="auto"`` it counts over 5 fits, each as if it
             had ``n_estimators`` iterations (the path fits grow a quarter of them; the
-            count jumps to the refit, the 7th, over the values the search skips).
+            count jumps to the refit, the 5th, when the search fits 3 path models).
         feature_cache : msclassify.features.FeatureCache, optional
             Reuse the features of frames seen in earlier fits (interactive
             retraining after each stroke computes a frame's features once).
@@ -447,7 +449,7 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
             ``progress(report)`` with a `msclassify.pixel.TrainingProgress` (stage,
             step, n_steps, fraction, eta_s, elapsed_s) as every stage advances:
             ``"features"`` per frame, ``"teacher"`` and the model (``"model"``, or
-            ``"μ path k/7"`` with ``cost_tradeoff="auto"``) per iteration,
+            ``"μ path k/5"`` with ``cost_tradeoff="auto"``) per iteration,
             ``"distillation"`` per frame, and ``"done"`` at the end.
 
         Returns
@@ -574,12 +576,12 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
             [bank.ids[i] for i in teacher_features] + \
             ([] if context is None else [bank.ids[i] for i in context])
 
-        fits = iter(range(1, len(AUTO_PATH) + 2))
+        fits = itertools.count(1)      # path fits so far (a study may fit more than the search)
         light = None if cost_tradeoff != "auto" else \
             _path_rows(sample_weight, cost_weight, scribbled_rows, rng)
         path_bins = {}                 # the path models train on the same rows: bin them once
 
-        def fit_core(cost_tradeoff, weights, callback, path=False):
+        def fit_core(cost_tradeoff, weights, callback, path=False, init=None):
             rows_X, rows_y, cost, fit_params = X, y, cost_weight, params
             if path:                # the path only ranks the values: fewer rows and trees
                 rows, scale = light
@@ -590,9 +592,10 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
             fit_params["cost_tradeoff"] = float(cost_tradeoff) * float(weights.sum()) \
                 / pixels_per_image
             n_trees = fit_params["n_estimators"]
-            n_fits = len(AUTO_PATH) + 1       # the refit is the last, however many were fitted
+            n_fits = MAX_PATH_FITS + 1         # the refit is the last, however many were fitted
+            fit = min(next(fits), n_fits - 1) if path else n_fits
             tracker.start("model" if self.cost_tradeoff != "auto" else
-                          f"μ path {next(fits) if path else n_fits}/{n_fits}", n_trees)
+                          f"μ path {fit}/{n_fits}", n_trees)
 
             def report(iteration, n_iterations):
                 tracker.step(iteration)
@@ -602,7 +605,7 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
             booster = train(rows_X, rows_y, objective if unlabelled is None else graph_objective,
                             fit_params, n_classes=classes.size if multi else None,
                             sample_weight=weights, cost_weight=cost, callback=report,
-                            bin_cache=path_bins if path else None)
+                            bin_cache=path_bins if path else None, init_booster=init)
             # The graph objective is the logistic/softmax loss plus smoothing: same link.
             booster.objective = objective
             return booster
@@ -636,7 +639,7 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         plan = stage_weights(n_pixels, n_channels, n_scribbled,
                              0 if not distill else teacher_features.size, n_rows, len(bank),
                              int(self.n_estimators), n_outputs, distill,
-                             len(AUTO_PATH) + 1 if auto else 1,
+                             MAX_PATH_FITS + 1 if auto else 1,
                              (n_scribbled + (n_rows - n_scribbled) / _PATH_ROW_SHARE) / n_rows,
                              int(self.teacher_stride), teacher_fits, 1 / _PATH_TREE_SHARE,
                              n_teacher)

@@ -4,7 +4,7 @@
 ``"teacher"`` (the distillation teacher, one step per boosting iteration),
 ``"distillation"`` (the teacher labels pixels, one step per frame) and
 ``"model"`` (one step per iteration); with ``cost_tradeoff="auto"`` the model
-stage is ``"μ path 1/7"`` ... ``"μ path 7/7"`` (six path models and the refit).
+stage is ``"μ path 1/5"`` ... ``"μ path 5/5"`` (up to four path models and the refit).
 `ProgressTracker` turns those steps into `TrainingProgress` reports: the overall
 fraction weighs each stage by its expected time (`stage_weights`, a cost model
 fitted to ``benchmarks/bench_training.py``) and the ETA extrapolates the time
@@ -23,7 +23,7 @@ class TrainingProgress(NamedTuple):
     Attributes
     ----------
     stage : str
-        ``"features"``, ``"teacher"``, ``"distillation"``, ``"model"``, ``"μ path 3/7"``
+        ``"features"``, ``"teacher"``, ``"distillation"``, ``"model"``, ``"μ path 3/5"``
         (with ``cost_tradeoff="auto"``) or ``"done"``.
     step, n_steps : int
         Steps of the stage done (frames or boosting iterations) and its total.

@@ -2,9 +2,9 @@
 
 `PixelClassifier` with ``cost_tradeoff="auto"`` builds its training rows once
 (features are computed once per frame), holds out part of the scribbles
-(`holdout_split`), fits models along `AUTO_PATH` on the rest (0 first, then
-from the cheapest value down, stopping at the first within ``tolerance`` of the
-best score so far: `search_path`), scores each, keeps the cheapest model whose
+(`holdout_split`), fits models along `AUTO_PATH` on the rest (0 first, then a
+bisection of the others for the largest value within ``tolerance`` of the best
+score so far: `search_path`), scores each, keeps the cheapest model whose
 score is within ``tolerance`` of the best (`choose`) and refits that
 ``cost_tradeoff`` on all scribbles.
 
@@ -27,12 +27,19 @@ from scipy import ndimage as ndi
 
 from ..cegb import class_probabilities, most_probable_class
 
-__all__ = ["AUTO_PATH", "PATH_KEYS", "auto_tradeoff", "balanced_accuracy", "choose",
-           "holdout_split", "path_point", "read_tradeoff_record", "search_path",
+__all__ = ["AUTO_PATH", "MAX_PATH_FITS", "PATH_KEYS", "auto_tradeoff", "balanced_accuracy",
+           "choose", "holdout_split", "path_point", "read_tradeoff_record", "search_path",
            "stroke_holdout", "tradeoff_record"]
 
 # 0 (plain gradient boosting) and a geometric path, half a decade apart.
 AUTO_PATH = (0.0, 1e-5, 3e-5, 1e-4, 3e-4, 1e-3)
+# With cost_tradeoff=0 chosen (plain boosting, the dearest refit) the refit continues the path
+# model's trees (a quarter of them) instead of growing all anew. Not with a value > 0: there it
+# cost EM 0.0002-0.0030 membrane F1 and raised fly-4's prediction cost 6-12 % (the path model's
+# features, paid, stay in the model; docs/scribbles.md section 20).
+WARM_REFIT = (0.0,)
+# Path models `search_path` fits at most: 0, then a bisection of the other values.
+MAX_PATH_FITS = 1 + int(np.ceil(np.log2(len(AUTO_PATH))))
 # The teacher's labels count where its most probable class has at least this probability.
 TEACHER_CONFIDENCE = 0.9
 # Every HOLDOUT_EVERY-th frame / stroke is held out; a lone stroke loses its last quarter.
@@ -238,15 +245,18 @@ def choose(path, tolerance):
 
 
 def search_path(fit_and_score, tolerance, values=AUTO_PATH):
-    """Fit the path from both ends and stop at the first value within ``tolerance`` of the best.
+    """Fit 0, then bisect the other values for the largest within ``tolerance`` of the best.
 
     ``values[0]`` (0: plain boosting, the most accurate and the dearest) is fitted
-    first, then the others from the largest (cheapest) down. The search stops at
-    the first model whose score is within ``tolerance`` of the best score so far:
-    every smaller value left would cost more per pixel, so `choose` could only
-    pick one of them if it scored more than ``tolerance`` above every model
-    fitted. When the score falls as the value grows (the usual case) the choice
-    is the one of the whole path; the values not fitted are left out of the table.
+    first. The other values are bisected for the largest one that passes, a
+    model whose score is within ``tolerance`` of the best score so far: the
+    middle of the values not yet settled is fitted (rounding up, towards the
+    cheaper end); if it passes, the search goes on among the larger values, else
+    among the smaller ones. When the score falls as the value grows (the usual
+    case) the values that pass are the smallest ones, so the largest is found
+    with at most ``1 + ceil(log2(len(values)))`` fits (4 of the 6 of `AUTO_PATH`)
+    and `choose` picks what it would pick from the whole path; the values not
+    fitted are left out of the table.
 
     Parameters
     ----------
@@ -265,23 +275,27 @@ def search_path(fit_and_score, tolerance, values=AUTO_PATH):
 
     Examples
     --------
-    >>> scores = {0.0: 0.99, 1e-5: 0.99, 1e-4: 0.988, 1e-3: 0.95}
+    >>> scores = {0.0: 0.99, 1e-5: 0.99, 3e-5: 0.99, 1e-4: 0.988, 3e-4: 0.97, 1e-3: 0.95}
     >>> fitted = []
     >>> def fit(mu):
     ...     fitted.append(mu)
     ...     return dict(cost_tradeoff=mu, score=scores[mu])
-    >>> [p["cost_tradeoff"] for p in search_path(fit, 0.005, (0.0, 1e-5, 1e-4, 1e-3))]
-    [0.0, 0.0001, 0.001]
+    >>> [p["cost_tradeoff"] for p in search_path(fit, 0.005, tuple(scores))]
+    [0.0, 0.0001, 0.0003, 0.001]
     >>> fitted
-    [0.0, 0.001, 0.0001]
+    [0.0, 0.0001, 0.001, 0.0003]
     """
     points = {0: fit_and_score(values[0])}
     best = points[0]["score"]
-    for index in range(len(values) - 1, 0, -1):
+    passes, fails = 0, len(values)          # the largest index known to pass, the smallest to fail
+    while fails - passes > 1:
+        index = (passes + fails + 1) // 2
         points[index] = fit_and_score(values[index])
         best = max(best, points[index]["score"])
         if points[index]["score"] >= best - tolerance:
-            break
+            passes = index
+        else:
+            fails = index
     return [points[index] for index in sorted(points)]
 
 
@@ -305,10 +319,12 @@ def auto_tradeoff(fit_core, label_frames, scribbled_rows, classes, X, y, sample_
     Parameters
     ----------
     fit_core : callable
-        ``fit_core(cost_tradeoff, sample_weight, callback, path) -> Booster`` trains
-        on the rows ``X`` with the given loss weights; ``path`` is True for the
-        models of the path (which may be fitted on fewer rows: they only rank
-        the values) and False for the model returned.
+        ``fit_core(cost_tradeoff, sample_weight, callback, path, init) -> Booster``
+        trains on the rows ``X`` with the given loss weights; ``path`` is True for
+        the models of the path (which may be fitted on fewer rows: they only rank
+        the values) and False for the model returned, which continues the trees of
+        ``init`` (the chosen path model if its value is in `WARM_REFIT`; else None:
+        a fresh fit).
     label_frames : sequence of ndarray
         The ``(H, W)`` labels of the frames the rows come from.
     scribbled_rows : ndarray of int
@@ -345,7 +361,7 @@ def auto_tradeoff(fit_core, label_frames, scribbled_rows, classes, X, y, sample_
     if flags.size != labelled.size:
         raise RuntimeError("the training rows do not match the labelled pixels of the frames")
     if not flags.any():
-        booster = fit_core(0.0, sample_weight, callback, False)
+        booster = fit_core(0.0, sample_weight, callback, False, None)
         return booster, 0.0, [], ("too few scribbles to hold any out, so the most accurate "
                                   "setting, cost_tradeoff=0, was used; scribble longer or "
                                   "more strokes to let the cost tradeoff be chosen")
@@ -355,12 +371,13 @@ def auto_tradeoff(fit_core, label_frames, scribbled_rows, classes, X, y, sample_
     X_held, y_held = X[held_rows], y[held_rows].astype(np.int64)
     cost_rows = cost_weight > 0
     X_cost, cost_weight = X[cost_rows], cost_weight[cost_rows]
-    progress = None if callback is None else _PathProgress(callback, len(AUTO_PATH) + 1)
-    teacher, sure = None, None
+    progress = None if callback is None else _PathProgress(callback, MAX_PATH_FITS + 1)
+    teacher, sure, models = None, None, {}
 
     def fit_and_score(cost_tradeoff):
         nonlocal teacher, sure
-        booster = fit_core(cost_tradeoff, weights, progress, True)
+        booster = fit_core(cost_tradeoff, weights, progress, True, None)
+        models[cost_tradeoff] = booster
         if progress is not None and progress.stopped:
             raise _Stopped(booster, cost_tradeoff)
         if teacher is None:                                    # the search starts at 0
@@ -389,8 +406,9 @@ def auto_tradeoff(fit_core, label_frames, scribbled_rows, classes, X, y, sample_
     if progress is not None:
         progress.fit = progress.n_fits - 1                     # the refit is the last fit
     skipped = len(AUTO_PATH) - len(path)
-    skipped = f" ({skipped} smaller, costlier value(s) not fitted)" if skipped else ""
-    return (fit_core(cost_tradeoff, sample_weight, progress, False), cost_tradeoff, path,
+    skipped = f" ({skipped} value(s) of the path not fitted: bisected)" if skipped else ""
+    init = models[cost_tradeoff] if cost_tradeoff in WARM_REFIT else None
+    return (fit_core(cost_tradeoff, sample_weight, progress, False, init), cost_tradeoff, path,
             f"{reason}{skipped}; scored on {held_rows.size} held-out scribbled pixels ({how}) "
             f"and {int(sure.sum())} pixels the cost_tradeoff=0 model is sure of; refit on all "
             "scribbles")
