@@ -823,8 +823,8 @@ def training_status(report):
     >>> from msclassify.pixel import TrainingProgress
     >>> training_status(TrainingProgress("teacher", 10, 50, 0.25, 3.0, 1.0))
     'teacher, 25%, about 3 s left'
-    >>> training_status(TrainingProgress("μ path 3/7", 0, 50, 0.0, None, 0.1))
-    'μ path 3/7, 0%, estimating time left…'
+    >>> training_status(TrainingProgress("μ path 3/5", 0, 50, 0.0, None, 0.1))
+    'μ path 3/5, 0%, estimating time left…'
     """
     return (f"{report.stage}, {report.fraction:.0%}, "
             f"{eta_text(report.fraction, 1.0, report.elapsed_s)}")
