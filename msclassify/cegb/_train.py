@@ -1,10 +1,14 @@
 """Functional training entry point of the CEGB core."""
 
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
+
+import numba
 import numpy as np
 
 from ._binning import BinMapper
 from ._booster import Booster
-from ._grow import CostState, TreeGrower
+from ._grow import CostState, TreeGrower, grow_class_trees
 from ._losses import make_objective
 from ._params import CEGBParams
 from ._validation import check_features, check_weights
@@ -95,9 +99,26 @@ def train(X, y, objective="binary", params=None, n_classes=None, sample_weight=N
 
     K = loss.n_outputs
     init = loss.init_score(y, sample_weight) if sample_weight.sum() > 0 else np.zeros(K)
+    n_sample = max(1, int(round(p.subsample * n_rows)))
+    # The trees of a round grow side by side (`grow_class_trees`), one per Numba thread.
+    side_by_side = 1 if K == 1 or n_sample < n_rows or grower.coupled_by_rows else \
+        min(K, numba.get_num_threads())
+    growers = [grower] + [TreeGrower(Xb, binner, p, beta, gamma, share, labelled, cost_weight,
+                                     state) for _ in range(side_by_side - 1)]
+    with ThreadPoolExecutor(side_by_side - 1) if side_by_side > 1 else nullcontext() as pool:
+        trees = _boost(X, y, p, loss, sample_weight, init, growers, pool, n_sample, rng,
+                       callback)
+    return Booster(trees, init, n_features, loss.name, p.split_cost, beta, gamma, share,
+                   params=p.to_dict())
+
+
+def _boost(X, y, p, loss, sample_weight, init, growers, pool, n_sample, rng, callback):
+    """The trees of ``p.n_estimators`` rounds from the scores ``init`` (fewer rounds if
+    ``callback`` stops them); ``pool`` grows each round's class trees side by side."""
+    n_rows, n_features = X.shape
+    K = loss.n_outputs
     raw = np.tile(init, (n_rows, 1))
     all_rows = np.arange(n_rows, dtype=np.int32)
-    n_sample = max(1, int(round(p.subsample * n_rows)))
     n_active = max(1, int(round(p.colsample * n_features)))
     trees = []
     for iteration in range(p.n_estimators):
@@ -114,14 +135,15 @@ def train(X, y, objective="binary", params=None, n_classes=None, sample_weight=N
             sampled, outside = all_rows, None
         active = np.zeros(n_features, dtype=np.bool_)
         active[rng.choice(n_features, n_active, replace=False)] = True
-        for k in range(K):
-            tree, leaf_of_row = grower.grow(np.ascontiguousarray(grad[:, k]),
-                                            np.ascontiguousarray(hess[:, k]), sampled, active,
-                                            outside)
+        if pool is None:
+            round_trees = ((k, growers[0].grow(np.ascontiguousarray(grad[:, k]),
+                                               np.ascontiguousarray(hess[:, k]), sampled,
+                                               active, outside)) for k in range(K))
+        else:
+            round_trees = grow_class_trees(growers, pool, grad, hess, sampled, active)
+        for k, (tree, leaf_of_row) in round_trees:
             raw[:, k] += tree["value"][leaf_of_row]
             trees.append(tree)
         if callback is not None and callback(iteration + 1, p.n_estimators):
             break
-
-    return Booster(trees, init, n_features, loss.name, p.split_cost, beta, gamma, share,
-                   params=p.to_dict())
+    return trees
