@@ -7,6 +7,8 @@ a feature's whole-image cost every other leaf is re-ranked with its correctly
 penalised gain (LightGBM 4.7 promotes cached splits with the unpenalised gain).
 """
 
+import threading
+
 import numpy as np
 from numba import njit
 
@@ -173,22 +175,25 @@ def grow_class_trees(growers, executor, grad, hess, sample, active):
 
     A round's trees share its gradients and features; they depend on each other only
     through the features whose whole-model cost is paid (``state.used``): a tree that
-    pays a new one lowers the penalties of the trees after it. So the next
-    ``len(growers)`` trees grow at once (one in this thread, the others in
-    ``executor``'s, serial kernels each), every one from the paid features before the
-    first: a tree is kept if no kept tree before it paid a new feature, and the trees
-    after the first one that did are grown again from the features it paid. Trees
-    rarely pay a new feature after the first few rounds (on a 4-class photo 9 of the
-    model's 200 trees did), so most rounds grow their trees side by side. A single
-    tree left grows alone with the parallel kernels.
+    pays a new one lowers the penalties of the trees after it. So the round's trees
+    grow side by side, every one from the features paid before the first: this thread
+    and ``len(growers) - 1`` threads of ``executor`` each take the next class's tree
+    (serial kernels) until none is left, or until a finished tree paid a new feature
+    (the trees after it would grow again anyway). A tree is kept if no tree before it
+    paid a new feature; the trees after the first one that did grow again from the
+    features it paid. Trees rarely pay a new feature after the first few rounds (9 of
+    the 200 trees of a 4-class photo's model did), so most rounds grow all their trees
+    side by side. The last tree of a round left alone grows with the parallel kernels.
+    Without a cost penalty that reads paid features (``coupled_by_used`` False: the
+    distillation teacher) every tree is kept.
 
     Parameters
     ----------
     growers : list of TreeGrower
-        On the same data and `CostState` (``growers[0].state``), one per tree grown at
-        once; the growers must not use per-sample costs (``coupled_by_rows``).
+        On the same data and `CostState` (``growers[0].state``), one per thread; they
+        must not use per-sample costs (``coupled_by_rows``).
     executor : concurrent.futures.Executor
-        Runs ``len(growers) - 1`` trees beside this thread's.
+        Runs ``len(growers) - 1`` threads beside this one.
     grad, hess : ndarray of float64, shape (N, K)
     sample : ndarray of int32
         All rows, in order (no row subsampling).
@@ -196,6 +201,7 @@ def grow_class_trees(growers, executor, grad, hess, sample, active):
     """
     state = growers[0].state
     n_classes = grad.shape[1]
+    coupled = growers[0].coupled_by_used
 
     def grow(grower, k, used, serial):
         return grower.grow(np.ascontiguousarray(grad[:, k]), np.ascontiguousarray(hess[:, k]),
@@ -203,22 +209,38 @@ def grow_class_trees(growers, executor, grad, hess, sample, active):
 
     k = 0
     while k < n_classes:
-        batch = range(k, min(k + len(growers), n_classes))
-        if len(batch) == 1:
+        if k == n_classes - 1:
             yield k, grow(growers[0], k, None, False)
-            k += 1
-            continue
+            return
         before = state.used.copy()
-        used = [before.copy() for _ in batch]
-        futures = [executor.submit(grow, grower, j, paid, True)
-                   for grower, j, paid in zip(growers[1:], batch[1:], used[1:])]
-        results = [grow(growers[0], k, used[0], True)] + [future.result() for future in futures]
-        for j, paid, result in zip(batch, used, results):
+        results = {}
+        lock = threading.Lock()
+        queue = {"next": k, "stop": n_classes}    # no tree starts at "stop" or after
+
+        def work(grower):
+            while True:
+                with lock:
+                    j = queue["next"]
+                    if j >= queue["stop"]:
+                        return
+                    queue["next"] = j + 1
+                paid = before.copy()
+                results[j] = paid, grow(grower, j, paid, True)
+                if coupled and not np.array_equal(paid, before):
+                    with lock:
+                        queue["stop"] = min(queue["stop"], j + 1)
+
+        futures = [executor.submit(work, grower) for grower in growers[1:]]
+        work(growers[0])
+        for future in futures:
+            future.result()
+        for j in range(k, n_classes):
+            paid, result = results[j]
             yield j, result
             k = j + 1
             if not np.array_equal(paid, before):
                 state.used |= paid
-                if growers[0].coupled_by_used:      # the trees after it are grown again
+                if coupled:                 # the trees after it grow again
                     break
 
 
