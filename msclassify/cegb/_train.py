@@ -121,6 +121,10 @@ def _boost(X, y, p, loss, sample_weight, init, growers, pool, n_sample, rng, cal
     all_rows = np.arange(n_rows, dtype=np.int32)
     n_active = max(1, int(round(p.colsample * n_features)))
     trees = []
+    state, coupled = growers[0].state, growers[0].coupled_by_used
+    # Side by side only after a round that paid no new feature: paying ones come in runs (the
+    # first rounds, a large cost_tradeoff), and each makes the trees grown beside it wasted.
+    calm = not coupled
     for iteration in range(p.n_estimators):
         scores = raw[:, 0] if K == 1 else raw
         grad, hess = loss.gradients(scores, y, sample_weight)
@@ -135,7 +139,8 @@ def _boost(X, y, p, loss, sample_weight, init, growers, pool, n_sample, rng, cal
             sampled, outside = all_rows, None
         active = np.zeros(n_features, dtype=np.bool_)
         active[rng.choice(n_features, n_active, replace=False)] = True
-        if pool is None:
+        paid = state.used.copy()
+        if pool is None or not calm:
             round_trees = ((k, growers[0].grow(np.ascontiguousarray(grad[:, k]),
                                                np.ascontiguousarray(hess[:, k]), sampled,
                                                active, outside)) for k in range(K))
@@ -144,6 +149,7 @@ def _boost(X, y, p, loss, sample_weight, init, growers, pool, n_sample, rng, cal
         for k, (tree, leaf_of_row) in round_trees:
             raw[:, k] += tree["value"][leaf_of_row]
             trees.append(tree)
+        calm = not coupled or np.array_equal(paid, state.used)
         if callback is not None and callback(iteration + 1, p.n_estimators):
             break
     return trees
