@@ -217,7 +217,8 @@ def test_class_trees_grown_side_by_side_are_those_grown_one_at_a_time(monkeypatc
     new feature; when one of them pays a new feature's whole-model cost the trees after
     it grow again. With ``mu`` = 0 costs are not read: every round grows side by side and
     no tree grows again. The model must be the one grown a tree at a time, whatever the
-    number of threads (2 and 3 with 4 classes)."""
+    number of threads (2 and 3 with 4 classes). Trees of few rows x features grow one at
+    a time (waking a thread costs more than they take)."""
     import types
     from msclassify.cegb import _grow, _train
     rng = np.random.default_rng(6)
@@ -233,8 +234,12 @@ def test_class_trees_grown_side_by_side_are_those_grown_one_at_a_time(monkeypatc
         grown.append(kwargs.get("serial", False))
         return grow(self, *args, **kwargs)
     monkeypatch.setattr(_grow.TreeGrower, "grow", counted)
-    dumps = []
     n_trees = 12 * 4
+    monkeypatch.setattr(_train, "numba", types.SimpleNamespace(get_num_threads=lambda: 2))
+    train(X, y, "multiclass", params, n_classes=4)
+    assert grown == [False] * n_trees       # trees this small are not worth a thread
+    monkeypatch.setattr(_train, "PARALLEL_LEAF_WORK", 0)
+    dumps = []
     for threads in (1, 2, 3):
         monkeypatch.setattr(_train, "numba", types.SimpleNamespace(
             get_num_threads=lambda threads=threads: threads))

@@ -9,6 +9,7 @@ import numpy as np
 from ._binning import BinMapper
 from ._booster import Booster
 from ._grow import CostState, TreeGrower, grow_class_trees
+from ._kernels import PARALLEL_LEAF_WORK
 from ._losses import make_objective
 from ._params import CEGBParams
 from ._validation import check_features, check_weights
@@ -100,9 +101,10 @@ def train(X, y, objective="binary", params=None, n_classes=None, sample_weight=N
     K = loss.n_outputs
     init = loss.init_score(y, sample_weight) if sample_weight.sum() > 0 else np.zeros(K)
     n_sample = max(1, int(round(p.subsample * n_rows)))
-    # The trees of a round grow side by side (`grow_class_trees`), one per Numba thread.
-    side_by_side = 1 if K == 1 or n_sample < n_rows or grower.coupled_by_rows else \
-        min(K, numba.get_num_threads())
+    # The trees of a round grow side by side (`grow_class_trees`), one per Numba thread, when
+    # their roots are worth threads (smaller trees take less than waking a thread costs).
+    side_by_side = 1 if K == 1 or n_sample < n_rows or grower.coupled_by_rows \
+        or n_rows * n_features < PARALLEL_LEAF_WORK else min(K, numba.get_num_threads())
     growers = [grower] + [TreeGrower(Xb, binner, p, beta, gamma, share, labelled, cost_weight,
                                      state) for _ in range(side_by_side - 1)]
     with ThreadPoolExecutor(side_by_side - 1) if side_by_side > 1 else nullcontext() as pool:
