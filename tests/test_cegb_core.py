@@ -239,6 +239,7 @@ def test_class_trees_grown_side_by_side_are_those_grown_one_at_a_time(monkeypatc
     train(X, y, "multiclass", params, n_classes=4)
     assert grown == [False] * n_trees       # trees this small are not worth a thread
     monkeypatch.setattr(_train, "PARALLEL_LEAF_WORK", 0)
+    monkeypatch.setattr(_train, "COUPLED_SIDE_BY_SIDE_WORK", 0)
     dumps = []
     for threads in (1, 2, 3):
         monkeypatch.setattr(_train, "numba", types.SimpleNamespace(
