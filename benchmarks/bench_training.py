@@ -59,8 +59,8 @@ shared) after a tiny warm-up fit (Numba kernels loaded, as in a running session)
 stage times come from ``fit(progress=...)`` (the elapsed time at
 each stage change): features, teacher, distillation (teacher labelling pixels),
 model (or the fits of the μ path: up to 4 and the refit), as process CPU time per stage (the
-table) and
-wall time (the JSON). ``wall s`` is the whole fit, ``cpu s`` its process CPU time
+table) and wall time (the JSON; the table too for the teacher and the model unless
+``--threads 1``). ``wall s`` is the whole fit, ``cpu s`` its process CPU time
 (all threads): on a shared box the wall time mostly measures the other users, and
 with ``--threads 1`` the CPU time is what the fit takes on one idle core. Rounds interleave cases and variants. The CPU
 model and load average are recorded: the box has 2 cores and is shared, so
@@ -274,6 +274,8 @@ def main():
         for stage in stage_names:
             entry[f"{stage} cpu s"] = statistics.median(row.get("stages cpu", {}).get(stage, 0.0)
                                                         for row in mine)
+            entry[f"{stage} wall s"] = statistics.median(row["stages"].get(stage, 0.0)
+                                                         for row in mine)
         base_variant = "ref default" if variant.startswith("ref ") else "default"
         if variant != base_variant and base_variant in variants:
             base = [row for row in runs if row["case"] == case and row["variant"] == base_variant]
@@ -285,6 +287,8 @@ def main():
     columns = ["case", "variant", "classes", "accuracy", "wall s", "cpu s", "features cpu s",
                "teacher cpu s", "distillation cpu s", "model cpu s", "x default (wall, per round)",
                "x default (cpu, per round)", "cost_tradeoff", "peak RSS MB"]
+    if env.get("NUMBA_NUM_THREADS") != "1":     # threads: where the wall time goes too
+        columns[10:10] = ["teacher wall s", "model wall s"]
     print_table(table, columns)
     results = {"cpu": cpu_model(), "load_average_start": load_start,
                "load_average_end": os.getloadavg(), "threads": env.get("NUMBA_NUM_THREADS"),

@@ -211,6 +211,53 @@ def test_softmax_trees_share_cost_state():
     assert first > 0
 
 
+@pytest.mark.parametrize("mu", [0.05, 0.0])
+def test_class_trees_grown_side_by_side_are_those_grown_one_at_a_time(monkeypatch, mu):
+    """A round's class trees grow side by side, one per thread, after a round that paid no
+    new feature; when one of them pays a new feature's whole-model cost the trees after
+    it grow again. With ``mu`` = 0 costs are not read: every round grows side by side and
+    no tree grows again. The model must be the one grown a tree at a time, whatever the
+    number of threads (2 and 3 with 4 classes). Trees of few rows x features grow one at
+    a time (waking a thread costs more than they take)."""
+    import types
+    from msclassify.cegb import _grow, _train
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(3000, 8))
+    X[rng.random(X.shape) < 0.02] = np.nan
+    y = np.digitize(np.nan_to_num(X[:, 0]) + np.nan_to_num(X[:, 1] * X[:, 2]), [-1, 0, 1])
+    params = dict(n_estimators=12, max_leaves=8, cost_tradeoff=mu, colsample=0.75,
+                  feature_batch_costs=[1, 2, 3, 4, 1, 2, 3, 4], random_state=0)
+    grown = []
+    grow = _grow.TreeGrower.grow
+
+    def counted(self, *args, **kwargs):
+        grown.append(kwargs.get("serial", False))
+        return grow(self, *args, **kwargs)
+    monkeypatch.setattr(_grow.TreeGrower, "grow", counted)
+    n_trees = 12 * 4
+    monkeypatch.setattr(_train, "numba", types.SimpleNamespace(get_num_threads=lambda: 2))
+    train(X, y, "multiclass", params, n_classes=4)
+    assert grown == [False] * n_trees       # trees this small are not worth a thread
+    monkeypatch.setattr(_train, "PARALLEL_LEAF_WORK", 0)
+    monkeypatch.setattr(_train, "COUPLED_SIDE_BY_SIDE_WORK", 0)
+    dumps = []
+    for threads in (1, 2, 3):
+        monkeypatch.setattr(_train, "numba", types.SimpleNamespace(
+            get_num_threads=lambda threads=threads: threads))
+        grown.clear()
+        model = train(X, y, "multiclass", params, n_classes=4)
+        dumps.append(model.dump())
+        if threads == 1:
+            assert grown == [False] * n_trees
+        elif mu == 0:
+            assert grown == [True] * n_trees
+        else:
+            assert sum(grown) >= n_trees // 4          # the calm rounds' trees
+            assert len(grown) > n_trees                # some grew again
+    assert dumps[0] == dumps[1] == dumps[2]
+    assert model.features_used().size > 3
+
+
 def test_callback_can_stop_training():
     X = np.random.default_rng(0).normal(size=(100, 2))
     seen = []
