@@ -38,6 +38,8 @@ class FeatureLevels:
     ``arrays[level[j]][:, :, slot[j]]``; ``columns[L]`` lists the selection
     columns stored in ``arrays[L]``, in slot order. For a volume the arrays are
     ``(d_L, h_L, w_L, k_L)`` and ``blocks[L]`` is the level's block ``(bz, by, bx)``.
+    `FeatureBank.compute_levels` lays the arrays back to back, level 0 first, in one
+    buffer, so that a predictor can read all levels without copying them into one.
 
     Attributes
     ----------
@@ -412,12 +414,18 @@ class FeatureBank:
         levels = np.array([s.level for s in specs], dtype=np.int64)
         n_threads = _resolve_threads(n_threads, specs, pyramid.shape)
         arrays, columns, slots = [], [], np.empty_like(levels)
+        shapes = []
         for level in range(N_LEVELS):
             on_level = np.flatnonzero(levels == level)
             slots[on_level] = np.arange(on_level.size)
-            arrays.append(np.empty(pyramid.level_shape(level) + (on_level.size,),
-                                   dtype=np.float32))
+            shapes.append(pyramid.level_shape(level) + (on_level.size,))
             columns.append(on_level)
+        buffer = np.empty(sum(int(np.prod(shape)) for shape in shapes), dtype=np.float32)
+        at = 0
+        for shape in shapes:
+            size = int(np.prod(shape))
+            arrays.append(buffer[at:at + size].reshape(shape))
+            at += size
         with _task_runner(n_threads) as run:
             for batch, planes in _plane_batches(pyramid, specs, run,
                                                 self._may_release(pyramid, image)):

@@ -829,6 +829,36 @@ def _node_records(flat, node_level, node_slot, level_arrays):
     return nodes, node_threshold
 
 
+def _flat_features(level_arrays):
+    """All level arrays in one flat float32 buffer, level 0 first: a view of the buffer
+    they share when they lie in it back to back (as `FeatureBank.compute_levels` lays
+    them out), else a copy."""
+    # (an empty array's data pointer says nothing: it holds no values to place)
+    arrays = [a for a in (np.asarray(a, dtype=np.float32) for a in level_arrays) if a.size]
+    if not arrays:
+        return np.zeros(0, dtype=np.float32)
+    buffer = _owner(arrays[0])
+    if buffer.ndim == 1 and buffer.dtype == np.float32 and buffer.flags.c_contiguous \
+            and all(_owner(a) is buffer and a.flags.c_contiguous for a in arrays):
+        start = (arrays[0].ctypes.data - buffer.ctypes.data) // 4
+        end = start
+        for array in arrays:
+            if array.ctypes.data != buffer.ctypes.data + 4 * end:
+                break
+            end += array.size
+        else:
+            if 0 <= start <= end <= buffer.size:
+                return buffer[start:end]
+    return np.concatenate([a.ravel() for a in arrays])
+
+
+def _owner(array):
+    """The array whose memory ``array`` views (itself if it owns it)."""
+    while isinstance(array.base, np.ndarray):
+        array = array.base
+    return array
+
+
 def _root_levels(roots, node_level, start_level):
     """Level of the blocks each tree is first walked on: its root's feature level, or the
     start level for a root that is a leaf or reads a pixel feature."""
@@ -982,7 +1012,7 @@ def predict_multiscale(booster, level_arrays, feature_level, feature_slot, shape
                     * ((height + (1 << start_level) - 1) >> start_level))
     evaluations = np.zeros(n_block_rows, dtype=np.int64)
     pixel_evaluations = np.zeros(n_block_rows)
-    features = np.concatenate([np.asarray(a, dtype=np.float32).ravel() for a in level_arrays])
+    features = _flat_features(level_arrays)
     nodes, node_threshold = _node_records(flat, node_level, node_slot, level_arrays)
     root_level = _root_levels(flat["roots"], node_level, start_level)
     _walk_blocks(features, nodes, node_threshold, flat["default_left"],
