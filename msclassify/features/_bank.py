@@ -1,6 +1,9 @@
 """FeatureBank: an ordered list of feature specs for images with a fixed channel count."""
 
 import itertools
+import os
+import sys
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -117,8 +120,38 @@ def _task_runner(n_threads):
     if n_threads == 1:
         yield lambda function, items: [function(item) for item in items]
         return
-    with ThreadPoolExecutor(max_workers=n_threads) as pool:
-        yield lambda function, items: list(pool.map(function, items))
+    pool = _shared_pool(n_threads)
+    yield lambda function, items: list(pool.map(function, items))
+
+
+_POOLS = {}
+_POOLS_LOCK = threading.Lock()
+
+
+def _shared_pool(n_threads):
+    """A pool of ``n_threads`` worker threads kept for later calls: starting threads for
+    every frame cost more wall time than a small frame's features. One pool per CPU
+    priority of the calling thread (Linux keeps a nice value per thread, and a worker
+    inherits its starter's): a caller lowered by `msclassify.pixel.run_at_lower_priority`
+    gets workers as low as itself."""
+    nice = os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) \
+        if sys.platform.startswith("linux") else 0
+    with _POOLS_LOCK:
+        pool = _POOLS.get((n_threads, nice))
+        if pool is None:
+            pool = _POOLS[n_threads, nice] = ThreadPoolExecutor(
+                max_workers=n_threads, thread_name_prefix="msclassify-features")
+        return pool
+
+
+def _forget_pools():
+    """In a forked child the pools' threads do not exist: start new ones when asked."""
+    global _POOLS_LOCK
+    _POOLS.clear()
+    _POOLS_LOCK = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_pools)
 
 
 def _resolve_threads(n_threads, specs, shape):
