@@ -323,8 +323,11 @@ def _walk_row(features, nodes, node_threshold, default_left, value, roots, root_
     between (those evaluate nothing). A level-L block of the row is one int32,
     ``x << 3 | dy``, its column and its row below the row's first on that level (less than
     ``2**start_level <= 8``); each level has its own list, which holds each of the row's
-    blocks of that level at most once per tree (a block splits at most once). A tree's
-    root reads its level's blocks of the row in place (a root on a pixel feature, the row's
+    blocks of that level at most once per tree (a block splits at most once). Level 0's
+    list holds level-1 blocks with a mask of their pixels instead (`_walk_pixel_list`): a
+    test coarser than a pixel is made once for a block's pixels that reach it, and counted
+    once per pixel, as the general walk makes it. A tree's root reads its level's blocks of
+    the row in place (a root on a pixel feature, the row's level-1 blocks with all their
     pixels) and writes its two lists to the level's list. A split with a leaf child adds the
     leaf's value to the blocks going there in its own pass (`_split_to_leaves`) and keeps
     only the others. A root whose next tree's root splits alike (``same_root[t + 1]``) keeps
@@ -526,7 +529,8 @@ def _walk_blocks(features, nodes, node_threshold, default_left, value, node_cost
     counted as integers, those of blocks reaching into the padding by their fraction
     of image pixels, summed exactly in units of ``2**-unit_bits`` of a coarsest block.
     The common case, an image's row of start-level blocks inside the image without a cost
-    map, is walked up to its last whole block by `_walk_row`, without that bookkeeping
+    map (of a model with a feature coarser than a pixel), is walked up to its last whole
+    block by `_walk_row`, without that bookkeeping
     and without a branch per node.
     """
     n_levels = level_zshift.shape[0]
