@@ -529,8 +529,8 @@ def _walk_blocks(features, nodes, node_threshold, default_left, value, node_cost
     counted as integers, those of blocks reaching into the padding by their fraction
     of image pixels, summed exactly in units of ``2**-unit_bits`` of a coarsest block.
     The common case, an image's row of start-level blocks inside the image without a cost
-    map (of a model with a feature coarser than a pixel), is walked up to its last whole
-    block by `_walk_row`, without that bookkeeping
+    map (of a model with a feature coarser than a pixel, and narrower than 2**22 pixels), is
+    walked up to its last whole block by `_walk_row`, without that bookkeeping
     and without a branch per node.
     """
     n_levels = level_zshift.shape[0]
@@ -552,7 +552,7 @@ def _walk_blocks(features, nodes, node_threshold, default_left, value, node_cost
         block_plane = block_index // n_block_rows
         block_row = block_index - block_plane * n_block_rows
         n_listed = 0
-        if depth == 1 and cost is None and start_level > 0 \
+        if depth == 1 and cost is None and start_level > 0 and (width >> 1) <= _POSITION >> 3 \
                 and ((block_row + 1) << start_level) <= height:
             # The common case: an image's row of blocks inside the image, without a cost
             # map, walked with lists of blocks (`_walk_row`) up to its last whole block.
