@@ -28,7 +28,7 @@ how features are computed: `msclassify.pixel` joins it to the feature bank.
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit, prange
+from numba import get_num_threads, njit, prange
 
 from ..features import N_LEVELS
 from ._apply import label_dtype
@@ -308,10 +308,37 @@ def _walk_pixel_list(features, nodes, node_threshold, default_left, value, same_
     return pending, n_eval, root_left, root_count
 
 
+@njit(inline="always")
+def _list_offsets(n_cols, start_level, n_levels, path_nodes):
+    """Where each level's list of `_walk_row` starts in its buffer (and, last, where the
+    lists end) for a row of ``n_cols`` start-level blocks."""
+    first = np.empty(n_levels + 1, dtype=np.int64)
+    first[0] = 0
+    for level in range(n_levels):
+        first[level + 1] = first[level] + ((n_cols << (2 * (start_level - level)))
+                                           if level <= start_level else 0)
+    # A level-0 list's pixel splits may keep a block on both sides, and the right ones then
+    # go to fresh room: a node writes at most one block per pixel reaching it, and a pixel
+    # reaches at most `path_nodes` nodes of a tree.
+    first[1:] += first[1] * path_nodes
+    return first
+
+
+@njit(inline="always")
+def _list_buffers(n_cols, start_level, n_levels, path_nodes):
+    """The ``blocks`` and ``spare`` buffers of `_walk_row` for rows of ``n_cols`` blocks:
+    the lists; after them each level's blocks of the row in order (a tree's first blocks,
+    read in place by its root, filled on a level's first use); last, a root's two lists
+    as it left them, for the next tree when its root splits alike."""
+    first = _list_offsets(n_cols, start_level, n_levels, path_nodes)
+    return (np.empty(3 * first[n_levels], dtype=np.int32),
+            np.empty(max(first[1], 1), dtype=np.int32))
+
+
 @njit(cache=True, nogil=True)
 def _walk_row(features, nodes, node_threshold, default_left, value, roots, root_level, same_root,
               tree_output, n_outputs, start_level, block_row, n_cols, level_offset, level_width,
-              path_nodes, acc):
+              path_nodes, blocks, spare, acc):
     """`_walk_blocks` on the first ``n_cols`` start-level blocks of one row of an image, all
     inside the image and without a cost map; return the evaluations.
 
@@ -332,27 +359,15 @@ def _walk_row(features, nodes, node_threshold, default_left, value, roots, root_
     leaf's value to the blocks going there in its own pass (`_split_to_leaves`) and keeps
     only the others. A root whose next tree's root splits alike (``same_root[t + 1]``) keeps
     both lists and saves them; that next root copies them back and is counted without being
-    evaluated again. Every accumulator cell still adds its trees in tree order.
+    evaluated again. Every accumulator cell still adds its trees in tree order. ``blocks``
+    and ``spare`` hold the lists (`_list_buffers`: allocated once per thread, not per row).
     """
     n_levels = level_offset.shape[0]
-    first = np.empty(n_levels + 1, dtype=np.int64)
-    first[0] = 0
-    for level in range(n_levels):
-        first[level + 1] = first[level] + ((n_cols << (2 * (start_level - level)))
-                                           if level <= start_level else 0)
-    # A level-0 list's pixel splits may keep a block on both sides, and the right ones then
-    # go to fresh room: a node writes at most one block per pixel reaching it, and a pixel
-    # reaches at most `path_nodes` nodes of a tree.
-    first[1:] += first[1] * path_nodes
-    # After the lists, each level's blocks of the row in order: a tree's first blocks, read
-    # in place by its root (filled on a level's first use).
-    # Last, a root's two lists as it left them, for the next tree when its root splits alike.
+    first = _list_offsets(n_cols, start_level, n_levels, path_nodes)
     templates = first[n_levels]
-    blocks = np.empty(3 * templates, dtype=np.int32)
     root_left = 0
     root_count = 0
     filled = np.zeros(n_levels, dtype=np.bool_)
-    spare = np.empty(first[1], dtype=np.int32)
     top = np.empty(n_levels, dtype=np.int64)
     # Lists still to walk, (node, level, start, stop): the right children along one path.
     stack = np.empty((nodes.shape[0] + 1, 4), dtype=np.int64)
@@ -500,8 +515,8 @@ def _longest_path(nodes, roots):
 def _walk_blocks(features, nodes, node_threshold, default_left, value, node_cost, roots,
                  root_level, same_root, tree_output, n_outputs, start_level, depth, height, width,
                  level_zshift, level_offset, level_height, level_width, acc, cost, evaluations,
-                 pixel_evaluations):
-    """Walk every tree over every start-level block, coarse to fine.
+                 pixel_evaluations, n_threads):
+    """Walk every tree over every start-level block, coarse to fine, on ``n_threads``.
 
     All feature levels live in the flat ``features`` buffer. Node ``n`` is the record
     ``nodes[n] = (level, base, plane, row, col, left, right, threshold)`` (one cache
@@ -540,142 +555,155 @@ def _walk_blocks(features, nodes, node_threshold, default_left, value, node_cost
     n_block_rows = (height + (1 << start_level) - 1) >> start_level
     n_block_cols = (width + (1 << start_level) - 1) >> start_level
     path_nodes = _longest_path(nodes, roots)
-    for block_index in prange(n_block_planes * n_block_rows):
-        stack_node = np.empty(_STACK_SIZE, dtype=np.int64)
-        stack_level = np.empty(_STACK_SIZE, dtype=np.int64)
-        stack_z = np.empty(_STACK_SIZE, dtype=np.int64)
-        stack_y = np.empty(_STACK_SIZE, dtype=np.int64)
-        stack_x = np.empty(_STACK_SIZE, dtype=np.int64)
-        n_inside = 0
-        n_border = 0
-        border_units = 0
-        block_plane = block_index // n_block_rows
-        block_row = block_index - block_plane * n_block_rows
-        n_listed = 0
-        if depth == 1 and cost is None and start_level > 0 and (width >> 1) <= _POSITION >> 3 \
-                and ((block_row + 1) << start_level) <= height:
-            # The common case: an image's row of blocks inside the image, without a cost
-            # map, walked with lists of blocks (`_walk_row`) up to its last whole block.
-            n_listed = width >> start_level
-            if n_listed > 0:
-                n_inside += _walk_row(features, nodes, node_threshold, default_left, value,
-                                      roots, root_level, same_root, tree_output, n_outputs,
-                                      start_level, block_row, n_listed, level_offset,
-                                      level_width, path_nodes, acc)
-        for block_col in range(n_listed, n_block_cols):
-            # A start-level block wholly inside the image: so are all its blocks.
-            block_inside = (((block_plane + 1) << start_zshift) <= depth
-                            and ((block_row + 1) << start_level) <= height
-                            and ((block_col + 1) << start_level) <= width)
-            for t in range(roots.shape[0]):
-                k = tree_output[t]
-                first_level = np.int64(root_level[t])
-                # The level-`first_level` blocks of this start-level block holding image pixels.
-                first_zshift = level_zshift[first_level]
-                z_factor = start_zshift - first_zshift
-                step = start_level - first_level
-                z_first = np.int64(block_plane) << z_factor
-                y_first = np.int64(block_row) << step
-                x_first = np.int64(block_col) << step
-                z_last = min(z_first + (1 << z_factor),
-                             (depth + (1 << first_zshift) - 1) >> first_zshift)
-                y_last = min(y_first + (1 << step),
-                             (height + (1 << first_level) - 1) >> first_level)
-                x_last = min(x_first + (1 << step), (width + (1 << first_level) - 1) >> first_level)
-                for z_root in range(z_first, z_last):
-                    for y_root in range(y_first, y_last):
-                        for x_root in range(x_first, x_last):
-                            node = np.int64(roots[t])
-                            level = first_level
-                            z = z_root
-                            y = y_root
-                            x = x_root
-                            top = 0
-                            while True:
-                                zshift = level_zshift[level]
-                                back = (z + 1) << zshift
-                                bottom = (y + 1) << level
-                                right_edge = (x + 1) << level
-                                # Every feature constant on this block: one evaluation serves it.
-                                n = 0
-                                feature_level = nodes[node, _LEVEL]
-                                while feature_level >= level:
-                                    shift = feature_level - level
-                                    at = (nodes[node, _BASE] + (y >> shift) * nodes[node, _ROW]
-                                          + (x >> shift) * nodes[node, _COL])
-                                    if depth > 1:   # an image's plane term is 0: skip its lookup
-                                        at += ((z >> (level_zshift[feature_level] - zshift))
-                                               * nodes[node, _PLANE])
-                                    v = features[at]
-                                    n += 1
-                                    if cost is not None:
-                                        cost[level_offset[level] // n_outputs
-                                             + (z * level_height[level] + y) * level_width[level]
-                                             + x] += node_cost[node]
-                                    go_left = v <= node_threshold[node, _THRESHOLD] or (np.isnan(v)
-                                                                       and default_left[node])
-                                    node = nodes[node, _LEFT] if go_left else nodes[node, _RIGHT]
-                                    feature_level = nodes[node, _LEVEL]
-                                if block_inside or (back <= depth and bottom <= height
-                                                    and right_edge <= width):
-                                    n_inside += n
-                                elif n > 0:
-                                    n_border += n
-                                    border_units += n * (((min(depth, back) - (z << zshift))
-                                                          * (min(height, bottom) - (y << level))
-                                                          * (min(width, right_edge) - (x << level)))
-                                                         << (unit_bits - 2 * level - zshift))
-                                if feature_level < 0:
-                                    acc[level_offset[level] + ((z * level_height[level] + y)
-                                                               * level_width[level] + x)
-                                        * n_outputs + k] += value[node]
-                                elif feature_level == 0:
-                                    # Nothing is finer than a pixel: finish the subtree pixel by
-                                    # pixel, without the block bookkeeping.
-                                    n_inside += _walk_pixels(
-                                        features, nodes, node_threshold, default_left, value,
-                                        node_cost, node, k, n_outputs, level_zshift, z << zshift,
-                                        min(depth, back), y << level, min(height, bottom),
-                                        x << level, min(width, right_edge), level_offset[0],
-                                        level_height[0], level_width[0], acc, cost)
-                                else:
-                                    # A coarser feature than a pixel but finer than the block:
-                                    # continue on the first child block (4 in a 1x2x2 step, 8 in
-                                    # a 2x2x2 step), queue the others that hold image pixels.
-                                    level -= 1
-                                    z_step = zshift - level_zshift[level]
+    n_rows = n_block_planes * n_block_rows
+    n_chunks = min(n_threads, n_rows)
+    # Each thread walks a run of rows (as prange's static schedule would), so the lists'
+    # buffers of `_walk_row` are allocated once per thread, not per row.
+    for chunk in prange(n_chunks):
+        row_blocks, row_spare = _list_buffers(width >> start_level, start_level, n_levels,
+                                              path_nodes)
+        for block_index in range(chunk * n_rows // n_chunks, (chunk + 1) * n_rows // n_chunks):
+            stack_node = np.empty(_STACK_SIZE, dtype=np.int64)
+            stack_level = np.empty(_STACK_SIZE, dtype=np.int64)
+            stack_z = np.empty(_STACK_SIZE, dtype=np.int64)
+            stack_y = np.empty(_STACK_SIZE, dtype=np.int64)
+            stack_x = np.empty(_STACK_SIZE, dtype=np.int64)
+            n_inside = 0
+            n_border = 0
+            border_units = 0
+            block_plane = block_index // n_block_rows
+            block_row = block_index - block_plane * n_block_rows
+            n_listed = 0
+            if depth == 1 and cost is None and start_level > 0 and (width >> 1) <= _POSITION >> 3 \
+                    and ((block_row + 1) << start_level) <= height:
+                # The common case: an image's row of blocks inside the image, without a cost
+                # map, walked with lists of blocks (`_walk_row`) up to its last whole block.
+                n_listed = width >> start_level
+                if n_listed > 0:
+                    n_inside += _walk_row(features, nodes, node_threshold, default_left, value,
+                                          roots, root_level, same_root, tree_output, n_outputs,
+                                          start_level, block_row, n_listed, level_offset,
+                                          level_width, path_nodes, row_blocks, row_spare, acc)
+            for block_col in range(n_listed, n_block_cols):
+                # A start-level block wholly inside the image: so are all its blocks.
+                block_inside = (((block_plane + 1) << start_zshift) <= depth
+                                and ((block_row + 1) << start_level) <= height
+                                and ((block_col + 1) << start_level) <= width)
+                for t in range(roots.shape[0]):
+                    k = tree_output[t]
+                    first_level = np.int64(root_level[t])
+                    # The level-`first_level` blocks of this start-level block holding image pixels.
+                    first_zshift = level_zshift[first_level]
+                    z_factor = start_zshift - first_zshift
+                    step = start_level - first_level
+                    z_first = np.int64(block_plane) << z_factor
+                    y_first = np.int64(block_row) << step
+                    x_first = np.int64(block_col) << step
+                    z_last = min(z_first + (1 << z_factor),
+                                 (depth + (1 << first_zshift) - 1) >> first_zshift)
+                    y_last = min(y_first + (1 << step),
+                                 (height + (1 << first_level) - 1) >> first_level)
+                    x_last = min(x_first + (1 << step),
+                                 (width + (1 << first_level) - 1) >> first_level)
+                    for z_root in range(z_first, z_last):
+                        for y_root in range(y_first, y_last):
+                            for x_root in range(x_first, x_last):
+                                node = np.int64(roots[t])
+                                level = first_level
+                                z = z_root
+                                y = y_root
+                                x = x_root
+                                top = 0
+                                while True:
                                     zshift = level_zshift[level]
-                                    z <<= z_step
-                                    y *= 2
-                                    x *= 2
-                                    for dz in range(1 << z_step):
-                                        if ((z + dz) << zshift) >= depth:
-                                            break
-                                        for dy in range(2):
-                                            if ((y + dy) << level) >= height:
+                                    back = (z + 1) << zshift
+                                    bottom = (y + 1) << level
+                                    right_edge = (x + 1) << level
+                                    # Every feature constant on this block: one evaluation
+                                    # serves it.
+                                    n = 0
+                                    feature_level = nodes[node, _LEVEL]
+                                    while feature_level >= level:
+                                        shift = feature_level - level
+                                        at = (nodes[node, _BASE] + (y >> shift) * nodes[node, _ROW]
+                                              + (x >> shift) * nodes[node, _COL])
+                                        # an image's plane term is 0: skip its lookup
+                                        if depth > 1:
+                                            at += ((z >> (level_zshift[feature_level] - zshift))
+                                                   * nodes[node, _PLANE])
+                                        v = features[at]
+                                        n += 1
+                                        if cost is not None:
+                                            cost[level_offset[level] // n_outputs
+                                                 + (z * level_height[level] + y)
+                                                 * level_width[level] + x] += node_cost[node]
+                                        go_left = (v <= node_threshold[node, _THRESHOLD]
+                                                   or (np.isnan(v) and default_left[node]))
+                                        node = (nodes[node, _LEFT] if go_left
+                                                else nodes[node, _RIGHT])
+                                        feature_level = nodes[node, _LEVEL]
+                                    if block_inside or (back <= depth and bottom <= height
+                                                        and right_edge <= width):
+                                        n_inside += n
+                                    elif n > 0:
+                                        n_border += n
+                                        border_units += n * (
+                                            ((min(depth, back) - (z << zshift))
+                                             * (min(height, bottom) - (y << level))
+                                             * (min(width, right_edge) - (x << level)))
+                                            << (unit_bits - 2 * level - zshift))
+                                    if feature_level < 0:
+                                        acc[level_offset[level] + ((z * level_height[level] + y)
+                                                                   * level_width[level] + x)
+                                            * n_outputs + k] += value[node]
+                                    elif feature_level == 0:
+                                        # Nothing is finer than a pixel: finish the subtree pixel by
+                                        # pixel, without the block bookkeeping.
+                                        n_inside += _walk_pixels(
+                                            features, nodes, node_threshold, default_left, value,
+                                            node_cost, node, k, n_outputs, level_zshift,
+                                            z << zshift, min(depth, back), y << level,
+                                            min(height, bottom),
+                                            x << level, min(width, right_edge), level_offset[0],
+                                            level_height[0], level_width[0], acc, cost)
+                                    else:
+                                        # A coarser feature than a pixel but finer than the block:
+                                        # continue on the first child block (4 in a 1x2x2 step, 8 in
+                                        # a 2x2x2 step), queue the others that hold image pixels.
+                                        level -= 1
+                                        z_step = zshift - level_zshift[level]
+                                        zshift = level_zshift[level]
+                                        z <<= z_step
+                                        y *= 2
+                                        x *= 2
+                                        for dz in range(1 << z_step):
+                                            if ((z + dz) << zshift) >= depth:
                                                 break
-                                            for dx in range(2):
-                                                if ((x + dx) << level) >= width:
+                                            for dy in range(2):
+                                                if ((y + dy) << level) >= height:
                                                     break
-                                                if dz + dy + dx == 0:
-                                                    continue
-                                                stack_node[top] = node
-                                                stack_level[top] = level
-                                                stack_z[top] = z + dz
-                                                stack_y[top] = y + dy
-                                                stack_x[top] = x + dx
-                                                top += 1
-                                    continue
-                                if top == 0:
-                                    break
-                                top -= 1
-                                node = stack_node[top]
-                                level = stack_level[top]
-                                z = stack_z[top]
-                                y = stack_y[top]
-                                x = stack_x[top]
-        evaluations[block_index] = n_inside + n_border
-        pixel_evaluations[block_index] = n_inside + border_units / (1 << unit_bits)
+                                                for dx in range(2):
+                                                    if ((x + dx) << level) >= width:
+                                                        break
+                                                    if dz + dy + dx == 0:
+                                                        continue
+                                                    stack_node[top] = node
+                                                    stack_level[top] = level
+                                                    stack_z[top] = z + dz
+                                                    stack_y[top] = y + dy
+                                                    stack_x[top] = x + dx
+                                                    top += 1
+                                        continue
+                                    if top == 0:
+                                        break
+                                    top -= 1
+                                    node = stack_node[top]
+                                    level = stack_level[top]
+                                    z = stack_z[top]
+                                    y = stack_y[top]
+                                    x = stack_x[top]
+            evaluations[block_index] = n_inside + n_border
+            pixel_evaluations[block_index] = n_inside + border_units / (1 << unit_bits)
 
 
 @njit(inline="always")
@@ -1024,7 +1052,7 @@ def predict_multiscale(booster, level_arrays, feature_level, feature_slot, shape
                  _same_roots(nodes, flat["default_left"], flat["roots"], root_level),
                  flat["tree_output"], K,
                  start_level, depth, height, width, zshift, level_offset, level_height,
-                 level_width, acc, cost, evaluations, pixel_evaluations)
+                 level_width, acc, cost, evaluations, pixel_evaluations, get_num_threads())
     finish = (acc, level_offset, level_height, level_width, zshift, levels_used,
               booster.init_score, height, K)
     shape = tuple(int(v) for v in shape)
