@@ -5,6 +5,9 @@ references on small random images.
 """
 
 import json
+import os
+import sys
+import threading
 
 import numpy as np
 import pytest
@@ -389,3 +392,33 @@ def test_real_nuclei_image_gather_matches_full(shared_data):
     # uint16 counts are divided by 65535, not by the image maximum
     intensity = full[:, :, bank.index("L0:intensity:c0")]
     np.testing.assert_allclose(intensity, image / 65535.0, rtol=1e-6)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread nice is Linux's")
+def test_feature_threads_are_kept_and_run_at_their_callers_priority():
+    # compute_levels' worker threads are kept between frames, one pool per caller's nice
+    # value: a caller lowered in priority (a background run) gets workers as low as itself.
+    from msclassify.features._bank import _shared_pool
+
+    def nice():
+        return os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+
+    def worker_nices():
+        pool = _shared_pool(2)
+        assert _shared_pool(2) is pool
+        return nice(), set(pool.map(lambda _: nice(), range(8)))
+
+    here, workers = worker_nices()
+    assert workers == {here}
+    lowered = {}
+
+    def background():
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), min(here + 3, 19))
+        lowered["caller"], lowered["workers"] = worker_nices()
+
+    thread = threading.Thread(target=background)
+    thread.start()
+    thread.join()
+    assert lowered["caller"] == min(here + 3, 19) != here
+    assert lowered["workers"] == {lowered["caller"]}
+    assert worker_nices()[1] == {here}

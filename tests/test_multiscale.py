@@ -173,12 +173,42 @@ def test_inside_block_walk_hand_checked_with_nan():
     np.testing.assert_array_equal(general.cost_map, np.where(expected == 10.0, 1.0, 2.0))
 
 
+def test_pixel_rooted_walk_hand_checked_with_nan():
+    # Features: 0 on level 1 (2x2 blocks), 1 on level 0. Image 8 x 8 (the walk by lists).
+    # The root tests the pixel feature (NaN goes left), so the pixels of one 2x2 block may go
+    # both ways; the left ones then test the level-1 feature, once per block in the walk by
+    # lists but charged and counted per pixel (share min(1, 4) = 1), as the general walk
+    # evaluates it.
+    tree = _hand_tree([(1, 0.5, 1, 2, 0.0, 1.0), (0, 0.5, 3, 4, 0.0, 1.0),
+                       (-1, np.nan, -1, -1, 30.0, 1.0), (-1, np.nan, -1, -1, 10.0, 1.0),
+                       (-1, np.nan, -1, -1, 20.0, 1.0)])
+    tree["default_left"][0] = True
+    booster = Booster([tree], [0.0], 2, "regression", split_cost=1.0, feature_share=[4.0, 1.0])
+    pixel = np.tile([[0.0, 1.0, np.nan, 1.0], [1.0, 1.0, 0.0, 0.0]], (4, 2)).astype(np.float32)
+    level1 = np.array([[0.0, 1.0, 1.0, 0.0]] * 4, np.float32)[:, :, None]
+    arrays = [pixel[:, :, None], level1, np.zeros((2, 2, 0), np.float32),
+              np.zeros((1, 1, 0), np.float32)]
+    fast = predict_multiscale(booster, arrays, [1, 0], [0, 0], (8, 8))
+    general = predict_multiscale(booster, arrays, [1, 0], [0, 0], (8, 8), cost_map=True)
+    goes_left = ~(pixel > 0.5)                      # NaN goes left
+    block_value = level1[np.arange(8)[:, None] // 2, np.arange(8) // 2, 0]
+    expected = np.where(goes_left, np.where(block_value <= 0.5, 10.0, 20.0), 30.0)
+    n_left = int(goes_left.sum())
+    assert 0 < n_left < 64
+    for result in (fast, general):
+        np.testing.assert_array_equal(result.values[:, :, 0], expected)
+        assert result.n_evaluations == 64 + n_left
+        assert result.pixel_evaluations == 64 + n_left
+    np.testing.assert_array_equal(general.cost_map, np.where(goes_left, 2.0, 1.0))
+
+
 @pytest.mark.parametrize("shape, n_per_level, objective", [
     ((37, 53), (2, 2, 2, 2), "binary"),
     ((40, 48), (1, 2, 0, 3), "binary"),
     ((29, 31), (2, 2, 0, 0), "binary"),
     ((50, 67), (2, 1, 2, 2), "multiclass"),
-    ((24, 40), (3, 0, 0, 0), "regression"),     # pixel features only: roots read pixels
+    ((24, 40), (3, 0, 0, 0), "regression"),     # pixel features only: the general walk
+    ((24, 40), (3, 1, 0, 0), "regression"),     # most roots read pixels
 ])
 def test_inside_block_walk_equals_the_general_walk(shape, n_per_level, objective):
     # Without a cost map, rows of blocks wholly inside an image are walked tree by tree
@@ -307,3 +337,32 @@ def test_bad_inputs_raise_clear_errors():
         predict_multiscale(booster, arrays, np.full(4, -1), slots, (16, 16))
     with pytest.raises(ValueError, match="output must be one of"):
         predict_multiscale(booster, arrays, levels, slots, (16, 16), output="labels")
+
+
+def test_level_arrays_in_one_buffer_or_apart_predict_alike():
+    # `FeatureBank.compute_levels` lays the levels back to back in one buffer, which the
+    # walk then reads in place; arrays apart, or in one buffer out of order, are copied.
+    from msclassify.features import FeatureBank
+    rng = np.random.default_rng(3)
+    image = rng.random((21, 30)).astype(np.float32)
+    bank = FeatureBank("fast")
+    levels = bank.compute_levels(image)
+    owners = {id(a.base) for a in levels.arrays if a.size}
+    assert len(owners) == 1
+    X = bank.compute_full(image).reshape(-1, len(bank.specs))
+    y = (X[:, 0] + X[:, -1] > np.median(X[:, 0] + X[:, -1])).astype(float)
+    booster = train(X, y, "binary", dict(n_estimators=4, max_leaves=6,
+                                         feature_share=bank.shares(), random_state=0))
+    level, slot = np.asarray(levels.level), np.asarray(levels.slot)
+    in_place = predict_multiscale(booster, levels.arrays, level, slot, levels.shape)
+    apart = predict_multiscale(booster, [a.copy() for a in levels.arrays], level, slot,
+                               levels.shape)
+    buffer = np.concatenate([a.ravel() for a in levels.arrays[::-1]])
+    sizes = np.cumsum([0] + [a.size for a in levels.arrays[::-1]])
+    reversed_views = [buffer[sizes[i]:sizes[i + 1]].reshape(a.shape)
+                      for i, a in enumerate(levels.arrays[::-1])][::-1]
+    shuffled = predict_multiscale(booster, reversed_views, level, slot, levels.shape)
+    np.testing.assert_array_equal(in_place.values, apart.values)
+    np.testing.assert_array_equal(in_place.values, shuffled.values)
+    np.testing.assert_allclose(in_place.values[:, :, 0].ravel(), booster.predict_raw(X),
+                               atol=1e-12)

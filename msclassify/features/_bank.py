@@ -1,6 +1,9 @@
 """FeatureBank: an ordered list of feature specs for images with a fixed channel count."""
 
 import itertools
+import os
+import sys
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -38,6 +41,8 @@ class FeatureLevels:
     ``arrays[level[j]][:, :, slot[j]]``; ``columns[L]`` lists the selection
     columns stored in ``arrays[L]``, in slot order. For a volume the arrays are
     ``(d_L, h_L, w_L, k_L)`` and ``blocks[L]`` is the level's block ``(bz, by, bx)``.
+    `FeatureBank.compute_levels` lays the arrays back to back, level 0 first, in one
+    buffer, so that a predictor can read all levels without copying them into one.
 
     Attributes
     ----------
@@ -115,8 +120,38 @@ def _task_runner(n_threads):
     if n_threads == 1:
         yield lambda function, items: [function(item) for item in items]
         return
-    with ThreadPoolExecutor(max_workers=n_threads) as pool:
-        yield lambda function, items: list(pool.map(function, items))
+    pool = _shared_pool(n_threads)
+    yield lambda function, items: list(pool.map(function, items))
+
+
+_POOLS = {}
+_POOLS_LOCK = threading.Lock()
+
+
+def _shared_pool(n_threads):
+    """A pool of ``n_threads`` worker threads kept for later calls: starting threads for
+    every frame cost more wall time than a small frame's features. One pool per CPU
+    priority of the calling thread (Linux keeps a nice value per thread, and a worker
+    inherits its starter's): a caller lowered by `msclassify.pixel.run_at_lower_priority`
+    gets workers as low as itself."""
+    nice = os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) \
+        if sys.platform.startswith("linux") else 0
+    with _POOLS_LOCK:
+        pool = _POOLS.get((n_threads, nice))
+        if pool is None:
+            pool = _POOLS[n_threads, nice] = ThreadPoolExecutor(
+                max_workers=n_threads, thread_name_prefix="msclassify-features")
+        return pool
+
+
+def _forget_pools():
+    """In a forked child the pools' threads do not exist: start new ones when asked."""
+    global _POOLS_LOCK
+    _POOLS.clear()
+    _POOLS_LOCK = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_pools)
 
 
 def _resolve_threads(n_threads, specs, shape):
@@ -416,12 +451,18 @@ class FeatureBank:
         levels = np.array([s.level for s in specs], dtype=np.int64)
         n_threads = _resolve_threads(n_threads, specs, pyramid.shape)
         arrays, columns, slots = [], [], np.empty_like(levels)
+        shapes = []
         for level in range(N_LEVELS):
             on_level = np.flatnonzero(levels == level)
             slots[on_level] = np.arange(on_level.size)
-            arrays.append(np.empty(pyramid.level_shape(level) + (on_level.size,),
-                                   dtype=np.float32))
+            shapes.append(pyramid.level_shape(level) + (on_level.size,))
             columns.append(on_level)
+        buffer = np.empty(sum(int(np.prod(shape)) for shape in shapes), dtype=np.float32)
+        at = 0
+        for shape in shapes:
+            size = int(np.prod(shape))
+            arrays.append(buffer[at:at + size].reshape(shape))
+            at += size
         with _task_runner(n_threads) as run:
             for batch, planes in _plane_batches(pyramid, specs, run,
                                                 self._may_release(pyramid, image)):

@@ -28,7 +28,7 @@ how features are computed: `msclassify.pixel` joins it to the feature bank.
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit, prange
+from numba import get_num_threads, njit, prange
 
 from ..features import N_LEVELS
 from ._apply import label_dtype
@@ -160,10 +160,185 @@ def _split_to_leaves(features, nodes, node_threshold, default_left, value, node,
     return n_kept
 
 
+# A level-0 list of `_walk_row` holds level-1 blocks with a mask of their pixels:
+# ``mask << 24 | x << 3 | dy``, bit ``2 * py + px`` for the pixel (py, px) of the block.
+_MASK_SHIFT = 24
+_POSITION = (1 << _MASK_SHIFT) - 1
+_ALL_PIXELS = 0xF << _MASK_SHIFT
+
+
+@njit(inline="always")
+def _pixels_in(blocks, start, stop):
+    """Pixels of the masked level-1 blocks ``blocks[start:stop]``."""
+    n = 0
+    for i in range(start, stop):
+        mask = np.int64(blocks[i]) >> _MASK_SHIFT
+        n += (mask & 1) + ((mask >> 1) & 1) + ((mask >> 2) & 1) + (mask >> 3)
+    return n
+
+
+@njit(inline="always")
+def _add_to_pixels(acc, base, row_width, n_outputs, y, x, mask, left, left_value, right_value):
+    """Add ``left_value`` to the pixels of level-1 block (y, x) in both ``mask`` and ``left``,
+    ``right_value`` to those only in ``mask``, 0.0 to the others (no branch: a cell is
+    never -0.0, so adding 0.0 leaves it as it was)."""
+    at = base + 2 * (y * row_width + x) * n_outputs
+    below = at + row_width * n_outputs
+    v = left_value if left & 1 else right_value
+    acc[at] += v if mask & 1 else 0.0
+    v = left_value if left & 2 else right_value
+    acc[at + n_outputs] += v if mask & 2 else 0.0
+    v = left_value if left & 4 else right_value
+    acc[below] += v if mask & 4 else 0.0
+    v = left_value if left & 8 else right_value
+    acc[below + n_outputs] += v if mask & 8 else 0.0
+
+
+@njit(inline="always")
+def _split_pixels(features, nodes, node_threshold, default_left, value, node, feature_level,
+                  y_first, blocks, start, stop, target, spare, acc, acc_base, row_width,
+                  n_outputs, left_leaf, right_leaf):
+    """Evaluate split ``node`` on the masked level-1 blocks ``blocks[start:stop]`` of a
+    level-0 list of `_walk_row`: a pixel feature on each pixel of a block (four tests), a
+    coarser one once for the block. Each block's pixels going left keep it, with their
+    mask, at ``blocks[target:]`` in order, those going right at ``spare[0:]``; pixels going
+    to a leaf child (``left_leaf`` / ``right_leaf``) add its value instead. Return the
+    numbers of blocks kept on each side.
+    """
+    base = nodes[node, _BASE]
+    row_step = nodes[node, _ROW]
+    col_step = nodes[node, _COL]
+    threshold = node_threshold[node, _THRESHOLD]
+    nan_left = default_left[node]
+    left_value = value[nodes[node, _LEFT]] if left_leaf else 0.0
+    right_value = value[nodes[node, _RIGHT]] if right_leaf else 0.0
+    shift = feature_level - 1
+    n_left = 0
+    n_right = 0
+    for i in range(start, stop):
+        wide = np.int64(blocks[i])
+        y = y_first + (wide & 7)
+        x = (wide >> 3) & (_POSITION >> 3)
+        mask = wide >> _MASK_SHIFT
+        if feature_level == 0:
+            at = base + 2 * (y * row_step + x * col_step)
+            v0 = features[at]
+            v1 = features[at + col_step]
+            v2 = features[at + row_step]
+            v3 = features[at + row_step + col_step]
+            left = (np.int64((v0 <= threshold) | (nan_left & (v0 != v0)))
+                    | (np.int64((v1 <= threshold) | (nan_left & (v1 != v1))) << 1)
+                    | (np.int64((v2 <= threshold) | (nan_left & (v2 != v2))) << 2)
+                    | (np.int64((v3 <= threshold) | (nan_left & (v3 != v3))) << 3))
+        else:
+            v = features[base + (y >> shift) * row_step + (x >> shift) * col_step]
+            left = -np.int64((v <= threshold) | (nan_left & (v != v))) & 0xF
+        if left_leaf or right_leaf:
+            _add_to_pixels(acc, acc_base, row_width, n_outputs, y, x, mask, left, left_value,
+                           right_value)
+        left_mask = mask & left
+        right_mask = mask & ~left
+        position = wide & _POSITION
+        blocks[target + n_left] = (left_mask << _MASK_SHIFT) | position
+        spare[n_right] = (right_mask << _MASK_SHIFT) | position
+        n_left += (left_mask != 0) & (not left_leaf)
+        n_right += (right_mask != 0) & (not right_leaf)
+    return n_left, n_right
+
+
+@njit(inline="always")
+def _walk_pixel_list(features, nodes, node_threshold, default_left, value, same_root, keep,
+                     start_level, block_row, templates, first, top, blocks, spare, stack,
+                     pending, node, start, stop, feature_level, acc_base, row_width, n_outputs,
+                     acc, root_left, root_count):
+    """`_walk_row`'s step for node ``node`` on the level-0 list ``blocks[start:stop]``
+    (masked level-1 blocks): a leaf adds its value to their pixels; a split divides their
+    pixels (`_split_pixels`) and pushes the children's lists. A root (its blocks are the
+    template) writes its lists to fresh room; it may reuse (``same_root``) or save
+    (``keep``) the root lists, whose sizes ``root_left`` and ``root_count`` it passes on.
+    Return ``pending``, the pixel evaluations, ``root_left`` and ``root_count``.
+    """
+    y_first = np.int64(block_row) << (start_level - 1)
+    if feature_level < 0:
+        leaf = value[node]
+        for i in range(start, stop):
+            wide = np.int64(blocks[i])
+            _add_to_pixels(acc, acc_base, row_width, n_outputs, y_first + (wide & 7),
+                           (wide >> 3) & (_POSITION >> 3), wide >> _MASK_SHIFT, 0xF, leaf, 0.0)
+        return pending, 0, root_left, root_count
+    n_eval = _pixels_in(blocks, start, stop)
+    root = start >= templates
+    left = nodes[node, _LEFT]
+    right = nodes[node, _RIGHT]
+    saved = 2 * templates + first[0]
+    if root and same_root:
+        # The previous tree's root split alike: its lists, as saved.
+        target = top[0]
+        n_left = root_left
+        n_right = root_count - root_left
+        blocks[target:target + root_count] = blocks[saved:saved + root_count]
+        right_at = target + n_left
+        top[0] = right_at + n_right
+    else:
+        # A leaf child takes its pixels' values in the pass, unless the next tree reuses
+        # this root's lists.
+        target = top[0] if root else start
+        n_left, n_right = _split_pixels(
+            features, nodes, node_threshold, default_left, value, node, feature_level, y_first,
+            blocks, start, stop, target, spare, acc, acc_base, row_width, n_outputs,
+            nodes[left, _LEVEL] < 0 and not (root and keep),
+            nodes[right, _LEVEL] < 0 and not (root and keep))
+        if root:
+            right_at = target + n_left
+            top[0] = right_at + n_right
+        elif n_left + n_right <= stop - start:
+            right_at = target + n_left
+        else:
+            right_at = top[0]
+            top[0] += n_right
+        blocks[right_at:right_at + n_right] = spare[:n_right]
+        if root and keep:
+            root_left = n_left
+            root_count = n_left + n_right
+            blocks[saved:saved + root_count] = blocks[target:target + root_count]
+    if n_right > 0:
+        pending = _push(stack, pending, right, 0, right_at, right_at + n_right)
+    if n_left > 0:      # walked first
+        pending = _push(stack, pending, left, 0, target, target + n_left)
+    return pending, n_eval, root_left, root_count
+
+
+@njit(inline="always")
+def _list_offsets(n_cols, start_level, n_levels, path_nodes):
+    """Where each level's list of `_walk_row` starts in its buffer (and, last, where the
+    lists end) for a row of ``n_cols`` start-level blocks."""
+    first = np.empty(n_levels + 1, dtype=np.int64)
+    first[0] = 0
+    for level in range(n_levels):
+        first[level + 1] = first[level] + ((n_cols << (2 * (start_level - level)))
+                                           if level <= start_level else 0)
+    # A level-0 list's pixel splits may keep a block on both sides, and the right ones then
+    # go to fresh room: a node writes at most one block per pixel reaching it, and a pixel
+    # reaches at most `path_nodes` nodes of a tree.
+    first[1:] += first[1] * path_nodes
+    return first
+
+
+@njit(inline="always")
+def _list_buffers(n_cols, start_level, n_levels, path_nodes):
+    """The ``blocks`` and ``spare`` buffers of `_walk_row` for rows of ``n_cols`` blocks:
+    the lists; after them each level's blocks of the row in order (a tree's first blocks,
+    read in place by its root, filled on a level's first use); last, a root's two lists
+    as it left them, for the next tree when its root splits alike."""
+    first = _list_offsets(n_cols, start_level, n_levels, path_nodes)
+    return (np.empty(3 * first[n_levels], dtype=np.int32),
+            np.empty(max(first[1], 1), dtype=np.int32))
+
+
 @njit(cache=True, nogil=True)
 def _walk_row(features, nodes, node_threshold, default_left, value, roots, root_level, same_root,
               tree_output, n_outputs, start_level, block_row, n_cols, level_offset, level_width,
-              acc):
+              path_nodes, blocks, spare, acc):
     """`_walk_blocks` on the first ``n_cols`` start-level blocks of one row of an image, all
     inside the image and without a cost map; return the evaluations.
 
@@ -175,28 +350,24 @@ def _walk_row(features, nodes, node_threshold, default_left, value, roots, root_
     between (those evaluate nothing). A level-L block of the row is one int32,
     ``x << 3 | dy``, its column and its row below the row's first on that level (less than
     ``2**start_level <= 8``); each level has its own list, which holds each of the row's
-    blocks of that level at most once per tree (a block splits at most once). A tree's
-    root reads its level's blocks of the row in place (a root on a pixel feature, the row's
+    blocks of that level at most once per tree (a block splits at most once). Level 0's
+    list holds level-1 blocks with a mask of their pixels instead (`_walk_pixel_list`): a
+    test coarser than a pixel is made once for a block's pixels that reach it, and counted
+    once per pixel, as the general walk makes it. A tree's root reads its level's blocks of
+    the row in place (a root on a pixel feature, the row's level-1 blocks with all their
     pixels) and writes its two lists to the level's list. A split with a leaf child adds the
     leaf's value to the blocks going there in its own pass (`_split_to_leaves`) and keeps
     only the others. A root whose next tree's root splits alike (``same_root[t + 1]``) keeps
     both lists and saves them; that next root copies them back and is counted without being
-    evaluated again. Every accumulator cell still adds its trees in tree order.
+    evaluated again. Every accumulator cell still adds its trees in tree order. ``blocks``
+    and ``spare`` hold the lists (`_list_buffers`: allocated once per thread, not per row).
     """
     n_levels = level_offset.shape[0]
-    first = np.empty(n_levels + 1, dtype=np.int64)
-    first[0] = 0
-    for level in range(n_levels):
-        first[level + 1] = first[level] + ((n_cols << (2 * (start_level - level)))
-                                           if level <= start_level else 0)
-    # After the lists, each level's blocks of the row in order: a tree's first blocks, read
-    # in place by its root (filled on a level's first use).
-    # Last, a root's two lists as it left them, for the next tree when its root splits alike.
+    first = _list_offsets(n_cols, start_level, n_levels, path_nodes)
     templates = first[n_levels]
-    blocks = np.empty(3 * templates, dtype=np.int32)
     root_left = 0
+    root_count = 0
     filled = np.zeros(n_levels, dtype=np.bool_)
-    spare = np.empty(first[1], dtype=np.int32)
     top = np.empty(n_levels, dtype=np.int64)
     # Lists still to walk, (node, level, start, stop): the right children along one path.
     stack = np.empty((nodes.shape[0] + 1, 4), dtype=np.int64)
@@ -209,25 +380,34 @@ def _walk_row(features, nodes, node_threshold, default_left, value, roots, root_
         # The next tree reuses this tree's root lists: the root keeps both (even beside a
         # leaf child) and saves them.
         keep = t + 1 < roots.shape[0] and same_root[t + 1]
-        step = start_level - level
+        step = start_level - max(level, 1)
         for L in range(n_levels):
             top[L] = first[L]
-        # The tree's first blocks: the level-`level` blocks of the row's start-level blocks.
+        # The tree's first blocks: the level-`level` blocks of the row's start-level blocks
+        # (on level 0, the level-1 blocks with all their pixels).
         start = templates + first[level]
         stop = start + (n_cols << (2 * step))
         if not filled[level]:
             at = start
             for x in range(n_cols << step):
                 for dy in range(1 << step):
-                    blocks[at] = (x << 3) | dy
+                    blocks[at] = (x << 3) | dy | (_ALL_PIXELS if level == 0 else 0)
                     at += 1
             filled[level] = True
         pending = _push(stack, 0, roots[t], level, start, stop)
         while pending > 0:
             pending -= 1
             node, level, start, stop = stack[pending]
-            y_first = np.int64(block_row) << (start_level - level)
             feature_level = nodes[node, _LEVEL]
+            if level == 0:
+                pending, n, root_left, root_count = _walk_pixel_list(
+                    features, nodes, node_threshold, default_left, value, same_root[t], keep,
+                    start_level, block_row, templates, first, top, blocks, spare, stack, pending,
+                    node, start, stop, feature_level, level_offset[0] + k, level_width[0],
+                    n_outputs, acc, root_left, root_count)
+                n_eval += n
+                continue
+            y_first = np.int64(block_row) << (start_level - level)
             if feature_level < 0:
                 base = level_offset[level] + k
                 row_width = level_width[level]
@@ -237,13 +417,15 @@ def _walk_row(features, nodes, node_threshold, default_left, value, roots, root_
                     acc[base + ((y_first + (block & 7)) * row_width + (block >> 3))
                         * n_outputs] += leaf
             elif feature_level < level:
-                # Finer than the blocks: their children on the feature's level.
-                shift = level - feature_level
+                # Finer than the blocks: their children on the feature's level (for a pixel
+                # feature, the level-1 blocks with all their pixels).
+                shift = level - max(feature_level, 1)
                 side = 1 << shift
+                pixels = _ALL_PIXELS if feature_level == 0 else 0
                 at = top[feature_level]
                 for i in range(start, stop):
                     block = np.int64(blocks[i])
-                    child = ((block >> 3) << (shift + 3)) | ((block & 7) << shift)
+                    child = ((block >> 3) << (shift + 3)) | ((block & 7) << shift) | pixels
                     for dx in range(side):
                         for dy in range(side):
                             blocks[at] = child + ((dx << 3) | dy)
@@ -311,12 +493,30 @@ def _walk_row(features, nodes, node_threshold, default_left, value, roots, root_
     return n_eval
 
 
+@njit(cache=True, nogil=True)
+def _longest_path(nodes, roots):
+    """The most nodes on a path from a root of ``roots`` to a leaf, the leaf included."""
+    depth = np.zeros(nodes.shape[0], dtype=np.int64)
+    longest = 0
+    for root in roots:
+        depth[root] = 1
+        stack = [root]
+        while len(stack) > 0:
+            node = stack.pop()
+            longest = max(longest, depth[node])
+            if nodes[node, _LEVEL] >= 0:
+                for child in (nodes[node, _LEFT], nodes[node, _RIGHT]):
+                    depth[child] = depth[node] + 1
+                    stack.append(child)
+    return longest
+
+
 @njit(cache=True, parallel=True, nogil=True)
 def _walk_blocks(features, nodes, node_threshold, default_left, value, node_cost, roots,
                  root_level, same_root, tree_output, n_outputs, start_level, depth, height, width,
                  level_zshift, level_offset, level_height, level_width, acc, cost, evaluations,
-                 pixel_evaluations):
-    """Walk every tree over every start-level block, coarse to fine.
+                 pixel_evaluations, n_threads):
+    """Walk every tree over every start-level block, coarse to fine, on ``n_threads``.
 
     All feature levels live in the flat ``features`` buffer. Node ``n`` is the record
     ``nodes[n] = (level, base, plane, row, col, left, right, threshold)`` (one cache
@@ -344,7 +544,8 @@ def _walk_blocks(features, nodes, node_threshold, default_left, value, node_cost
     counted as integers, those of blocks reaching into the padding by their fraction
     of image pixels, summed exactly in units of ``2**-unit_bits`` of a coarsest block.
     The common case, an image's row of start-level blocks inside the image without a cost
-    map, is walked up to its last whole block by `_walk_row`, without that bookkeeping
+    map (of a model with a feature coarser than a pixel, and narrower than 2**22 pixels), is
+    walked up to its last whole block by `_walk_row`, without that bookkeeping
     and without a branch per node.
     """
     n_levels = level_zshift.shape[0]
@@ -353,141 +554,156 @@ def _walk_blocks(features, nodes, node_threshold, default_left, value, node_cost
     n_block_planes = (depth + (1 << start_zshift) - 1) >> start_zshift
     n_block_rows = (height + (1 << start_level) - 1) >> start_level
     n_block_cols = (width + (1 << start_level) - 1) >> start_level
-    for block_index in prange(n_block_planes * n_block_rows):
-        stack_node = np.empty(_STACK_SIZE, dtype=np.int64)
-        stack_level = np.empty(_STACK_SIZE, dtype=np.int64)
-        stack_z = np.empty(_STACK_SIZE, dtype=np.int64)
-        stack_y = np.empty(_STACK_SIZE, dtype=np.int64)
-        stack_x = np.empty(_STACK_SIZE, dtype=np.int64)
-        n_inside = 0
-        n_border = 0
-        border_units = 0
-        block_plane = block_index // n_block_rows
-        block_row = block_index - block_plane * n_block_rows
-        n_listed = 0
-        if depth == 1 and cost is None and ((block_row + 1) << start_level) <= height:
-            # The common case: an image's row of blocks inside the image, without a cost
-            # map, walked with lists of blocks (`_walk_row`) up to its last whole block.
-            n_listed = width >> start_level
-            if n_listed > 0:
-                n_inside += _walk_row(features, nodes, node_threshold, default_left, value,
-                                      roots, root_level, same_root, tree_output, n_outputs,
-                                      start_level, block_row, n_listed, level_offset,
-                                      level_width, acc)
-        for block_col in range(n_listed, n_block_cols):
-            # A start-level block wholly inside the image: so are all its blocks.
-            block_inside = (((block_plane + 1) << start_zshift) <= depth
-                            and ((block_row + 1) << start_level) <= height
-                            and ((block_col + 1) << start_level) <= width)
-            for t in range(roots.shape[0]):
-                k = tree_output[t]
-                first_level = np.int64(root_level[t])
-                # The level-`first_level` blocks of this start-level block holding image pixels.
-                first_zshift = level_zshift[first_level]
-                z_factor = start_zshift - first_zshift
-                step = start_level - first_level
-                z_first = np.int64(block_plane) << z_factor
-                y_first = np.int64(block_row) << step
-                x_first = np.int64(block_col) << step
-                z_last = min(z_first + (1 << z_factor),
-                             (depth + (1 << first_zshift) - 1) >> first_zshift)
-                y_last = min(y_first + (1 << step),
-                             (height + (1 << first_level) - 1) >> first_level)
-                x_last = min(x_first + (1 << step), (width + (1 << first_level) - 1) >> first_level)
-                for z_root in range(z_first, z_last):
-                    for y_root in range(y_first, y_last):
-                        for x_root in range(x_first, x_last):
-                            node = np.int64(roots[t])
-                            level = first_level
-                            z = z_root
-                            y = y_root
-                            x = x_root
-                            top = 0
-                            while True:
-                                zshift = level_zshift[level]
-                                back = (z + 1) << zshift
-                                bottom = (y + 1) << level
-                                right_edge = (x + 1) << level
-                                # Every feature constant on this block: one evaluation serves it.
-                                n = 0
-                                feature_level = nodes[node, _LEVEL]
-                                while feature_level >= level:
-                                    shift = feature_level - level
-                                    at = (nodes[node, _BASE] + (y >> shift) * nodes[node, _ROW]
-                                          + (x >> shift) * nodes[node, _COL])
-                                    if depth > 1:   # an image's plane term is 0: skip its lookup
-                                        at += ((z >> (level_zshift[feature_level] - zshift))
-                                               * nodes[node, _PLANE])
-                                    v = features[at]
-                                    n += 1
-                                    if cost is not None:
-                                        cost[level_offset[level] // n_outputs
-                                             + (z * level_height[level] + y) * level_width[level]
-                                             + x] += node_cost[node]
-                                    go_left = v <= node_threshold[node, _THRESHOLD] or (np.isnan(v)
-                                                                       and default_left[node])
-                                    node = nodes[node, _LEFT] if go_left else nodes[node, _RIGHT]
-                                    feature_level = nodes[node, _LEVEL]
-                                if block_inside or (back <= depth and bottom <= height
-                                                    and right_edge <= width):
-                                    n_inside += n
-                                elif n > 0:
-                                    n_border += n
-                                    border_units += n * (((min(depth, back) - (z << zshift))
-                                                          * (min(height, bottom) - (y << level))
-                                                          * (min(width, right_edge) - (x << level)))
-                                                         << (unit_bits - 2 * level - zshift))
-                                if feature_level < 0:
-                                    acc[level_offset[level] + ((z * level_height[level] + y)
-                                                               * level_width[level] + x)
-                                        * n_outputs + k] += value[node]
-                                elif feature_level == 0:
-                                    # Nothing is finer than a pixel: finish the subtree pixel by
-                                    # pixel, without the block bookkeeping.
-                                    n_inside += _walk_pixels(
-                                        features, nodes, node_threshold, default_left, value,
-                                        node_cost, node, k, n_outputs, level_zshift, z << zshift,
-                                        min(depth, back), y << level, min(height, bottom),
-                                        x << level, min(width, right_edge), level_offset[0],
-                                        level_height[0], level_width[0], acc, cost)
-                                else:
-                                    # A coarser feature than a pixel but finer than the block:
-                                    # continue on the first child block (4 in a 1x2x2 step, 8 in
-                                    # a 2x2x2 step), queue the others that hold image pixels.
-                                    level -= 1
-                                    z_step = zshift - level_zshift[level]
+    path_nodes = _longest_path(nodes, roots)
+    n_rows = n_block_planes * n_block_rows
+    n_chunks = min(n_threads, n_rows)
+    # Each thread walks a run of rows (as prange's static schedule would), so the lists'
+    # buffers of `_walk_row` are allocated once per thread, not per row.
+    for chunk in prange(n_chunks):
+        row_blocks, row_spare = _list_buffers(width >> start_level, start_level, n_levels,
+                                              path_nodes)
+        for block_index in range(chunk * n_rows // n_chunks, (chunk + 1) * n_rows // n_chunks):
+            stack_node = np.empty(_STACK_SIZE, dtype=np.int64)
+            stack_level = np.empty(_STACK_SIZE, dtype=np.int64)
+            stack_z = np.empty(_STACK_SIZE, dtype=np.int64)
+            stack_y = np.empty(_STACK_SIZE, dtype=np.int64)
+            stack_x = np.empty(_STACK_SIZE, dtype=np.int64)
+            n_inside = 0
+            n_border = 0
+            border_units = 0
+            block_plane = block_index // n_block_rows
+            block_row = block_index - block_plane * n_block_rows
+            n_listed = 0
+            if depth == 1 and cost is None and start_level > 0 and (width >> 1) <= _POSITION >> 3 \
+                    and ((block_row + 1) << start_level) <= height:
+                # The common case: an image's row of blocks inside the image, without a cost
+                # map, walked with lists of blocks (`_walk_row`) up to its last whole block.
+                n_listed = width >> start_level
+                if n_listed > 0:
+                    n_inside += _walk_row(features, nodes, node_threshold, default_left, value,
+                                          roots, root_level, same_root, tree_output, n_outputs,
+                                          start_level, block_row, n_listed, level_offset,
+                                          level_width, path_nodes, row_blocks, row_spare, acc)
+            for block_col in range(n_listed, n_block_cols):
+                # A start-level block wholly inside the image: so are all its blocks.
+                block_inside = (((block_plane + 1) << start_zshift) <= depth
+                                and ((block_row + 1) << start_level) <= height
+                                and ((block_col + 1) << start_level) <= width)
+                for t in range(roots.shape[0]):
+                    k = tree_output[t]
+                    first_level = np.int64(root_level[t])
+                    # The level-`first_level` blocks of this start-level block holding image pixels.
+                    first_zshift = level_zshift[first_level]
+                    z_factor = start_zshift - first_zshift
+                    step = start_level - first_level
+                    z_first = np.int64(block_plane) << z_factor
+                    y_first = np.int64(block_row) << step
+                    x_first = np.int64(block_col) << step
+                    z_last = min(z_first + (1 << z_factor),
+                                 (depth + (1 << first_zshift) - 1) >> first_zshift)
+                    y_last = min(y_first + (1 << step),
+                                 (height + (1 << first_level) - 1) >> first_level)
+                    x_last = min(x_first + (1 << step),
+                                 (width + (1 << first_level) - 1) >> first_level)
+                    for z_root in range(z_first, z_last):
+                        for y_root in range(y_first, y_last):
+                            for x_root in range(x_first, x_last):
+                                node = np.int64(roots[t])
+                                level = first_level
+                                z = z_root
+                                y = y_root
+                                x = x_root
+                                top = 0
+                                while True:
                                     zshift = level_zshift[level]
-                                    z <<= z_step
-                                    y *= 2
-                                    x *= 2
-                                    for dz in range(1 << z_step):
-                                        if ((z + dz) << zshift) >= depth:
-                                            break
-                                        for dy in range(2):
-                                            if ((y + dy) << level) >= height:
+                                    back = (z + 1) << zshift
+                                    bottom = (y + 1) << level
+                                    right_edge = (x + 1) << level
+                                    # Every feature constant on this block: one evaluation
+                                    # serves it.
+                                    n = 0
+                                    feature_level = nodes[node, _LEVEL]
+                                    while feature_level >= level:
+                                        shift = feature_level - level
+                                        at = (nodes[node, _BASE] + (y >> shift) * nodes[node, _ROW]
+                                              + (x >> shift) * nodes[node, _COL])
+                                        # an image's plane term is 0: skip its lookup
+                                        if depth > 1:
+                                            at += ((z >> (level_zshift[feature_level] - zshift))
+                                                   * nodes[node, _PLANE])
+                                        v = features[at]
+                                        n += 1
+                                        if cost is not None:
+                                            cost[level_offset[level] // n_outputs
+                                                 + (z * level_height[level] + y)
+                                                 * level_width[level] + x] += node_cost[node]
+                                        go_left = (v <= node_threshold[node, _THRESHOLD]
+                                                   or (np.isnan(v) and default_left[node]))
+                                        node = (nodes[node, _LEFT] if go_left
+                                                else nodes[node, _RIGHT])
+                                        feature_level = nodes[node, _LEVEL]
+                                    if block_inside or (back <= depth and bottom <= height
+                                                        and right_edge <= width):
+                                        n_inside += n
+                                    elif n > 0:
+                                        n_border += n
+                                        border_units += n * (
+                                            ((min(depth, back) - (z << zshift))
+                                             * (min(height, bottom) - (y << level))
+                                             * (min(width, right_edge) - (x << level)))
+                                            << (unit_bits - 2 * level - zshift))
+                                    if feature_level < 0:
+                                        acc[level_offset[level] + ((z * level_height[level] + y)
+                                                                   * level_width[level] + x)
+                                            * n_outputs + k] += value[node]
+                                    elif feature_level == 0:
+                                        # Nothing is finer than a pixel: finish the subtree pixel by
+                                        # pixel, without the block bookkeeping.
+                                        n_inside += _walk_pixels(
+                                            features, nodes, node_threshold, default_left, value,
+                                            node_cost, node, k, n_outputs, level_zshift,
+                                            z << zshift, min(depth, back), y << level,
+                                            min(height, bottom),
+                                            x << level, min(width, right_edge), level_offset[0],
+                                            level_height[0], level_width[0], acc, cost)
+                                    else:
+                                        # A coarser feature than a pixel but finer than the block:
+                                        # continue on the first child block (4 in a 1x2x2 step, 8 in
+                                        # a 2x2x2 step), queue the others that hold image pixels.
+                                        level -= 1
+                                        z_step = zshift - level_zshift[level]
+                                        zshift = level_zshift[level]
+                                        z <<= z_step
+                                        y *= 2
+                                        x *= 2
+                                        for dz in range(1 << z_step):
+                                            if ((z + dz) << zshift) >= depth:
                                                 break
-                                            for dx in range(2):
-                                                if ((x + dx) << level) >= width:
+                                            for dy in range(2):
+                                                if ((y + dy) << level) >= height:
                                                     break
-                                                if dz + dy + dx == 0:
-                                                    continue
-                                                stack_node[top] = node
-                                                stack_level[top] = level
-                                                stack_z[top] = z + dz
-                                                stack_y[top] = y + dy
-                                                stack_x[top] = x + dx
-                                                top += 1
-                                    continue
-                                if top == 0:
-                                    break
-                                top -= 1
-                                node = stack_node[top]
-                                level = stack_level[top]
-                                z = stack_z[top]
-                                y = stack_y[top]
-                                x = stack_x[top]
-        evaluations[block_index] = n_inside + n_border
-        pixel_evaluations[block_index] = n_inside + border_units / (1 << unit_bits)
+                                                for dx in range(2):
+                                                    if ((x + dx) << level) >= width:
+                                                        break
+                                                    if dz + dy + dx == 0:
+                                                        continue
+                                                    stack_node[top] = node
+                                                    stack_level[top] = level
+                                                    stack_z[top] = z + dz
+                                                    stack_y[top] = y + dy
+                                                    stack_x[top] = x + dx
+                                                    top += 1
+                                        continue
+                                    if top == 0:
+                                        break
+                                    top -= 1
+                                    node = stack_node[top]
+                                    level = stack_level[top]
+                                    z = stack_z[top]
+                                    y = stack_y[top]
+                                    x = stack_x[top]
+            evaluations[block_index] = n_inside + n_border
+            pixel_evaluations[block_index] = n_inside + border_units / (1 << unit_bits)
 
 
 @njit(inline="always")
@@ -645,6 +861,36 @@ def _node_records(flat, node_level, node_slot, level_arrays):
     return nodes, node_threshold
 
 
+def _flat_features(level_arrays):
+    """All level arrays in one flat float32 buffer, level 0 first: a view of the buffer
+    they share when they lie in it back to back (as `FeatureBank.compute_levels` lays
+    them out), else a copy."""
+    # (an empty array's data pointer says nothing: it holds no values to place)
+    arrays = [a for a in (np.asarray(a, dtype=np.float32) for a in level_arrays) if a.size]
+    if not arrays:
+        return np.zeros(0, dtype=np.float32)
+    buffer = _owner(arrays[0])
+    if buffer.ndim == 1 and buffer.dtype == np.float32 and buffer.flags.c_contiguous \
+            and all(_owner(a) is buffer and a.flags.c_contiguous for a in arrays):
+        start = (arrays[0].ctypes.data - buffer.ctypes.data) // 4
+        end = start
+        for array in arrays:
+            if array.ctypes.data != buffer.ctypes.data + 4 * end:
+                break
+            end += array.size
+        else:
+            if 0 <= start <= end <= buffer.size:
+                return buffer[start:end]
+    return np.concatenate([a.ravel() for a in arrays])
+
+
+def _owner(array):
+    """The array whose memory ``array`` views (itself if it owns it)."""
+    while isinstance(array.base, np.ndarray):
+        array = array.base
+    return array
+
+
 def _root_levels(roots, node_level, start_level):
     """Level of the blocks each tree is first walked on: its root's feature level, or the
     start level for a root that is a leaf or reads a pixel feature."""
@@ -798,7 +1044,7 @@ def predict_multiscale(booster, level_arrays, feature_level, feature_slot, shape
                     * ((height + (1 << start_level) - 1) >> start_level))
     evaluations = np.zeros(n_block_rows, dtype=np.int64)
     pixel_evaluations = np.zeros(n_block_rows)
-    features = np.concatenate([np.asarray(a, dtype=np.float32).ravel() for a in level_arrays])
+    features = _flat_features(level_arrays)
     nodes, node_threshold = _node_records(flat, node_level, node_slot, level_arrays)
     root_level = _root_levels(flat["roots"], node_level, start_level)
     _walk_blocks(features, nodes, node_threshold, flat["default_left"],
@@ -806,7 +1052,7 @@ def predict_multiscale(booster, level_arrays, feature_level, feature_slot, shape
                  _same_roots(nodes, flat["default_left"], flat["roots"], root_level),
                  flat["tree_output"], K,
                  start_level, depth, height, width, zshift, level_offset, level_height,
-                 level_width, acc, cost, evaluations, pixel_evaluations)
+                 level_width, acc, cost, evaluations, pixel_evaluations, get_num_threads())
     finish = (acc, level_offset, level_height, level_width, zshift, levels_used,
               booster.init_score, height, K)
     shape = tuple(int(v) for v in shape)
