@@ -19,9 +19,15 @@ test images (its ``TARGET_METRIC``). Writes ``benchmarks/results/<--out>.json``.
 
     python benchmarks/study_auto_search.py --set isbi2012_em --style thin --draws 4
     python benchmarks/study_auto_search.py --set photo-4
+    python benchmarks/study_auto_search.py --set isbi2012_em --style thin --draws 4 \
+        --values 0 0.001 0.003 --out mu_rule_auto_em_thin
+
+``--values`` fits and scores those values instead of `AUTO_PATH` (the held-out score of
+a larger μ than the path's; docs/scribbles.md, section 23).
 """
 
 import argparse
+import functools
 import json
 import time
 
@@ -124,6 +130,9 @@ def main():
     parser.add_argument("--draws", type=int, default=1)
     parser.add_argument("--first-draw", type=int, default=0)
     parser.add_argument("--out", default=None, help="results name (default auto_search_<set>)")
+    parser.add_argument("--values", type=float, nargs="+", default=None, metavar="MU",
+                        help="fit and score these values (from 0, increasing) instead of "
+                             "AUTO_PATH; only 'whole' is replayed")
     parser.add_argument("--refit", action="store_true",
                         help="instead: fit auto (its refit continues the chosen path model's "
                              "trees) and the fixed fit of the value it chose (a fresh refit), "
@@ -132,7 +141,8 @@ def main():
     if args.refit:
         return compare_refits(args)
     rows = []
-    tradeoff.search_path = _fit_whole_path
+    values = tradeoff.AUTO_PATH if args.values is None else tuple(args.values)
+    tradeoff.search_path = functools.partial(_fit_whole_path, values=values)
     for draw in range(args.first_draw, args.first_draw + args.draws):
         images, labels, score = load(args.set, args.style, draw)
         model = PixelClassifier(cost_tradeoff="auto", random_state=0)
@@ -143,25 +153,29 @@ def main():
         else:
             raise RuntimeError("nothing could be held out: no path to compare")
         tolerance = model.tolerance
-        fits = {"walk": walk(path, tolerance), "bisect": bisect(path, tolerance),
-                "whole": list(range(len(path)))}
+        fits = {"whole": list(range(len(path)))}
+        if values == tradeoff.AUTO_PATH:
+            fits.update(walk=walk(path, tolerance), bisect=bisect(path, tolerance))
         row = {"set": args.set, "style": args.style, "draw": draw,
                "path": [(p["cost_tradeoff"], round(p["score"], 5), round(p["cost_per_pixel"], 2))
                         for p in path]}
         for rule, fitted in fits.items():
             row[f"{rule} μ"] = chosen(path, fitted, tolerance)
             row[f"{rule} fits"] = len(fitted)
-        if row["walk μ"] != row["bisect μ"]:
+        if "walk μ" in row and row["walk μ"] != row["bisect μ"]:
             for rule in ("walk", "bisect"):
                 fixed = PixelClassifier(cost_tradeoff=row[f"{rule} μ"], random_state=0)
                 row[f"{rule} score"] = score(fixed.fit(images, labels))
         rows.append(row)
         print(json.dumps(row), flush=True)
+    name = args.out or f"auto_search_{args.set}"
+    if args.values is not None:
+        print(f"wrote {write_results(name, {'set': args.set, 'style': args.style, 'draws': rows})}")
+        return
     same = sum(r["walk μ"] == r["bisect μ"] for r in rows)
     print(f"\n{args.set}/{args.style}: bisect chose walk's μ in {same} of {len(rows)} draws; "
           f"path models fitted: walk {np.mean([r['walk fits'] for r in rows]):.2f}, bisect "
           f"{np.mean([r['bisect fits'] for r in rows]):.2f} on average")
-    name = args.out or f"auto_search_{args.set}"
     print(f"wrote {write_results(name, {'set': args.set, 'style': args.style, 'draws': rows})}")
 
 
