@@ -103,6 +103,22 @@ def test_auto_weights_raise_an_under_scribbled_class_and_not_an_over_scribbled_o
     assert accuracy["auto"] > accuracy["balanced"]
 
 
+def test_auto_weights_of_a_volume_compare_the_scribbles_with_the_slices_scribbled():
+    # one scribbled slice where class 2 is a rare band (10%), drawn over-represented (25% of
+    # the scribbles); on the other slices class 2 is half of the voxels. Over the whole volume
+    # class 2 looks under-scribbled (about 40% of the voxels); on the slice drawn on it is not,
+    # so "auto" keeps the scribbles' weights there: the same model as None, not "balanced"
+    rare, rare_truth = bands([72, 8], MEANS)
+    half = [bands([40, 40], MEANS, seed=seed)[0] for seed in range(2, 7)]
+    volume = np.stack([rare] + half)
+    labels = np.zeros(volume.shape, np.uint8)
+    labels[0] = strokes(rare_truth, [300, 100])
+    predicted = {w: pixel_only(True, class_weight=w, spacing=(1.0, 1.0, 1.0)).fit(
+        volume, labels).predict(volume) for w in (None, "auto", "balanced")}
+    assert np.array_equal(predicted["auto"], predicted[None])
+    assert not np.array_equal(predicted["balanced"], predicted[None])
+
+
 def test_progress_follows_the_teachers_refit_with_auto_weights():
     """With "auto" weights the teacher's stage counts two fits: the refit (a class scribbled
     10:1) reports steps past the first fit's and the overall fraction never goes back;

@@ -25,13 +25,21 @@ equal share only the classes scribbled less than they occur by that estimate;
 a class scribbled more than it occurs keeps its weight. The teacher learnt the
 scribbles' ratio as a prior, so its estimate leans towards the scribbled shares:
 a class it still finds more often than it was scribbled occurs more often still.
+
+In a volume the user scribbles a few slices, and how much of each class those
+slices hold can differ from the whole volume (nuclei cut near their poles cover
+less of a slice than through their middles). The scribbled share is a sample of
+the slices drawn on, so `scribbled_plane_rows` compares it with the teacher's
+share on those slices only (docs/volumes.md, "3D nuclei"); a 2D frame is
+scribbled or skipped, so every 2D cost sample counts.
 """
 
 import numpy as np
 
 from ..cegb import most_probable_class
 
-__all__ = ["class_balanced_weights", "predicted_shares", "under_scribbled_weights"]
+__all__ = ["class_balanced_weights", "predicted_shares", "scribbled_plane_rows",
+           "under_scribbled_weights"]
 
 
 def class_balanced_weights(y, sample_weight, n_classes, power=1.0):
@@ -104,6 +112,39 @@ def predicted_shares(model, X, weight, n_classes):
     classes = most_probable_class(model.predict_raw(np.ascontiguousarray(X, dtype=np.float32)))
     totals = np.bincount(classes, weights=weight, minlength=n_classes)[:n_classes]
     return totals / totals.sum() if totals.sum() > 0 else totals
+
+
+def scribbled_plane_rows(labels, pixels):
+    """Which training rows lie on a plane with scribbles: a 2D frame, or a volume's z-slice.
+
+    Parameters
+    ----------
+    labels : sequence of ndarray
+        Per training frame, its ``(H, W)`` or ``(Z, Y, X)`` labels (0 = unlabelled).
+    pixels : sequence of tuple of ndarray
+        Per frame, the coordinates of its rows (``ys, xs`` or ``zs, ys, xs``), in the
+        order of the rows (`msclassify.pixel.training_set` with ``return_pixels``).
+
+    Returns
+    -------
+    ndarray of bool
+        One value per row, frames in order: True for every row of a 2D frame, and for
+        the rows of a volume whose slice holds a labelled voxel.
+
+    Examples
+    --------
+    >>> labels = np.zeros((3, 2, 2), np.uint8); labels[1, 0, 0] = 1
+    >>> rows = (np.array([1, 0, 1, 2]), np.array([0, 1, 1, 0]), np.array([0, 0, 1, 1]))
+    >>> scribbled_plane_rows([labels, np.ones((2, 2))], [rows, (np.zeros(2), np.ones(2))])
+    array([ True, False,  True, False,  True,  True])
+    """
+    keep = []
+    for lab, where in zip(labels, pixels):
+        if lab.ndim == 3:
+            keep.append(np.isin(where[0], np.flatnonzero(lab.any(axis=(1, 2)))))
+        else:
+            keep.append(np.ones(where[0].size, bool))
+    return np.concatenate(keep)
 
 
 def under_scribbled_weights(y, sample_weight, n_classes, shares):

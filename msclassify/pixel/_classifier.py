@@ -23,7 +23,8 @@ from ..graph import check_graph_params
 from ..modelfile import (ModelFileError, build_model, estimator_params, model_classes,
                          model_number, open_model_file, read_model, write_model)
 from ._apply import most_probable
-from ._balance import class_balanced_weights, predicted_shares, under_scribbled_weights
+from ._balance import (class_balanced_weights, predicted_shares, scribbled_plane_rows,
+                       under_scribbled_weights)
 from ._distill import DISTILL_BAND, TEACHERS, fit_teacher, teacher_pixels, teacher_rounds
 from ._intensity import IntensityRange
 from ._memory import check_frame_memory, frame_bytes
@@ -223,7 +224,9 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         uniformly from the frames) is compared with the scribbled share, and a
         class scribbled less than both that share and an equal share (1/K) is
         raised to 1/K of the weight (the teacher is refit with the new weights;
-        `msclassify.pixel._balance.under_scribbled_weights`). Otherwise the
+        `msclassify.pixel._balance.under_scribbled_weights`). In a volume the
+        share is taken on the slices that hold scribbles, the sample the
+        scribbled share comes from (docs/volumes.md, "3D nuclei"). Otherwise the
         weights stay as scribbled, and so does the model. Without distillation
         (``distill_weight=0``) there is no teacher and ``"auto"`` is None.
         ``"sqrt"``: a partial balance, the labelled pixels of a class weigh in
@@ -533,8 +536,12 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
                                   callback=lambda iteration, _: tracker.step(iteration),
                                   kind=self.teacher)
             if class_weight == "auto":
-                # raise the classes scribbled less than the teacher finds them in the frames
+                # raise the classes scribbled less than the teacher finds them in the frames;
+                # in a volume, on the slices scribbled (if any cost sample lies on them)
                 cost_rows = cost_weight > 0
+                on_planes = cost_rows & scribbled_plane_rows([lab for _, lab in pairs],
+                                                             row_pixels)
+                cost_rows = on_planes if on_planes.any() else cost_rows
                 shares = predicted_shares(teacher, teacher_X[cost_rows][:, teacher_columns],
                                           cost_weight[cost_rows], classes.size)
                 weighted = under_scribbled_weights(y, sample_weight, classes.size, shares)
