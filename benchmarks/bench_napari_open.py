@@ -22,7 +22,12 @@ rotating each round. The mosaic is `bench_napari_large`'s (15 real ``isbi2012_em
 uint16, 1024² chunks, with its pyramid), built in ``--tmp`` if missing. Run::
 
     QT_API=pyqt6 xvfb-run -a python benchmarks/bench_napari_open.py --size 8192 --tmp DIR \\
-        --rounds 3 --compare /work/main
+        --rounds 3 --compare /work/main [--scribble]
+
+With ``--scribble``, each session of the plugin's reader then docks *Large image*, zooms to 1
+over the middle, adds napari's own Labels layer of the view's shape twice (np.zeros: the
+session's first Labels add, then a second one) and presses *Scribble here*; the stall and the
+turns of each (the brush, napari's first of the session, comes in Scribble here's turns).
 
 Writes benchmarks/results/napari_open.json and prints a table (medians over rounds).
 """
@@ -82,6 +87,37 @@ out.update({{
     "repaint_floor_s": bare_repaint_stall(viewer, monitor),
     "load": os.getloadavg()[0], "slowdown": cpu_slowdown(),
     "plugin": getattr(sys.modules.get("msclassify_napari"), "__file__", None)}})
+if {scribble} and {plugin!r} == "msclassify":
+    from napari_session import wait_until
+    from msclassify_napari._large import REGION_SIDE, LargeImageWidget
+    dock = LargeImageWidget(viewer)
+    viewer.window.add_dock_widget(dock, name="Large image")
+    wait_until(lambda: dock.features_combo.count() > 1, 900)
+    _settle(app, 50)
+    viewer.scene.camera.center = ({size} / 2 + 200, {size} / 2 + 300)
+    viewer.scene.camera.zoom = 1.0
+    _settle(app, 30)
+    job = dock.job()
+    shape = tuple(r.stop - r.start for r in job.visible_region(dock.view_corners(), REGION_SIDE))
+    steps = [("napari: first Labels add of the session",
+              lambda: viewer.add_labels(np.zeros(shape, np.uint8), name="plain 1")),
+             ("napari: a second Labels add",
+              lambda: viewer.add_labels(np.zeros(shape, np.uint8), name="plain 2")),
+             ("Scribble here", dock.scribble_here)]
+    for step, action in steps:
+        _settle(app, 20)
+        monitor.mark()
+        action()
+        _settle(app, 50)
+        gaps = np.diff(np.array(monitor._marked_at + monitor.ticks[monitor._start:]))
+        out[step] = {{"stall_s": float(gaps.max()),
+                     "turns_s": [float(g) for g in gaps if g > 0.025]}}
+        for name in ("plain 1", "plain 2"):
+            if name in viewer.layers:
+                viewer.layers[name].visible = False
+    layer = viewer.layers[dock._scribble_name()]
+    out["scribble layer"] = {{"shape": list(layer.data.shape), "mode": layer.mode,
+                             "translate": [float(v) for v in layer.translate]}}
 print("RESULT " + json.dumps(out))
 monitor.stop()
 paints.remove()
@@ -91,9 +127,13 @@ viewer.close()
 COLUMNS = ["read_s", "add_s", "first_draw_s", "stall_s", "repaint_floor_s"]
 
 
-def open_once(checkout, path, plugin):
+STEPS = ["napari: first Labels add of the session", "napari: a second Labels add",
+         "Scribble here"]
+
+
+def open_once(checkout, path, plugin, size, scribble):
     return napari_child(_CHILD.format(benchmarks=str(REPO / "benchmarks"), path=str(path),
-                                      plugin=plugin), checkout)
+                                      plugin=plugin, size=size, scribble=scribble), checkout)
 
 
 def main():
@@ -103,6 +143,9 @@ def main():
     parser.add_argument("--rounds", type=int, default=3, help="fresh processes per reader")
     parser.add_argument("--compare", metavar="DIR", type=Path,
                         help="another checkout whose plugin's reader alternates (before)")
+    parser.add_argument("--scribble", action="store_true",
+                        help="then (the plugin's sessions) dock the Large dock, add napari's "
+                             "own Labels layers of the view's shape and press Scribble here")
     args = parser.parse_args()
 
     path = Path(args.tmp) / f"mosaic_{args.size}.ome.zarr"
@@ -122,11 +165,14 @@ def main():
     for round_ in range(args.rounds):
         for label in labels[round_ % len(labels):] + labels[:round_ % len(labels)]:
             checkout, plugin = variants[label]
-            runs[label].append(open_once(checkout, path, plugin))
+            runs[label].append(open_once(checkout, path, plugin, args.size, args.scribble))
             result = runs[label][-1]
             print(label, {k: round(result[k], 3) for k in COLUMNS}, "turns",
                   [round(t, 3) for t in result["turns_s"]], result["modules_imported"],
                   "modules; load", round(result["load"], 2), flush=True)
+            for step in STEPS:
+                if step in result:
+                    print("   ", step, "turns", [round(t, 3) for t in result[step]["turns_s"]])
     rows = []
     for label, results in runs.items():
         row = {"reader": label, "n": len(results)}
@@ -135,9 +181,16 @@ def main():
         row["modules"] = statistics.median(r["modules_imported"] for r in results)
         row["load"] = statistics.median(r["load"] for r in results)
         rows.append(row)
+    for step in STEPS:
+        for label, results in runs.items():
+            stalls = [r[step]["stall_s"] for r in results if step in r]
+            if stalls:
+                rows.append({"reader": f"{step} ({label})", "n": len(stalls),
+                             "stall_s": statistics.median(stalls), "stall_max_s": max(stalls),
+                             "load": statistics.median(r["load"] for r in results)})
     print(f"{cpu_model()}; medians of {args.rounds} fresh sessions; load now "
           f"{os.getloadavg()[0]:.2f}")
-    print_table(rows, list(rows[0]))
+    print_table(rows, ["reader", "n", *COLUMNS, "stall_max_s", "modules", "load"])
     write_checkouts_results("napari_open", {"size": args.size, "rounds": args.rounds},
                             {label: str(checkout) for label, (checkout, _) in variants.items()},
                             rows, runs)

@@ -309,11 +309,18 @@ class LargeImageWidget(_qt_widget_base()):
     def _scribble_name(self, image=None):
         return f"{(self._image_layer() if image is None else image).name} scribbles"
 
+    @staticmethod
+    def _placement(offset, image):
+        """The ``scale`` and ``translate`` that put a layer of level-0 pixels of ``image`` at
+        ``offset`` over that image layer."""
+        scale = np.asarray(image.scale)[-2:]
+        return {"scale": scale,
+                "translate": np.asarray(image.translate)[-2:] + np.asarray(offset) * scale}
+
     def _place(self, layer, offset, image):
         """Put ``layer`` (level-0 pixels of ``image``) at ``offset`` over that image layer."""
-        scale = np.asarray(image.scale)[-2:]
-        layer.scale = scale
-        layer.translate = np.asarray(image.translate)[-2:] + np.asarray(offset) * scale
+        for key, value in self._placement(offset, image).items():
+            setattr(layer, key, value)
 
     def view_corners(self):
         """Level-0 data coordinates of the top-left and bottom-right of the canvas."""
@@ -344,12 +351,14 @@ class LargeImageWidget(_qt_widget_base()):
         added = name not in self.viewer.layers
         if added:
             repaint_next_turn(self)          # napari's add and the window's repaint: two turns
-            layer = self.viewer.add_labels(window, name=name)
+            # placed by the add itself (set afterwards, each moved and re-sliced the layer)
+            layer = self.viewer.add_labels(window, name=name,
+                                           **self._placement(window.origin, image))
             layer.brush_size = 8
         else:
             layer = self.viewer.layers[name]
             layer.data = window
-        self._place(layer, window.origin, image)
+            self._place(layer, window.origin, image)
         layer.selected_label = self.class_spin.value()
         # napari's add and its first brush (cursor, overlays) in two turns
         in_turns([lambda: self._paint_on(name)], self, now=not added)
@@ -360,6 +369,9 @@ class LargeImageWidget(_qt_widget_base()):
     def _paint_on(self, name):
         if name in self.viewer.layers:
             layer = self.viewer.layers[name]
+            # the brush (napari makes its cursor and overlays the first time), then the
+            # window's repaint in the next turn
+            repaint_next_turn(self)
             self.viewer.layers.selection.active = layer
             layer.mode = "paint"
 
