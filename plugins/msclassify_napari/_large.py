@@ -369,9 +369,8 @@ class LargeImageWidget(_qt_widget_base()):
     def _paint_on(self, name):
         if name in self.viewer.layers:
             layer = self.viewer.layers[name]
-            # the brush (napari makes its cursor and overlays the first time), then the
-            # window's repaint in the next turn
-            repaint_next_turn(self)
+            # (the window's repaint is not held to the next turn here: that repaint of the
+            # whole window cost more than this turn's own, bench_napari_open --scribble)
             self.viewer.layers.selection.active = layer
             layer.mode = "paint"
 
