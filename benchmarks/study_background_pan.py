@@ -48,7 +48,8 @@ def main():
 
     from msclassify.models import load_model
     from msclassify.pixel import BACKGROUND_NICE
-    from msclassify_napari._large import LargeImageJob, read_ome_zarr
+    from msclassify_napari._large import LargeImageJob
+    from msclassify_napari._zarr_reader import read_ome_zarr
     from bench_napari_large import stall_while
     from napari_session import EventLoopMonitor, bare_repaint_stall, cpu_slowdown
 

@@ -15,8 +15,9 @@ import zarr
 from msclassify import PixelClassifier, load_model
 from msclassify.pixel import BACKGROUND_NICE, predict_region, run_at_lower_priority, \
     training_windows
-from msclassify_napari._large import LargeImageJob, get_zarr_reader, read_ome_zarr
+from msclassify_napari._large import LargeImageJob
 from msclassify_napari._tiled_labels import TiledLabels
+from msclassify_napari._zarr_reader import get_zarr_reader, read_ome_zarr
 
 
 @pytest.fixture(scope="module")
@@ -53,6 +54,26 @@ def test_reader_gives_every_level_and_written_labels(tmp_path, model_and_image):
     assert job.segment_whole(tmp_path / "out.zarr", chunks=128)
     layers = read_ome_zarr(tmp_path / "out.zarr" / "labels" / "classes")
     assert np.array_equal(np.asarray(layers[0][0]), model.predict(image))
+
+
+def test_opening_an_ome_zarr_imports_only_zarr(tmp_path, model_and_image):
+    """napari calls the reader on its GUI thread and adds its layers in the same call: the
+    reader's module imported the whole classifier (scikit-learn, Numba kernels: 6-9 s of
+    frozen window at load 10, `bench_napari_open.py`)."""
+    import json
+    import subprocess
+    import sys
+
+    path = _ome(tmp_path / "image.zarr", model_and_image[1])
+    # (napari's own settings, which the plugin's activation reads, import Numba and Dask)
+    heavy = ["sklearn", "msclassify.pixel", "msclassify.features", "msclassify.cegb",
+             "msclassify_napari._large", "qtpy"]
+    code = ("import json, sys, npe2; npe2.PluginManager.instance().discover(); "
+            f"layers = npe2.read([{str(path)!r}], stack=False, plugin_name='msclassify'); "
+            f"print(json.dumps([len(layers[0][0]), [m for m in {heavy!r} if m in sys.modules]]))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            check=True)
+    assert json.loads(result.stdout.strip().splitlines()[-1]) == [2, []]
 
 
 def test_job_segments_the_visible_region_and_stops_and_resumes(tmp_path, model_and_image):

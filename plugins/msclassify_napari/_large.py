@@ -4,7 +4,7 @@ image segmented in the background into an OME-Zarr store, with progress and ETA,
 the image in memory.
 
 `LargeImageJob` holds the logic (no Qt; tested without a viewer); `LargeImageWidget` is
-the thin dock around it. The reader (`get_zarr_reader`) gives napari every level of an
+the thin dock around it. The reader (`_zarr_reader`) gives napari every level of an
 OME-Zarr (NGFF 0.4 / 0.5) image, so it shows the coarse level when zoomed out and reads
 only the chunks on screen. napari does not paint on multiscale layers, so the scribbles
 live in a `TiledLabels` of the image's size (only painted tiles are stored) and napari
@@ -22,56 +22,13 @@ from msclassify.pixel import BACKGROUND_NICE, run_at_lower_priority
 
 from ._layers import in_turns, repaint_next_turn, update_or_add_layer
 from ._tiled_labels import TiledLabels
+from ._zarr_reader import read_ome_zarr
 
-__all__ = ["LargeImageJob", "LargeImageWidget", "get_zarr_reader", "read_ome_zarr"]
+__all__ = ["LargeImageJob", "LargeImageWidget"]
 
 # The longest side of a region napari paints in or "Segment visible region" predicts: the
 # centre of the view when more is on screen (a Labels layer of 2048² redraws in ~0.1 s).
 REGION_SIDE = 2048
-
-def _multiscales(path):
-    import zarr
-
-    try:
-        group = zarr.open_group(str(path), mode="r")
-    except Exception:
-        return None, None
-    attrs = group.attrs.asdict()
-    multiscales = attrs.get("ome", attrs).get("multiscales")
-    return group, multiscales
-
-
-def get_zarr_reader(path):
-    """`read_ome_zarr` for an OME-Zarr image folder, None for anything else."""
-    if isinstance(path, (list, tuple)) or not Path(path).is_dir():
-        return None
-    _, multiscales = _multiscales(path)
-    return read_ome_zarr if multiscales else None
-
-
-def read_ome_zarr(path):
-    """Every level of the OME-Zarr image at ``path`` as one multiscale napari image layer.
-
-    Channels (an NGFF ``c`` axis) become ``channel_axis``; the labels written by
-    ``msclassify predict`` (its ``labels/`` group) come as a multiscale labels layer.
-    """
-    group, multiscales = _multiscales(path)
-    first = multiscales[0]
-    axes = [a["name"] if isinstance(a, dict) else a for a in first["axes"]]
-    levels = [group[d["path"]] for d in first["datasets"]]
-    kwargs = {"name": Path(path).stem, "multiscale": len(levels) > 1,
-              "metadata": {"msclassify_path": str(path)}}
-    if "c" in axes:
-        kwargs["channel_axis"] = axes.index("c")
-    layers = [(levels if len(levels) > 1 else levels[0], kwargs, "image")]
-    if "labels" in group:
-        for name in group["labels"].attrs.asdict().get("ome", {}).get("labels", []):
-            found, label_scales = _multiscales(Path(path) / "labels" / name)
-            if label_scales:
-                data = [found[d["path"]] for d in label_scales[0]["datasets"]]
-                layers.append((data if len(data) > 1 else data[0],
-                               {"name": name, "multiscale": len(data) > 1}, "labels"))
-    return layers
 
 
 class _Stopped(Exception):
@@ -352,11 +309,18 @@ class LargeImageWidget(_qt_widget_base()):
     def _scribble_name(self, image=None):
         return f"{(self._image_layer() if image is None else image).name} scribbles"
 
+    @staticmethod
+    def _placement(offset, image):
+        """The ``scale`` and ``translate`` that put a layer of level-0 pixels of ``image`` at
+        ``offset`` over that image layer."""
+        scale = np.asarray(image.scale)[-2:]
+        return {"scale": scale,
+                "translate": np.asarray(image.translate)[-2:] + np.asarray(offset) * scale}
+
     def _place(self, layer, offset, image):
         """Put ``layer`` (level-0 pixels of ``image``) at ``offset`` over that image layer."""
-        scale = np.asarray(image.scale)[-2:]
-        layer.scale = scale
-        layer.translate = np.asarray(image.translate)[-2:] + np.asarray(offset) * scale
+        for key, value in self._placement(offset, image).items():
+            setattr(layer, key, value)
 
     def view_corners(self):
         """Level-0 data coordinates of the top-left and bottom-right of the canvas."""
@@ -387,12 +351,14 @@ class LargeImageWidget(_qt_widget_base()):
         added = name not in self.viewer.layers
         if added:
             repaint_next_turn(self)          # napari's add and the window's repaint: two turns
-            layer = self.viewer.add_labels(window, name=name)
+            # placed by the add itself (set afterwards, each moved and re-sliced the layer)
+            layer = self.viewer.add_labels(window, name=name,
+                                           **self._placement(window.origin, image))
             layer.brush_size = 8
         else:
             layer = self.viewer.layers[name]
             layer.data = window
-        self._place(layer, window.origin, image)
+            self._place(layer, window.origin, image)
         layer.selected_label = self.class_spin.value()
         # napari's add and its first brush (cursor, overlays) in two turns
         in_turns([lambda: self._paint_on(name)], self, now=not added)
@@ -403,6 +369,8 @@ class LargeImageWidget(_qt_widget_base()):
     def _paint_on(self, name):
         if name in self.viewer.layers:
             layer = self.viewer.layers[name]
+            # (the window's repaint is not held to the next turn here: that repaint of the
+            # whole window cost more than this turn's own, bench_napari_open --scribble)
             self.viewer.layers.selection.active = layer
             layer.mode = "paint"
 

@@ -1,0 +1,200 @@
+"""Opening a large OME-Zarr mosaic in napari: the plugin's reader against napari's own, split.
+
+Each open is a fresh process (a fresh napari session, nothing of the plugin or of zarr imported
+yet: what a user meets who starts napari and opens the mosaic), and it reads the mosaic the
+way napari's *File > Open Folder* does: the reader through npe2 (`npe2.read`, which imports the
+reader's module and runs it), then its layers added (``viewer.add_<kind>``), then the canvas
+draws. Timed apart, on the GUI thread:
+
+* **read**: import of the reader's module and what it imports (zarr, ...) and the metadata
+  read (the modules it imported are counted);
+* **add**: napari's add of the layer(s) (for a multiscale layer: its contrast limits from the
+  coarsest level, the layer controls, the first slice);
+* **first draw**: from the end of the add to the end of the canvas's first paint;
+* **stall**: the longest gap of a 10 ms timer on the GUI thread (`napari_session`) from the
+  read's start until 0.5 s after it, and every gap over 25 ms (the turns): napari reads and
+  adds in one call (one turn), and draws in a later one.
+
+Readers: ``msclassify`` (this checkout's plugin, and with ``--compare DIR`` that checkout's,
+``PYTHONPATH=DIR:DIR/plugins``) and ``napari`` (napari's builtin reader: each array of the
+group as a dask array, a multiscale layer); the three alternate process by process, the order
+rotating each round. The mosaic is `bench_napari_large`'s (15 real ``isbi2012_em`` frames,
+uint16, 1024² chunks, with its pyramid), built in ``--tmp`` if missing. Run::
+
+    QT_API=pyqt6 xvfb-run -a python benchmarks/bench_napari_open.py --size 8192 --tmp DIR \\
+        --rounds 3 --compare /work/main [--scribble]
+
+With ``--scribble``, each session of the plugin's reader then docks *Large image*, zooms to 1
+over the middle, adds napari's own Labels layer of the view's shape twice (np.zeros: the
+session's first Labels add, then a second one) and presses *Scribble here*; the stall and the
+turns of each (the brush, napari's first of the session, comes in Scribble here's turns).
+
+Writes benchmarks/results/napari_open.json and prints a table (medians over rounds).
+"""
+
+import argparse
+import os
+import statistics
+from pathlib import Path
+
+from _common import REPO, cpu_model, napari_child, print_table, write_checkouts_results
+
+_CHILD = r"""
+import json, os, sys, time
+sys.path.insert(0, {benchmarks!r})
+import numpy as np
+import napari
+import npe2
+from qtpy.QtWidgets import QApplication
+from napari_session import CanvasPaints, EventLoopMonitor, bare_repaint_stall, cpu_slowdown
+
+
+def _settle(app, n):
+    for _ in range(n):
+        app.processEvents()
+        time.sleep(0.01)
+
+
+viewer = napari.Viewer(show=True)
+viewer.window._qt_window.resize(1500, 1050)
+app = QApplication.instance()
+monitor = EventLoopMonitor()
+paints = CanvasPaints(viewer)
+_settle(app, 50)
+out = {{"zarr imported before": "zarr" in sys.modules,
+       "plugin imported before": "msclassify_napari" in sys.modules}}
+modules = set(sys.modules)
+monitor.mark()
+start = time.perf_counter()
+layers = npe2.read([{path!r}], stack=False, plugin_name={plugin!r})
+read = time.perf_counter()
+for layer in layers:
+    data, kwargs, kind = (tuple(layer) + ({{}}, "image"))[:3]
+    getattr(viewer, "add_" + kind)(data, **kwargs)
+added = time.perf_counter()
+_settle(app, 50)
+gaps = np.diff(np.array(monitor._marked_at + monitor.ticks[monitor._start:]))
+paint = paints.first_after(added)
+new = set(sys.modules) - modules
+out.update({{
+    "read_s": read - start, "add_s": added - read,
+    "first_draw_s": float("nan") if paint is None else paint[1] - added,
+    "stall_s": float(gaps.max()), "turns_s": [float(g) for g in gaps if g > 0.025],
+    "modules_imported": len(new),
+    "packages_imported": sorted({{m.split(".")[0] for m in new}}),
+    "levels": len(viewer.layers[0].data) if viewer.layers[0].multiscale else 1,
+    "layer_data": type(viewer.layers[0].data[0]).__module__,
+    "repaint_floor_s": bare_repaint_stall(viewer, monitor),
+    "load": os.getloadavg()[0], "slowdown": cpu_slowdown(),
+    "plugin": getattr(sys.modules.get("msclassify_napari"), "__file__", None)}})
+if {scribble} and {plugin!r} == "msclassify":
+    from napari_session import wait_until
+    from msclassify_napari._large import REGION_SIDE, LargeImageWidget
+    dock = LargeImageWidget(viewer)
+    viewer.window.add_dock_widget(dock, name="Large image")
+    wait_until(lambda: dock.features_combo.count() > 1, 900)
+    _settle(app, 50)
+    viewer.scene.camera.center = ({size} / 2 + 200, {size} / 2 + 300)
+    viewer.scene.camera.zoom = 1.0
+    _settle(app, 30)
+    job = dock.job()
+    shape = tuple(r.stop - r.start for r in job.visible_region(dock.view_corners(), REGION_SIDE))
+    steps = [("napari: first Labels add of the session",
+              lambda: viewer.add_labels(np.zeros(shape, np.uint8), name="plain 1")),
+             ("napari: a second Labels add",
+              lambda: viewer.add_labels(np.zeros(shape, np.uint8), name="plain 2")),
+             ("Scribble here", dock.scribble_here)]
+    for step, action in steps:
+        _settle(app, 20)
+        monitor.mark()
+        action()
+        _settle(app, 50)
+        gaps = np.diff(np.array(monitor._marked_at + monitor.ticks[monitor._start:]))
+        out[step] = {{"stall_s": float(gaps.max()),
+                     "turns_s": [float(g) for g in gaps if g > 0.025]}}
+        for name in ("plain 1", "plain 2"):
+            if name in viewer.layers:
+                viewer.layers[name].visible = False
+    layer = viewer.layers[dock._scribble_name()]
+    out["scribble layer"] = {{"shape": list(layer.data.shape), "mode": layer.mode,
+                             "translate": [float(v) for v in layer.translate]}}
+print("RESULT " + json.dumps(out))
+monitor.stop()
+paints.remove()
+viewer.close()
+"""
+
+COLUMNS = ["read_s", "add_s", "first_draw_s", "stall_s", "repaint_floor_s"]
+
+
+STEPS = ["napari: first Labels add of the session", "napari: a second Labels add",
+         "Scribble here"]
+
+
+def open_once(checkout, path, plugin, size, scribble):
+    return napari_child(_CHILD.format(benchmarks=str(REPO / "benchmarks"), path=str(path),
+                                      plugin=plugin, size=size, scribble=scribble), checkout)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", type=int, default=8192, help="side of the mosaic")
+    parser.add_argument("--tmp", required=True, help="folder of the mosaic (built if missing)")
+    parser.add_argument("--rounds", type=int, default=3, help="fresh processes per reader")
+    parser.add_argument("--compare", metavar="DIR", type=Path,
+                        help="another checkout whose plugin's reader alternates (before)")
+    parser.add_argument("--scribble", action="store_true",
+                        help="then (the plugin's sessions) dock the Large dock, add napari's "
+                             "own Labels layers of the view's shape and press Scribble here")
+    args = parser.parse_args()
+
+    path = Path(args.tmp) / f"mosaic_{args.size}.ome.zarr"
+    if not (path / "1").exists():
+        from bench_large import build_mosaic
+        from bench_napari_large import add_pyramid
+        path.parent.mkdir(parents=True, exist_ok=True)
+        print(f"building {path} ...", flush=True)
+        build_mosaic(path, args.size)
+        add_pyramid(path)
+    variants = {"msclassify, this checkout": (REPO, "msclassify"),
+                "napari builtin reader": (REPO, "napari")}
+    if args.compare:
+        variants["msclassify, before"] = (args.compare.resolve(), "msclassify")
+    runs = {label: [] for label in variants}
+    labels = list(variants)
+    for round_ in range(args.rounds):
+        for label in labels[round_ % len(labels):] + labels[:round_ % len(labels)]:
+            checkout, plugin = variants[label]
+            runs[label].append(open_once(checkout, path, plugin, args.size, args.scribble))
+            result = runs[label][-1]
+            print(label, {k: round(result[k], 3) for k in COLUMNS}, "turns",
+                  [round(t, 3) for t in result["turns_s"]], result["modules_imported"],
+                  "modules; load", round(result["load"], 2), flush=True)
+            for step in STEPS:
+                if step in result:
+                    print("   ", step, "turns", [round(t, 3) for t in result[step]["turns_s"]])
+    rows = []
+    for label, results in runs.items():
+        row = {"reader": label, "n": len(results)}
+        row.update({k: statistics.median(r[k] for r in results) for k in COLUMNS})
+        row["stall_max_s"] = max(r["stall_s"] for r in results)
+        row["modules"] = statistics.median(r["modules_imported"] for r in results)
+        row["load"] = statistics.median(r["load"] for r in results)
+        rows.append(row)
+    for step in STEPS:
+        for label, results in runs.items():
+            stalls = [r[step]["stall_s"] for r in results if step in r]
+            if stalls:
+                rows.append({"reader": f"{step} ({label})", "n": len(stalls),
+                             "stall_s": statistics.median(stalls), "stall_max_s": max(stalls),
+                             "load": statistics.median(r["load"] for r in results)})
+    print(f"{cpu_model()}; medians of {args.rounds} fresh sessions; load now "
+          f"{os.getloadavg()[0]:.2f}")
+    print_table(rows, ["reader", "n", *COLUMNS, "stall_max_s", "modules", "load"])
+    write_checkouts_results("napari_open", {"size": args.size, "rounds": args.rounds},
+                            {label: str(checkout) for label, (checkout, _) in variants.items()},
+                            rows, runs)
+
+
+if __name__ == "__main__":
+    main()
