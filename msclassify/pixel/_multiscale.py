@@ -1245,7 +1245,9 @@ def predict_multiscale(booster, level_arrays, feature_level, feature_slot, shape
     exit_range = np.zeros((0, 2))
     decided = np.zeros(0, dtype=np.int8)
     exit_tol = 0.0
-    if early_exit and output == "class" and depth == 1 and not cost_map and start_level > 0:
+    # (only pixel subtrees are skipped: a model without a pixel feature has none)
+    if early_exit and output == "class" and depth == 1 and not cost_map and start_level > 0 \
+            and np.any(node_level == 0):
         exit_range, exit_tol = _leaf_ranges(nodes, flat["value"], flat["roots"], booster.init_score)
         # a pixel-rooted tree's lists are deferred: no root lists to pass on
         same_root &= node_level[flat["roots"]] != 0
