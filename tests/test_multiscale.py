@@ -366,3 +366,100 @@ def test_level_arrays_in_one_buffer_or_apart_predict_alike():
     np.testing.assert_array_equal(in_place.values, shuffled.values)
     np.testing.assert_allclose(in_place.values[:, :, 0].ravel(), booster.predict_raw(X),
                                atol=1e-12)
+
+
+def test_early_exit_hand_checked():
+    # Features: 0 on level 1 (2x2 blocks), 1 on level 0. Image 8 x 8 (the walk by lists).
+    # Tree 0 splits the level-1 blocks: left -3, right +0.5; tree 1 splits pixels: -1 / +1.
+    # A block going left is decided by tree 0 alone (-3 + at most 1 < 0): tree 1 is not
+    # evaluated on its pixels. A block going right (0.5 - 1 < 0 < 0.5 + 1) is not: tree 1
+    # is evaluated on all its pixels, which end at 1.5 or -0.5.
+    tree0 = _hand_tree([(0, 0.5, 1, 2, 0.0, 4.0), (-1, np.nan, -1, -1, -3.0, 4.0),
+                        (-1, np.nan, -1, -1, 0.5, 4.0)])
+    tree1 = _hand_tree([(1, 0.5, 1, 2, 0.0, 1.0), (-1, np.nan, -1, -1, -1.0, 1.0),
+                        (-1, np.nan, -1, -1, 1.0, 1.0)])
+    booster = Booster([tree0, tree1], [0.0], 2, "binary", split_cost=1.0,
+                      feature_share=[4.0, 1.0])
+    level1 = np.array([[0.0, 1.0, 0.0, 1.0], [1.0, 1.0, 0.0, 0.0]] * 2, np.float32)[:, :, None]
+    pixel = np.tile([[0.0, 1.0], [1.0, 0.0]], (4, 4)).astype(np.float32)
+    arrays = [pixel[:, :, None], level1, np.zeros((2, 2, 0), np.float32),
+              np.zeros((1, 1, 0), np.float32)]
+    exit_on = predict_multiscale(booster, arrays, [1, 0], [0, 0], (8, 8), output="class")
+    exit_off = predict_multiscale(booster, arrays, [1, 0], [0, 0], (8, 8), output="class",
+                                  early_exit=False)
+    right = level1[np.arange(8)[:, None] // 2, np.arange(8) // 2, 0] > 0.5
+    expected = right & (pixel > 0.5)
+    np.testing.assert_array_equal(exit_on.values, expected)
+    np.testing.assert_array_equal(exit_off.values, expected)
+    n_right = int((level1 > 0.5).sum())
+    assert 0 < n_right < 16
+    assert exit_off.n_evaluations == 16 + 64
+    assert exit_on.n_evaluations == exit_on.pixel_evaluations == 16 + 4 * n_right
+    # Probabilities and raw scores never take the exit: exact on every pixel.
+    raw = predict_multiscale(booster, arrays, [1, 0], [0, 0], (8, 8))
+    assert raw.n_evaluations == 16 + 64
+    np.testing.assert_array_equal(raw.values[:, :, 0],
+                                  np.where(right, 0.5, -3.0) + np.where(pixel > 0.5, 1.0, -1.0))
+
+
+@pytest.mark.parametrize("shape, n_per_level, objective", [
+    ((40, 56), (2, 2, 1, 1), "binary"),
+    ((37, 53), (2, 2, 2, 2), "binary"),
+    ((50, 67), (2, 1, 2, 2), "multiclass"),
+    ((48, 64), (2, 2, 0, 0), "multiclass"),
+])
+def test_early_exit_labels_equal_the_full_walk(shape, n_per_level, objective):
+    # Labels with the early exit are those of the full walk and of per-pixel prediction,
+    # on binary and 3-class models with NaN and border blocks.
+    rng = np.random.default_rng(shape[0] * shape[1])
+    arrays, levels, slots, X = _random_levels(rng, shape, n_per_level, nan_fraction=0.02)
+    # Led by the coarsest feature, refined by a pixel feature: coarse blocks decide most.
+    signal = np.nan_to_num(2 * X[:, -1] + 0.5 * X[:, 0])
+    y = (signal > 0).astype(float) if objective == "binary" else \
+        np.digitize(signal, [-1.0, 1.0]).astype(float)
+    booster = train(X, y, objective, dict(n_estimators=15, max_leaves=8, min_samples_leaf=3,
+                                          feature_share=4.0 ** levels, random_state=0),
+                    n_classes=3 if objective == "multiclass" else None)
+    assert 0 in set(levels[booster.features_used()])
+    on = predict_multiscale(booster, arrays, levels, slots, shape, output="class")
+    off = predict_multiscale(booster, arrays, levels, slots, shape, output="class",
+                             early_exit=False)
+    np.testing.assert_array_equal(on.values, off.values)
+    raw = booster.predict_raw(X).reshape(shape[0], shape[1], -1)
+    np.testing.assert_array_equal(on.values, raw[:, :, 0] > 0 if objective == "binary"
+                                  else np.argmax(raw, axis=2))
+    assert on.n_evaluations <= off.n_evaluations
+
+
+def test_early_exit_hand_checked_three_classes():
+    # Features: 0 on level 1, 1 on level 0; image 8 x 8; trees for classes 0, 1, 2 in turn.
+    # Round 0: class 0 splits the level-1 blocks (left +3, right 0), classes 1 and 2 are 0.
+    # Round 1: classes 0 and 1 split the pixels (-1 / +1 and +1 / -1), class 2 is 0.
+    # A left block is decided after round 0 (class 0 at least 3 - 1 = 2 > 0 + 1 for class 1,
+    # 0 for class 2): round 1 is not evaluated on its pixels. A right block is not (class 0
+    # and class 1 both in [-1, 1]): its pixels go to class 1 if the pixel feature is <= 0.5.
+    leaf = lambda v: _hand_tree([(-1, np.nan, -1, -1, v, 4.0)])
+    block_tree = _hand_tree([(0, 0.5, 1, 2, 0.0, 4.0), (-1, np.nan, -1, -1, 3.0, 4.0),
+                             (-1, np.nan, -1, -1, 0.0, 4.0)])
+    pixel_tree = lambda low, high: _hand_tree([(1, 0.5, 1, 2, 0.0, 1.0),
+                                               (-1, np.nan, -1, -1, low, 1.0),
+                                               (-1, np.nan, -1, -1, high, 1.0)])
+    trees = [block_tree, leaf(0.0), leaf(0.0), pixel_tree(-1.0, 1.0), pixel_tree(1.0, -1.0),
+             leaf(0.0)]
+    booster = Booster(trees, [0.0, 0.0, 0.0], 2, "multiclass", split_cost=1.0,
+                      feature_share=[4.0, 1.0])
+    level1 = np.array([[0.0, 1.0, 1.0, 0.0], [1.0, 0.0, 0.0, 0.0]] * 2, np.float32)[:, :, None]
+    pixel = np.tile([[0.0, 1.0], [1.0, 1.0]], (4, 4)).astype(np.float32)
+    arrays = [pixel[:, :, None], level1, np.zeros((2, 2, 0), np.float32),
+              np.zeros((1, 1, 0), np.float32)]
+    on = predict_multiscale(booster, arrays, [1, 0], [0, 0], (8, 8), output="class")
+    off = predict_multiscale(booster, arrays, [1, 0], [0, 0], (8, 8), output="class",
+                             early_exit=False)
+    right = level1[np.arange(8)[:, None] // 2, np.arange(8) // 2, 0] > 0.5
+    expected = np.where(right, np.where(pixel <= 0.5, 1, 0), 0)
+    np.testing.assert_array_equal(on.values, expected)
+    np.testing.assert_array_equal(off.values, expected)
+    n_right = int((level1 > 0.5).sum())
+    assert 0 < n_right < 16
+    assert off.n_evaluations == 16 + 2 * 64
+    assert on.n_evaluations == 16 + 2 * 4 * n_right
