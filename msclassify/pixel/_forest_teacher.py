@@ -95,9 +95,11 @@ class MeanTeacher:
     [3.0, -2.0]
     """
 
-    def __init__(self, teachers):
+    def __init__(self, teachers, combine="sum"):
         self.teachers = list(teachers)
+        self.combine = combine
 
     def predict_raw(self, X):
         """The sum of the teachers' raw scores at rows ``X``, shape (n,) or (n, K)."""
-        return np.sum([np.asarray(t.predict_raw(X), np.float64) for t in self.teachers], axis=0)
+        total = np.sum([np.asarray(t.predict_raw(X), np.float64) for t in self.teachers], axis=0)
+        return total / len(self.teachers) if self.combine == "mean" else total
