@@ -63,10 +63,7 @@ EDGE_WEIGHT = 0.5
 TEACHER_STRIDE = 4
 TEACHER_MARGIN = 4.0
 # The distillation teacher's learners (fit_teacher's kind, PixelClassifier's teacher).
-TEACHERS = ("boost", "forest", "mean", "bag")
-# teacher="bag": boosted teachers on bootstrap draws of the scribbled rows, averaged.
-BAG_TEACHERS = 4
-BAG_COLSAMPLE = 1.0
+TEACHERS = ("boost", "forest", "mean")
 # snap_outlines: a stretch where two class maps differ is one outline drawn at two places when
 # both maps' class changes bound it, each at least SNAP_SHARE of its border.
 SNAP_SHARE = 0.25
@@ -117,17 +114,6 @@ def fit_teacher(X, y, sample_weight, params, feature_indices, objective, n_class
                             _forest_teacher(rows, y, weight, params, n_classes, None)])
     if kind == "forest":
         return _forest_teacher(rows, y, weight, params, n_classes, callback)
-    if kind == "bag":
-        rng = np.random.default_rng(params["random_state"])
-        bags = []
-        for i in range(BAG_TEACHERS):
-            drawn = rng.poisson(1.0, y.size)
-            keep = drawn > 0
-            bags.append(_boosted_teacher(
-                np.ascontiguousarray(rows[keep]), y[keep], weight[keep] * drawn[keep],
-                dict(params, random_state=int(rng.integers(2**31)), colsample=BAG_COLSAMPLE),
-                feature_indices, objective, n_classes, callback if i == 0 else None))
-        return MeanTeacher(bags, combine="mean")
     return _boosted_teacher(rows, y, weight, params, feature_indices, objective, n_classes,
                             callback)
 

@@ -95,11 +95,9 @@ class MeanTeacher:
     [3.0, -2.0]
     """
 
-    def __init__(self, teachers, combine="sum"):
+    def __init__(self, teachers):
         self.teachers = list(teachers)
-        self.combine = combine
 
     def predict_raw(self, X):
         """The sum of the teachers' raw scores at rows ``X``, shape (n,) or (n, K)."""
-        total = np.sum([np.asarray(t.predict_raw(X), np.float64) for t in self.teachers], axis=0)
-        return total / len(self.teachers) if self.combine == "mean" else total
+        return np.sum([np.asarray(t.predict_raw(X), np.float64) for t in self.teachers], axis=0)
