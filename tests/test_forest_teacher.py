@@ -183,7 +183,7 @@ def test_blend_teacher_is_the_boosted_one_on_scribbles_and_the_forest_far_from_t
 def test_blend_teacher_class_map_follows_the_distance_to_the_scribbles():
     # the boosted teacher says class 1 everywhere, the forest class 0; scribbled pixel at (0, 0):
     # class 1 near it, class 0 far from it, with the map's border where w * 3 = (1 - w) * 3
-    # (d = 10 ln 2 = 6.9 px), and the teacher is given each pixel's own distance
+    # (d = 30 ln 2 = 20.8 px), and the teacher is given each pixel's own distance
     from scipy import ndimage as ndi
     image = np.zeros((40, 40, 1), np.float32)
     labels = np.zeros((40, 40), np.uint8)
@@ -191,7 +191,7 @@ def test_blend_teacher_class_map_follows_the_distance_to_the_scribbles():
     distance = ndi.distance_transform_edt(labels == 0)
     teacher = BlendTeacher(_Const(3.0), _Const(-3.0))
     classes = teacher_classes(image, np.array([0]), teacher, (40, 40), stride=4, distance=distance)
-    assert np.array_equal(classes, distance < 10 * np.log(2))
+    assert np.array_equal(classes, distance < 30 * np.log(2))
 
 
 def test_fit_teacher_blend_and_its_model():

@@ -180,7 +180,7 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         median against SLEAP moves from 2.96 to 3.01 px (target 3).
         ``"blend"``: both, the boosted teacher near the scribbles and the
         forest far from them (raw scores mixed with the boosted teacher's
-        weight exp(-d / 10 px), d the distance to the nearest scribble;
+        weight exp(-d / 30 px), d the distance to the nearest scribble;
         `msclassify.pixel._forest_teacher.BlendTeacher`): on EM clicks it
         gains most of the forest's gain and keeps the fly crop's outlines
         (docs/scribbles.md, section 23). docs/scribbles.md, sections 14, 16

@@ -24,7 +24,7 @@ __all__ = ["BLEND_DISTANCE", "PROBABILITY_FLOOR", "BlendTeacher", "ForestTeacher
 
 # BlendTeacher: the boosted teacher's weight falls as exp(-d / BLEND_DISTANCE), d in pixels to
 # the nearest scribble (docs/scribbles.md, section 23: 10 and 30 measured).
-BLEND_DISTANCE = 10.0
+BLEND_DISTANCE = 30.0
 # Probabilities are clipped to [floor, 1 - floor] before the log (|log-odds| <= 6.9).
 PROBABILITY_FLOOR = 1e-3
 
@@ -111,11 +111,12 @@ class BlendTeacher:
 
     At a pixel ``d`` pixels from the nearest scribbled pixel the raw score is
     ``w * near + (1 - w) * far`` with ``w = exp(-d / distance)``: on a scribble
-    the boosted teacher alone, 10 px away (the default ``distance``) a weight of
-    0.37 for it, 30 px away 0.05. Where labels are dense (strokes along outlines) the sharp
-    boosted teacher draws the outlines; where they are sparse (a few clicks in a
-    large frame) the forest, which varies less with which pixels were clicked,
-    decides (docs/scribbles.md, section 23). Without distances (`predict_raw`'s
+    the boosted teacher alone, 30 px away (the default ``distance``) a weight of
+    0.37 for it, 90 px away 0.05. Where labels are dense the sharp boosted
+    teacher draws the outlines; where they are sparse (a few clicks in a large
+    frame) the forest, which varies less with which pixels were clicked,
+    decides (docs/scribbles.md, section 23; 10 px gave the forest too much of
+    the fly clicks' outlines). Without distances (`predict_raw`'s
     ``distance`` None: the cost samples of ``class_weight="auto"``) it is the
     boosted teacher.
 
