@@ -91,7 +91,7 @@ def test_teacher_parameter_picks_the_teachers_learner(monkeypatch, teacher):
 
 def test_teacher_must_be_a_known_learner():
     image, labels = _square()
-    with pytest.raises(ValueError, match="teacher must be one of 'boost', 'forest', 'mean'"):
+    with pytest.raises(ValueError, match="teacher must be one of 'boost', 'forest', 'mean', 'blend'"):
         PixelClassifier(teacher="rf").fit(image, labels)
 
 
@@ -213,3 +213,17 @@ def test_fit_teacher_blend_and_its_model():
     clf = PixelClassifier(teacher="blend", random_state=0).fit([image], [labels])
     truth = np.where(image > 0.5, 2, 1)
     assert (clf.predict(image) == truth).mean() > 0.95
+
+
+def test_blend_teacher_fits_a_volume():
+    # the distances are 3-D (voxels) and reach the volume's grid and refined points alike
+    rng = np.random.default_rng(1)
+    volume = rng.normal(0, 0.1, (8, 32, 32)).astype(np.float32)
+    volume[:, 8:24, 8:24] += 1.0
+    labels = np.zeros(volume.shape, np.uint8)
+    labels[3:5, 1:5, 1:5] = 1
+    labels[3:5, 14:18, 14:18] = 2
+    clf = PixelClassifier("fast", n_estimators=5, teacher="blend", spacing=(1, 1, 1),
+                          random_state=0).fit(volume, labels)
+    truth = np.where(volume > 0.5, 2, 1)
+    assert (clf.predict(volume) == truth).mean() > 0.95
