@@ -187,8 +187,8 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         and 23. The teacher only labels training pixels: prediction costs the
         same.
     teacher_estimators : int or None, optional
-        Boosting rounds of the boosted teacher (``teacher="boost"`` or
-        ``"mean"``). None (default): ``n_estimators`` with two classes; with
+        Boosting rounds of the boosted teacher (``teacher="boost"``,
+        ``"mean"`` or ``"blend"``). None (default): ``n_estimators`` with two classes; with
         K > 2 classes ``round(2 * n_estimators / K)``
         (`msclassify.pixel._distill.teacher_rounds`): a round grows one tree per
         class, and on 4-class scribbles of real frames half the rounds gave
