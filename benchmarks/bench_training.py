@@ -40,6 +40,8 @@ as the model whatever the classes, as before ``teacher_estimators=None`` gave it
 teacher also reads the bank's level-1/2 filters bilinearly; docs/scribbles.md section 19);
 ``teacher-snap-mean`` = ``teacher_context="snap", teacher="mean"`` (the context teacher's
 regions with the plain teacher's outlines, both mean teachers; section 22);
+``teacher-blend`` = ``teacher="blend"`` (the boosted teacher near the scribbles, the extra-trees
+teacher far from them; section 24);
 ``omp-spin`` = the default with
 ``GOMP_SPINCOUNT=300000`` (libgomp's own default: idle OpenMP threads spin about 3 ms after
 each parallel kernel, as before msclassify set ``GOMP_SPINCOUNT=3000``); ``live-4`` = the
@@ -93,6 +95,7 @@ VARIANTS = {"default": {}, "auto": {"cost_tradeoff": "auto"},
             "teacher-all-rounds": {"teacher_estimators": 50},
             "teacher-context": {"teacher_context": True},
             "teacher-snap-mean": {"teacher_context": "snap", "teacher": "mean"},
+            "teacher-blend": {"teacher": "blend"},
             # the napari widget's live-update model with 4 classes
             # (ClassifierSettings().for_live_update(4) of plugins/msclassify_napari/_controller.py)
             "live-4": {"features": "fine", "cost_tradeoff": 2e-4, "n_estimators": 10,

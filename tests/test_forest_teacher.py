@@ -1,5 +1,5 @@
-"""The extra-trees distillation teacher and the mean of teachers (msclassify.pixel._forest_teacher,
-teacher="forest", "mean")."""
+"""The extra-trees distillation teacher and the mean and blend of teachers
+(msclassify.pixel._forest_teacher, teacher="forest", "mean", "blend")."""
 
 import numpy as np
 import pytest
@@ -9,6 +9,7 @@ from msclassify.pixel import PixelClassifier, _classifier
 from msclassify.pixel._distill import fit_teacher, teacher_classes
 from msclassify.pixel._forest_teacher import (
     PROBABILITY_FLOOR,
+    BlendTeacher,
     ForestTeacher,
     MeanTeacher,
 )
@@ -90,8 +91,18 @@ def test_teacher_parameter_picks_the_teachers_learner(monkeypatch, teacher):
 
 def test_teacher_must_be_a_known_learner():
     image, labels = _square()
-    with pytest.raises(ValueError, match="teacher must be one of 'boost', 'forest', 'mean'"):
+    with pytest.raises(ValueError, match="teacher must be one of 'boost', 'forest', 'mean', 'blend'"):
         PixelClassifier(teacher="rf").fit(image, labels)
+
+
+class _Const:
+    """A teacher of one raw score at every row."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def predict_raw(self, X):
+        return np.full(X.shape[0], self.value)
 
 
 class _Fixed:
@@ -150,3 +161,69 @@ def test_fit_teacher_mean_fits_the_boosted_and_the_forest_teacher_on_the_same_ro
     assert teacher.predict_raw(rows) == pytest.approx(
         boost.predict_raw(rows) + forest.predict_raw(rows))
     assert teacher.predict_raw(rows)[0] < 0 < teacher.predict_raw(rows)[1]
+
+
+def test_blend_teacher_is_the_boosted_one_on_scribbles_and_the_forest_far_from_them():
+    near, far = _Fixed([4.0, 4.0, 4.0]), _Fixed([-2.0, -2.0, -2.0])
+    teacher = BlendTeacher(near, far, distance=10.0)
+    # d = 0: the boosted teacher; d = 10: weight e^-1 = 0.368 -> 0.368*4 - 0.632*2 = 0.207;
+    # d = 20: 0.135*4 - 0.865*2 = -1.19 (the forest's class)
+    raw = teacher.predict_raw(None, np.array([0.0, 10.0, 20.0]))
+    w = np.exp(-np.array([0.0, 1.0, 2.0]))
+    assert raw == pytest.approx(w * 4 - (1 - w) * 2)
+    assert most_probable_class(raw).tolist() == [1, 1, 0]
+    # without distances (the cost samples of class_weight="auto"): the boosted teacher
+    assert teacher.predict_raw(None) == pytest.approx([4.0, 4.0, 4.0])
+    # per-class scores: the same weight on every class of a row
+    a, b = np.log([[0.7, 0.2, 0.1]] * 2), np.log([[0.1, 0.1, 0.8]] * 2)
+    three = BlendTeacher(_Fixed(a), _Fixed(b), distance=10.0).predict_raw(None, np.array([0, 50]))
+    assert most_probable_class(three).tolist() == [0, 2]
+
+
+def test_blend_teacher_class_map_follows_the_distance_to_the_scribbles():
+    # the boosted teacher says class 1 everywhere, the forest class 0; scribbled pixel at (0, 0):
+    # class 1 near it, class 0 far from it, with the map's border where w * 3 = (1 - w) * 3
+    # (d = 30 ln 2 = 20.8 px), and the teacher is given each pixel's own distance
+    from scipy import ndimage as ndi
+    image = np.zeros((40, 40, 1), np.float32)
+    labels = np.zeros((40, 40), np.uint8)
+    labels[0, 0] = 1
+    distance = ndi.distance_transform_edt(labels == 0)
+    teacher = BlendTeacher(_Const(3.0), _Const(-3.0))
+    classes = teacher_classes(image, np.array([0]), teacher, (40, 40), stride=4, distance=distance)
+    assert np.array_equal(classes, distance < 30 * np.log(2))
+
+
+def test_fit_teacher_blend_and_its_model():
+    X = np.arange(20, dtype=np.float32)[:, None]
+    y = (X[:, 0] >= 10).astype(float)
+    params = {"random_state": 0, "n_estimators": 5, "min_samples_leaf": 2, "feature_share": [1.0]}
+    teacher = fit_teacher(X, y, np.ones(20), params, np.array([0]), "binary", None, kind="blend")
+    assert isinstance(teacher.near, Booster) and isinstance(teacher.far, ForestTeacher)
+    rows = np.array([[0.0], [19.0]], np.float32)
+    assert teacher.predict_raw(rows, np.array([1e9, 1e9])) == pytest.approx(
+        teacher.far.predict_raw(rows))
+    # a whole fit with the blended teacher: the model separates a bright square from the floor
+    rng = np.random.default_rng(0)
+    image = rng.normal(0, 0.1, (48, 48)).astype(np.float32)
+    image[12:36, 12:36] += 1.0
+    labels = np.zeros((48, 48), np.uint8)
+    labels[2:6, 2:6] = 1
+    labels[22:26, 22:26] = 2
+    clf = PixelClassifier(teacher="blend", random_state=0).fit([image], [labels])
+    truth = np.where(image > 0.5, 2, 1)
+    assert (clf.predict(image) == truth).mean() > 0.95
+
+
+def test_blend_teacher_fits_a_volume():
+    # the distances are 3-D (voxels) and reach the volume's grid and refined points alike
+    rng = np.random.default_rng(1)
+    volume = rng.normal(0, 0.1, (8, 32, 32)).astype(np.float32)
+    volume[:, 8:24, 8:24] += 1.0
+    labels = np.zeros(volume.shape, np.uint8)
+    labels[3:5, 1:5, 1:5] = 1
+    labels[3:5, 14:18, 14:18] = 2
+    clf = PixelClassifier("fast", n_estimators=5, teacher="blend", spacing=(1, 1, 1),
+                          random_state=0).fit(volume, labels)
+    truth = np.where(volume > 0.5, 2, 1)
+    assert (clf.predict(volume) == truth).mean() > 0.95

@@ -165,7 +165,7 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         (`msclassify.pixel._distill.teacher_classes`): 4, the default, makes
         about 6-14% of the predictions of 1 (every pixel) and the same class map
         but for a few pixels (docs/scribbles.md).
-    teacher : {"mean", "boost", "forest"}, optional
+    teacher : {"boost", "forest", "mean", "blend"}, optional
         The distillation teacher's learner, on the same full-resolution
         features. ``"boost"`` (default): plain gradient boosting with the
         model's tree settings. ``"forest"``: a forest of 50 extremely randomised trees of
@@ -179,11 +179,17 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         clicks (EM clicks +0.004, larvae clicks +0.011), for 6-18% more
         training time; not the default because the fly tracks' centroid
         median against SLEAP moves from 2.96 to 3.01 px (target 3).
-        docs/scribbles.md, sections 14 and 16. The teacher only labels
-        training pixels: prediction costs the same.
+        ``"blend"``: both, the boosted teacher near the scribbles and the
+        forest far from them (raw scores mixed with the boosted teacher's
+        weight exp(-d / 30 px), d the distance to the nearest scribble;
+        `msclassify.pixel._forest_teacher.BlendTeacher`): on EM clicks it
+        gains most of the forest's gain and keeps the fly crop's outlines
+        (docs/scribbles.md, section 24). docs/scribbles.md, sections 14, 16
+        and 23. The teacher only labels training pixels: prediction costs the
+        same.
     teacher_estimators : int or None, optional
-        Boosting rounds of the boosted teacher (``teacher="boost"`` or
-        ``"mean"``). None (default): ``n_estimators`` with two classes; with
+        Boosting rounds of the boosted teacher (``teacher="boost"``,
+        ``"mean"`` or ``"blend"``). None (default): ``n_estimators`` with two classes; with
         K > 2 classes ``round(2 * n_estimators / K)``
         (`msclassify.pixel._distill.teacher_rounds`): a round grows one tree per
         class, and on 4-class scribbles of real frames half the rounds gave

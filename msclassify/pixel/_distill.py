@@ -45,7 +45,7 @@ import numpy as np
 from scipy import ndimage as ndi
 
 from ..cegb import most_probable_class, train
-from ._forest_teacher import ForestTeacher, MeanTeacher
+from ._forest_teacher import BlendTeacher, ForestTeacher, MeanTeacher
 from ._teacher_context import interpolated
 
 __all__ = ["DISTILL_BAND", "EDGE_SHARE", "EDGE_WEIGHT", "SNAP_SHARE", "TEACHERS",
@@ -63,7 +63,7 @@ EDGE_WEIGHT = 0.5
 TEACHER_STRIDE = 4
 TEACHER_MARGIN = 4.0
 # The distillation teacher's learners (fit_teacher's kind, PixelClassifier's teacher).
-TEACHERS = ("boost", "forest", "mean")
+TEACHERS = ("boost", "forest", "mean", "blend")
 # snap_outlines: a stretch where two class maps differ is one outline drawn at two places when
 # both maps' class changes bound it, each at least SNAP_SHARE of its border.
 SNAP_SHARE = 0.25
@@ -100,7 +100,9 @@ def fit_teacher(X, y, sample_weight, params, feature_indices, objective, n_class
     a `msclassify.cegb.Booster` over those columns. ``kind="forest"``: a
     `ForestTeacher` (extremely randomised trees, seeded by
     ``params["random_state"]``) on the same rows. ``kind="mean"``: a
-    `MeanTeacher` of both (the class of their mean raw score). Rows with zero
+    `MeanTeacher` of both (the class of their mean raw score). ``kind="blend"``:
+    a `BlendTeacher` of both (the boosted one near the scribbles, the forest far
+    from them). Rows with zero
     ``sample_weight`` (cost samples) are left out. ``callback(iteration,
     n_iterations)`` follows the boosting (progress; the forest reports once,
     when it is fitted).
@@ -112,6 +114,10 @@ def fit_teacher(X, y, sample_weight, params, feature_indices, objective, n_class
         return MeanTeacher([_boosted_teacher(rows, y, weight, params, feature_indices,
                                              objective, n_classes, callback),
                             _forest_teacher(rows, y, weight, params, n_classes, None)])
+    if kind == "blend":
+        return BlendTeacher(_boosted_teacher(rows, y, weight, params, feature_indices, objective,
+                                             n_classes, callback),
+                            _forest_teacher(rows, y, weight, params, n_classes, None))
     if kind == "forest":
         return _forest_teacher(rows, y, weight, params, n_classes, callback)
     return _boosted_teacher(rows, y, weight, params, feature_indices, objective, n_classes,
@@ -248,7 +254,7 @@ def _mixed_cells(classes, unsure, covered):
 
 
 def teacher_classes(level0, slots, teacher, shape, stride=TEACHER_STRIDE, margin=TEACHER_MARGIN,
-                    context=None):
+                    context=None, distance=None):
     """The teacher's class at every pixel of a frame, predicted coarse to fine.
 
     The teacher predicts every ``stride``-th pixel in y and x; a grid cell
@@ -278,6 +284,9 @@ def teacher_classes(level0, slots, teacher, shape, stride=TEACHER_STRIDE, margin
         ``context(ys, xs)``: more teacher columns at pixels of a frame (float32
         ``(n, k)``, after the ``slots`` columns; `msclassify.pixel._teacher_context`).
         Frames only.
+    distance : ndarray of float, shape ``shape``, optional
+        Pixels to the nearest scribble: the teacher is called as
+        ``teacher.predict_raw(rows, distance[pixels])`` (`BlendTeacher`).
 
     Returns
     -------
@@ -295,11 +304,12 @@ def teacher_classes(level0, slots, teacher, shape, stride=TEACHER_STRIDE, margin
     """
     lead = tuple(slice(0, n) for n in shape[:-2])
 
-    def predict_rows(features, pixels):
+    def predict_rows(features, pixels, near):
         rows = np.ascontiguousarray(features[..., slots]).reshape(-1, slots.size)
         if context is not None:
             rows = np.ascontiguousarray(np.hstack([rows, context(*pixels)]))
-        raw = teacher.predict_raw(rows)
+        raw = teacher.predict_raw(rows) if near is None else \
+            teacher.predict_raw(rows, near.reshape(-1))
         n_classes = 2 if raw.ndim == 1 or raw.shape[-1] == 1 else raw.shape[-1]
         # the class map in the smallest integer type (a byte a pixel, not eight)
         return most_probable_class(raw).astype(np.min_scalar_type(n_classes - 1)), \
@@ -310,15 +320,19 @@ def teacher_classes(level0, slots, teacher, shape, stride=TEACHER_STRIDE, margin
             if lead:          # a volume's grid, a few slices at a time (their rows are copies)
                 view = level0[index]
                 step = max(1, _POINT_BLOCK // max(1, view.shape[1] * view.shape[2]))
-                parts = [predict_rows(view[z:z + step], None)
+                near = None if distance is None else distance[index]
+                parts = [predict_rows(view[z:z + step], None,
+                                      None if near is None else near[z:z + step])
                          for z in range(0, view.shape[0], step)]
                 return tuple(np.concatenate(p) for p in zip(*parts))
             pixels = None if context is None else \
                 [p.ravel() for p in np.meshgrid(*(np.arange(n)[i] for n, i in
                                                   zip(shape, index)), indexing="ij")]
-            return predict_rows(level0[index], pixels)
+            return predict_rows(level0[index], pixels,
+                                None if distance is None else distance[index])
         # points, in blocks: their rows are copied (a volume's refinement may be most voxels)
-        parts = [predict_rows(level0[block], block)
+        parts = [predict_rows(level0[block], block,
+                              None if distance is None else distance[block])
                  for block in (tuple(i[start:start + _POINT_BLOCK] for i in index)
                                for start in range(0, index[0].size, _POINT_BLOCK))]
         return tuple(np.concatenate(p) for p in zip(*parts))
@@ -399,13 +413,17 @@ def teacher_pixels(compute_levels, pairs, teacher, feature_indices, n_pixels, ba
         class change); the caller scales them.
     """
     rows, targets, weights = [], [], []
-    for frame, _ in pairs:
+    for frame, labels in pairs:
         levels = compute_levels(frame)
         shape = levels.shape
         context = None if context_indices is None else \
             functools.partial(interpolated, levels, context_indices)
+        distance = None
+        if isinstance(teacher, BlendTeacher):   # pixels to the frame's nearest scribble
+            distance = ndi.distance_transform_edt(np.asarray(labels) == 0) \
+                if np.any(labels) else np.full(shape, np.inf)
         classes = teacher_classes(levels.arrays[0], levels.slot[feature_indices], teacher,
-                                  shape, stride, context=context)
+                                  shape, stride, context=context, distance=distance)
         if outline_teacher is not None:
             classes = snap_outlines(classes, teacher_classes(
                 levels.arrays[0], levels.slot[feature_indices], outline_teacher, shape, stride))
