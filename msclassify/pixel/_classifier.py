@@ -856,12 +856,7 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         return self._predict(image, strategy, "proba")[0]
 
     def predict(self, image, strategy="multiscale"):
-        """Most probable class of every pixel: ``(H, W)`` array of ``classes_`` values.
-
-        Labels only, so the multi-scale walk skips the pixel subtrees that cannot change a
-        block's class (`predict_multiscale`'s ``early_exit``): the same labels as from the
-        scores or probabilities, with fewer node tests.
-        """
+        """Most probable class of every pixel: ``(H, W)`` array of ``classes_`` values."""
         return self._predict(image, strategy, "class")[0]
 
     def uncertainty(self, image):

@@ -338,8 +338,7 @@ def _list_buffers(n_cols, start_level, n_levels, path_nodes):
 @njit(cache=True, nogil=True)
 def _walk_row(features, nodes, node_threshold, default_left, value, roots, root_level, same_root,
               tree_output, n_outputs, start_level, block_row, n_cols, level_offset, level_width,
-              path_nodes, blocks, spare, acc, exit_range, exit_init, exit_tol, level_used,
-              deferred, entries, decided):
+              path_nodes, blocks, spare, acc):
     """`_walk_blocks` on the first ``n_cols`` start-level blocks of one row of an image, all
     inside the image and without a cost map; return the evaluations.
 
@@ -362,16 +361,6 @@ def _walk_row(features, nodes, node_threshold, default_left, value, roots, root_
     both lists and saves them; that next root copies them back and is counted without being
     evaluated again. Every accumulator cell still adds its trees in tree order. ``blocks``
     and ``spare`` hold the lists (`_list_buffers`: allocated once per thread, not per row).
-
-    The early exit (labels only; ``exit_range`` holds each node's smallest and largest leaf
-    below it, or nothing when it is off): every tree's level-0 lists (its subtrees below a
-    pixel feature) are deferred to ``deferred`` (``entries``: output, node, start, stop)
-    until every tree has walked its coarser blocks; a level-1 block whose exact coarse score
-    (``exit_init`` and the accumulators of the ``level_used`` levels), plus for each deferred
-    subtree it is in the range of that subtree's leaves, cannot change class by more than
-    ``exit_tol`` is decided (`_decide_blocks`: its class into ``decided``) and dropped from
-    the deferred lists, which are then walked in tree order. Level 0's cells still add their
-    trees in tree order, so an undecided pixel's score is the same as without the exit.
     """
     n_levels = level_offset.shape[0]
     first = _list_offsets(n_cols, start_level, n_levels, path_nodes)
@@ -383,9 +372,6 @@ def _walk_row(features, nodes, node_threshold, default_left, value, roots, root_
     # Lists still to walk, (node, level, start, stop): the right children along one path.
     stack = np.empty((nodes.shape[0] + 1, 4), dtype=np.int64)
     n_eval = 0
-    defer = exit_range.shape[0] > 0
-    n_deferred = 0
-    n_entries = 0
     for t in range(roots.shape[0]):
         k = tree_output[t]
         level = np.int64(root_level[t])
@@ -408,10 +394,6 @@ def _walk_row(features, nodes, node_threshold, default_left, value, roots, root_
                     blocks[at] = (x << 3) | dy | (_ALL_PIXELS if level == 0 else 0)
                     at += 1
             filled[level] = True
-        if defer and level == 0:
-            n_deferred, n_entries = _defer(deferred, entries, n_deferred, n_entries, k, roots[t],
-                                           blocks, start, stop)
-            continue
         pending = _push(stack, 0, roots[t], level, start, stop)
         while pending > 0:
             pending -= 1
@@ -440,24 +422,16 @@ def _walk_row(features, nodes, node_threshold, default_left, value, roots, root_
                 shift = level - max(feature_level, 1)
                 side = 1 << shift
                 pixels = _ALL_PIXELS if feature_level == 0 else 0
-                # (deferred: a level-0 list goes to the deferred lists instead)
-                later = defer and feature_level == 0
-                into = deferred if later else blocks
-                first_child = n_deferred if later else top[feature_level]
-                at = first_child
+                at = top[feature_level]
                 for i in range(start, stop):
                     block = np.int64(blocks[i])
                     child = ((block >> 3) << (shift + 3)) | ((block & 7) << shift) | pixels
                     for dx in range(side):
                         for dy in range(side):
-                            into[at] = child + ((dx << 3) | dy)
+                            blocks[at] = child + ((dx << 3) | dy)
                             at += 1
-                if later:
-                    n_entries = _entry(entries, n_entries, k, node, first_child, at)
-                    n_deferred = at
-                else:
-                    pending = _push(stack, pending, node, feature_level, first_child, at)
-                    top[feature_level] = at
+                pending = _push(stack, pending, node, feature_level, top[feature_level], at)
+                top[feature_level] = at
             else:
                 # One evaluation per block: the left ones stay in place (a root's blocks go
                 # to the level's list), in order, the right ones go to the spare list and
@@ -516,111 +490,7 @@ def _walk_row(features, nodes, node_threshold, default_left, value, roots, root_
                     pending = _push(stack, pending, right, level, middle, stop)
                 if middle > start:      # walked first
                     pending = _push(stack, pending, left, level, start, middle)
-    if n_entries == 0:
-        return n_eval
-    _decide_blocks(acc, level_offset, level_width, level_used, n_outputs, start_level, block_row,
-                   n_cols, exit_range, exit_init, exit_tol, deferred, entries, n_entries, decided)
-    # The deferred lists in tree order, without the decided blocks.
-    row_width = level_width[1]
-    first_row = np.int64(block_row) << (start_level - 1)
-    for e in range(n_entries):
-        k, node, start, stop = entries[e]
-        at = first[0]
-        for i in range(start, stop):
-            block = deferred[i]
-            wide = np.int64(block)
-            blocks[at] = block
-            at += decided[(first_row + (wide & 7)) * row_width
-                          + ((wide >> 3) & (_POSITION >> 3))] < 0
-        if at == first[0]:
-            continue
-        top[0] = at
-        pending = _push(stack, 0, node, 0, first[0], at)
-        while pending > 0:
-            pending -= 1
-            node, _, start, stop = stack[pending]
-            pending, n, root_left, root_count = _walk_pixel_list(
-                features, nodes, node_threshold, default_left, value, False, False,
-                start_level, block_row, templates, first, top, blocks, spare, stack, pending,
-                node, start, stop, nodes[node, _LEVEL], level_offset[0] + k, level_width[0],
-                n_outputs, acc, root_left, root_count)
-            n_eval += n
     return n_eval
-
-
-@njit(inline="always")
-def _defer(deferred, entries, n_deferred, n_entries, k, node, blocks, start, stop):
-    """Put ``blocks[start:stop]`` (a level-0 list at ``node`` of output ``k``) on the
-    deferred lists of `_walk_row`; return their new sizes."""
-    deferred[n_deferred:n_deferred + stop - start] = blocks[start:stop]
-    return n_deferred + stop - start, _entry(entries, n_entries, k, node, n_deferred,
-                                             n_deferred + stop - start)
-
-
-@njit(inline="always")
-def _entry(entries, n_entries, k, node, start, stop):
-    """Record deferred list ``(k, node, start, stop)`` of `_walk_row`; return the count."""
-    entries[n_entries, 0] = k
-    entries[n_entries, 1] = node
-    entries[n_entries, 2] = start
-    entries[n_entries, 3] = stop
-    return n_entries + 1
-
-
-@njit(inline="always")
-def _decide_blocks(acc, level_offset, level_width, level_used, n_outputs, start_level, block_row,
-                   n_cols, exit_range, exit_init, exit_tol, deferred, entries, n_entries,
-                   decided):
-    """`_walk_row`'s early exit for one row: write into ``decided`` (the level-1 grid, -1
-    undecided) the class of every level-1 block of the row that no leaves of its deferred
-    subtrees can change. Its score is exact on every level but 0 (those subtrees alone add
-    to level 0); each deferred subtree adds between its smallest and largest leaf. A block
-    is decided when its class wins by more than ``exit_tol`` in the worst case: more than
-    the rounding of either sum, so the full walk would give the same class."""
-    n_rows = np.int64(1) << (start_level - 1)
-    n_wide = np.int64(n_cols) << (start_level - 1)
-    first_row = np.int64(block_row) << (start_level - 1)
-    low = np.zeros((n_rows * n_wide, n_outputs))
-    high = np.zeros((n_rows * n_wide, n_outputs))
-    for e in range(n_entries):
-        k, node, start, stop = entries[e]
-        node_low = exit_range[node, 0]
-        node_high = exit_range[node, 1]
-        for i in range(start, stop):
-            wide = np.int64(deferred[i])
-            b = (wide & 7) * n_wide + ((wide >> 3) & (_POSITION >> 3))
-            low[b, k] += node_low
-            high[b, k] += node_high
-    score = np.empty(n_outputs)
-    for dy in range(n_rows):
-        for x in range(n_wide):
-            for k in range(n_outputs):
-                score[k] = exit_init[k]
-            for L in range(1, start_level + 1):
-                if level_used[L]:
-                    shift = L - 1
-                    cell = level_offset[L] + ((((first_row + dy) >> shift) * level_width[L])
-                                              + (x >> shift)) * n_outputs
-                    for k in range(n_outputs):
-                        score[k] += acc[cell + k]
-            b = dy * n_wide + x
-            if n_outputs == 1:
-                best = -1
-                if score[0] + low[b, 0] > exit_tol:
-                    best = 1
-                elif score[0] + high[b, 0] < -exit_tol:
-                    best = 0
-            else:
-                best = 0
-                for k in range(1, n_outputs):
-                    if score[k] > score[best]:
-                        best = k
-                worst = score[best] + low[b, best] - exit_tol
-                for k in range(n_outputs):
-                    if k != best and score[k] + high[b, k] >= worst:
-                        best = -1
-                        break
-            decided[(first_row + dy) * level_width[1] + x] = best
 
 
 @njit(cache=True, nogil=True)
@@ -645,8 +515,7 @@ def _longest_path(nodes, roots):
 def _walk_blocks(features, nodes, node_threshold, default_left, value, node_cost, roots,
                  root_level, same_root, tree_output, n_outputs, start_level, depth, height, width,
                  level_zshift, level_offset, level_height, level_width, acc, cost, evaluations,
-                 pixel_evaluations, n_threads, exit_range, exit_init, exit_tol, level_used,
-                 decided):
+                 pixel_evaluations, n_threads):
     """Walk every tree over every start-level block, coarse to fine, on ``n_threads``.
 
     All feature levels live in the flat ``features`` buffer. Node ``n`` is the record
@@ -677,8 +546,7 @@ def _walk_blocks(features, nodes, node_threshold, default_left, value, node_cost
     The common case, an image's row of start-level blocks inside the image without a cost
     map (of a model with a feature coarser than a pixel, and narrower than 2**22 pixels), is
     walked up to its last whole block by `_walk_row`, without that bookkeeping
-    and without a branch per node; only there does the early exit (a non-empty
-    ``exit_range``: `_walk_row`) decide blocks, into ``decided`` (-1 elsewhere).
+    and without a branch per node.
     """
     n_levels = level_zshift.shape[0]
     unit_bits = 2 * (n_levels - 1) + level_zshift[n_levels - 1]
@@ -694,13 +562,6 @@ def _walk_blocks(features, nodes, node_threshold, default_left, value, node_cost
     for chunk in prange(n_chunks):
         row_blocks, row_spare = _list_buffers(width >> start_level, start_level, n_levels,
                                               path_nodes)
-        # The early exit's deferred level-0 lists: at most each level-1 block of the row
-        # once per tree.
-        n_deferrable = 0 if exit_range.shape[0] == 0 or start_level == 0 else \
-            roots.shape[0] * ((width >> start_level) << (2 * start_level - 2))
-        row_deferred = np.empty(n_deferrable, dtype=np.int32)
-        row_entries = np.empty((nodes.shape[0] + roots.shape[0] if n_deferrable else 0, 4),
-                               dtype=np.int64)
         for block_index in range(chunk * n_rows // n_chunks, (chunk + 1) * n_rows // n_chunks):
             stack_node = np.empty(_STACK_SIZE, dtype=np.int64)
             stack_level = np.empty(_STACK_SIZE, dtype=np.int64)
@@ -722,9 +583,7 @@ def _walk_blocks(features, nodes, node_threshold, default_left, value, node_cost
                     n_inside += _walk_row(features, nodes, node_threshold, default_left, value,
                                           roots, root_level, same_root, tree_output, n_outputs,
                                           start_level, block_row, n_listed, level_offset,
-                                          level_width, path_nodes, row_blocks, row_spare, acc,
-                                          exit_range, exit_init, exit_tol, level_used,
-                                          row_deferred, row_entries, decided)
+                                          level_width, path_nodes, row_blocks, row_spare, acc)
             for block_col in range(n_listed, n_block_cols):
                 # A start-level block wholly inside the image: so are all its blocks.
                 block_inside = (((block_plane + 1) << start_zshift) <= depth
@@ -944,21 +803,13 @@ def _probabilities(acc, level_offset, level_height, level_width, level_zshift, l
 
 @njit(cache=True, parallel=True, nogil=True)
 def _class_values(acc, level_offset, level_height, level_width, level_zshift, levels_used, init,
-                  height, n_outputs, classes, decided, out):
-    """``out`` (Z * H, W) = ``classes[most probable]``: raw > 0 for K = 1, else the first argmax;
-    where the early exit decided a level-1 block (``decided``, the level-1 grid of an image,
-    or empty), its class."""
+                  height, n_outputs, classes, out):
+    """``out`` (Z * H, W) = ``classes[most probable]``: raw > 0 for K = 1, else the first argmax."""
     for y in prange(out.shape[0]):
         row = np.empty((out.shape[1], n_outputs))
         _row_scores(acc, level_offset, level_height, level_width, level_zshift, levels_used,
                     init, height, y, n_outputs, row)
         _row_classes(row, n_outputs, classes, out[y])
-        if decided.shape[0] > 0:
-            line = (y >> 1) * level_width[1]
-            for x in range(out.shape[1]):
-                best = decided[line + (x >> 1)]
-                if best >= 0:
-                    out[y, x] = classes[best]
 
 
 @njit(cache=True, parallel=True, nogil=True)
@@ -1008,46 +859,6 @@ def _node_records(flat, node_level, node_slot, level_arrays):
     node_threshold = nodes.view(np.float64)
     node_threshold[:, _THRESHOLD] = flat["threshold"]
     return nodes, node_threshold
-
-
-def _leaf_ranges(nodes, value, roots, init):
-    """The early exit's bounds: per node the smallest and largest leaf value below it
-    (float64 ``(n_nodes, 2)``), and a margin far above the rounding of any sum of the
-    model's scores: ``2**-30`` of the largest score a pixel can reach."""
-    ranges = _subtree_ranges(nodes, value, roots)
-    largest = float(np.abs(init).max()) if init.size else 0.0
-    largest += float(np.abs(ranges[roots]).max(axis=1).sum()) if roots.size else 0.0
-    return ranges, (largest + 1.0) * 2.0 ** -30
-
-
-@njit(cache=True, nogil=True)
-def _subtree_ranges(nodes, value, roots):
-    """Per node: the smallest and largest leaf value of its subtree."""
-    ranges = np.empty((nodes.shape[0], 2))
-    order = np.empty(nodes.shape[0], dtype=np.int64)
-    for root in roots:
-        # each tree in preorder, then its nodes children first
-        n = 0
-        order[0] = root
-        stack = [np.int64(root)]
-        while len(stack) > 0:
-            node = stack.pop()
-            order[n] = node
-            n += 1
-            if nodes[node, _LEVEL] >= 0:
-                stack.append(nodes[node, _LEFT])
-                stack.append(nodes[node, _RIGHT])
-        for i in range(n - 1, -1, -1):
-            node = order[i]
-            if nodes[node, _LEVEL] < 0:
-                ranges[node, 0] = value[node]
-                ranges[node, 1] = value[node]
-            else:
-                left = nodes[node, _LEFT]
-                right = nodes[node, _RIGHT]
-                ranges[node, 0] = min(ranges[left, 0], ranges[right, 0])
-                ranges[node, 1] = max(ranges[left, 1], ranges[right, 1])
-    return ranges
 
 
 def _flat_features(level_arrays):
@@ -1162,7 +973,7 @@ _OUTPUTS = ("raw", "proba", "class", "class+proba")
 
 
 def predict_multiscale(booster, level_arrays, feature_level, feature_slot, shape, output="raw",
-                       classes=None, cost_map=False, blocks=None, early_exit=True):
+                       classes=None, cost_map=False, blocks=None):
     """Predict every pixel, evaluating each tree on blocks, coarse to fine.
 
     Parameters
@@ -1192,11 +1003,6 @@ def predict_multiscale(booster, level_arrays, feature_level, feature_slot, shape
     blocks : sequence of 4 (bz, by, bx), optional
         A volume's block per level (`msclassify.features.VoxelGrid.blocks`);
         level-L features must have share ``bz * by * bx`` of their level.
-    early_exit : bool, optional
-        With ``output="class"`` only (labels, nothing exact-valued), skip the pixel
-        subtrees of the level-1 blocks whose class they cannot change (`_walk_row`); the
-        labels are the same, ``n_evaluations`` and ``pixel_evaluations`` count the node
-        tests actually done. Images only (volumes and cost maps walk everything).
 
     Returns
     -------
@@ -1241,25 +1047,12 @@ def predict_multiscale(booster, level_arrays, feature_level, feature_slot, shape
     features = _flat_features(level_arrays)
     nodes, node_threshold = _node_records(flat, node_level, node_slot, level_arrays)
     root_level = _root_levels(flat["roots"], node_level, start_level)
-    same_root = _same_roots(nodes, flat["default_left"], flat["roots"], root_level)
-    exit_range = np.zeros((0, 2))
-    decided = np.zeros(0, dtype=np.int8)
-    exit_tol = 0.0
-    # (only pixel subtrees are skipped: a model without a pixel feature has none)
-    if early_exit and output == "class" and depth == 1 and not cost_map and start_level > 0 \
-            and np.any(node_level == 0):
-        exit_range, exit_tol = _leaf_ranges(nodes, flat["value"], flat["roots"], booster.init_score)
-        # a pixel-rooted tree's lists are deferred: no root lists to pass on
-        same_root &= node_level[flat["roots"]] != 0
-        decided = np.full(int(level_height[1] * level_width[1]), -1, dtype=np.int8)
-    level_used = np.zeros(N_LEVELS, dtype=np.int64)
-    level_used[levels_used] = 1
     _walk_blocks(features, nodes, node_threshold, flat["default_left"],
-                 flat["value"], flat["node_cost"], flat["roots"], root_level, same_root,
+                 flat["value"], flat["node_cost"], flat["roots"], root_level,
+                 _same_roots(nodes, flat["default_left"], flat["roots"], root_level),
                  flat["tree_output"], K,
                  start_level, depth, height, width, zshift, level_offset, level_height,
-                 level_width, acc, cost, evaluations, pixel_evaluations, get_num_threads(),
-                 exit_range, booster.init_score, exit_tol, level_used, decided)
+                 level_width, acc, cost, evaluations, pixel_evaluations, get_num_threads())
     finish = (acc, level_offset, level_height, level_width, zshift, levels_used,
               booster.init_score, height, K)
     shape = tuple(int(v) for v in shape)
@@ -1278,7 +1071,7 @@ def predict_multiscale(booster, level_arrays, feature_level, feature_slot, shape
                              f"{classes.shape}")
         values = np.empty(shape, dtype=classes.dtype)
         if output == "class":
-            _class_values(*finish, classes, decided, values.reshape(-1, width))
+            _class_values(*finish, classes, values.reshape(-1, width))
         else:
             proba = np.empty(shape + (n_classes,), dtype=np.float32)
             _classes_and_probabilities(*finish, classes, values.reshape(-1, width),
