@@ -703,8 +703,6 @@ def test_a_layer_add_and_the_window_repaint_come_in_two_turns(make_napari_viewer
         qtbot.wait(100)
         viewer.add_labels(np.zeros((96, 128), np.uint8), name="plain")
         plain = ticks_before_the_paint(inserted[-1])
-        # (the widget takes it for scribbles: the segmentation layer comes a few turns later)
-        qtbot.waitUntil(lambda: "frame segmentation" in viewer.layers, timeout=5000)
         qtbot.wait(100)
         count = len(inserted)
         layer = widget.new_scribble_layer()
@@ -724,94 +722,6 @@ def test_a_layer_add_and_the_window_repaint_come_in_two_turns(make_napari_viewer
     stroke(viewer, [(40, 40 + step) for step in range(0, 30, 3)])
     qtbot.wait(50)
     assert (layer.data == 1).sum() > 20
-
-
-def test_docking_comes_in_turns_and_ends_ready_to_paint(make_napari_viewer, plugin, qtbot):
-    """Issue 25: the widget is built and docked in one turn and the window repaints with it
-    in a later one (docked plainly, it paints in the turn right after, before any timer); the
-    class colours and the brush, then the segmentation layer, come in turns of their own. The
-    class table is filled at once; at the end the scribbles are in the class colours and
-    names, selected and paintable, and the segmentation sits between them and the image."""
-    import time
-
-    from qtpy.QtCore import QEvent, QObject, Qt, QTimer
-
-    class PaintTimes(QObject):
-        def __init__(self):
-            super().__init__()
-            self.times = []
-
-        def eventFilter(self, watched, event):
-            if event.type() == QEvent.Type.Paint:
-                self.times.append(time.perf_counter())
-            return False
-
-    viewer = make_napari_viewer(show=True)
-    viewer.add_image(np.full((96, 128), 40, np.uint8), name="frame")
-    scribbles = viewer.add_labels(np.zeros((96, 128), np.uint8), name="frame scribbles")
-    qtbot.wait(200)
-    paints, ticks = PaintTimes(), []
-    timer = QTimer()
-    timer.setTimerType(Qt.PreciseTimer)
-    timer.timeout.connect(lambda: ticks.append(time.perf_counter()))
-    timer.start(2)
-    try:
-        qtbot.wait(50)
-        widget = PixelClassifierWidget(viewer)         # as napari docks it (see `_dock`)
-        widget.installEventFilter(paints)
-        viewer.window.add_dock_widget(widget, name="Pixel classifier")
-        docked = time.perf_counter()
-        assert widget.class_table.rowCount() == 2 and widget.scribble_layer.name == scribbles.name
-        qtbot.waitUntil(lambda: bool(paints.times), timeout=5000)
-        before_paint = sum(docked < tick < paints.times[0] for tick in ticks)
-        qtbot.waitUntil(lambda: "frame segmentation" in viewer.layers
-                        and scribbles.mode == "paint", timeout=5000)
-        qtbot.wait(100)
-    finally:
-        timer.stop()
-    assert before_paint >= 1
-    assert widget.window().updatesEnabled()
-    assert [layer.name for layer in viewer.layers] == ["frame", "frame segmentation",
-                                                        "frame scribbles"]
-    assert viewer.layers.selection.active.name == "frame scribbles"
-    colours = [color_rgb(color) for color in class_colors(scribbles.metadata, [1, 2])]
-    np.testing.assert_allclose(scribbles.colormap.map(np.array([1, 2]))[:, :3], colours)
-    assert list(scribbles.features["class"]) == ["unlabelled"] + [
-        widget.class_table.item(row, 1).text() for row in range(2)]
-    stroke(viewer, [(40, 40 + step) for step in range(0, 30, 3)])
-    qtbot.wait(50)
-    assert (scribbles.data == 1).sum() > 20
-
-
-def test_new_makes_its_layers_in_place_and_in_the_class_colours(make_napari_viewer, plugin,
-                                                                 qtbot):
-    """Issue 25: New's scribble layer and its segmentation are inserted where they belong and
-    made in the class colours and names: nothing is moved or recoloured after the inserts
-    (each of those is a repaint of napari's), whatever layer is on top."""
-    viewer = make_napari_viewer(show=True)
-    viewer.add_image(np.full((96, 128), 40, np.uint8), name="frame")
-    widget = pixel_widget(viewer)
-    viewer.add_image(np.full((64, 64), 90, np.uint8), name="other")     # on top
-    widget.image_combo.setCurrentText("frame")
-    qtbot.wait(100)
-    moved, recoloured = [], []
-    viewer.layers.events.moved.connect(lambda event: moved.append(event.value.name))
-    viewer.layers.events.inserted.connect(
-        lambda event: event.value.events.colormap.connect(
-            lambda _: recoloured.append(event.value.name)))
-    layer = widget.new_scribble_layer()
-    qtbot.waitUntil(lambda: "frame segmentation" in viewer.layers, timeout=5000)
-    qtbot.wait(200)
-    assert moved == [] and recoloured == []
-    assert [layer.name for layer in viewer.layers] == ["frame", "frame segmentation",
-                                                        "frame scribbles", "other"]
-    segmentation = viewer.layers["frame segmentation"]
-    colours = np.array([color_rgb(color) for color in class_colors(layer.metadata, [1, 2])])
-    np.testing.assert_allclose(layer.colormap.map(np.array([1, 2]))[:, :3], colours)
-    # the class named background is not drawn in the result
-    np.testing.assert_allclose(segmentation.colormap.map(np.array([1, 2]))[:, 3], [0, 1])
-    assert list(segmentation.features["class"]) == ["unlabelled", "background", "foreground"]
-    assert viewer.layers.selection.active.name == layer.name and layer.mode == "paint"
 
 
 def test_semi_supervised_checkbox_trains_a_grbb_model_from_few_scribbles(make_napari_viewer,

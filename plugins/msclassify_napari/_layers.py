@@ -28,15 +28,13 @@ _KINDS = {"image": Image, "labels": Labels, "tracks": Tracks}
 PLACEMENT = ("scale", "translate", "contrast_limits")
 
 
-def update_or_add_layer(viewer, layer_type, data, name, parent=None, above=None, **kwargs):
+def update_or_add_layer(viewer, layer_type, data, name, parent=None, **kwargs):
     """Put ``data`` in the layer called ``name``: in place if it is a ``layer_type`` layer of
     the same shape and dtype (a Labels layer: of the same number of dimensions), else in a new
     one (``viewer.add_<layer_type>(data, name=name, **kwargs)``, replacing a layer of that
-    name; with a layer ``above``, the new one is inserted right above it instead of on top,
-    so that no move follows). With ``multiscale=True`` in ``kwargs``, ``data`` is the list of
-    levels and only a multiscale layer is updated in place. With a Qt widget ``parent`` (the
-    dock), the window repaints an added layer in the next event-loop turn
-    (`repaint_next_turn`).
+    name). With ``multiscale=True`` in ``kwargs``, ``data`` is the list of levels and only a
+    multiscale layer is updated in place. With a Qt widget ``parent`` (the dock), the window
+    repaints an added layer in the next event-loop turn (`repaint_next_turn`).
 
     Returns
     -------
@@ -61,10 +59,6 @@ def update_or_add_layer(viewer, layer_type, data, name, parent=None, above=None,
         layers.remove(layer)
     if parent is not None:
         repaint_next_turn(parent)
-    if above is not None and above in layers:      # what add_* does, at a place of our choice
-        layer = _KINDS[layer_type](data, name=name, **kwargs)
-        layers.insert(layers.index(above) + 1, layer)
-        return layer, True
     return getattr(viewer, f"add_{layer_type}")(data, name=name, **kwargs), True
 
 
@@ -94,23 +88,15 @@ def _updates_back_on(timer):
 
 
 def in_turns(steps, parent, delay_ms=20, now=True):
-    """Run ``steps`` (callables, e.g. layer adds) one per turn of the event loop, the first now
-    (or, with ``now=False``, later), each next one ``delay_ms`` after the event loop has come
-    back from the one before: the window draws in between (a repaint held with
-    `repaint_next_turn` too, however long the turn that held it), so each is one napari stall
-    instead of one freeze for all of them. The timers are children of the QObject ``parent``:
-    the steps left stop when it is deleted."""
+    """Run ``steps`` (callables, e.g. layer adds) one per turn of the event loop, ``delay_ms``
+    apart, the first now (or, with ``now=False``, in the next turn): the window draws in
+    between, so each is one napari stall instead of one freeze for all of them. The timers are
+    children of the QObject ``parent``: the steps left stop when it is deleted."""
     if now:
         steps[0]()
         steps = steps[1:]
     if steps:
-        # a 0 ms timer fires once the event loop is back; the delay is counted from there
-        _after(parent, 0, lambda: _after(parent, delay_ms,
-                                         lambda: in_turns(steps, parent, delay_ms)))
-
-
-def _after(parent, delay_ms, function):
-    from qtpy.QtCore import QTimer
-    timer = QTimer(parent, singleShot=True, interval=delay_ms)
-    timer.timeout.connect(lambda: (timer.deleteLater(), function()))
-    timer.start()
+        from qtpy.QtCore import QTimer
+        timer = QTimer(parent, singleShot=True, interval=delay_ms)
+        timer.timeout.connect(lambda: (timer.deleteLater(), in_turns(steps, parent, delay_ms)))
+        timer.start()
