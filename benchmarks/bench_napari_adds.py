@@ -39,15 +39,10 @@ import numpy as np
 import napari
 from qtpy.QtCore import QTimer
 from qtpy.QtWidgets import QApplication
-from napari_session import EventLoopMonitor, bare_repaint_stall, wait_until
+from napari_session import EventLoopMonitor, bare_repaint_stall, settle, wait_until
 from _real_data import load_fly_masks_dev
 from bench_napari import larvae_photo
 
-
-def _settle(app, n):
-    for _ in range(n):
-        app.processEvents()
-        time.sleep(0.01)
 
 
 data = load_fly_masks_dev(test_limit=1)
@@ -61,15 +56,15 @@ app = QApplication.instance()
 viewer.add_image(frames, name="flies")
 viewer.add_labels(scribbles, name="scribbles")
 monitor = EventLoopMonitor()
-_settle(app, 30)
+settle(app, 30)
 out = {{}}
 
 
-def measure(step, action, settle=50):
-    _settle(app, 10)
+def measure(step, action, after=50):
+    settle(app, 10)
     monitor.mark()
     action()
-    _settle(app, settle)
+    settle(app, after)
     ticks = np.array(monitor._marked_at + monitor.ticks[monitor._start:])
     gaps = np.diff(ticks)
     out.setdefault(step, []).append({{"stall_s": float(gaps.max()),
@@ -87,7 +82,7 @@ def dock():
 
 def dock_and_load():
     dock()
-    _settle(app, 30)
+    settle(app, 30)
     from msclassify_napari._preload import preloaded
     wait_until(lambda: preloaded() is not None, 300)
 
@@ -115,29 +110,29 @@ for _ in range({repeats}):
     widget.image_combo.setCurrentText("flies")
     measure("New scribbles, fly stack", widget.new_scribble_layer)
     viewer.layers.remove("flies scribbles")
-    _settle(app, 20)
+    settle(app, 20)
 photo = larvae_photo()[0]
 for repeat in range({repeats}):
     viewer.add_image(photo, name="larvae", rgb=True)
-    _settle(app, 20)
+    settle(app, 20)
     widget.image_combo.setCurrentText("larvae")
-    _settle(app, 20)
+    settle(app, 20)
     measure("New scribbles, second image (+ segmentation layer)", widget.new_scribble_layer)
     for name in ("larvae scribbles", "larvae segmentation", "larvae"):
         viewer.layers.remove(name)
-    _settle(app, 20)
+    settle(app, 20)
 from msclassify_napari._volume import VolumeWidget, SCRIBBLES, SEGMENTATION
 volume_dock = VolumeWidget(viewer)
 viewer.window.add_dock_widget(volume_dock, name="Volume")
 rng = np.random.default_rng(0)
 for repeat in range({repeats}):
     viewer.add_image(rng.integers(0, 255, (40, 256, 256), dtype=np.uint8), name="volume")
-    _settle(app, 30)
+    settle(app, 30)
     measure("Volume New (scribbles + segmentation layer)", volume_dock.new_scribbles)
     for name in (SCRIBBLES, SEGMENTATION, "volume"):
         if name in viewer.layers:
             viewer.layers.remove(name)
-    _settle(app, 20)
+    settle(app, 20)
 for _ in range({repeats}):
     out.setdefault("bare canvas repaint (floor)", []).append(
         {{"stall_s": bare_repaint_stall(viewer, monitor), "turns_s": []}})

@@ -36,25 +36,20 @@ import json, os, sys, time
 sys.path.insert(0, {benchmarks!r})
 import napari
 from qtpy.QtWidgets import QApplication
-from napari_session import EventLoopMonitor, wait_until
+from napari_session import EventLoopMonitor, settle, wait_until
 
-
-def _settle(app, n):            # (bench_napari's, which would put this checkout's plugin first)
-    for _ in range(n):
-        app.processEvents()
-        time.sleep(0.01)
 
 
 viewer = napari.Viewer(show=True)
 viewer.window._qt_window.resize(1500, 1050)
 app = QApplication.instance()
 monitor = EventLoopMonitor()
-_settle(app, 30)
+settle(app, 30)
 out = {{}}
 if {open_first}:
     monitor.mark()
     viewer.open({video!r}, plugin="msclassify")
-    _settle(app, 30)
+    settle(app, 30)
     out["open"] = monitor.longest_gap()[0]
     monitor.mark()
     end = time.perf_counter() + {wait}
@@ -64,12 +59,12 @@ if {open_first}:
     out["wait"] = monitor.longest_gap()[0]
 else:
     viewer.add_image(__import__("numpy").zeros((1024, 1024), "uint8"), name="an image")
-    _settle(app, 30)
+    settle(app, 30)
 monitor.mark()
 begin = time.perf_counter()
 _, widget = viewer.window.add_plugin_dock_widget("msclassify", {dock!r})
 out["dock_call_s"] = time.perf_counter() - begin
-_settle(app, 30)
+settle(app, 30)
 if hasattr(widget, "loaded"):            # a LoadingDock: until the real widget is in it
     wait_until(lambda: widget.widget is not None, 300)
     out["widget_after_s"] = time.perf_counter() - begin
@@ -79,7 +74,7 @@ try:
         wait_until(lambda: preloaded() is not None, 300)
 except ImportError:                      # a checkout without it: nothing loads in the back
     pass
-_settle(app, 30)
+settle(app, 30)
 out["dock"] = monitor.longest_gap()[0]
 out["load"] = os.getloadavg()[0]
 out["plugin"] = sys.modules["msclassify_napari"].__file__

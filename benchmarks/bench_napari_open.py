@@ -46,13 +46,9 @@ import numpy as np
 import napari
 import npe2
 from qtpy.QtWidgets import QApplication
-from napari_session import CanvasPaints, EventLoopMonitor, bare_repaint_stall, cpu_slowdown
+from napari_session import (CanvasPaints, EventLoopMonitor, bare_repaint_stall, cpu_slowdown,
+                            settle)
 
-
-def _settle(app, n):
-    for _ in range(n):
-        app.processEvents()
-        time.sleep(0.01)
 
 
 viewer = napari.Viewer(show=True)
@@ -60,7 +56,7 @@ viewer.window._qt_window.resize(1500, 1050)
 app = QApplication.instance()
 monitor = EventLoopMonitor()
 paints = CanvasPaints(viewer)
-_settle(app, 50)
+settle(app, 50)
 out = {{"zarr imported before": "zarr" in sys.modules,
        "plugin imported before": "msclassify_napari" in sys.modules}}
 modules = set(sys.modules)
@@ -72,7 +68,7 @@ for layer in layers:
     data, kwargs, kind = (tuple(layer) + ({{}}, "image"))[:3]
     getattr(viewer, "add_" + kind)(data, **kwargs)
 added = time.perf_counter()
-_settle(app, 50)
+settle(app, 50)
 gaps = np.diff(np.array(monitor._marked_at + monitor.ticks[monitor._start:]))
 paint = paints.first_after(added)
 new = set(sys.modules) - modules
@@ -93,10 +89,10 @@ if {scribble} and {plugin!r} == "msclassify":
     dock = LargeImageWidget(viewer)
     viewer.window.add_dock_widget(dock, name="Large image")
     wait_until(lambda: dock.features_combo.count() > 1, 900)
-    _settle(app, 50)
+    settle(app, 50)
     viewer.scene.camera.center = ({size} / 2 + 200, {size} / 2 + 300)
     viewer.scene.camera.zoom = 1.0
-    _settle(app, 30)
+    settle(app, 30)
     job = dock.job()
     shape = tuple(r.stop - r.start for r in job.visible_region(dock.view_corners(), REGION_SIDE))
     steps = [("napari: first Labels add of the session",
@@ -105,10 +101,10 @@ if {scribble} and {plugin!r} == "msclassify":
               lambda: viewer.add_labels(np.zeros(shape, np.uint8), name="plain 2")),
              ("Scribble here", dock.scribble_here)]
     for step, action in steps:
-        _settle(app, 20)
+        settle(app, 20)
         monitor.mark()
         action()
-        _settle(app, 50)
+        settle(app, 50)
         gaps = np.diff(np.array(monitor._marked_at + monitor.ticks[monitor._start:]))
         out[step] = {{"stall_s": float(gaps.max()),
                      "turns_s": [float(g) for g in gaps if g > 0.025]}}

@@ -12,6 +12,7 @@ Shared by ``benchmarks/bench_napari.py`` (numbers) and ``tests/test_napari_plugi
 * `bare_repaint_stall` is the stall of one repaint of the canvas alone: the floor of
   every stall on this machine.
 * `cpu_slowdown` measures how much slower CPU work runs now than alone on a core.
+* `settle` lets the event loop run for ``n`` rounds of 10 ms.
 """
 
 import time
@@ -22,7 +23,8 @@ from qtpy.QtGui import QMouseEvent
 from qtpy.QtWidgets import QApplication
 
 __all__ = ["CanvasPaints", "EventLoopMonitor", "bare_repaint_stall", "canvas_position",
-           "canvas_widget", "cpu_slowdown", "move", "press", "release", "stroke", "wait_until"]
+           "canvas_widget", "cpu_slowdown", "move", "press", "release", "settle", "stroke",
+           "wait_until"]
 
 TICK_MS = 10
 
@@ -64,6 +66,13 @@ class EventLoopMonitor:
 
     def stop(self):
         self._timer.stop()
+
+
+def settle(app, n=20):
+    """Process ``app``'s events ``n`` times, 10 ms apart: the window draws what is pending."""
+    for _ in range(n):
+        app.processEvents()
+        time.sleep(0.01)
 
 
 def wait_until(condition, timeout=900.0):

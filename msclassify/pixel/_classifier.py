@@ -185,7 +185,7 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         `msclassify.pixel._forest_teacher.BlendTeacher`): on EM clicks it
         gains most of the forest's gain and keeps the fly crop's outlines
         (docs/scribbles.md, section 24). docs/scribbles.md, sections 14, 16
-        and 23. The teacher only labels training pixels: prediction costs the
+        and 24. The teacher only labels training pixels: prediction costs the
         same.
     teacher_estimators : int or None, optional
         Boosting rounds of the boosted teacher (``teacher="boost"``,
