@@ -91,7 +91,8 @@ def test_teacher_parameter_picks_the_teachers_learner(monkeypatch, teacher):
 
 def test_teacher_must_be_a_known_learner():
     image, labels = _square()
-    with pytest.raises(ValueError, match="teacher must be one of 'boost', 'forest', 'mean', 'blend'"):
+    known = "teacher must be one of 'boost', 'forest', 'mean', 'blend'"
+    with pytest.raises(ValueError, match=known):
         PixelClassifier(teacher="rf").fit(image, labels)
 
 
