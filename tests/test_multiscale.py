@@ -321,6 +321,73 @@ def test_probability_and_class_outputs():
             np.testing.assert_array_equal(index, np.argmax(raw, axis=2))
 
 
+def test_classes_written_by_the_walk_hand_checked():
+    # Binary model, image 8 x 16 (two 8x8 blocks): init -0.25; tree 0 on the level-3 feature
+    # adds -1 to the left block and +1 to the right one; tree 1 on the pixel feature adds
+    # 1.5 where it is > 0.5 (the even rows). Left block: 0.25 on even rows (class 9), -1.25
+    # on odd ones (class 7); right block: 2.25 or 0.75 (class 9).
+    tree0 = _hand_tree([(0, 0.5, 1, 2, 0.0, 64.0), (-1, np.nan, -1, -1, -1.0, 64.0),
+                        (-1, np.nan, -1, -1, 1.0, 64.0)])
+    tree1 = _hand_tree([(1, 0.5, 1, 2, 0.0, 1.0), (-1, np.nan, -1, -1, 0.0, 1.0),
+                        (-1, np.nan, -1, -1, 1.5, 1.0)])
+    booster = Booster([tree0, tree1], [-0.25], 2, "binary", split_cost=1.0,
+                      feature_share=[64.0, 1.0])
+    coarse = np.array([[[0.0], [1.0]]], dtype=np.float32)
+    fine = np.zeros((8, 16, 1), dtype=np.float32)
+    fine[::2, :, 0] = 1.0                                   # even rows take +0.5
+    arrays = [fine, np.zeros((4, 8, 0), np.float32), np.zeros((2, 4, 0), np.float32), coarse]
+    labels = predict_multiscale(booster, arrays, [3, 0], [0, 0], (8, 16), output="class",
+                                classes=np.array([7, 9], dtype=np.int32)).values
+    expected = np.full((8, 16), 9, dtype=np.int32)
+    expected[1::2, :8] = 7
+    np.testing.assert_array_equal(labels, expected)
+    # a tie at 0.0 is class 0, as from the raw scores
+    tie = Booster([tree0], [1.0], 2, "binary", split_cost=1.0, feature_share=[64.0, 1.0])
+    labels = predict_multiscale(tie, arrays, [3, 0], [0, 0], (8, 16), output="class").values
+    assert labels.dtype == np.uint8
+    np.testing.assert_array_equal(labels[:, :8], 0)
+    np.testing.assert_array_equal(labels[:, 8:], 1)
+
+
+CLASS_CASES = [  # shape, features per level 0..3, objective
+    ((37, 53), (2, 2, 2, 2), "binary"),      # border blocks on both sides
+    ((48, 64), (3, 1, 1, 1), "binary"),      # rows wholly inside: the walk by lists
+    ((29, 31), (2, 2, 0, 0), "binary"),      # coarsest feature on level 1
+    ((17, 27), (2, 1, 1, 2), "multiclass"),
+    ((40, 40), (1, 0, 0, 0), "multiclass"),  # only a pixel feature: start level 0
+]
+
+
+@pytest.mark.parametrize("shape, n_per_level, objective", CLASS_CASES)
+def test_classes_written_by_the_walk_equal_the_scores_and_per_pixel(shape, n_per_level,
+                                                                     objective):
+    rng = np.random.default_rng(shape[0] * 100 + shape[1])
+    arrays, levels, slots, X = _random_levels(rng, shape, n_per_level, nan_fraction=0.05)
+    y = _target(X, objective, rng)
+    booster = train(X, y, objective, dict(n_estimators=10, max_leaves=8, min_samples_leaf=3,
+                                          feature_share=4.0 ** levels, random_state=0),
+                    n_classes=3 if objective == "multiclass" else None)
+    raw = predict_multiscale(booster, arrays, levels, slots, shape).values
+    classes = np.array([3, 5, 11][:raw.shape[2] + (raw.shape[2] == 1)], dtype=np.int64)
+    labels = predict_multiscale(booster, arrays, levels, slots, shape, output="class",
+                                classes=classes).values
+    # bit for bit the class of the walk's raw scores (the same sums in the same order)
+    best = (raw[:, :, 0] > 0).astype(int) if raw.shape[2] == 1 else np.argmax(raw, axis=2)
+    np.testing.assert_array_equal(labels, classes[best])
+    both, _ = predict_multiscale(booster, arrays, levels, slots, shape,
+                                 output="class+proba", classes=classes).values
+    np.testing.assert_array_equal(both, labels)
+    # and per-pixel prediction's class wherever rounding cannot decide it
+    per_pixel = booster.predict_raw(X).reshape(raw.shape)
+    top = np.sort(per_pixel, axis=2)
+    clear = (np.abs(per_pixel[:, :, 0]) > 1e-9 if raw.shape[2] == 1
+             else top[:, :, -1] - top[:, :, -2] > 1e-9)
+    expected = (per_pixel[:, :, 0] > 0).astype(int) if raw.shape[2] == 1 \
+        else np.argmax(per_pixel, axis=2)
+    assert clear.mean() > 0.99
+    np.testing.assert_array_equal(labels[clear], classes[expected][clear])
+
+
 def test_bad_inputs_raise_clear_errors():
     rng = np.random.default_rng(0)
     arrays, levels, slots, X = _random_levels(rng, (16, 16), (1, 1, 1, 1))

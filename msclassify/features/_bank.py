@@ -27,8 +27,11 @@ PIPELINE_VERSION = 1
 # images refuses them instead of computing 2D features.
 VOLUME_PIPELINE_VERSION = 2
 # Below this many modelled operations (sum of batch_cost x pixels) a thread pool
-# costs more than it saves.
-MIN_OPS_FOR_THREADS = 4e6
+# costs more than it saves: handing the features to the pool and back costs about
+# 0.5-1 ms of wall time per frame, while 1e7 operations take about 1.5 ms on one
+# thread (a 512x512 EM slice's 6 features, 5.6-6.7e6, take 0.8-1.0 ms alone against
+# 1.2-1.7 ms on 2 threads; docs/design.md, branch walk8).
+MIN_OPS_FOR_THREADS = 1e7
 
 
 @dataclass(frozen=True)

@@ -515,7 +515,8 @@ def _longest_path(nodes, roots):
 def _walk_blocks(features, nodes, node_threshold, default_left, value, node_cost, roots,
                  root_level, same_root, tree_output, n_outputs, start_level, depth, height, width,
                  level_zshift, level_offset, level_height, level_width, acc, cost, evaluations,
-                 pixel_evaluations, n_threads):
+                 pixel_evaluations, n_threads, labels=None, classes=None, levels_used=None,
+                 init=None):
     """Walk every tree over every start-level block, coarse to fine, on ``n_threads``.
 
     All feature levels live in the flat ``features`` buffer. Node ``n`` is the record
@@ -547,6 +548,13 @@ def _walk_blocks(features, nodes, node_threshold, default_left, value, node_cost
     map (of a model with a feature coarser than a pixel, and narrower than 2**22 pixels), is
     walked up to its last whole block by `_walk_row`, without that bookkeeping
     and without a branch per node.
+
+    With ``labels`` (``(Z * H, W)``: ``classes[most probable]`` of each pixel, from the
+    scores ``init`` plus the accumulators of ``levels_used``, as `_row_scores` and
+    `_row_classes` give them), each row of start-level blocks, once walked, writes the
+    classes of its rows of pixels, while their accumulator cells are still in cache:
+    the same sums in the same order, without a second parallel pass over the
+    accumulators. Without (None), Numba compiles the walk without that code.
     """
     n_levels = level_zshift.shape[0]
     unit_bits = 2 * (n_levels - 1) + level_zshift[n_levels - 1]
@@ -562,6 +570,8 @@ def _walk_blocks(features, nodes, node_threshold, default_left, value, node_cost
     for chunk in prange(n_chunks):
         row_blocks, row_spare = _list_buffers(width >> start_level, start_level, n_levels,
                                               path_nodes)
+        if labels is not None:
+            scores = np.empty((width, n_outputs))
         for block_index in range(chunk * n_rows // n_chunks, (chunk + 1) * n_rows // n_chunks):
             stack_node = np.empty(_STACK_SIZE, dtype=np.int64)
             stack_level = np.empty(_STACK_SIZE, dtype=np.int64)
@@ -704,6 +714,16 @@ def _walk_blocks(features, nodes, node_threshold, default_left, value, node_cost
                                     x = stack_x[top]
             evaluations[block_index] = n_inside + n_border
             pixel_evaluations[block_index] = n_inside + border_units / (1 << unit_bits)
+            if labels is not None:
+                # Every cell under this row of blocks is final: the classes of its pixels.
+                for z in range(block_plane << start_zshift,
+                               min(depth, (block_plane + 1) << start_zshift)):
+                    for y in range(block_row << start_level,
+                                   min(height, (block_row + 1) << start_level)):
+                        r = z * height + y
+                        _row_scores(acc, level_offset, level_height, level_width, level_zshift,
+                                    levels_used, init, height, r, n_outputs, scores)
+                        _row_classes(scores, n_outputs, classes, labels[r])
 
 
 @njit(inline="always")
@@ -802,20 +822,9 @@ def _probabilities(acc, level_offset, level_height, level_width, level_zshift, l
 
 
 @njit(cache=True, parallel=True, nogil=True)
-def _class_values(acc, level_offset, level_height, level_width, level_zshift, levels_used, init,
-                  height, n_outputs, classes, out):
-    """``out`` (Z * H, W) = ``classes[most probable]``: raw > 0 for K = 1, else the first argmax."""
-    for y in prange(out.shape[0]):
-        row = np.empty((out.shape[1], n_outputs))
-        _row_scores(acc, level_offset, level_height, level_width, level_zshift, levels_used,
-                    init, height, y, n_outputs, row)
-        _row_classes(row, n_outputs, classes, out[y])
-
-
-@njit(cache=True, parallel=True, nogil=True)
 def _classes_and_probabilities(acc, level_offset, level_height, level_width, level_zshift,
                                levels_used, init, height, n_outputs, classes, labels, out):
-    """`_class_values` into ``labels`` and `_probabilities` into ``out`` from one pass over
+    """`_row_classes` into ``labels`` and `_probabilities` into ``out`` from one pass over
     the scores: the class decided on the raw scores, as alone (ties alike)."""
     for y in prange(out.shape[0]):
         row = np.empty((out.shape[1], n_outputs))
@@ -1044,39 +1053,44 @@ def predict_multiscale(booster, level_arrays, feature_level, feature_slot, shape
                     * ((height + (1 << start_level) - 1) >> start_level))
     evaluations = np.zeros(n_block_rows, dtype=np.int64)
     pixel_evaluations = np.zeros(n_block_rows)
-    features = _flat_features(level_arrays)
-    nodes, node_threshold = _node_records(flat, node_level, node_slot, level_arrays)
-    root_level = _root_levels(flat["roots"], node_level, start_level)
-    _walk_blocks(features, nodes, node_threshold, flat["default_left"],
-                 flat["value"], flat["node_cost"], flat["roots"], root_level,
-                 _same_roots(nodes, flat["default_left"], flat["roots"], root_level),
-                 flat["tree_output"], K,
-                 start_level, depth, height, width, zshift, level_offset, level_height,
-                 level_width, acc, cost, evaluations, pixel_evaluations, get_num_threads())
-    finish = (acc, level_offset, level_height, level_width, zshift, levels_used,
-              booster.init_score, height, K)
     shape = tuple(int(v) for v in shape)
-    if output == "raw":
-        values = np.empty(shape + (K,))
-        _scores(*finish, values.reshape(-1, width, K))
-    elif output == "proba":
-        values = np.empty(shape + (max(K, 2),), dtype=np.float32)
-        _probabilities(*finish, values.reshape(-1, width, max(K, 2)))
-    else:
-        n_classes = max(K, 2)
+    n_classes = max(K, 2)
+    labels = None
+    if output in ("class", "class+proba"):
         classes = np.arange(n_classes, dtype=label_dtype(n_classes - 1)) \
             if classes is None else np.ascontiguousarray(classes)
         if classes.shape != (n_classes,):
             raise ValueError(f"classes must hold one value per class ({n_classes}), got shape "
                              f"{classes.shape}")
-        values = np.empty(shape, dtype=classes.dtype)
-        if output == "class":
-            _class_values(*finish, classes, values.reshape(-1, width))
-        else:
-            proba = np.empty(shape + (n_classes,), dtype=np.float32)
-            _classes_and_probabilities(*finish, classes, values.reshape(-1, width),
-                                       proba.reshape(-1, width, n_classes))
-            values = (values, proba)
+        labels = np.empty(shape, dtype=classes.dtype)
+    features = _flat_features(level_arrays)
+    nodes, node_threshold = _node_records(flat, node_level, node_slot, level_arrays)
+    root_level = _root_levels(flat["roots"], node_level, start_level)
+    walk = (features, nodes, node_threshold, flat["default_left"], flat["value"],
+            flat["node_cost"], flat["roots"], root_level,
+            _same_roots(nodes, flat["default_left"], flat["roots"], root_level),
+            flat["tree_output"], K, start_level, depth, height, width, zshift, level_offset,
+            level_height, level_width, acc, cost, evaluations, pixel_evaluations,
+            get_num_threads())
+    finish = (acc, level_offset, level_height, level_width, zshift, levels_used,
+              booster.init_score, height, K)
+    if output == "class":
+        # the classes of each row of blocks as soon as it is walked (one parallel pass)
+        _walk_blocks(*walk, labels.reshape(-1, width), classes, levels_used, booster.init_score)
+        values = labels
+    else:
+        _walk_blocks(*walk)
+    if output == "raw":
+        values = np.empty(shape + (K,))
+        _scores(*finish, values.reshape(-1, width, K))
+    elif output == "proba":
+        values = np.empty(shape + (n_classes,), dtype=np.float32)
+        _probabilities(*finish, values.reshape(-1, width, n_classes))
+    elif output == "class+proba":
+        proba = np.empty(shape + (n_classes,), dtype=np.float32)
+        _classes_and_probabilities(*finish, classes, labels.reshape(-1, width),
+                                   proba.reshape(-1, width, n_classes))
+        values = (labels, proba)
     costs = None
     if cost_map:
         costs = np.empty(shape + (1,))
