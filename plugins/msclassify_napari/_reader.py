@@ -14,7 +14,10 @@ unless the user chose another.
 
 Only `msclassify.io` is imported: opening a file never waits for the
 classifier's libraries (Numba, scikit-learn) to load; `activate` starts loading them in a
-background thread (`_preload`), ready for the docks.
+background thread (`_preload`), ready for the docks. Importing this module (napari does, to
+activate the plugin, whichever of its readers opens a file: an OME-Zarr too) imports only
+the extensions' lists; the readers themselves (`open_frames`: tifffile, imageio, PyAV) are
+imported by `read_frames`.
 """
 
 import threading
@@ -23,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from msclassify.io import TIFF_EXTENSIONS, VIDEO_EXTENSIONS, open_frames
+from msclassify.io import TIFF_EXTENSIONS, VIDEO_EXTENSIONS
 
 from ._frame_array import FrameArray
 
@@ -137,6 +140,8 @@ def read_frames(path):
     FrameReadError
         For a corrupt, truncated or unsupported file (napari shows the message).
     """
+    from msclassify.io import open_frames
+
     source = open_frames(path, as_gray="auto")  # grey footage stored as RGB: grey
     data = source.read(0) if len(source) == 1 else LazyFrames(source)
     kwargs = {"name": Path(path).stem, "rgb": len(source.shape) == 3,
