@@ -7,6 +7,8 @@ that; this script does, each round in a fresh process (a fresh session):
 
 1. **open** ``fly_sleap/clip.mp4`` with the plugin's reader (the plugin's first use: napari
    activates it, and the plugin starts loading the classifier in a background thread);
+   (the JSON has the open's turns over 25 ms, the modules it imported and whether the
+   background load had begun by its end);
 2. **look at the video** for ``--wait`` seconds (events processed; the longest stall while
    the classifier loads in the background);
 3. **dock** *Plugins > Pixel classifier* (``add_plugin_dock_widget``), until the first fit's
@@ -47,10 +49,16 @@ monitor = EventLoopMonitor()
 settle(app, 30)
 out = {{}}
 if {open_first}:
+    modules = set(sys.modules)
     monitor.mark()
     viewer.open({video!r}, plugin="msclassify")
+    out["open_modules"] = len(set(sys.modules) - modules)
+    out["loading_in_open"] = "msclassify.pixel" in sys.modules   # the background load began
     settle(app, 30)
     out["open"] = monitor.longest_gap()[0]
+    gaps = [b - a for a, b in zip(monitor._marked_at + monitor.ticks[monitor._start:],
+                                  monitor.ticks[monitor._start:])]
+    out["open_turns"] = [round(g, 3) for g in gaps if g > 0.025]
     monitor.mark()
     end = time.perf_counter() + {wait}
     while time.perf_counter() < end:

@@ -87,6 +87,24 @@ def test_video_random_access_equals_sequential_decoding(videos):
             source.read(N_FRAMES)
 
 
+def test_a_read_far_from_its_keyframe_gives_the_frame_of_decoding_every_frame(videos, tmp_path):
+    """On the way to a frame, the reader skips the frames shown before it that no other frame
+    refers to (the B-frames); each frame read after a seek, and the frames read on from
+    there, are those of decoding the whole video."""
+    _, frames = videos
+    path = tmp_path / "one_keyframe.mp4"
+    write_video(path, frames, keyframe_interval=N_FRAMES)
+    with av.open(str(path)) as container:
+        decoded = [(av.video.frame.PictureType(frame.pict_type).name,
+                    frame.to_ndarray(format="rgb24")) for frame in container.decode(video=0)]
+    kinds = [kind for kind, _ in decoded]
+    assert kinds.count("I") == 1 and kinds.count("B") > N_FRAMES // 4   # something to skip
+    with open_frames(path) as source:
+        for index in [N_FRAMES - 1, 30, 29, 12, 13, 14, 20, 2]:   # seeks, then reads on
+            np.testing.assert_array_equal(source.read(index), decoded[index][1])
+        np.testing.assert_array_equal(np.stack(list(source.iter_frames(25))),
+                                      np.stack([array for _, array in decoded[25:]]))
+
 def test_video_as_gray_is_the_luma_of_rgb_frames(videos):
     folder, _ = videos
     with open_frames(folder / "movie.mp4") as rgb, \

@@ -2,6 +2,7 @@
 loads, frozen objects after, back on afterwards (and after GC_PAUSE_LIMIT_S at the latest)."""
 
 import gc
+import importlib
 import time
 
 import pytest
@@ -67,6 +68,22 @@ def test_background_load_fills_preloaded(monkeypatch):
         time.sleep(0.01)
     assert "default" in _preload.preloaded()
 
+
+def test_a_load_started_in_a_turn_of_the_event_loop_waits_for_the_turn_to_end(monkeypatch,
+                                                                             qapp):
+    """napari reads a file and adds its layer in one turn of the GUI thread; the reader's
+    background load counts its delay from the end of that turn, not from inside it."""
+    monkeypatch.setattr(_preload, "_loaded", [])
+    monkeypatch.setattr(_preload, "_fit_tiny", lambda: None)
+    importlib.import_module("msclassify.features")   # the load itself takes no time here
+    _preload.preload_in_background(delay=0.01, after_this_turn=True)
+    time.sleep(0.3)                              # the turn goes on: no event processed
+    assert _preload.preloaded() is None
+    deadline = time.perf_counter() + 10
+    while _preload.preloaded() is None and time.perf_counter() < deadline:
+        qapp.processEvents()                     # the turn has ended
+        time.sleep(0.01)
+    assert "default" in _preload.preloaded()
 
 def test_import_quietly_imports_with_the_collector_paused(monkeypatch, tmp_path):
     (tmp_path / "quiet_probe.py").write_text("import gc\nCOLLECTING = gc.isenabled()\n")

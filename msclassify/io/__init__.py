@@ -53,23 +53,27 @@ The modules, one concept each:
     (`open_volume`)
 """
 
-from ._atomic import write_atomically
-from ._errors import FrameReadError, FrameReadWarning, FrameWriteError
-from ._frames import (IMAGE_EXTENSIONS, TIFF_EXTENSIONS, VIDEO_EXTENSIONS, FrameSource,
-                      natural_sort_key)
-from ._chunked import ChunkedWriter
-from ._hdf5 import ChunkedHDF5Writer
-from ._lazy import LazyImage, is_large_image, open_image
-from ._lazy_volume import LazyVolume, open_volume
-from ._manifest import check_not_an_input
-from ._ngff import ChunkedLabelWriter, label_colours
-from ._open import open_chunk_writer, open_frames, open_writer, read_label_stack
-from ._tiled_tiff import ChunkedTiffWriter
-from ._training import match_frames, read_training_frames
-from ._volume import (VolumeData, check_axes, ngff_spacing, read_volume, recorded_z_axis,
-                      tiff_spacing, write_volume)
-from ._writers import BaseWriter, FrameWriter, TiffFolderWriter, TiffStackWriter
-from ._zarr import ZarrWriter
+import importlib
+
+# name -> the module that defines it; imported when first used (PEP 562), so that the
+# napari plugin's activation (the video extensions) and its OME-Zarr reader do not import
+# every reader and writer (tifffile, imageio, h5py's module, ...) on napari's GUI thread
+_EXPORTS = {
+    "write_atomically": "._atomic", "FrameReadError": "._errors", "FrameReadWarning": "._errors",
+    "FrameWriteError": "._errors", "IMAGE_EXTENSIONS": "._frames", "TIFF_EXTENSIONS": "._frames",
+    "VIDEO_EXTENSIONS": "._frames", "FrameSource": "._frames", "natural_sort_key": "._frames",
+    "ChunkedWriter": "._chunked", "ChunkedHDF5Writer": "._hdf5", "LazyImage": "._lazy",
+    "is_large_image": "._lazy", "open_image": "._lazy", "LazyVolume": "._lazy_volume",
+    "open_volume": "._lazy_volume", "check_not_an_input": "._manifest",
+    "ChunkedLabelWriter": "._ngff", "label_colours": "._ngff", "open_chunk_writer": "._open",
+    "open_frames": "._open", "open_writer": "._open", "read_label_stack": "._open",
+    "ChunkedTiffWriter": "._tiled_tiff", "match_frames": "._training",
+    "read_training_frames": "._training", "VolumeData": "._volume", "check_axes": "._volume",
+    "ngff_spacing": "._volume", "read_volume": "._volume", "recorded_z_axis": "._volume",
+    "tiff_spacing": "._volume", "write_volume": "._volume", "BaseWriter": "._writers",
+    "FrameWriter": "._writers", "TiffFolderWriter": "._writers", "TiffStackWriter": "._writers",
+    "ZarrWriter": "._zarr",
+}
 
 __all__ = ["IMAGE_EXTENSIONS", "TIFF_EXTENSIONS", "VIDEO_EXTENSIONS", "BaseWriter",
            "ChunkedHDF5Writer", "ChunkedLabelWriter", "ChunkedTiffWriter", "ChunkedWriter",
@@ -79,3 +83,15 @@ __all__ = ["IMAGE_EXTENSIONS", "TIFF_EXTENSIONS", "VIDEO_EXTENSIONS", "BaseWrite
            "match_frames", "natural_sort_key", "ngff_spacing", "open_chunk_writer", "open_frames",
            "open_image", "open_volume", "open_writer", "read_label_stack", "read_training_frames",
            "read_volume", "recorded_z_axis", "tiff_spacing", "write_atomically", "write_volume"]
+
+
+def __getattr__(name):
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(_EXPORTS[name], __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

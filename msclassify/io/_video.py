@@ -17,7 +17,10 @@ class _VideoSource(FrameSource):
     ~30 ms for 3000 frames), which gives an exact frame count and, sorted, the
     timestamp of every frame in display order. ``read(i)`` seeks to the
     keyframe before frame i and decodes forward; reads in increasing order
-    keep decoding without seeking.
+    keep decoding without seeking. On the way to frame i the decoder skips the
+    frames shown before it that no other frame refers to (FFmpeg's
+    ``skip_frame="NONREF"``: the B-frames of H.264), so a read far from its
+    keyframe decodes about half as many frames, and frame i is the same.
     """
 
     def __init__(self, path, as_gray):
@@ -47,6 +50,7 @@ class _VideoSource(FrameSource):
         self._index_of_pts = {pts: index for index, pts in enumerate(self._pts)}
         self._decoded = None      # generator of decoded frames after the last seek
         self._next_index = None   # display index the generator yields next
+        self._target_pts = None   # timestamp of the frame being read
 
     def _open_container(self, path):
         try:
@@ -141,24 +145,32 @@ class _VideoSource(FrameSource):
     def _restart_at(self, index):
         self._container.seek(self._pts[index], stream=self._stream, backward=True,
                              any_frame=False)
-        self._decoded = (self._container.decode(self._stream) if self._data_limit is None
-                         else self._decode_complete_packets())
+        self._decoded = self._decode_packets()
         self._next_index = index
 
-    def _decode_complete_packets(self):
-        """Decode the packets before ``_data_limit`` only, then flush the decoder.
+    def _decode_packets(self):
+        """Decode from the last seek on: the packets before ``_data_limit`` (all of them in a
+        whole file), then flush the decoder.
 
-        FFmpeg hands a packet cut by the end of the file to the decoder, which then fails
-        and takes the frames still buffered in it (B-frames) along.
+        A packet whose frame is shown before the frame being read (``_target_pts``) is
+        decoded only if another frame refers to it (``skip_frame="NONREF"``); nothing but the
+        frames before the target is skipped, and reads in increasing order only move the
+        target forward. FFmpeg hands a packet cut by the end of the file to the decoder,
+        which then fails and takes the frames still buffered in it (B-frames) along: such
+        packets are not decoded.
         """
+        codec = self._stream.codec_context
         for packet in self._container.demux(self._stream):
-            if packet.size == 0:
+            if packet.size == 0:     # the demuxer's end-of-stream packet
+                continue
+            if self._data_limit is not None and packet.pos is not None and packet.pos >= 0 \
+                    and packet.pos + packet.size > self._data_limit:
                 break
-            if packet.pos is not None and packet.pos >= 0 and \
-                    packet.pos + packet.size > self._data_limit:
-                break
-            yield from self._stream.codec_context.decode(packet)
-        yield from self._stream.codec_context.decode(None)
+            before = packet.pts is not None and packet.pts < self._target_pts
+            codec.skip_frame = "NONREF" if before else "DEFAULT"
+            yield from codec.decode(packet)
+        codec.skip_frame = "DEFAULT"
+        yield from codec.decode(None)
 
     def _decode_to(self, index):
         """Decode forward until frame ``index``; None if it never appears."""
@@ -182,6 +194,7 @@ class _VideoSource(FrameSource):
     def _read(self, index):
         if self._container is None:
             raise ValueError(f"{self.path} is closed; open it again with open_frames")
+        self._target_pts = self._pts[index]
         keyframe = int(self._keyframes[np.searchsorted(self._keyframes, index, side="right") - 1])
         # Keep decoding when the target lies ahead and seeking would not skip anything;
         # otherwise seek to its keyframe; if that misses (imprecise seeking in some

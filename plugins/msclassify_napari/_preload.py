@@ -18,6 +18,7 @@ and fit a tiny model (load 8, 2 cores): longest gap 0.57-0.65 s with the collect
 import contextlib
 import gc
 import importlib
+import sys
 import threading
 
 __all__ = ["import_quietly", "preload_classifier", "preload_in_background", "preloaded"]
@@ -29,15 +30,37 @@ _lock = threading.Lock()
 _loaded = []
 
 
-def preload_in_background(delay=0.0):
+def preload_in_background(delay=0.0, after_this_turn=False):
     """Start `preload_classifier` in a daemon thread after ``delay`` seconds (a plain thread:
     no Qt object can be deleted under it when the window closes first); nothing when it has
     run already. A delay lets the GUI thread finish what it is doing first (the thread shares
-    the GIL and the cores with it)."""
-    if not _loaded:
-        timer = threading.Timer(delay, preload_classifier)
-        timer.name, timer.daemon = "msclassify preload", True
-        timer.start()
+    the GIL and the cores with it).
+
+    ``after_this_turn``: called on the GUI thread of a running Qt application, the delay counts
+    from the end of the event loop's current turn (a 0 ms `QTimer`), not from now. napari
+    calls a reader and adds its layers in one turn, which lasts seconds on a busy machine:
+    a delay counted from the reader's start let the load begin inside that turn.
+    """
+    if _loaded:
+        return
+    if after_this_turn and _on_the_gui_thread():
+        from qtpy.QtCore import QTimer
+        QTimer.singleShot(0, lambda: preload_in_background(delay))
+        return
+    timer = threading.Timer(delay, preload_classifier)
+    timer.name, timer.daemon = "msclassify preload", True
+    timer.start()
+
+
+def _on_the_gui_thread():
+    """True when called on the thread of a running Qt application (qtpy imported already:
+    napari's window; nothing here imports Qt)."""
+    widgets = sys.modules.get("qtpy.QtWidgets")
+    app = widgets.QApplication.instance() if widgets is not None else None
+    if app is None:
+        return False
+    from qtpy.QtCore import QThread
+    return app.thread() is QThread.currentThread()
 
 
 def preloaded():

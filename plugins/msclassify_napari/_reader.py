@@ -14,7 +14,10 @@ unless the user chose another.
 
 Only `msclassify.io` is imported: opening a file never waits for the
 classifier's libraries (Numba, scikit-learn) to load; `activate` starts loading them in a
-background thread (`_preload`), ready for the docks.
+background thread (`_preload`), ready for the docks. Importing this module (napari does, to
+activate the plugin, whichever of its readers opens a file: an OME-Zarr too) imports only
+the extensions' lists; the readers themselves (`open_frames`: tifffile, imageio, PyAV) are
+imported by `read_frames`.
 """
 
 import threading
@@ -23,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from msclassify.io import TIFF_EXTENSIONS, VIDEO_EXTENSIONS, open_frames
+from msclassify.io import TIFF_EXTENSIONS, VIDEO_EXTENSIONS
 
 from ._frame_array import FrameArray
 
@@ -105,10 +108,13 @@ def activate(context=None, settings=None):
         settings.plugins.extension2reader = {**preferences, **missing}
     # the docks' libraries load in a background thread from the plugin's first use (e.g.
     # opening a video), so docking a widget later does not import them on the GUI thread;
-    # 2 s later, so that napari first adds and draws what is being opened (started at once,
-    # the load shared the GIL with it: opening the video stalled 1.9 s instead of 1.4 s)
+    # 1 s after napari's turn that opens the file (it reads and adds the layer in one turn),
+    # so that napari first adds and draws what is being opened (started at once, the load
+    # shared the GIL with it: opening the video stalled 1.9 s instead of 1.4 s; 2 s after
+    # activation, it began inside the open's turn whenever that took over 2 s; 2 s after the
+    # turn, docking 5 s after the open waited 8-22 s for it at load 17 instead of 3-14 s)
     from ._preload import preload_in_background
-    preload_in_background(delay=2.0)
+    preload_in_background(delay=1.0, after_this_turn=True)
 
 
 def _contrast_limits(data):
@@ -135,6 +141,8 @@ def read_frames(path):
     FrameReadError
         For a corrupt, truncated or unsupported file (napari shows the message).
     """
+    from msclassify.io import open_frames
+
     source = open_frames(path, as_gray="auto")  # grey footage stored as RGB: grey
     data = source.read(0) if len(source) == 1 else LazyFrames(source)
     kwargs = {"name": Path(path).stem, "rgb": len(source.shape) == 3,
