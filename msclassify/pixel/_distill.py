@@ -30,12 +30,12 @@ frame; around small or crowded objects, and in volumes (a 3-voxel shell around n
 voxels across is 86% of the stardist stack), the band is most of the frame and its rows are
 as good as flat ones, so the thin background between touching objects weighs no more than its
 area and a cheap student drops it (docs/volumes.md, "3D nuclei"). So a volume's band
-narrows (`outline_band`: 3, 2, 1 voxels) while it covers more of the volume than the share of
-the weight it is given, ``EDGE_WEIGHT``. 2D frames keep the 3-pixel band: a fly frame's covers
-1-2%, and on EM slices (52-72%) the narrower band moved membrane F1 by -0.004 to +0.001 (6
-draws), no clear gain. Over all frames the teacher-labelled pixels weigh
-``distill_weight`` times as much as the scribbled ones (the caller scales
-them). They carry loss, not cost: the cost samples stay what represents an
+narrows (`outline_band`: 3, 2, 1 voxels) to the widest that covers at most the share of the
+weight it is given, ``EDGE_WEIGHT``, of the volume (unchanged when none does: the EM volume).
+2D frames keep the 3-pixel band: a fly frame's covers 1-2%, and on EM slices (52-72%) the
+narrower band moved membrane F1 by -0.004 to +0.001 (6 draws), no clear gain. Over all
+frames the teacher-labelled pixels weigh ``distill_weight`` times as much as the scribbled
+ones (the caller scales them). They carry loss, not cost: the cost samples stay what represents an
 image.
 
 Measured (fly_masks_dev and isbi2012_em, 10 test frames each, speed against
@@ -178,12 +178,14 @@ def teacher_band(classes, band):
 
 def outline_band(classes, band, share=EDGE_WEIGHT):
     """`teacher_band` of the widest width up to ``band`` that covers at most ``share`` of
-    ``classes`` (width 1 if none does): a volume's edge pixels in `teacher_pixels`.
+    ``classes`` (``band`` itself if none does): a volume's edge pixels in `teacher_pixels`.
 
     The edge pixels get ``EDGE_WEIGHT`` of a frame's weight so that the pixels near
     outlines weigh more than the rest; a band that is most of the frame (small or
     crowded objects, a volume's shells) is hardly different from the flat pixels,
-    and the thin background between touching objects is a small part of it.
+    and the thin background between touching objects is a small part of it. Where even
+    a 1-pixel band is most of the frame (dense membranes: 54% of the EM volume) no width
+    singles out the outlines, and the band stays as it was.
 
     Examples
     --------
@@ -191,11 +193,11 @@ def outline_band(classes, band, share=EDGE_WEIGHT):
     >>> int(outline_band(c, 3).sum()), int(teacher_band(c, 3).sum())   # 6 of 8 > half
     (4, 6)
     """
-    edge = teacher_band(classes, band)
+    wide = edge = teacher_band(classes, band)
     while band > 1 and edge.mean() > share:
         band -= 1
         edge = teacher_band(classes, band)
-    return edge
+    return edge if edge.mean() <= share else wide
 
 
 def snap_outlines(classes, outlined, share=SNAP_SHARE):
