@@ -8,8 +8,8 @@ from msclassify.features import FeatureBank
 from msclassify import load_model
 from msclassify.pixel import PixelClassifier
 from msclassify.pixel import _distill as distill
-from msclassify.pixel._distill import (EDGE_WEIGHT, teacher_band, teacher_classes,
-                                       teacher_pixels)
+from msclassify.pixel._distill import (EDGE_WEIGHT, outline_band, teacher_band,
+                                       teacher_classes, teacher_pixels)
 
 
 def test_teacher_band_is_band_pixels_on_each_side_of_a_class_change():
@@ -23,6 +23,27 @@ def test_teacher_band_is_band_pixels_on_each_side_of_a_class_change():
     two = teacher_band(classes, 2)                          # band 1 grown by one 8-neighbour
     assert two[4, 4] and two[1, 2] and not two[1, 1] and two.sum() == 7 * 7 - 4
     assert not teacher_band(np.zeros((4, 4), np.uint8), 3).any()
+
+
+def test_outline_band_narrows_while_the_band_covers_more_than_edge_weight_of_the_frame():
+    assert EDGE_WEIGHT == 0.5
+    row = np.zeros((1, 8), np.uint8)
+    row[0, 4:] = 1                          # one change between columns 3 and 4
+    # width 3: columns 1-6, 6 of 8 > half; width 2: columns 2-5, exactly half
+    assert teacher_band(row, 3).sum() == 6
+    assert outline_band(row, 3).tolist() == [[False, False, True, True, True, True, False,
+                                              False]]
+    wide = np.zeros((1, 40), np.uint8)
+    wide[0, 20:] = 1                        # 6 of 40: the band keeps its 3 pixels
+    assert np.array_equal(outline_band(wide, 3), teacher_band(wide, 3))
+    # a 4-slice volume split between slices 1 and 2: width 2 is every voxel, width 1 the
+    # two slices at the change (half)
+    volume = np.zeros((4, 3, 3), np.uint8)
+    volume[2:] = 1
+    band = outline_band(volume, 3)
+    assert band[1:3].all() and not band[[0, 3]].any()
+    # no width covers at most a tenth: narrowing cannot single out the outline, width 3 stays
+    assert np.array_equal(outline_band(volume, 3, share=0.1), teacher_band(volume, 3))
 
 
 def _square_case():
