@@ -107,13 +107,13 @@ class _Const:
 
 
 class _Fixed:
-    """A teacher whose raw scores are given."""
+    """A teacher whose raw scores are given; a row ``X[i]`` (if any) is the index of its score."""
 
     def __init__(self, raw):
         self.raw = np.asarray(raw, np.float64)
 
     def predict_raw(self, X):
-        return self.raw
+        return self.raw if X is None else self.raw[np.asarray(X)[:, 0].astype(int)]
 
 
 def test_mean_teacher_takes_the_class_of_the_mean_and_adds_the_margins():
@@ -169,15 +169,17 @@ def test_blend_teacher_is_the_boosted_one_on_scribbles_and_the_forest_far_from_t
     teacher = BlendTeacher(near, far, distance=10.0)
     # d = 0: the boosted teacher; d = 10: weight e^-1 = 0.368 -> 0.368*4 - 0.632*2 = 0.207;
     # d = 20: 0.135*4 - 0.865*2 = -1.19 (the forest's class)
-    raw = teacher.predict_raw(None, np.array([0.0, 10.0, 20.0]))
+    rows = np.arange(3)[:, None]
+    raw = teacher.predict_raw(rows, np.array([0.0, 10.0, 20.0]))
     w = np.exp(-np.array([0.0, 1.0, 2.0]))
     assert raw == pytest.approx(w * 4 - (1 - w) * 2)
     assert most_probable_class(raw).tolist() == [1, 1, 0]
     # without distances (the cost samples of class_weight="auto"): the boosted teacher
-    assert teacher.predict_raw(None) == pytest.approx([4.0, 4.0, 4.0])
+    assert teacher.predict_raw(rows) == pytest.approx([4.0, 4.0, 4.0])
     # per-class scores: the same weight on every class of a row
     a, b = np.log([[0.7, 0.2, 0.1]] * 2), np.log([[0.1, 0.1, 0.8]] * 2)
-    three = BlendTeacher(_Fixed(a), _Fixed(b), distance=10.0).predict_raw(None, np.array([0, 50]))
+    three = BlendTeacher(_Fixed(a), _Fixed(b), distance=10.0).predict_raw(
+        np.arange(2)[:, None], np.array([0, 50]))
     assert most_probable_class(three).tolist() == [0, 2]
 
 

@@ -45,7 +45,7 @@ import numpy as np
 from scipy import ndimage as ndi
 
 from ..cegb import most_probable_class, train
-from ._forest_teacher import BlendTeacher, ForestTeacher, MeanTeacher
+from ._forest_teacher import BlendTeacher, ForestTeacher, MeanTeacher, ScribbleDistance
 from ._teacher_context import interpolated
 
 __all__ = ["DISTILL_BAND", "EDGE_SHARE", "EDGE_WEIGHT", "SNAP_SHARE", "TEACHERS",
@@ -284,7 +284,7 @@ def teacher_classes(level0, slots, teacher, shape, stride=TEACHER_STRIDE, margin
         ``context(ys, xs)``: more teacher columns at pixels of a frame (float32
         ``(n, k)``, after the ``slots`` columns; `msclassify.pixel._teacher_context`).
         Frames only.
-    distance : ndarray of float, shape ``shape``, optional
+    distance : ndarray of float, shape ``shape``, or `ScribbleDistance`, optional
         Pixels to the nearest scribble: the teacher is called as
         ``teacher.predict_raw(rows, distance[pixels])`` (`BlendTeacher`).
 
@@ -420,8 +420,7 @@ def teacher_pixels(compute_levels, pairs, teacher, feature_indices, n_pixels, ba
             functools.partial(interpolated, levels, context_indices)
         distance = None
         if isinstance(teacher, BlendTeacher):   # pixels to the frame's nearest scribble
-            distance = ndi.distance_transform_edt(np.asarray(labels) == 0) \
-                if np.any(labels) else np.full(shape, np.inf)
+            distance = ScribbleDistance(labels, teacher.cutoff)
         classes = teacher_classes(levels.arrays[0], levels.slot[feature_indices], teacher,
                                   shape, stride, context=context, distance=distance)
         if outline_teacher is not None:
