@@ -45,7 +45,7 @@ import numpy as np
 from scipy import ndimage as ndi
 
 from ..cegb import most_probable_class, train
-from ._forest_teacher import BlendTeacher, ForestTeacher, MeanTeacher, ScribbleDistance
+from ._forest_teacher import BLEND_FOREST_TREES, BlendTeacher, ForestTeacher, MeanTeacher
 from ._teacher_context import interpolated
 
 __all__ = ["DISTILL_BAND", "EDGE_SHARE", "EDGE_WEIGHT", "SNAP_SHARE", "TEACHERS",
@@ -101,8 +101,8 @@ def fit_teacher(X, y, sample_weight, params, feature_indices, objective, n_class
     `ForestTeacher` (extremely randomised trees, seeded by
     ``params["random_state"]``) on the same rows. ``kind="mean"``: a
     `MeanTeacher` of both (the class of their mean raw score). ``kind="blend"``:
-    a `BlendTeacher` of both (the boosted one near the scribbles, the forest far
-    from them). Rows with zero
+    a `BlendTeacher` of both (the boosted one near the scribbles, a forest of
+    ``BLEND_FOREST_TREES`` trees far from them). Rows with zero
     ``sample_weight`` (cost samples) are left out. ``callback(iteration,
     n_iterations)`` follows the boosting (progress; the forest reports once,
     when it is fitted).
@@ -117,7 +117,8 @@ def fit_teacher(X, y, sample_weight, params, feature_indices, objective, n_class
     if kind == "blend":
         return BlendTeacher(_boosted_teacher(rows, y, weight, params, feature_indices, objective,
                                              n_classes, callback),
-                            _forest_teacher(rows, y, weight, params, n_classes, None))
+                            _forest_teacher(rows, y, weight, params, n_classes, None,
+                                            n_estimators=BLEND_FOREST_TREES))
     if kind == "forest":
         return _forest_teacher(rows, y, weight, params, n_classes, callback)
     return _boosted_teacher(rows, y, weight, params, feature_indices, objective, n_classes,
@@ -132,8 +133,8 @@ def _boosted_teacher(rows, y, weight, params, feature_indices, objective, n_clas
                  callback=callback)
 
 
-def _forest_teacher(rows, y, weight, params, n_classes, callback):
-    teacher = ForestTeacher(random_state=params["random_state"]).fit(
+def _forest_teacher(rows, y, weight, params, n_classes, callback, n_estimators=50):
+    teacher = ForestTeacher(n_estimators, random_state=params["random_state"]).fit(
         rows, y, weight, 2 if n_classes is None else n_classes)
     if callback is not None:
         callback(teacher.n_estimators, teacher.n_estimators)
@@ -284,7 +285,7 @@ def teacher_classes(level0, slots, teacher, shape, stride=TEACHER_STRIDE, margin
         ``context(ys, xs)``: more teacher columns at pixels of a frame (float32
         ``(n, k)``, after the ``slots`` columns; `msclassify.pixel._teacher_context`).
         Frames only.
-    distance : ndarray of float, shape ``shape``, or `ScribbleDistance`, optional
+    distance : ndarray of float, shape ``shape``, optional
         Pixels to the nearest scribble: the teacher is called as
         ``teacher.predict_raw(rows, distance[pixels])`` (`BlendTeacher`).
 
@@ -420,7 +421,8 @@ def teacher_pixels(compute_levels, pairs, teacher, feature_indices, n_pixels, ba
             functools.partial(interpolated, levels, context_indices)
         distance = None
         if isinstance(teacher, BlendTeacher):   # pixels to the frame's nearest scribble
-            distance = ScribbleDistance(labels, teacher.cutoff)
+            distance = ndi.distance_transform_edt(np.asarray(labels) == 0) \
+                if np.any(labels) else np.full(shape, np.inf)
         classes = teacher_classes(levels.arrays[0], levels.slot[feature_indices], teacher,
                                   shape, stride, context=context, distance=distance)
         if outline_teacher is not None:

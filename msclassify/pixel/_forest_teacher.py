@@ -20,18 +20,24 @@ labels training pixels: prediction costs the same.
 
 import numpy as np
 
-__all__ = ["BLEND_DISTANCE", "BLEND_FLOOR", "PROBABILITY_FLOOR", "BlendTeacher", "ForestTeacher",
-           "MeanTeacher", "ScribbleDistance"]
+__all__ = ["BLEND_DISTANCE", "BLEND_FOREST_TREES", "PROBABILITY_FLOOR", "BlendTeacher",
+           "ForestTeacher", "MeanTeacher"]
 
 # BlendTeacher: the boosted teacher's weight falls as exp(-d / BLEND_DISTANCE), d in pixels to
 # the nearest scribble (docs/scribbles.md, section 24: 10 and 30 measured).
 BLEND_DISTANCE = 30.0
-# ... and is 0 where it would be below BLEND_FLOOR (d >= 30 ln 1000 = 207 px): the boosted
-# teacher is not predicted there, and a raw score moves by at most 1e-3 |near - far|
-# (docs/scribbles.md, section 25).
-BLEND_FLOOR = 1e-3
+# Trees of the blend's forest (docs/scribbles.md, section 25: 25 as accurate as 50).
+BLEND_FOREST_TREES = 25
 # Probabilities are clipped to [floor, 1 - floor] before the log (|log-odds| <= 6.9).
 PROBABILITY_FLOOR = 1e-3
+# ForestTeacher.predict_raw gives a thread at least this many rows.
+_ROWS_PER_THREAD = 8192
+
+
+def _threads():
+    """Numba's threads (``NUMBA_NUM_THREADS``, `numba.set_num_threads`): the forest's too."""
+    import numba
+    return numba.get_num_threads()
 
 
 class ForestTeacher:
@@ -60,16 +66,30 @@ class ForestTeacher:
         self.random_state = random_state
 
     def fit(self, X, y, sample_weight, n_classes):
-        """Fit on rows ``X`` with class indices ``y`` (0 .. ``n_classes`` - 1) and weights."""
+        """Fit on rows ``X`` with class indices ``y`` (0 .. ``n_classes`` - 1) and weights.
+
+        The trees grow on Numba's threads: each tree's seed is drawn first, so
+        they are the trees one thread grows."""
         from sklearn.ensemble import ExtraTreesClassifier
         self.n_classes_ = int(n_classes)
         self.forest_ = ExtraTreesClassifier(
-            n_estimators=self.n_estimators, max_depth=self.max_depth, n_jobs=1,
+            n_estimators=self.n_estimators, max_depth=self.max_depth, n_jobs=_threads(),
             random_state=self.random_state).fit(X, y.astype(np.intp), sample_weight=sample_weight)
+        self.forest_.n_jobs = 1
         return self
 
     def predict_raw(self, X):
-        """Log-odds of class 1, shape (n,) (two classes), or log-probabilities, (n, K)."""
+        """Log-odds of class 1, shape (n,) (two classes), or log-probabilities, (n, K).
+
+        Many rows are split among Numba's threads, each summing its rows' trees
+        in their order: the scores one thread gives."""
+        threads = min(_threads(), X.shape[0] // _ROWS_PER_THREAD)
+        if threads > 1:
+            from concurrent.futures import ThreadPoolExecutor
+            bounds = np.linspace(0, X.shape[0], threads + 1).astype(int)
+            with ThreadPoolExecutor(threads) as pool:
+                return np.concatenate(list(pool.map(
+                    lambda a, b: self.predict_raw(X[a:b]), bounds[:-1], bounds[1:])))
         proba = np.zeros((X.shape[0], self.n_classes_))
         proba[:, self.forest_.classes_] = self.forest_.predict_proba(X)
         proba = np.clip(proba, PROBABILITY_FLOOR, 1 - PROBABILITY_FLOOR)
@@ -117,25 +137,22 @@ class BlendTeacher:
     At a pixel ``d`` pixels from the nearest scribbled pixel the raw score is
     ``w * near + (1 - w) * far`` with ``w = exp(-d / distance)``: on a scribble
     the boosted teacher alone, 30 px away (the default ``distance``) a weight of
-    0.37 for it, 90 px away 0.05, and from ``cutoff`` = ``distance * ln(1 / floor)``
-    on (207 px) 0, the forest alone. Where labels are dense the sharp boosted
+    0.37 for it, 90 px away 0.05. Where labels are dense the sharp boosted
     teacher draws the outlines; where they are sparse (a few clicks in a large
     frame) the forest, which varies less with which pixels were clicked,
     decides (docs/scribbles.md, section 24; 10 px gave the forest too much of
-    the fly clicks' outlines). Each teacher predicts only the rows where its
-    weight is not 0: the forest not on the scribbles, the boosted one not
-    beyond ``cutoff`` (docs/scribbles.md, section 25: there its weight was below
-    ``floor`` = 1e-3, so a raw score is within ``floor * |near - far|`` of the
-    unclipped blend). Without distances (`predict_raw`'s ``distance`` None: the
-    cost samples of ``class_weight="auto"``) it is the boosted teacher.
+    the fly clicks' outlines). A teacher predicts only the rows where its
+    weight is not 0: the forest not on the scribbles (``d`` = 0), the boosted
+    one not in frames without any (``d`` = inf); the raw scores are those of
+    predicting both everywhere, bit for bit. Without distances
+    (`predict_raw`'s ``distance`` None: the cost samples of
+    ``class_weight="auto"``) it is the boosted teacher.
 
     Parameters
     ----------
     near, far : fitted teachers with ``predict_raw``
         The boosted teacher (`msclassify.cegb.Booster`) and the `ForestTeacher`.
     distance : float, optional
-    floor : float, optional
-        The boosted teacher's smallest weight that is not set to 0 (``BLEND_FLOOR``; 0: never).
 
     Examples
     --------
@@ -147,95 +164,25 @@ class BlendTeacher:
     [4.0, -2.0]
     >>> teacher.predict_raw(np.zeros((2, 1))).tolist()
     [4.0, 4.0]
-    >>> round(teacher.cutoff, 1)
-    69.1
     """
 
-    def __init__(self, near, far, distance=BLEND_DISTANCE, floor=BLEND_FLOOR):
+    def __init__(self, near, far, distance=BLEND_DISTANCE):
         self.near = near
         self.far = far
         self.distance = float(distance)
-        self.floor = float(floor)
-
-    @property
-    def cutoff(self):
-        """Pixels from the nearest scribble from which on the boosted teacher's weight is 0."""
-        return float(self.distance * np.log(1 / self.floor)) if self.floor > 0 else np.inf
-
-    def weights(self, distance):
-        """The boosted teacher's weight at pixels ``distance`` px from the nearest scribble."""
-        distance = np.asarray(distance, np.float64)
-        w = np.exp(-distance / self.distance)
-        w[distance >= self.cutoff] = 0.0
-        return w
 
     def predict_raw(self, X, distance=None):
         """Raw scores at rows ``X`` whose pixels lie ``distance`` px from the nearest scribble."""
         if distance is None:
             return np.asarray(self.near.predict_raw(X), np.float64)
-        w = self.weights(distance)
-        near, far = w > 0, w < 1
+        w = np.exp(-np.asarray(distance, np.float64) / self.distance)
         raw = None
-        for rows, teacher, weight in ((near, self.near, w), (far, self.far, 1 - w)):
+        for rows, teacher, weight in ((w > 0, self.near, w), (w < 1, self.far, 1 - w)):
             if not rows.any():
                 continue
             part = np.asarray(teacher.predict_raw(X if rows.all() else X[rows]), np.float64)
             if raw is None:
-                raw = np.zeros((len(w),) + part.shape[1:])
+                raw = np.zeros((w.size,) + part.shape[1:])
+            # 0 + w * near + (1 - w) * far: the sum of predicting both at every row
             raw[rows] += (weight[rows] if part.ndim == 1 else weight[rows, None]) * part
         return raw
-
-
-class ScribbleDistance:
-    """Pixels to the nearest scribbled pixel, computed where asked (``self[index]``).
-
-    The value ``scipy.ndimage.distance_transform_edt(labels == 0)[index]`` would
-    have, below ``cutoff``, and ``inf`` beyond (`BlendTeacher`
-    does not need more). The nearest scribbled pixel of an unscribbled one is
-    always one with an unscribbled neighbour (a step towards the pixel would
-    be nearer), so a k-d tree of those answers: on a 1024² fly frame the
-    distances the coarse-to-fine class map asks for took 4x less than the
-    whole frame's transform (docs/scribbles.md, section 25).
-
-    Parameters
-    ----------
-    labels : ndarray of int
-        A frame's (or volume's) scribbles, 0 = not scribbled.
-    cutoff : float, optional
-
-    Examples
-    --------
-    >>> labels = np.zeros((5, 8), np.uint8); labels[2, 1] = 1
-    >>> ScribbleDistance(labels)[2, :].tolist()
-    [1.0, 0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
-    >>> ScribbleDistance(labels, cutoff=3)[(np.array([0, 2]), np.array([1, 7]))].tolist()
-    [2.0, inf]
-    """
-
-    def __init__(self, labels, cutoff=np.inf):
-        from scipy import ndimage as ndi
-        from scipy.spatial import cKDTree
-        self.scribbled = np.asarray(labels) != 0
-        self.shape = self.scribbled.shape
-        self.cutoff = float(cutoff)
-        inner = ndi.binary_erosion(self.scribbled,
-                                   ndi.generate_binary_structure(self.scribbled.ndim, 1),
-                                   border_value=1)
-        edge = np.argwhere(self.scribbled & ~inner)
-        self.tree_ = cKDTree(edge) if edge.size else None
-
-    def __getitem__(self, index):
-        index = index if isinstance(index, tuple) else (index,)
-        index = index + (slice(None),) * (len(self.shape) - len(index))
-        if all(isinstance(i, (slice, int, np.integer)) for i in index):    # a grid: its points
-            axes = [np.arange(n)[i] for n, i in zip(self.shape, index)]
-            out_shape = tuple(np.size(a) for a, i in zip(axes, index) if isinstance(i, slice))
-            points = np.stack([p.ravel() for p in np.meshgrid(*axes, indexing="ij")], axis=1)
-        else:
-            out_shape = np.broadcast(*index).shape
-            points = np.stack([np.broadcast_to(i, out_shape).ravel() for i in index], axis=1)
-        if self.tree_ is None:
-            return np.full(out_shape, np.inf)
-        d, _ = self.tree_.query(points, distance_upper_bound=self.cutoff)
-        d[self.scribbled[tuple(points.T)]] = 0.0
-        return d.reshape(out_shape)
