@@ -8,6 +8,7 @@ from msclassify.cegb import Booster, most_probable_class
 from msclassify.pixel import PixelClassifier, _classifier
 from msclassify.pixel._distill import fit_teacher, teacher_classes
 from msclassify.pixel._forest_teacher import (
+    BLEND_FOREST_TREES,
     PROBABILITY_FLOOR,
     BlendTeacher,
     ForestTeacher,
@@ -183,6 +184,58 @@ def test_blend_teacher_is_the_boosted_one_on_scribbles_and_the_forest_far_from_t
     assert most_probable_class(three).tolist() == [0, 2]
 
 
+class _Counting(_Fixed):
+    """A `_Fixed` teacher that records the rows it is asked to predict."""
+
+    def __init__(self, raw):
+        super().__init__(raw)
+        self.asked = []
+
+    def predict_raw(self, X):
+        self.asked.extend(np.asarray(X)[:, 0].astype(int).tolist())
+        return super().predict_raw(X)
+
+
+@pytest.mark.parametrize("shape", [(5,), (5, 3)])
+def test_blend_teacher_predicts_each_teacher_only_where_it_weighs_and_gives_the_full_blend(shape):
+    # rows on a scribble (d = 0: the forest weighs 0), in a frame without scribbles (d = inf:
+    # the boosted teacher weighs 0) and between: the scores of the previous blend (both teachers
+    # at every row, w * near + (1 - w) * far) bit for bit, one or three classes
+    rng = np.random.default_rng(0)
+    near, far = _Counting(rng.normal(0, 5, shape)), _Counting(rng.normal(0, 5, shape))
+    d = np.array([0.0, 3.0, np.inf, 0.0, 250.0])
+    raw = BlendTeacher(near, far).predict_raw(np.arange(5)[:, None], d)
+    w = np.exp(-d / 30.0)
+    w = w if len(shape) == 1 else w[:, None]
+    assert np.array_equal(raw, w * near.raw + (1 - w) * far.raw)
+    assert near.asked == [0, 1, 3, 4] and far.asked == [1, 2, 4]
+    # every row on a scribble: the boosted teacher's scores, the forest never asked
+    far.asked.clear()
+    on = BlendTeacher(near, far).predict_raw(np.arange(5)[:, None], np.zeros(5))
+    assert np.array_equal(on, near.raw) and far.asked == []
+
+
+def test_forest_teacher_on_two_threads_grows_and_predicts_what_one_thread_does():
+    numba = pytest.importorskip("numba")
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("one Numba thread")
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 3)).astype(np.float32)
+    y = (X[:, 0] + X[:, 1] > 0).astype(float) + (X[:, 2] > 1)
+    rows = rng.normal(size=(3 * 8192, 3)).astype(np.float32)   # split among the threads
+    before = numba.get_num_threads()
+    raw = {}
+    try:
+        for threads in (1, 2):
+            numba.set_num_threads(threads)
+            teacher = ForestTeacher(n_estimators=6, random_state=0).fit(X, y, np.ones(400), 3)
+            raw[threads] = teacher.predict_raw(rows)
+    finally:
+        numba.set_num_threads(before)
+    assert raw[1].shape == (3 * 8192, 3)
+    assert np.array_equal(raw[1], raw[2])
+
+
 def test_blend_teacher_class_map_follows_the_distance_to_the_scribbles():
     # the boosted teacher says class 1 everywhere, the forest class 0; scribbled pixel at (0, 0):
     # class 1 near it, class 0 far from it, with the map's border where w * 3 = (1 - w) * 3
@@ -203,6 +256,7 @@ def test_fit_teacher_blend_and_its_model():
     params = {"random_state": 0, "n_estimators": 5, "min_samples_leaf": 2, "feature_share": [1.0]}
     teacher = fit_teacher(X, y, np.ones(20), params, np.array([0]), "binary", None, kind="blend")
     assert isinstance(teacher.near, Booster) and isinstance(teacher.far, ForestTeacher)
+    assert len(teacher.far.forest_.estimators_) == BLEND_FOREST_TREES == 25
     rows = np.array([[0.0], [19.0]], np.float32)
     assert teacher.predict_raw(rows, np.array([1e9, 1e9])) == pytest.approx(
         teacher.far.predict_raw(rows))
