@@ -197,22 +197,23 @@ class _Counting(_Fixed):
 
 
 @pytest.mark.parametrize("shape", [(5,), (5, 3)])
-def test_blend_teacher_predicts_each_teacher_only_where_it_weighs_and_gives_the_full_blend(shape):
-    # rows on a scribble (d = 0: the forest weighs 0), in a frame without scribbles (d = inf:
-    # the boosted teacher weighs 0) and between: the scores of the previous blend (both teachers
-    # at every row, w * near + (1 - w) * far) bit for bit, one or three classes
+def test_blend_teacher_skips_a_teacher_only_where_it_weighs_nothing_and_keeps_the_blend(shape):
+    # rows on a scribble (d = 0), far (d = 250) and in a frame without scribbles (d = inf):
+    # the previous blend's scores (both teachers at every row, w * near + (1 - w) * far), one or
+    # three classes; a teacher is not asked when its weight is 0 at every row
     rng = np.random.default_rng(0)
     near, far = _Counting(rng.normal(0, 5, shape)), _Counting(rng.normal(0, 5, shape))
-    d = np.array([0.0, 3.0, np.inf, 0.0, 250.0])
-    raw = BlendTeacher(near, far).predict_raw(np.arange(5)[:, None], d)
-    w = np.exp(-d / 30.0)
-    w = w if len(shape) == 1 else w[:, None]
-    assert np.array_equal(raw, w * near.raw + (1 - w) * far.raw)
-    assert near.asked == [0, 1, 3, 4] and far.asked == [1, 2, 4]
-    # every row on a scribble: the boosted teacher's scores, the forest never asked
-    far.asked.clear()
-    on = BlendTeacher(near, far).predict_raw(np.arange(5)[:, None], np.zeros(5))
-    assert np.array_equal(on, near.raw) and far.asked == []
+    rows = np.arange(5)[:, None]
+    for d in ([0.0, 3.0, np.inf, 0.0, 250.0], np.zeros(5), np.full(5, np.inf)):
+        d = np.asarray(d)
+        near.asked.clear()
+        far.asked.clear()
+        raw = BlendTeacher(near, far).predict_raw(rows, d)
+        w = np.exp(-d / 30.0)
+        w = w if len(shape) == 1 else w[:, None]
+        assert np.array_equal(raw, w * near.raw + (1 - w) * far.raw)
+        assert near.asked == ([] if np.all(d == np.inf) else list(range(5)))
+        assert far.asked == ([] if np.all(d == 0) else list(range(5)))
 
 
 def test_forest_teacher_on_two_threads_grows_and_predicts_what_one_thread_does():
