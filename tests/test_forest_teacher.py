@@ -8,6 +8,7 @@ from msclassify.cegb import Booster, most_probable_class
 from msclassify.pixel import PixelClassifier, _classifier
 from msclassify.pixel._distill import fit_teacher, teacher_classes
 from msclassify.pixel._forest_teacher import (
+    BLEND_FOREST_TREES,
     PROBABILITY_FLOOR,
     BlendTeacher,
     ForestTeacher,
@@ -107,13 +108,13 @@ class _Const:
 
 
 class _Fixed:
-    """A teacher whose raw scores are given."""
+    """A teacher whose raw scores are given; a row ``X[i]`` (if any) is the index of its score."""
 
     def __init__(self, raw):
         self.raw = np.asarray(raw, np.float64)
 
     def predict_raw(self, X):
-        return self.raw
+        return self.raw if X is None else self.raw[np.asarray(X)[:, 0].astype(int)]
 
 
 def test_mean_teacher_takes_the_class_of_the_mean_and_adds_the_margins():
@@ -169,16 +170,71 @@ def test_blend_teacher_is_the_boosted_one_on_scribbles_and_the_forest_far_from_t
     teacher = BlendTeacher(near, far, distance=10.0)
     # d = 0: the boosted teacher; d = 10: weight e^-1 = 0.368 -> 0.368*4 - 0.632*2 = 0.207;
     # d = 20: 0.135*4 - 0.865*2 = -1.19 (the forest's class)
-    raw = teacher.predict_raw(None, np.array([0.0, 10.0, 20.0]))
+    rows = np.arange(3)[:, None]
+    raw = teacher.predict_raw(rows, np.array([0.0, 10.0, 20.0]))
     w = np.exp(-np.array([0.0, 1.0, 2.0]))
     assert raw == pytest.approx(w * 4 - (1 - w) * 2)
     assert most_probable_class(raw).tolist() == [1, 1, 0]
     # without distances (the cost samples of class_weight="auto"): the boosted teacher
-    assert teacher.predict_raw(None) == pytest.approx([4.0, 4.0, 4.0])
+    assert teacher.predict_raw(rows) == pytest.approx([4.0, 4.0, 4.0])
     # per-class scores: the same weight on every class of a row
     a, b = np.log([[0.7, 0.2, 0.1]] * 2), np.log([[0.1, 0.1, 0.8]] * 2)
-    three = BlendTeacher(_Fixed(a), _Fixed(b), distance=10.0).predict_raw(None, np.array([0, 50]))
+    three = BlendTeacher(_Fixed(a), _Fixed(b), distance=10.0).predict_raw(
+        np.arange(2)[:, None], np.array([0, 50]))
     assert most_probable_class(three).tolist() == [0, 2]
+
+
+class _Counting(_Fixed):
+    """A `_Fixed` teacher that records the rows it is asked to predict."""
+
+    def __init__(self, raw):
+        super().__init__(raw)
+        self.asked = []
+
+    def predict_raw(self, X):
+        self.asked.extend(np.asarray(X)[:, 0].astype(int).tolist())
+        return super().predict_raw(X)
+
+
+@pytest.mark.parametrize("shape", [(5,), (5, 3)])
+def test_blend_teacher_skips_a_teacher_only_where_it_weighs_nothing_and_keeps_the_blend(shape):
+    # rows on a scribble (d = 0), far (d = 250) and in a frame without scribbles (d = inf):
+    # the previous blend's scores (both teachers at every row, w * near + (1 - w) * far), one or
+    # three classes; a teacher is not asked when its weight is 0 at every row
+    rng = np.random.default_rng(0)
+    near, far = _Counting(rng.normal(0, 5, shape)), _Counting(rng.normal(0, 5, shape))
+    rows = np.arange(5)[:, None]
+    for d in ([0.0, 3.0, np.inf, 0.0, 250.0], np.zeros(5), np.full(5, np.inf)):
+        d = np.asarray(d)
+        near.asked.clear()
+        far.asked.clear()
+        raw = BlendTeacher(near, far).predict_raw(rows, d)
+        w = np.exp(-d / 30.0)
+        w = w if len(shape) == 1 else w[:, None]
+        assert np.array_equal(raw, w * near.raw + (1 - w) * far.raw)
+        assert near.asked == ([] if np.all(d == np.inf) else list(range(5)))
+        assert far.asked == ([] if np.all(d == 0) else list(range(5)))
+
+
+def test_forest_teacher_on_two_threads_grows_and_predicts_what_one_thread_does():
+    numba = pytest.importorskip("numba")
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("one Numba thread")
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 3)).astype(np.float32)
+    y = (X[:, 0] + X[:, 1] > 0).astype(float) + (X[:, 2] > 1)
+    rows = rng.normal(size=(3 * 8192, 3)).astype(np.float32)   # split among the threads
+    before = numba.get_num_threads()
+    raw = {}
+    try:
+        for threads in (1, 2):
+            numba.set_num_threads(threads)
+            teacher = ForestTeacher(n_estimators=6, random_state=0).fit(X, y, np.ones(400), 3)
+            raw[threads] = teacher.predict_raw(rows)
+    finally:
+        numba.set_num_threads(before)
+    assert raw[1].shape == (3 * 8192, 3)
+    assert np.array_equal(raw[1], raw[2])
 
 
 def test_blend_teacher_class_map_follows_the_distance_to_the_scribbles():
@@ -201,6 +257,7 @@ def test_fit_teacher_blend_and_its_model():
     params = {"random_state": 0, "n_estimators": 5, "min_samples_leaf": 2, "feature_share": [1.0]}
     teacher = fit_teacher(X, y, np.ones(20), params, np.array([0]), "binary", None, kind="blend")
     assert isinstance(teacher.near, Booster) and isinstance(teacher.far, ForestTeacher)
+    assert len(teacher.far.forest_.estimators_) == BLEND_FOREST_TREES == 25
     rows = np.array([[0.0], [19.0]], np.float32)
     assert teacher.predict_raw(rows, np.array([1e9, 1e9])) == pytest.approx(
         teacher.far.predict_raw(rows))

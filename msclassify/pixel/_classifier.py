@@ -179,13 +179,13 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         clicks (EM clicks +0.004, larvae clicks +0.011), for 6-18% more
         training time; not the default because the fly tracks' centroid
         median against SLEAP moves from 2.96 to 3.01 px (target 3).
-        ``"blend"``: both, the boosted teacher near the scribbles and the
-        forest far from them (raw scores mixed with the boosted teacher's
-        weight exp(-d / 30 px), d the distance to the nearest scribble;
-        `msclassify.pixel._forest_teacher.BlendTeacher`): on EM clicks it
-        gains most of the forest's gain and keeps the fly crop's outlines
-        (docs/scribbles.md, section 24). docs/scribbles.md, sections 14, 16
-        and 24. The teacher only labels training pixels: prediction costs the
+        ``"blend"``: both, the boosted teacher near the scribbles and a
+        forest of 25 trees far from them (raw scores mixed with the boosted
+        teacher's weight exp(-d / 30 px), d the distance to the nearest
+        scribble; `msclassify.pixel._forest_teacher.BlendTeacher`): on EM
+        clicks it gains most of the forest's gain and keeps the fly crop's
+        outlines (docs/scribbles.md, sections 24-25). docs/scribbles.md,
+        sections 14, 16, 24 and 25. The teacher only labels training pixels: prediction costs the
         same.
     teacher_estimators : int or None, optional
         Boosting rounds of the boosted teacher (``teacher="boost"``,

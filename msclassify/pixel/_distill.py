@@ -53,7 +53,7 @@ import numpy as np
 from scipy import ndimage as ndi
 
 from ..cegb import most_probable_class, train
-from ._forest_teacher import BlendTeacher, ForestTeacher, MeanTeacher
+from ._forest_teacher import BLEND_FOREST_TREES, BlendTeacher, ForestTeacher, MeanTeacher
 from ._teacher_context import interpolated
 
 __all__ = ["DISTILL_BAND", "EDGE_SHARE", "EDGE_WEIGHT", "SNAP_SHARE", "TEACHERS",
@@ -109,8 +109,8 @@ def fit_teacher(X, y, sample_weight, params, feature_indices, objective, n_class
     `ForestTeacher` (extremely randomised trees, seeded by
     ``params["random_state"]``) on the same rows. ``kind="mean"``: a
     `MeanTeacher` of both (the class of their mean raw score). ``kind="blend"``:
-    a `BlendTeacher` of both (the boosted one near the scribbles, the forest far
-    from them). Rows with zero
+    a `BlendTeacher` of both (the boosted one near the scribbles, a forest of
+    ``BLEND_FOREST_TREES`` trees far from them). Rows with zero
     ``sample_weight`` (cost samples) are left out. ``callback(iteration,
     n_iterations)`` follows the boosting (progress; the forest reports once,
     when it is fitted).
@@ -125,7 +125,8 @@ def fit_teacher(X, y, sample_weight, params, feature_indices, objective, n_class
     if kind == "blend":
         return BlendTeacher(_boosted_teacher(rows, y, weight, params, feature_indices, objective,
                                              n_classes, callback),
-                            _forest_teacher(rows, y, weight, params, n_classes, None))
+                            _forest_teacher(rows, y, weight, params, n_classes, None,
+                                            n_estimators=BLEND_FOREST_TREES))
     if kind == "forest":
         return _forest_teacher(rows, y, weight, params, n_classes, callback)
     return _boosted_teacher(rows, y, weight, params, feature_indices, objective, n_classes,
@@ -140,8 +141,8 @@ def _boosted_teacher(rows, y, weight, params, feature_indices, objective, n_clas
                  callback=callback)
 
 
-def _forest_teacher(rows, y, weight, params, n_classes, callback):
-    teacher = ForestTeacher(random_state=params["random_state"]).fit(
+def _forest_teacher(rows, y, weight, params, n_classes, callback, n_estimators=50):
+    teacher = ForestTeacher(n_estimators, random_state=params["random_state"]).fit(
         rows, y, weight, 2 if n_classes is None else n_classes)
     if callback is not None:
         callback(teacher.n_estimators, teacher.n_estimators)

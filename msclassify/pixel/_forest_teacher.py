@@ -20,13 +20,24 @@ labels training pixels: prediction costs the same.
 
 import numpy as np
 
-__all__ = ["BLEND_DISTANCE", "PROBABILITY_FLOOR", "BlendTeacher", "ForestTeacher", "MeanTeacher"]
+__all__ = ["BLEND_DISTANCE", "BLEND_FOREST_TREES", "PROBABILITY_FLOOR", "BlendTeacher",
+           "ForestTeacher", "MeanTeacher"]
 
 # BlendTeacher: the boosted teacher's weight falls as exp(-d / BLEND_DISTANCE), d in pixels to
 # the nearest scribble (docs/scribbles.md, section 24: 10 and 30 measured).
 BLEND_DISTANCE = 30.0
+# Trees of the blend's forest (docs/scribbles.md, section 25: 25 as accurate as 50).
+BLEND_FOREST_TREES = 25
 # Probabilities are clipped to [floor, 1 - floor] before the log (|log-odds| <= 6.9).
 PROBABILITY_FLOOR = 1e-3
+# ForestTeacher.predict_raw gives a thread at least this many rows.
+_ROWS_PER_THREAD = 8192
+
+
+def _threads():
+    """Numba's threads (``NUMBA_NUM_THREADS``, `numba.set_num_threads`): the forest's too."""
+    import numba
+    return numba.get_num_threads()
 
 
 class ForestTeacher:
@@ -55,16 +66,30 @@ class ForestTeacher:
         self.random_state = random_state
 
     def fit(self, X, y, sample_weight, n_classes):
-        """Fit on rows ``X`` with class indices ``y`` (0 .. ``n_classes`` - 1) and weights."""
+        """Fit on rows ``X`` with class indices ``y`` (0 .. ``n_classes`` - 1) and weights.
+
+        The trees grow on Numba's threads: each tree's seed is drawn first, so
+        they are the trees one thread grows."""
         from sklearn.ensemble import ExtraTreesClassifier
         self.n_classes_ = int(n_classes)
         self.forest_ = ExtraTreesClassifier(
-            n_estimators=self.n_estimators, max_depth=self.max_depth, n_jobs=1,
+            n_estimators=self.n_estimators, max_depth=self.max_depth, n_jobs=_threads(),
             random_state=self.random_state).fit(X, y.astype(np.intp), sample_weight=sample_weight)
+        self.forest_.n_jobs = 1
         return self
 
     def predict_raw(self, X):
-        """Log-odds of class 1, shape (n,) (two classes), or log-probabilities, (n, K)."""
+        """Log-odds of class 1, shape (n,) (two classes), or log-probabilities, (n, K).
+
+        Many rows are split among Numba's threads, each summing its rows' trees
+        in their order: the scores one thread gives."""
+        threads = min(_threads(), X.shape[0] // _ROWS_PER_THREAD)
+        if threads > 1:
+            from concurrent.futures import ThreadPoolExecutor
+            bounds = np.linspace(0, X.shape[0], threads + 1).astype(int)
+            with ThreadPoolExecutor(threads) as pool:
+                return np.concatenate(list(pool.map(
+                    lambda a, b: self.predict_raw(X[a:b]), bounds[:-1], bounds[1:])))
         proba = np.zeros((X.shape[0], self.n_classes_))
         proba[:, self.forest_.classes_] = self.forest_.predict_proba(X)
         proba = np.clip(proba, PROBABILITY_FLOOR, 1 - PROBABILITY_FLOOR)
@@ -116,9 +141,11 @@ class BlendTeacher:
     teacher draws the outlines; where they are sparse (a few clicks in a large
     frame) the forest, which varies less with which pixels were clicked,
     decides (docs/scribbles.md, section 24; 10 px gave the forest too much of
-    the fly clicks' outlines). Without distances (`predict_raw`'s
-    ``distance`` None: the cost samples of ``class_weight="auto"``) it is the
-    boosted teacher.
+    the fly clicks' outlines). A teacher whose weight is 0 at every row is not
+    asked: the forest when all rows are scribbled (``d`` = 0), the boosted one
+    in a frame without scribbles (``d`` = inf). Without distances
+    (`predict_raw`'s ``distance`` None: the cost samples of
+    ``class_weight="auto"``) it is the boosted teacher.
 
     Parameters
     ----------
@@ -130,11 +157,11 @@ class BlendTeacher:
     --------
     >>> class Fixed:
     ...     def __init__(self, raw): self.raw = np.asarray(raw, float)
-    ...     def predict_raw(self, X): return self.raw
+    ...     def predict_raw(self, X): return self.raw[:len(X)]
     >>> teacher = BlendTeacher(Fixed([4.0, 4.0]), Fixed([-2.0, -2.0]), distance=10)
-    >>> teacher.predict_raw(None, np.array([0.0, np.inf])).tolist()
+    >>> teacher.predict_raw(np.zeros((2, 1)), np.array([0.0, np.inf])).tolist()
     [4.0, -2.0]
-    >>> teacher.predict_raw(None).tolist()
+    >>> teacher.predict_raw(np.zeros((2, 1))).tolist()
     [4.0, 4.0]
     """
 
@@ -145,11 +172,15 @@ class BlendTeacher:
 
     def predict_raw(self, X, distance=None):
         """Raw scores at rows ``X`` whose pixels lie ``distance`` px from the nearest scribble."""
-        near = np.asarray(self.near.predict_raw(X), np.float64)
         if distance is None:
-            return near
-        far = np.asarray(self.far.predict_raw(X), np.float64)
+            return np.asarray(self.near.predict_raw(X), np.float64)
         w = np.exp(-np.asarray(distance, np.float64) / self.distance)
-        if near.ndim == 2:
+        # a teacher that weighs 0 at every row is not asked (exact: w * near + (1 - w) * far);
+        # asking each only for its rows copied them and cost more than it saved (section 25)
+        near = np.asarray(self.near.predict_raw(X), np.float64) if w.any() else None
+        far = np.asarray(self.far.predict_raw(X), np.float64) if (w < 1).any() else None
+        if (near if near is not None else far).ndim == 2:
             w = w[:, None]
-        return w * near + (1 - w) * far
+        if far is None:
+            return w * near
+        return (1 - w) * far if near is None else w * near + (1 - w) * far
