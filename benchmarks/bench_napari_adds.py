@@ -37,6 +37,9 @@ from _common import (REPO, cpu_model, napari_checkouts, napari_child, print_tabl
 
 _CHILD = r"""
 import json, os, sys, time
+# the checkout's plugin and core first (PYTHONPATH): the helpers below put this benchmark's own
+# checkout first on sys.path, and without this both arms of --compare ran this one's plugin
+import msclassify, msclassify_napari
 sys.path.insert(0, {benchmarks!r})
 import numpy as np
 import napari
@@ -153,8 +156,11 @@ REFERENCE = "napari: add a Labels layer"
 
 
 def run(checkout, repeats):
-    return napari_child(_CHILD.format(benchmarks=str(REPO / "benchmarks"), repeats=repeats),
-                        checkout)
+    result = napari_child(_CHILD.format(benchmarks=str(REPO / "benchmarks"), repeats=repeats),
+                          checkout)
+    if not Path(result["plugin"]).resolve().is_relative_to(Path(checkout).resolve()):
+        raise RuntimeError(f"the session for {checkout} ran the plugin at {result['plugin']}")
+    return result
 
 
 def _turns(measures):

@@ -70,6 +70,7 @@ MARKS = [
 
 CHILD = r"""
 import cProfile, json, os, sys, time
+import msclassify, msclassify_napari      # the checkout's (PYTHONPATH), before the helpers
 sys.path.insert(0, {benchmarks!r})
 import numpy as np
 import napari
@@ -183,6 +184,7 @@ for repeat in range({repeats}):
         settle(app, 20)
         viewer.layers.selection.active = viewer.layers["scribbles"]
 out["load"] = os.getloadavg()[0]
+out["plugin"] = msclassify_napari.__file__
 print("RESULT " + json.dumps(out))
 """
 
@@ -223,6 +225,9 @@ def main():
     if not lines:
         sys.exit(f"the session failed:\n{done.stderr[-3000:]}")
     out = json.loads(lines[-1][len("RESULT "):])
+    plugin = out.pop("plugin")
+    if not Path(plugin).resolve().is_relative_to(checkout):
+        sys.exit(f"the session ran the plugin at {plugin}, not {checkout}'s")
     print(f"{cpu_model()}; plugin from {checkout}; load {start:.1f} at the start, "
           f"{out.pop('load'):.1f} at the end; {time.strftime('%H:%M UTC', time.gmtime())}")
     summary = []
