@@ -22,7 +22,10 @@ a 10 ms timer on the GUI thread, ``napari_session``) and every gap over 25 ms (t
 Writes benchmarks/results/napari_adds.json and prints a table (medians over rounds and
 repeats; ``of_napari_add``: each stall divided by napari's own add in the same process, so
 that the box's load, which changes between processes, cancels; ``turns`` is the median of
-each gap over 25 ms, in order, over the measures with the most common number of them).
+each gap over 25 ms, in order, over the measures with the most common number of them;
+``longest_turn_cpu_s``: the GUI thread's CPU time in the longest turn, ``max_turn_cpu_s``: in
+its most CPU-costly turn, medians: on a busy machine the work itself, which the wall times
+hide under the waits for a core).
 """
 
 import argparse
@@ -34,6 +37,9 @@ from _common import (REPO, cpu_model, napari_checkouts, napari_child, print_tabl
 
 _CHILD = r"""
 import json, os, sys, time
+# the checkout's plugin and core first (PYTHONPATH): the helpers below put this benchmark's own
+# checkout first on sys.path, and without this both arms of --compare ran this one's plugin
+import msclassify, msclassify_napari
 sys.path.insert(0, {benchmarks!r})
 import numpy as np
 import napari
@@ -67,8 +73,11 @@ def measure(step, action, after=50):
     settle(app, after)
     ticks = np.array(monitor._marked_at + monitor.ticks[monitor._start:])
     gaps = np.diff(ticks)
+    turns = monitor.turns()
     out.setdefault(step, []).append({{"stall_s": float(gaps.max()),
-                                     "turns_s": [float(g) for g in gaps if g > 0.025]}})
+                                     "turns_s": [wall for wall, _ in turns],
+                                     "longest_cpu_s": max(turns)[1] if turns else 0.0,
+                                     "max_cpu_s": max((cpu for _, cpu in turns), default=0.0)}})
 
 
 from msclassify_napari._widget import PixelClassifierWidget   # (as bench_napari: imported first)
@@ -135,7 +144,8 @@ for repeat in range({repeats}):
     settle(app, 20)
 for _ in range({repeats}):
     out.setdefault("bare canvas repaint (floor)", []).append(
-        {{"stall_s": bare_repaint_stall(viewer, monitor), "turns_s": []}})
+        {{"stall_s": bare_repaint_stall(viewer, monitor), "turns_s": [],
+          "longest_cpu_s": 0.0, "max_cpu_s": 0.0}})
 out["load"] = os.getloadavg()[0]
 out["plugin"] = sys.modules["msclassify_napari"].__file__
 print("RESULT " + json.dumps(out))
@@ -146,8 +156,11 @@ REFERENCE = "napari: add a Labels layer"
 
 
 def run(checkout, repeats):
-    return napari_child(_CHILD.format(benchmarks=str(REPO / "benchmarks"), repeats=repeats),
-                        checkout)
+    result = napari_child(_CHILD.format(benchmarks=str(REPO / "benchmarks"), repeats=repeats),
+                          checkout)
+    if not Path(result["plugin"]).resolve().is_relative_to(Path(checkout).resolve()):
+        raise RuntimeError(f"the session for {checkout} ran the plugin at {result['plugin']}")
+    return result
 
 
 def _turns(measures):
@@ -180,7 +193,11 @@ def main():
                          "stall_median_s": statistics.median(stalls),
                          "stall_max_s": max(stalls),
                          "of_napari_add_median": statistics.median(ratios),
-                         "of_napari_add_max": max(ratios), "turns_ms": _turns(measures),
+                         "of_napari_add_max": max(ratios),
+                         "longest_turn_cpu_s": statistics.median(m["longest_cpu_s"]
+                                                                 for m in measures),
+                         "max_turn_cpu_s": statistics.median(m["max_cpu_s"] for m in measures),
+                         "turns_ms": _turns(measures),
                          "load": statistics.median(r["load"] for r in runs[label])})
     print(f"{cpu_model()}; medians")
     print_table(rows, list(rows[0]))

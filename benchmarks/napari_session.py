@@ -36,23 +36,40 @@ class EventLoopMonitor:
     in between (layer updates, imports, slicing) lengthens one gap. A window opened by
     `mark` starts at the mark itself, not at the tick before it: what the test or
     benchmark did on the GUI thread just before (its own measurements, printing) is not
-    the window's stall, while whatever the marked action runs at once is.
+    the window's stall, while whatever the marked action runs at once is. `turns` also gives
+    the GUI thread's CPU time in each long gap (``time.thread_time``): on a busy machine a
+    gap's wall time is mostly waiting for a core, its CPU time is the work done in it.
     """
 
     def __init__(self):
         self.ticks = []
+        self.cpu = []                     # time.thread_time() at each tick
         self._timer = QTimer()
         self._timer.setTimerType(Qt.PreciseTimer)
         self._timer.setInterval(TICK_MS)
-        self._timer.timeout.connect(lambda: self.ticks.append(time.perf_counter()))
+        self._timer.timeout.connect(self._tick)
         self._start = 0
         self._marked_at = []
+        self._marked_cpu = []
         self._timer.start()
+
+    def _tick(self):
+        self.ticks.append(time.perf_counter())
+        self.cpu.append(time.thread_time())
 
     def mark(self):
         """Start a new measuring window, now."""
         self._start = len(self.ticks)
         self._marked_at = [time.perf_counter()]
+        self._marked_cpu = [time.thread_time()]
+
+    def turns(self, longer_than=0.025):
+        """``(wall, cpu)`` seconds of each gap since `mark` longer than ``longer_than`` (wall),
+        in order: the event loop's long turns and the GUI thread's CPU time in each."""
+        n = len(self.ticks)
+        wall = np.diff(self._marked_at + self.ticks[self._start:n])
+        cpu = np.diff(self._marked_cpu + self.cpu[self._start:n])
+        return [(float(w), float(c)) for w, c in zip(wall, cpu) if w > longer_than]
 
     def longest_gap(self):
         """Longest interval between ticks since `mark` (seconds; the first from the mark

@@ -703,6 +703,8 @@ def test_a_layer_add_and_the_window_repaint_come_in_two_turns(make_napari_viewer
         qtbot.wait(100)
         viewer.add_labels(np.zeros((96, 128), np.uint8), name="plain")
         plain = ticks_before_the_paint(inserted[-1])
+        # (the widget takes "plain" as the image's scribbles: its segmentation comes in turns)
+        qtbot.waitUntil(lambda: "frame segmentation" in viewer.layers, timeout=10000)
         qtbot.wait(100)
         count = len(inserted)
         layer = widget.new_scribble_layer()
@@ -722,6 +724,81 @@ def test_a_layer_add_and_the_window_repaint_come_in_two_turns(make_napari_viewer
     stroke(viewer, [(40, 40 + step) for step in range(0, 30, 3)])
     qtbot.wait(50)
     assert (layer.data == 1).sum() > 20
+
+
+def test_new_layers_come_styled_and_placed_and_the_selection_never_leaves_the_scribbles(
+        make_napari_viewer, plugin, flies, qtbot):
+    """Docking and New on a second image (issue 25, item 3): every layer the widget adds is
+    inserted already in the class colours and names and at its place (nothing recoloured or
+    moved after napari's insert); the segmentation layer is inserted with the scribbles left
+    selected: napari's selection, its layer list and its layer controls never switch to it
+    and back. A user's own scribble layer takes the class colours a turn after the dock's
+    build, not in it."""
+    from napari.utils.colormaps import CyclicLabelColormap
+    frames, _, scribbles = flies
+    viewer = make_napari_viewer(show=True)
+    viewer.add_image(frames, name="flies")
+    user_layer = viewer.add_labels(scribbles, name="scribbles",
+                                   metadata={CLASS_NAMES_KEY: {1: "floor", 2: "fly"}})
+    napari_colours = user_layer.colormap.map(np.array([1, 2]))
+    widget = pixel_widget(viewer)
+    # the dock's build turn leaves the user's layer alone; the next turns colour it
+    np.testing.assert_allclose(user_layer.colormap.map(np.array([1, 2])), napari_colours)
+    qtbot.waitUntil(lambda: "flies segmentation" in viewer.layers, timeout=10000)
+    classes = [color_rgb(c) for c in class_colors(user_layer.metadata, [1, 2])]
+    np.testing.assert_allclose(user_layer.colormap.map(np.array([1, 2]))[:, :3], classes)
+    assert list(user_layer.features["class"]) == ["unlabelled", "floor", "fly"]
+    assert user_layer.mode == "paint" and viewer.layers.selection.active.name == "scribbles"
+
+    photo = four_class_photo()[0]
+    viewer.add_image(photo, name="photo", rgb=True)
+    widget.image_combo.setCurrentText("photo")
+    qtbot.wait(100)
+    events, styles = [], {}
+    selection = viewer.layers.selection
+    for name in ("changed", "active", "_current"):
+        getattr(selection.events, name).connect(lambda event, name=name: events.append(name))
+    viewer.layers.events.moved.connect(lambda event: events.append("moved"))
+
+    def inserted(event):
+        layer = event.value
+        styles[layer.name] = (isinstance(layer.colormap, CyclicLabelColormap)
+                              and layer.colormap.map(np.array([1]))[0, :3].tolist(),
+                              list(layer.features.get("class", [])),
+                              [other.name for other in viewer.layers])
+    viewer.layers.events.inserted.connect(inserted)
+    layer = widget.new_scribble_layer()
+    selected_events = list(events)
+    events.clear()
+    qtbot.waitUntil(lambda: "photo segmentation" in viewer.layers, timeout=10000)
+    qtbot.wait(100)
+    # New selects its scribble layer (napari's insert); the segmentation's insert changes
+    # nothing of the selection, and nothing is moved
+    assert "moved" not in selected_events
+    assert events == [], events
+    assert selection.active.name == "photo scribbles" and layer.mode == "paint"
+    view = viewer.window._qt_viewer.layers             # napari's layer list, as drawn
+    rows = view.selectionModel().selectedRows()
+    assert [view.model().data(row) for row in rows] == ["photo scribbles"]
+    controls = viewer.window._qt_viewer.controls
+    assert controls.currentWidget() is controls.widgets[selection.active]
+    # both layers came in the class colours and names, already at their places
+    [first] = [color_rgb(c) for c in class_colors(layer.metadata, [1])]
+    for name, below in (("photo scribbles", "photo"), ("photo segmentation", "photo")):
+        colour, names, order = styles[name]
+        np.testing.assert_allclose(colour, first)
+        assert names == ["unlabelled", "background", "foreground"]
+        assert order.index(name) == order.index(below) + 1, order
+    names = [layer.name for layer in viewer.layers]
+    assert names.index("photo") + 1 == names.index("photo segmentation") \
+        == names.index("photo scribbles") - 1
+    # the brush paints on the scribbles
+    layer.data[...] = 0
+    viewer.scene.camera.center, viewer.scene.camera.zoom = (48, 64), 4
+    stroke(viewer, [(40, 40 + step) for step in range(0, 30, 3)])
+    qtbot.wait(50)
+    assert (layer.data == 1).sum() > 10
+    assert not viewer.layers["photo segmentation"].data.any()
 
 
 def test_semi_supervised_checkbox_trains_a_grbb_model_from_few_scribbles(make_napari_viewer,

@@ -939,3 +939,29 @@ def test_update_or_add_layer_updates_in_place_and_replaces_another_kind_or_dimen
     layer, added = update_or_add_layer(viewer, "tracks", tracks, "tracks")
     moved, added_again = update_or_add_layer(viewer, "tracks", tracks + [0, 0, 1, 1], "tracks")
     assert added and not added_again and moved is layer and moved.data[0, 2] == 2.0
+
+
+def test_update_or_add_layer_places_a_new_layer_and_can_leave_the_selection_alone():
+    from napari.components import ViewerModel
+    from msclassify_napari._layers import update_or_add_layer
+    viewer = ViewerModel()
+    image = viewer.add_image(np.zeros((4, 5)), name="image")
+    scribbles = viewer.add_labels(np.zeros((4, 5), np.uint8), name="scribbles")
+    assert viewer.layers.selection.active is scribbles
+    seen = []
+    for emitter in (viewer.layers.selection.events.changed, viewer.layers.selection.events.active):
+        emitter.connect(lambda event: seen.append(event.type))
+    result, added = update_or_add_layer(viewer, "labels", np.ones((4, 5), np.uint8), "result",
+                                        above=image, keep_selection=True, opacity=0.5)
+    assert added and [layer.name for layer in viewer.layers] == ["image", "result", "scribbles"]
+    assert result.opacity == 0.5 and viewer.layers.selection.active is scribbles
+    assert set(viewer.layers.selection) == {scribbles} and seen == []
+    # without keep_selection (or with nothing selected) napari selects the new layer, as usual
+    other, _ = update_or_add_layer(viewer, "labels", np.ones((4, 5), np.uint8), "other",
+                                   above=image)
+    assert [layer.name for layer in viewer.layers][1] == "other"
+    assert viewer.layers.selection.active is other and seen
+    viewer.layers.selection.clear()
+    last, _ = update_or_add_layer(viewer, "labels", np.ones((4, 5), np.uint8), "last",
+                                  keep_selection=True)
+    assert viewer.layers[-1] is last and viewer.layers.selection.active is last

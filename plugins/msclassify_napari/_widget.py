@@ -553,12 +553,16 @@ class PixelClassifierWidget(QWidget):
             self._report_error(exc)
             return None
         image = self.image_layer
+        metadata = {CLASS_NAMES_KEY: {1: "background", 2: "foreground"}, IMAGE_KEY: image.name}
+        features, colormap = _class_style(metadata)
+        # made in the class colours and names, right above the image's layers: nothing of ours
+        # to redo after napari's insert (`_publish_classes`, `_arrange_layers` find it done)
+        layer = Labels(new_labels(stack), name=f"{image.name} scribbles", scale=image.scale,
+                       translate=image.translate, opacity=1.0, metadata=metadata,
+                       features=features, colormap=colormap)
+        layers = self.viewer.layers
         repaint_next_turn(self)              # napari's add and the window's repaint: two turns
-        layer = self.viewer.add_labels(
-            new_labels(stack), name=f"{image.name} scribbles", scale=image.scale,
-            translate=image.translate, opacity=1.0,
-            metadata={CLASS_NAMES_KEY: {1: "background", 2: "foreground"},
-                      IMAGE_KEY: image.name})
+        layers.insert(layers.index(self._arranged_layers(scribbles=False)[-1]) + 1, layer)
         layer.brush_size = 5
         layer.selected_label = 1
         layer.mode = "paint"
@@ -592,12 +596,17 @@ class PixelClassifierWidget(QWidget):
     def _on_scribble_layer_changed(self, *_):
         layer = self.scribble_layer
         steps = []
-        if layer is not None and layer is not self._scribble_layer:
-            self._keep_selected(layer)            # ready to paint, in a turn of its own:
-            # napari's first brush of a session (its cursor overlay) costs as much as a layer
+        chosen = layer is not None and layer is not self._scribble_layer
+        if chosen:
+            self._keep_selected(layer)
+            # the class colours and names into the layer (napari redraws it: a user's own
+            # scribble layer when the dock is built) in a turn of their own, not the dock's
+            steps.append(lambda: self._publish_classes_of(layer.name))
+            # ready to paint, in a turn of its own: napari's first brush of a session (its
+            # cursor overlay) costs as much as a layer
             steps.append(lambda: self._start_painting(layer.name))
         self._follow_scribbles(layer)
-        self._fill_class_table()
+        self._fill_class_table(publish=not chosen)
         self._frame_status()
         if layer is not None and self.image_layer is not None:
             # the segmentation layer comes with the scribbles, so no job waits for napari to
@@ -606,6 +615,11 @@ class PixelClassifierWidget(QWidget):
             steps.append(self._add_segmentation_layer)
         if steps:
             in_turns(steps, self, now=False)
+
+    def _publish_classes_of(self, name):
+        layer = self.scribble_layer          # (napari hands plugins proxies: compare names)
+        if layer is not None and layer.name == name:
+            self._publish_classes(layer)
 
     def _start_painting(self, name):
         layer = self.scribble_layer          # (napari hands plugins proxies: compare names)
@@ -639,14 +653,17 @@ class PixelClassifierWidget(QWidget):
         if layer.data.ndim == 3:
             create_worker(self.scribbled.rescan, layer.data, _start_thread=True)
 
-    def _add_layer(self, spec, restyle=False):
-        """Update the layer called ``spec.name`` in place, or add it above its image (keeping
-        the selection). ``restyle``: a layer renamed for ``spec`` (another class's probability)
-        takes its colormap and attributes too."""
-        active = self.viewer.layers.selection.active
+    def _add_layer(self, spec, restyle=False, above=None):
+        """Update the layer called ``spec.name`` in place, or add it right above ``above``
+        (default: the image's layers below the scribbles), the selected layer left selected
+        (`insert_unselected`: the brush keeps painting on the scribbles). ``restyle``: a layer
+        renamed for ``spec`` (another class's probability) takes its colormap and attributes
+        too."""
+        if above is None:
+            above = self._arranged_layers(scribbles=False)[-1]
         layer, added = update_or_add_layer(self.viewer, spec.layer_type, spec.data, spec.name,
-                                           parent=self, metadata={OUTPUT_KEY: True},
-                                           **spec.kwargs)
+                                           parent=self, above=above, keep_selection=True,
+                                           metadata={OUTPUT_KEY: True}, **spec.kwargs)
         if added or restyle:
             styles = {"colormap": spec.kwargs["colormap"]} \
                 if restyle and "colormap" in spec.kwargs else {}
@@ -654,21 +671,29 @@ class PixelClassifierWidget(QWidget):
                 setattr(layer, key, value)
         if added:
             self._arrange_layers()
-            self._keep_selected(active)
         return layer
 
-    def _arrange_layers(self):
-        """Put the chosen image's layers right above it, in drawing order: segmentation,
-        probability, uncertainty, cost map, where to label next, scribbles. Another image
-        added later (or moved up) never hides them; the scribbles stay on top of the result."""
+    def _arranged_layers(self, scribbles=True):
+        """The chosen image and its layers in drawing order: the image, segmentation,
+        probability, uncertainty, cost map, where to label next, scribbles (those that exist;
+        the scribbles only with ``scribbles``); ``[None]`` without an image."""
         image = self.image_layer
         if image is None:
-            return
+            return [None]
         layers = self.viewer.layers
         ours = [self._segmentation_layer(), *self._output_layers("probability"),
                 *self._output_layers("uncertainty"), *self._output_layers("cost"),
-                *self._output_layers("hints"), self.scribble_layer]
-        ours = [layer for layer in ours if layer is not None and layer in layers]
+                *self._output_layers("hints"), self.scribble_layer if scribbles else None]
+        return [image] + [layer for layer in ours if layer is not None and layer in layers]
+
+    def _arrange_layers(self):
+        """Put the chosen image's layers right above it, in drawing order (`_arranged_layers`).
+        Another image added later (or moved up) never hides them; the scribbles stay on top
+        of the result."""
+        image, *ours = self._arranged_layers()
+        if image is None:
+            return
+        layers = self.viewer.layers
         below = image
         for layer in ours:
             position = layers.index(below) + 1
@@ -691,12 +716,13 @@ class PixelClassifierWidget(QWidget):
         if segmentation is not None and segmentation.data.shape == stack.labels_shape \
                 and np.iinfo(segmentation.data.dtype).max >= int(np.max(classes)):
             return segmentation
-        image = self.image_layer
-        segmentation = self._add_layer(segmentation_spec(image.name, stack, classes, image.scale,
-                                                         image.translate))
+        image, scribbles = self.image_layer, self.scribble_layer
+        spec = segmentation_spec(image.name, stack, classes, image.scale, image.translate)
+        if scribbles is not None:            # made in the class colours: nothing to publish after
+            features, colormap = _class_style(scribbles.metadata, segmentation=True)
+            spec.kwargs.update(features=features, colormap=colormap)
+        segmentation = self._add_layer(spec, above=image)
         self.predicted_frames.clear()
-        if self.scribble_layer is not None:
-            self._publish_classes(self.scribble_layer)
         return segmentation
 
     def _segmentation_layer(self):
@@ -726,17 +752,14 @@ class PixelClassifierWidget(QWidget):
         self._update_explanation()
 
     # -- classes ---------------------------------------------------------------------------------
-    def _class_values(self, layer):
-        named = [int(value) for key in (CLASS_NAMES_KEY, CLASS_COLORS_KEY)
-                 for value in layer.metadata.get(key, {})]
-        return list(range(1, max([2, *named]) + 1))
-
-    def _fill_class_table(self):
+    def _fill_class_table(self, publish=True):
+        """The scribble layer's classes in the table (and, with ``publish``, in the layers:
+        `_publish_classes`)."""
         layer = self.scribble_layer
         self.class_table.blockSignals(True)
         self.class_table.setRowCount(0)
         if layer is not None:
-            values = self._class_values(layer)
+            values = _class_values(layer.metadata)
             names = class_names(layer.metadata, values)
             colors = class_colors(layer.metadata, values)
             for row, (value, name, color) in enumerate(zip(values, names, colors)):
@@ -748,27 +771,23 @@ class PixelClassifierWidget(QWidget):
                 label_item.setToolTip("Double-click to choose this class's colour")
                 self.class_table.setItem(row, 0, label_item)
                 self.class_table.setItem(row, 1, QTableWidgetItem(name))
-            self._publish_classes(layer)
+            if publish:
+                self._publish_classes(layer)
         self.class_table.blockSignals(False)
 
     def _publish_classes(self, layer):
         """Name the classes in napari's status bar; colour the scribbles and the segmentation
-        with the class colours.
-
-        In the segmentation, a class named "background" is transparent so the
-        objects stand out over the image.
-        """
-        values = self._class_values(layer)
-        names = class_names(layer.metadata, values)
-        colors = class_colors(layer.metadata, values)
-        table = pd.DataFrame({"index": [0, *values], "class": ["unlabelled", *names]})
-        layer.features = table
-        _set_class_colormap(layer, colors)
-        segmentation = self._segmentation_layer()
-        if segmentation is not None:
-            segmentation.features = table
-            _set_class_colormap(segmentation, colors,
-                                ["background" in name.lower() for name in names])
+        with the class colours (`_class_style`; what is so already is left alone: napari
+        redraws a layer whose features or colormap are set)."""
+        targets = [(layer, False), (self._segmentation_layer(), True)]
+        for target, segmentation in targets:
+            if target is None:
+                continue
+            features, colormap = _class_style(layer.metadata, segmentation)
+            if not target.features.equals(features):
+                target.features = features
+            if not _same_colormap(target.colormap, colormap):
+                target.colormap = colormap
 
     def _on_class_name_edited(self, item):
         layer = self.scribble_layer
@@ -812,7 +831,7 @@ class PixelClassifierWidget(QWidget):
         layer = self.scribble_layer
         if layer is None:
             return
-        value = len(self._class_values(layer)) + 1
+        value = len(_class_values(layer.metadata)) + 1
         names = {int(k): v for k, v in layer.metadata.get(CLASS_NAMES_KEY, {}).items()}
         names[value] = f"class {value}"
         layer.metadata[CLASS_NAMES_KEY] = names
@@ -1434,24 +1453,45 @@ def _show_colorbar(layer):
         layer.name_overlay.visible = True
 
 
-def _set_colormap(layer, rgba):
-    """Colour label v of ``layer`` with ``rgba[v]`` (0: ``rgba[0]``; larger values cycle
-    through ``rgba[1:]``), unless it already is.
+def _label_colormap(rgba):
+    """Label v coloured ``rgba[v]`` (0: ``rgba[0]``; larger values cycle through ``rgba[1:]``).
 
     A cyclic colormap: napari maps it with a Numba kernel compiled once and cached on disk. A
     direct colormap's kernel was compiled again in every session (3-10 s of the GUI thread the
     first time the segmentation was coloured, e.g. on "New" scribbles; bench_napari.py)."""
-    rgba = np.asarray(rgba, np.float32)
-    current = layer.colormap
-    if isinstance(current, CyclicLabelColormap) and current.background_value == 0 \
-            and np.shape(current.colors) == rgba.shape and np.allclose(current.colors, rgba):
-        return
-    layer.colormap = CyclicLabelColormap(colors=rgba, background_value=0)
+    return CyclicLabelColormap(colors=np.asarray(rgba, np.float32), background_value=0)
 
 
-def _set_class_colormap(layer, colors, transparent=None):
-    """Colour label v with class colour ``colors[v - 1]`` (``"#rrggbb"``), 0 and the classes
-    flagged in ``transparent`` not drawn."""
-    transparent = transparent or [False] * len(colors)
-    _set_colormap(layer, [[0, 0, 0, 0]] + [[*color_rgb(color), 0.0 if hidden else 1.0]
-                                            for color, hidden in zip(colors, transparent)])
+def _same_colormap(current, colormap):
+    return isinstance(current, CyclicLabelColormap) and current.background_value == 0 \
+        and np.shape(current.colors) == np.shape(colormap.colors) \
+        and np.allclose(current.colors, colormap.colors)
+
+
+def _set_colormap(layer, rgba):
+    """Colour ``layer`` with `_label_colormap` ``(rgba)``, unless it already is."""
+    colormap = _label_colormap(rgba)
+    if not _same_colormap(layer.colormap, colormap):
+        layer.colormap = colormap
+
+
+def _class_values(metadata):
+    """The class values of a scribble layer with ``metadata``: 1, 2 and every one named or
+    coloured."""
+    named = [int(value) for key in (CLASS_NAMES_KEY, CLASS_COLORS_KEY)
+             for value in metadata.get(key, {})]
+    return list(range(1, max([2, *named]) + 1))
+
+
+def _class_style(metadata, segmentation=False):
+    """``(features, colormap)`` of a scribble layer with ``metadata``: the class names for
+    napari's status bar (a table of label value and class) and the class colours, 0 not
+    drawn; with ``segmentation``, of its segmentation, where the classes named "background"
+    are not drawn either, so the objects stand out over the image."""
+    values = _class_values(metadata)
+    names = class_names(metadata, values)
+    colors = class_colors(metadata, values)
+    features = pd.DataFrame({"index": [0, *values], "class": ["unlabelled", *names]})
+    hidden = ["background" in name.lower() if segmentation else False for name in names]
+    return features, _label_colormap([[0, 0, 0, 0]] + [
+        [*color_rgb(color), 0.0 if off else 1.0] for color, off in zip(colors, hidden)])
