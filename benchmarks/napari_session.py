@@ -13,6 +13,7 @@ Shared by ``benchmarks/bench_napari.py`` (numbers) and ``tests/test_napari_plugi
   every stall on this machine.
 * `cpu_slowdown` measures how much slower CPU work runs now than alone on a core.
 * `settle` lets the event loop run for ``n`` rounds of 10 ms.
+* `fly_stack_window` opens the window ``bench_napari_adds.py`` and ``study_dock_turns.py`` time.
 """
 
 import time
@@ -23,6 +24,7 @@ from qtpy.QtGui import QMouseEvent
 from qtpy.QtWidgets import QApplication
 
 __all__ = ["CanvasPaints", "EventLoopMonitor", "bare_repaint_stall", "canvas_position",
+           "fly_stack_window",
            "canvas_widget", "cpu_slowdown", "move", "press", "release", "settle", "stroke",
            "wait_until"]
 
@@ -213,3 +215,21 @@ def cpu_slowdown(seconds=0.05):
     while time.thread_time() - cpu < seconds:
         total += sum(range(1000))
     return (time.perf_counter() - wall) / (time.thread_time() - cpu)
+
+
+def fly_stack_window():
+    """A shown napari viewer (1500x1050) with 10 real fly frames of 1024² (``flies``) and their
+    scribble layer (``scribbles``: frame 0's training labels); returns the viewer and the
+    frames. Needs ``benchmarks/`` on ``sys.path`` and the shared data."""
+    import napari
+    from _real_data import load_fly_masks_dev
+
+    data = load_fly_masks_dev(test_limit=1)
+    frames = np.stack(data["train_images"])
+    scribbles = np.zeros(frames.shape, np.uint8)
+    scribbles[0] = data["train_labels"][0]
+    viewer = napari.Viewer(show=True)
+    viewer.window._qt_window.resize(1500, 1050)
+    viewer.add_image(frames, name="flies")
+    viewer.add_labels(scribbles, name="scribbles")
+    return viewer, frames

@@ -73,23 +73,14 @@ import cProfile, json, os, sys, time
 import msclassify, msclassify_napari      # the checkout's (PYTHONPATH), before the helpers
 sys.path.insert(0, {benchmarks!r})
 import numpy as np
-import napari
 from qtpy.QtWidgets import QApplication
-from napari_session import EventLoopMonitor, settle, wait_until
-from _real_data import load_fly_masks_dev
+from napari_session import EventLoopMonitor, fly_stack_window, settle, wait_until
 from bench_napari import larvae_photo
 from study_dock_turns import breakdown
 
-data = load_fly_masks_dev(test_limit=1)
-frames = np.stack(data["train_images"])
-scribbles = np.zeros(frames.shape, np.uint8)
-scribbles[0] = data["train_labels"][0]
-viewer = napari.Viewer(show=True)
+viewer, frames = fly_stack_window()
 window = viewer.window._qt_window
-window.resize(1500, 1050)
 app = QApplication.instance()
-viewer.add_image(frames, name="flies")
-viewer.add_labels(scribbles, name="scribbles")
 monitor = EventLoopMonitor()
 settle(app, 30)
 profiles = []
