@@ -82,22 +82,13 @@ BACKGROUND, FLY = 1, 2
 
 
 def make_session():
-    import napari
     from qtpy.QtWidgets import QApplication
-    from _real_data import load_fly_masks_dev
     from msclassify_napari._controller import CLASS_NAMES_KEY
     from msclassify_napari._widget import PixelClassifierWidget
+    from napari_session import EventLoopMonitor, fly_stack_window
 
-    data = load_fly_masks_dev(test_limit=1)
-    frames = np.stack(data["train_images"])
-    scribbles = np.zeros(frames.shape, np.uint8)
-    scribbles[0] = data["train_labels"][0]
-    viewer = napari.Viewer(show=True)
-    viewer.window._qt_window.resize(1500, 1050)
-    viewer.add_image(frames, name="flies")
-    layer = viewer.add_labels(scribbles, name="scribbles", metadata={
-        CLASS_NAMES_KEY: {BACKGROUND: "background", FLY: "fly"}})
-    from napari_session import EventLoopMonitor
+    viewer, frames = fly_stack_window({CLASS_NAMES_KEY: {BACKGROUND: "background", FLY: "fly"}})
+    layer = viewer.layers["scribbles"]
     monitor = EventLoopMonitor()
     _settle(QApplication.instance(), 30)
     monitor.mark()

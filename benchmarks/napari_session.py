@@ -217,10 +217,11 @@ def cpu_slowdown(seconds=0.05):
     return (time.perf_counter() - wall) / (time.thread_time() - cpu)
 
 
-def fly_stack_window():
+def fly_stack_window(scribble_metadata=None):
     """A shown napari viewer (1500x1050) with 10 real fly frames of 1024² (``flies``) and their
-    scribble layer (``scribbles``: frame 0's training labels); returns the viewer and the
-    frames. Needs ``benchmarks/`` on ``sys.path`` and the shared data."""
+    scribble layer (``scribbles``: frame 0's training labels, with ``scribble_metadata``);
+    returns the viewer and the frames. Needs ``benchmarks/`` on ``sys.path`` and the shared
+    data."""
     import napari
     from _real_data import load_fly_masks_dev
 
@@ -231,5 +232,5 @@ def fly_stack_window():
     viewer = napari.Viewer(show=True)
     viewer.window._qt_window.resize(1500, 1050)
     viewer.add_image(frames, name="flies")
-    viewer.add_labels(scribbles, name="scribbles")
+    viewer.add_labels(scribbles, name="scribbles", metadata=scribble_metadata or {})
     return viewer, frames
