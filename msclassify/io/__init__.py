@@ -75,14 +75,7 @@ _EXPORTS = {
     "ZarrWriter": "._zarr",
 }
 
-__all__ = ["IMAGE_EXTENSIONS", "TIFF_EXTENSIONS", "VIDEO_EXTENSIONS", "BaseWriter",
-           "ChunkedHDF5Writer", "ChunkedLabelWriter", "ChunkedTiffWriter", "ChunkedWriter",
-           "FrameReadError", "FrameReadWarning", "FrameSource", "FrameWriteError", "FrameWriter",
-           "LazyImage", "LazyVolume", "TiffFolderWriter", "TiffStackWriter", "VolumeData",
-           "ZarrWriter", "check_axes", "check_not_an_input", "is_large_image", "label_colours",
-           "match_frames", "natural_sort_key", "ngff_spacing", "open_chunk_writer", "open_frames",
-           "open_image", "open_volume", "open_writer", "read_label_stack", "read_training_frames",
-           "read_volume", "recorded_z_axis", "tiff_spacing", "write_atomically", "write_volume"]
+__all__ = sorted(_EXPORTS)
 
 
 def __getattr__(name):
