@@ -53,7 +53,8 @@ import numpy as np
 from scipy import ndimage as ndi
 
 from ..cegb import most_probable_class, train
-from ._forest_teacher import BLEND_FOREST_TREES, BlendTeacher, ForestTeacher, MeanTeacher
+from ._forest_teacher import (BLEND_FOREST_TREES, FOREST_TREES, BlendTeacher, ForestTeacher,
+                              MeanTeacher)
 from ._teacher_context import interpolated
 
 __all__ = ["DISTILL_BAND", "EDGE_SHARE", "EDGE_WEIGHT", "SNAP_SHARE", "TEACHERS",
@@ -141,7 +142,7 @@ def _boosted_teacher(rows, y, weight, params, feature_indices, objective, n_clas
                  callback=callback)
 
 
-def _forest_teacher(rows, y, weight, params, n_classes, callback, n_estimators=50):
+def _forest_teacher(rows, y, weight, params, n_classes, callback, n_estimators=FOREST_TREES):
     teacher = ForestTeacher(n_estimators, random_state=params["random_state"]).fit(
         rows, y, weight, 2 if n_classes is None else n_classes)
     if callback is not None:

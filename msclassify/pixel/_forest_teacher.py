@@ -20,13 +20,15 @@ labels training pixels: prediction costs the same.
 
 import numpy as np
 
-__all__ = ["BLEND_DISTANCE", "BLEND_FOREST_TREES", "PROBABILITY_FLOOR", "BlendTeacher",
-           "ForestTeacher", "MeanTeacher"]
+__all__ = ["BLEND_DISTANCE", "BLEND_FOREST_TREES", "FOREST_TREES", "PROBABILITY_FLOOR",
+           "BlendTeacher", "ForestTeacher", "MeanTeacher"]
 
 # BlendTeacher: the boosted teacher's weight falls as exp(-d / BLEND_DISTANCE), d in pixels to
 # the nearest scribble (docs/scribbles.md, section 24: 10 and 30 measured).
 BLEND_DISTANCE = 30.0
-# Trees of the blend's forest (docs/scribbles.md, section 25: 25 as accurate as 50).
+# Trees of a forest teacher (teacher="forest", "mean"), and of the blend's forest
+# (docs/scribbles.md, section 25: 25 as accurate as 50).
+FOREST_TREES = 50
 BLEND_FOREST_TREES = 25
 # Probabilities are clipped to [floor, 1 - floor] before the log (|log-odds| <= 6.9).
 PROBABILITY_FLOOR = 1e-3
@@ -60,7 +62,7 @@ class ForestTeacher:
     True
     """
 
-    def __init__(self, n_estimators=50, max_depth=10, random_state=None):
+    def __init__(self, n_estimators=FOREST_TREES, max_depth=10, random_state=None):
         self.n_estimators = n_estimators
         self.max_depth = max_depth
         self.random_state = random_state
