@@ -225,6 +225,10 @@ def test_teacher_rounds_fall_with_the_classes_unless_given():
     assert [distill.teacher_rounds(50, k) for k in (3, 4, 5, 8)] == [33, 25, 20, 12]
     assert distill.teacher_rounds(1, 8) == 1
     assert distill.teacher_rounds(50, 4, 50) == 50 and distill.teacher_rounds(50, 2, 7) == 7
+    # a volume: half of that, at least 1; given rounds stay as given
+    assert [distill.teacher_rounds(50, k, volume=True) for k in (2, 3, 4)] == [25, 16, 12]
+    assert distill.teacher_rounds(1, 2, volume=True) == 1
+    assert distill.teacher_rounds(50, 2, 7, volume=True) == 7
 
 
 def _teacher_steps(clf, image, labels):
@@ -258,3 +262,20 @@ def test_many_classes_fit_a_teacher_of_fewer_rounds_and_two_classes_the_same_mod
     np.testing.assert_array_equal(same[0], same[1])
     with pytest.raises(ValueError, match="teacher_estimators"):
         PixelClassifier(teacher_estimators=0).fit(image, labels)
+
+
+def test_a_volume_fits_a_teacher_of_half_the_rounds_and_given_rounds_are_the_old_model():
+    rng = np.random.default_rng(0)
+    volume = np.zeros((6, 24, 24))
+    volume[:, :, 12:] = 1                                    # two halves, 2 classes
+    volume += rng.normal(0, 0.2, volume.shape)
+    labels = np.zeros(volume.shape, np.uint8)
+    labels[[1, 4], 4:20:3, 2:8] = 1
+    labels[[1, 4], 4:20:3, 16:22] = 2
+    common = dict(n_estimators=8, class_weight=None, random_state=0, spacing=(1, 1, 1))
+    assert _teacher_steps(PixelClassifier(**common), volume, labels) == 4
+    assert _teacher_steps(PixelClassifier(teacher_estimators=8, **common), volume, labels) == 8
+    # the same scribbles as 2D frames (no spacing): the model's rounds
+    flat = dict(common, spacing=None)
+    assert _teacher_steps(PixelClassifier(**flat), list(volume[[1, 4]]),
+                          list(labels[[1, 4]])) == 8

@@ -195,7 +195,11 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         class, and on 4-class scribbles of real frames half the rounds gave
         models as accurate within the draws' noise (mean differences −0.001 to
         +0.003, paired per draw) for 11-20 % less training CPU
-        (docs/scribbles.md, section 18).
+        (docs/scribbles.md, section 18). A volume's teacher (``spacing``
+        given) grows half of that: it labels the slices nobody scribbled, and
+        with fewer rounds it draws fewer contacts between nuclei of
+        different z-layers there (docs/volumes.md, *A volume's teacher of half
+        the rounds*).
     teacher_context : bool or "snap", optional
         False (default): the teacher sees the bank's full-resolution features
         (sigma <= 3.5 px). True: also the bank's level-1 and level-2 gauss,
@@ -497,7 +501,8 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         class_weight = self._check_class_weight()
         # with "auto" weights the teacher may be fit twice: its stage counts both fits
         teacher_fits = 2 if class_weight == "auto" else 1
-        n_teacher = teacher_rounds(self.n_estimators, classes.size, self.teacher_estimators)
+        n_teacher = teacher_rounds(self.n_estimators, classes.size, self.teacher_estimators,
+                                   volume=spacing is not None)
         tracker = self._progress_tracker(progress, pairs, bank, n_channels, n_cost_samples,
                                          teacher_features, classes.size if multi else 1,
                                          cost_tradeoff == "auto", teacher_fits, n_teacher)

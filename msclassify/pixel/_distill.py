@@ -80,7 +80,7 @@ SNAP_SHARE = 0.25
 _POINT_BLOCK = 1 << 16
 
 
-def teacher_rounds(n_estimators, n_classes, teacher_estimators=None):
+def teacher_rounds(n_estimators, n_classes, teacher_estimators=None, volume=False):
     """Boosting rounds of the distillation teacher.
 
     ``teacher_estimators`` when given; else ``n_estimators`` with two classes and
@@ -88,16 +88,24 @@ def teacher_rounds(n_estimators, n_classes, teacher_estimators=None):
     one tree per class: with many classes the teacher, fitted on the scribbles
     alone, stops earlier (on 4-class scribbles of real frames half the rounds
     scored as well within the draws' noise; docs/scribbles.md, section 18).
+    A ``volume``'s teacher grows half of that (at least 1): fitted on the
+    scribbled slices, it labels the volume's other slices too, where its class
+    map extrapolates across z, and a teacher of fewer rounds draws fewer
+    contacts between objects there (docs/volumes.md, *A volume's teacher of
+    half the rounds*).
 
     >>> [teacher_rounds(50, 2), teacher_rounds(50, 4), teacher_rounds(50, 3)]
     [50, 25, 33]
-    >>> teacher_rounds(50, 4, teacher_estimators=50)
+    >>> [teacher_rounds(50, 2, volume=True), teacher_rounds(50, 4, volume=True)]
+    [25, 12]
+    >>> teacher_rounds(50, 4, teacher_estimators=50, volume=True)
     50
     """
     if teacher_estimators is not None:
         return int(teacher_estimators)
     n_estimators = int(n_estimators)
-    return n_estimators if n_classes <= 2 else max(1, round(2 * n_estimators / n_classes))
+    rounds = n_estimators if n_classes <= 2 else max(1, round(2 * n_estimators / n_classes))
+    return max(1, round(rounds / 2)) if volume else rounds
 
 
 def fit_teacher(X, y, sample_weight, params, feature_indices, objective, n_classes,
