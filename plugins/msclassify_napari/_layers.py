@@ -4,10 +4,12 @@ Updating in place keeps the user's display settings (opacity, visibility, positi
 layer list) and costs napari far less than removing and adding a layer: adding one takes
 0.1-0.5 s of the GUI thread, removing one 0.1-0.5 s more (napari runs ``gc.collect()`` on each
 removal), replacing a Labels layer's data by one of another shape about what one bare repaint
-does (`benchmarks/study_layer_add.py`). No split of napari's add into several event-loop turns
-(added hidden and shown a turn later, the layer object built a turn before, a 1-pixel
-placeholder) brings its longest turn down by more than the noise (the same study): the
-docks add each layer in a turn of its own (`in_turns`) and otherwise update layers in place.
+does (`benchmarks/study_layer_add.py`). No split of napari's insert itself into several
+event-loop turns (added hidden and shown a turn later, a 1-pixel placeholder) brings its
+longest turn down by more than the noise (the same study): the docks add each layer in a turn
+of its own (`in_turns`), its layer object made a turn before where they can (`make_layer`:
+``Labels.__init__``, 12-44 ms under cProfile, out of the insert's turn), and otherwise update
+layers in place.
 
 What does split an add is holding the window's repaint: napari's insert (its Python: the
 layer's visual and overlays, the Qt layer controls) and Qt repainting the window after it
