@@ -71,6 +71,8 @@ IMAGE_KEY = "msclassify_image"
 CLASS_ROWS = 5
 # "Segment this frame" from anywhere in the napari window.
 SEGMENT_SHORTCUT = "Shift+S"
+# Seconds from the dock's build, or its last layer step, to loading the first fit's kernels.
+PRELOAD_DELAY_S = 1.0
 # Training progress is drawn at most this often: a progress bar repaints at once.
 PROGRESS_INTERVAL_S = 0.1
 
@@ -229,6 +231,7 @@ class PixelClassifierWidget(QWidget):
         # fit_started, fit_done, predict_started, predict_done (worker thread), delivered (the
         # prediction reached the GUI thread), layer_updated, shown (Result panel too)
         self.timeline = {}
+        self._preload_pending = True      # until the kernels' load is scheduled (`__init__`)
 
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
@@ -240,11 +243,15 @@ class PixelClassifierWidget(QWidget):
 
         self._build_ui()
         self._connect_viewer()
+        # the first fit's Numba kernels load in a thread with the garbage collector paused,
+        # PRELOAD_DELAY_S after the dock's last step (`_on_scribble_layer_changed`: its turns
+        # can take longer than that), or after the dock's build: at once, it shared the GIL
+        # with the dock's layer adds (0.30-0.33 s stalls against 0.19-0.24 s without it, load
+        # 3-4)
         self._refresh_layer_choices()
-        # the first fit's Numba kernels load in a thread with the garbage collector paused, 1 s
-        # later: at once, it shared the GIL with the dock's layer adds (0.30-0.33 s stalls
-        # against 0.19-0.24 s without it, load 3-4)
-        preload_in_background(delay=1.0)
+        if self._preload_pending:
+            self._preload_pending = False
+            preload_in_background(delay=PRELOAD_DELAY_S)
 
     # -- construction ----------------------------------------------------------------------------
     def _build_ui(self):
@@ -620,6 +627,9 @@ class PixelClassifierWidget(QWidget):
             made = []
             steps.append(lambda: made.append(self._make_segmentation_layer()))
             steps.append(lambda: self._add_segmentation_layer(*made))
+        if steps and self._preload_pending:          # (the dock's build: `__init__`)
+            self._preload_pending = False
+            steps.append(lambda: preload_in_background(delay=PRELOAD_DELAY_S))
         if steps:
             in_turns(steps, self, now=False)
 
