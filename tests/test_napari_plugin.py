@@ -947,3 +947,30 @@ def test_docked_from_the_menu_the_widget_sets_its_scribbles_up_once(make_napari_
     assert layer.mode == "pan_zoom"
     assert viewer.layers.selection.active.name == "frame"
     assert widget.scribble_combo.currentText() == layer.name
+
+
+def test_the_kernels_load_after_the_docks_layer_steps(make_napari_viewer, plugin, qtbot,
+                                                      monkeypatch):
+    """The first fit's kernels load in a thread that shares the GIL: it is scheduled after the
+    dock's last layer step (the segmentation's insert), not from the dock's build, whose turns
+    can take longer than its delay; without an image, from the build."""
+    from msclassify_napari import _widget as widget_module
+    calls = []
+    monkeypatch.setattr(widget_module, "preload_in_background",
+                        lambda delay: calls.append(("preload", delay)))
+    viewer = make_napari_viewer(show=True)
+    viewer.layers.events.inserted.connect(lambda event: calls.append(("inserted",
+                                                                      event.value.name)))
+    widget = pixel_widget(viewer)                       # nothing to segment: at once
+    assert calls == [("preload", widget_module.PRELOAD_DELAY_S)]
+    calls.clear()
+    viewer.add_image(np.full((96, 128), 40, np.uint8), name="frame")
+    viewer.add_labels(np.zeros((96, 128), np.uint8), name="scribbles")
+    viewer.window.remove_dock_widget("all")
+    calls.clear()
+    pixel_widget(viewer)
+    assert calls == []
+    qtbot.waitUntil(lambda: len(calls) == 2, timeout=10000)
+    qtbot.wait(200)
+    assert calls == [("inserted", "frame segmentation"),
+                     ("preload", widget_module.PRELOAD_DELAY_S)]
