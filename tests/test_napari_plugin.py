@@ -961,7 +961,7 @@ def test_the_kernels_load_after_the_docks_layer_steps(make_napari_viewer, plugin
     viewer = make_napari_viewer(show=True)
     viewer.layers.events.inserted.connect(lambda event: calls.append(("inserted",
                                                                       event.value.name)))
-    widget = pixel_widget(viewer)                       # nothing to segment: at once
+    pixel_widget(viewer)                                # nothing to segment: at once
     assert calls == [("preload", widget_module.PRELOAD_DELAY_S)]
     calls.clear()
     viewer.add_image(np.full((96, 128), 40, np.uint8), name="frame")
