@@ -958,16 +958,14 @@ def test_the_kernels_load_after_the_docks_layer_steps(make_napari_viewer, plugin
     calls = []
     monkeypatch.setattr(widget_module, "preload_in_background",
                         lambda delay: calls.append(("preload", delay)))
-    viewer = make_napari_viewer(show=True)
-    viewer.layers.events.inserted.connect(lambda event: calls.append(("inserted",
-                                                                      event.value.name)))
-    pixel_widget(viewer)                                # nothing to segment: at once
+    pixel_widget(make_napari_viewer(show=True))         # nothing to segment: at once
     assert calls == [("preload", widget_module.PRELOAD_DELAY_S)]
     calls.clear()
+    viewer = make_napari_viewer(show=True)
     viewer.add_image(np.full((96, 128), 40, np.uint8), name="frame")
     viewer.add_labels(np.zeros((96, 128), np.uint8), name="scribbles")
-    viewer.window.remove_dock_widget("all")
-    calls.clear()
+    viewer.layers.events.inserted.connect(lambda event: calls.append(("inserted",
+                                                                      event.value.name)))
     pixel_widget(viewer)
     assert calls == []
     qtbot.waitUntil(lambda: len(calls) == 2, timeout=10000)
