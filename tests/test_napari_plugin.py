@@ -712,6 +712,9 @@ def test_a_layer_add_and_the_window_repaint_come_in_two_turns(make_napari_viewer
                         and len(inserted) == count + 1 and paints.first_after(inserted[-1]),
                         timeout=5000)
         ours = ticks_before_the_paint(inserted[count])
+        # selected and in paint mode in a later turn (its repaint held to the one after)
+        qtbot.waitUntil(lambda: viewer.layers.selection.active.name == layer.name
+                        and layer.mode == "paint", timeout=5000)
         qtbot.wait(100)
     finally:
         timer.stop()
@@ -719,22 +722,24 @@ def test_a_layer_add_and_the_window_repaint_come_in_two_turns(make_napari_viewer
     assert plain == 0                           # napari alone: insert and repaint in one go
     assert ours >= 1, (ours, plain)             # ours: the window answered in between
     assert widget.window().updatesEnabled()
-    active = viewer.layers.selection.active              # (napari hands plugins proxies)
-    assert active.name == layer.name and active.mode == "paint"
     stroke(viewer, [(40, 40 + step) for step in range(0, 30, 3)])
     qtbot.wait(50)
     assert (layer.data == 1).sum() > 20
 
 
 def test_new_layers_come_styled_and_placed_and_the_selection_never_leaves_the_scribbles(
-        make_napari_viewer, plugin, flies, qtbot):
+        make_napari_viewer, plugin, flies, qtbot, monkeypatch):
     """Docking and New on a second image (issue 25, item 3): every layer the widget adds is
     inserted already in the class colours and names and at its place (nothing recoloured or
-    moved after napari's insert); the segmentation layer is inserted with the scribbles left
+    moved after napari's insert); New's scribbles are inserted unselected and selected, in
+    paint mode, a turn later; the segmentation layer is inserted with the scribbles left
     selected: napari's selection, its layer list and its layer controls never switch to it
     and back. A user's own scribble layer takes the class colours a turn after the dock's
     build, not in it."""
     from napari.utils.colormaps import CyclicLabelColormap
+
+    from msclassify_napari import _widget as widget_module
+    from msclassify_napari._layers import make_layer
     frames, _, scribbles = flies
     viewer = make_napari_viewer(show=True)
     viewer.add_image(frames, name="flies")
@@ -756,9 +761,14 @@ def test_new_layers_come_styled_and_placed_and_the_selection_never_leaves_the_sc
     qtbot.wait(100)
     events, styles = [], {}
     selection = viewer.layers.selection
-    for name in ("changed", "active", "_current"):
-        getattr(selection.events, name).connect(lambda event, name=name: events.append(name))
-    viewer.layers.events.moved.connect(lambda event: events.append("moved"))
+    for name in ("changed", "active", "_current"):      # (the layer selected at each event)
+        getattr(selection.events, name).connect(lambda event, name=name: events.append(
+            (name, getattr(selection.active, "name", None))))
+    viewer.layers.events.moved.connect(lambda event: events.append(("moved", None)))
+    made = []                       # layer objects made a turn before napari's insert
+    monkeypatch.setattr(widget_module, "make_layer",
+                        lambda *args, **kwargs: made.append(make_layer(*args, **kwargs))
+                        or made[-1])
 
     def inserted(event):
         layer = event.value
@@ -772,10 +782,15 @@ def test_new_layers_come_styled_and_placed_and_the_selection_never_leaves_the_sc
     events.clear()
     qtbot.waitUntil(lambda: "photo segmentation" in viewer.layers, timeout=10000)
     qtbot.wait(100)
-    # New selects its scribble layer (napari's insert); the segmentation's insert changes
-    # nothing of the selection, and nothing is moved
-    assert "moved" not in selected_events
-    assert events == [], events
+    # New's insert leaves the selection alone, and moves nothing; the selection then goes to
+    # the scribbles (in a turn of its own, with paint mode) and nowhere else: the
+    # segmentation's insert changes nothing of it
+    assert selected_events == [], selected_events
+    # (napari's setter of the active layer passes through None)
+    assert events and {name for _, name in events} == {None, "photo scribbles"}, events
+    assert "moved" not in [kind for kind, _ in events]
+    assert [layer.name for layer in made] == ["photo segmentation"]
+    assert made[0] is viewer.layers["photo segmentation"]
     assert selection.active.name == "photo scribbles" and layer.mode == "paint"
     view = viewer.window._qt_viewer.layers             # napari's layer list, as drawn
     rows = view.selectionModel().selectedRows()
@@ -906,3 +921,54 @@ def test_tabular_widget_plots_cost_against_precision(make_napari_viewer, plugin,
         widget.run()
     assert "holds 30 costs but" in widget.status_label.text()
     assert "has 12 features" in widget.status_label.text()
+
+
+def test_docked_from_the_menu_the_widget_sets_its_scribbles_up_once(make_napari_viewer, plugin,
+                                                                   qtbot):
+    """napari hands a widget docked from its menu a proxy of the viewer, and a new proxy of a
+    layer at each access: the widget must still know its scribble layer when other layers
+    come, go or move, and not take it as newly chosen (which gave the selection back to it and
+    put it in paint mode again, and made another segmentation layer object, each time)."""
+    viewer = make_napari_viewer(show=True)
+    viewer.add_image(np.full((96, 128), 40, np.uint8), name="frame")
+    widget = pixel_widget(viewer)
+    layer = widget.new_scribble_layer()
+    qtbot.waitUntil(lambda: "frame segmentation" in viewer.layers and layer.mode == "paint",
+                    timeout=10000)
+    qtbot.wait(200)
+    # the user pans on the scribbles, selects the image, moves and adds layers
+    layer.mode = "pan_zoom"
+    viewer.layers.selection.active = viewer.layers["frame"]
+    viewer.layers.move(viewer.layers.index("frame segmentation"), 0)
+    viewer.add_points(np.zeros((0, 2)), name="points")
+    viewer.layers.selection.active = viewer.layers["frame"]
+    viewer.layers.remove("points")
+    qtbot.wait(300)
+    assert layer.mode == "pan_zoom"
+    assert viewer.layers.selection.active.name == "frame"
+    assert widget.scribble_combo.currentText() == layer.name
+
+
+def test_the_kernels_load_after_the_docks_layer_steps(make_napari_viewer, plugin, qtbot,
+                                                      monkeypatch):
+    """The first fit's kernels load in a thread that shares the GIL: it is scheduled after the
+    dock's last layer step (the segmentation's insert), not from the dock's build, whose turns
+    can take longer than its delay; without an image, from the build."""
+    from msclassify_napari import _widget as widget_module
+    calls = []
+    monkeypatch.setattr(widget_module, "preload_in_background",
+                        lambda delay: calls.append(("preload", delay)))
+    pixel_widget(make_napari_viewer(show=True))         # nothing to segment: at once
+    assert calls == [("preload", widget_module.PRELOAD_DELAY_S)]
+    calls.clear()
+    viewer = make_napari_viewer(show=True)
+    viewer.add_image(np.full((96, 128), 40, np.uint8), name="frame")
+    viewer.add_labels(np.zeros((96, 128), np.uint8), name="scribbles")
+    viewer.layers.events.inserted.connect(lambda event: calls.append(("inserted",
+                                                                      event.value.name)))
+    pixel_widget(viewer)
+    assert calls == []
+    qtbot.waitUntil(lambda: len(calls) == 2, timeout=10000)
+    qtbot.wait(200)
+    assert calls == [("inserted", "frame segmentation"),
+                     ("preload", widget_module.PRELOAD_DELAY_S)]

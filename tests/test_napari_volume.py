@@ -121,3 +121,31 @@ def test_dock_scribbles_trains_updates_and_applies_in_a_viewer(make_napari_viewe
     after = viewer.layers[SEGMENTATION]
     assert after is before and not after.data.any() and after.opacity == 0.9
     assert tuple(after.scale) == (2, 1, 1)
+
+
+@pytest.mark.gui
+def test_new_scribbles_stay_selected_in_paint_mode_when_the_segmentation_comes(
+        make_napari_viewer, qtbot, monkeypatch):
+    """Volume New: the scribbles selected and in paint mode, the segmentation layer inserted a
+    few turns later on top, its layer object made a turn before napari's insert; it leaves the
+    scribbles selected (the brush must paint on them, not on the result)."""
+    from msclassify_napari import _layers
+    from msclassify_napari._volume import VolumeWidget
+
+    volume, _ = _volume()
+    viewer = make_napari_viewer(show=True)
+    viewer.add_image(volume, name="stack", scale=(3, 1, 1))
+    dock = VolumeWidget(viewer)
+    viewer.window.add_dock_widget(dock)
+    made, make_layer = [], _layers.make_layer
+    monkeypatch.setattr(_layers, "make_layer", lambda *args, **kwargs:
+                        made.append(make_layer(*args, **kwargs)) or made[-1])
+    layer = dock.new_scribbles()
+    assert SEGMENTATION not in viewer.layers                  # not in New's own turn
+    qtbot.waitUntil(lambda: SEGMENTATION in viewer.layers, timeout=10000)
+    qtbot.wait(100)
+    assert [layer.name for layer in made] == [SEGMENTATION]
+    assert made[0] is viewer.layers[SEGMENTATION]
+    assert [layer.name for layer in viewer.layers][-2:] == [SCRIBBLES, SEGMENTATION]
+    assert viewer.layers.selection.active is layer and layer.mode == "paint"
+    assert viewer.window._qt_window.updatesEnabled()

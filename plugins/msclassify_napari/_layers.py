@@ -4,10 +4,12 @@ Updating in place keeps the user's display settings (opacity, visibility, positi
 layer list) and costs napari far less than removing and adding a layer: adding one takes
 0.1-0.5 s of the GUI thread, removing one 0.1-0.5 s more (napari runs ``gc.collect()`` on each
 removal), replacing a Labels layer's data by one of another shape about what one bare repaint
-does (`benchmarks/study_layer_add.py`). No split of napari's add into several event-loop turns
-(added hidden and shown a turn later, the layer object built a turn before, a 1-pixel
-placeholder) brings its longest turn down by more than the noise (the same study): the
-docks add each layer in a turn of its own (`in_turns`) and otherwise update layers in place.
+does (`benchmarks/study_layer_add.py`). No split of napari's insert itself into several
+event-loop turns (added hidden and shown a turn later, a 1-pixel placeholder) brings its
+longest turn down by more than the noise (the same study): the docks add each layer in a turn
+of its own (`in_turns`), its layer object made a turn before where they can (`make_layer`:
+``Labels.__init__``, 12-44 ms under cProfile, out of the insert's turn), and otherwise update
+layers in place.
 
 What does split an add is holding the window's repaint: napari's insert (its Python: the
 layer's visual and overlays, the Qt layer controls) and Qt repainting the window after it
@@ -21,7 +23,7 @@ from functools import partial
 
 from napari.layers import Image, Labels, Tracks
 
-__all__ = ["PLACEMENT", "in_turns", "insert_unselected", "repaint_next_turn",
+__all__ = ["PLACEMENT", "in_turns", "insert_unselected", "make_layer", "repaint_next_turn",
            "update_or_add_layer"]
 
 _KINDS = {"image": Image, "labels": Labels, "tracks": Tracks}
@@ -30,13 +32,15 @@ PLACEMENT = ("scale", "translate", "contrast_limits")
 
 
 def update_or_add_layer(viewer, layer_type, data, name, parent=None, above=None,
-                        keep_selection=False, **kwargs):
+                        keep_selection=False, made=None, **kwargs):
     """Put ``data`` in the layer called ``name``: in place if it is a ``layer_type`` layer of
     the same shape and dtype (a Labels layer: of the same number of dimensions), else in a new
     one (``viewer.add_<layer_type>(data, name=name, **kwargs)``, replacing a layer of that
     name; with a layer ``above``, the new one goes right above it instead of on top, so that
     no move follows; with ``keep_selection``, the selected layer stays selected, see
-    `insert_unselected`). With ``multiscale=True`` in ``kwargs``, ``data`` is the list of
+    `insert_unselected`; ``made``: the new layer object, built beforehand from the same
+    arguments, e.g. a turn earlier with `make_layer`). With ``multiscale=True`` in ``kwargs``,
+    ``data`` is the list of
     levels and only a multiscale layer is updated in place. With a Qt widget ``parent`` (the
     dock), the window repaints an added layer in the next event-loop turn
     (`repaint_next_turn`).
@@ -64,15 +68,23 @@ def update_or_add_layer(viewer, layer_type, data, name, parent=None, above=None,
         layers.remove(layer)
     if parent is not None:
         repaint_next_turn(parent)
-    if above is None and not keep_selection:
+    if above is None and not keep_selection and made is None:
         return getattr(viewer, f"add_{layer_type}")(data, name=name, **kwargs), True
-    layer = _KINDS[layer_type](data, name=name, **kwargs)      # what add_* does, placed
+    # what add_* does, placed
+    layer = make_layer(layer_type, data, name, **kwargs) if made is None else made
     index = layers.index(above) + 1 if above is not None and above in layers else len(layers)
     if keep_selection:
         insert_unselected(layers, index, layer)
     else:
         layers.insert(index, layer)
     return layer, True
+
+
+def make_layer(layer_type, data, name, **kwargs):
+    """The napari layer object ``viewer.add_<layer_type>(data, name=name, **kwargs)`` would
+    insert (not inserted): building it (``Labels.__init__``: 10-55 ms) can then take a turn
+    of the event loop of its own before napari's insert (`update_or_add_layer`'s ``made``)."""
+    return _KINDS[layer_type](data, name=name, **kwargs)
 
 
 def insert_unselected(layers, index, layer):
@@ -123,15 +135,25 @@ def _updates_back_on(timer):
 
 
 def in_turns(steps, parent, delay_ms=20, now=True):
-    """Run ``steps`` (callables, e.g. layer adds) one per turn of the event loop, ``delay_ms``
-    apart, the first now (or, with ``now=False``, in the next turn): the window draws in
-    between, so each is one napari stall instead of one freeze for all of them. The timers are
-    children of the QObject ``parent``: the steps left stop when it is deleted."""
+    """Run ``steps`` (callables, e.g. layer adds) one per turn of the event loop, the first now
+    (or, with ``now=False``, later), each next one ``delay_ms`` after the event loop has come
+    back from the one before: the window draws in between (a repaint held with
+    `repaint_next_turn` too, however long the turn that held it), so each is one napari stall
+    instead of one freeze for all of them. (Counted from the step's start, a delay shorter than
+    the step and its repaint made the next step due at once: Qt ran it right after the
+    repaint, in the same turn.) The timers are children of the QObject ``parent``: the steps
+    left stop when it is deleted."""
     if now:
         steps[0]()
         steps = steps[1:]
     if steps:
-        from qtpy.QtCore import QTimer
-        timer = QTimer(parent, singleShot=True, interval=delay_ms)
-        timer.timeout.connect(lambda: (timer.deleteLater(), in_turns(steps, parent, delay_ms)))
-        timer.start()
+        # a 0 ms timer fires once the event loop is back; the delay is counted from there
+        _after(parent, 0, lambda: _after(parent, delay_ms,
+                                         lambda: in_turns(steps, parent, delay_ms)))
+
+
+def _after(parent, delay_ms, function):
+    from qtpy.QtCore import QTimer
+    timer = QTimer(parent, singleShot=True, interval=delay_ms)
+    timer.timeout.connect(lambda: (timer.deleteLater(), function()))
+    timer.start()

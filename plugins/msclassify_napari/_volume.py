@@ -149,6 +149,7 @@ class VolumeWidget(_qt_widget_base()):
         self.stop_button.clicked.connect(self.stop)
         self.settings = ClassifierSettings()     # the pixel-classifier dock's defaults
         self.job, self.worker, self._pending = None, None, False
+        self._made = None                 # a segmentation layer object not inserted yet
 
     # -- layers ------------------------------------------------------------------------------
     def _volume_layer(self):
@@ -176,30 +177,63 @@ class VolumeWidget(_qt_widget_base()):
         from ._layers import in_turns, repaint_next_turn
         repaint_next_turn(self)              # napari's add and the window's repaint: two turns
         scribbles = self.viewer.add_labels(np.zeros(volume.shape[:3], np.uint8), name=SCRIBBLES,
-                                           scale=layer.scale[-3:])
+                                           scale=layer.scale[-3:])      # (selected: napari's)
         scribbles.events.paint.connect(self._painted)
-        self.viewer.layers.selection.active = scribbles
-        scribbles.mode = "paint"
-        # The result layer soon, not when the first plane is done: adding a layer is napari's
-        # slowest step (docs/volumes.md), better now than in a live update; in the next turn
-        # of the event loop after the window's repaint, so the window answers in between.
-        in_turns([self._add_segmentation], self, now=False)
+        # Each in a turn of the event loop of its own, the window answering in between: paint
+        # mode (its repaint in the next turn; the session's first costs napari as much as a
+        # layer); the result layer, soon, not when the first plane is done (adding a layer is
+        # napari's slowest step, docs/volumes.md, better now than in a live update): its layer
+        # object made, then napari's insert, with the scribbles left selected.
+        in_turns([lambda: self._start_painting(scribbles), self._make_segmentation,
+                  self._add_segmentation], self, now=False)
         return scribbles
 
+    def _start_painting(self, scribbles):
+        from ._layers import repaint_next_turn
+        if scribbles in self.viewer.layers and scribbles.mode == "pan_zoom":
+            repaint_next_turn(self)
+            scribbles.mode = "paint"
+
+    def _segmentation_kwargs(self, shape, dtype):
+        """The segmentation layer's ``update_or_add_layer`` arguments (data to name)."""
+        return {"layer_type": "labels", "data": np.zeros(shape, dtype), "name": SEGMENTATION,
+                "scale": tuple(self._volume_layer().scale[-3:]), "opacity": 0.5}
+
+    def _make_segmentation(self):
+        """The segmentation layer object the next turn's `_add_segmentation` inserts, if the
+        volume needs one."""
+        from ._layers import make_layer
+        self._made = None
+        try:
+            volume, _ = self._volume()
+        except ValueError:
+            return
+        layers = self.viewer.layers
+        if SEGMENTATION not in layers:
+            self._made = make_layer(**self._segmentation_kwargs(volume.shape[:3], np.uint8))
+
     def _add_segmentation(self):
+        made, self._made = self._made, None
         try:
             volume, _ = self._volume()
         except ValueError:              # the volume is gone: the layer comes with a result
             return
-        self._segmentation(volume.shape[:3], np.uint8)
+        self._segmentation(volume.shape[:3], np.uint8, made)
 
-    def _segmentation(self, shape, dtype):
+    def _segmentation(self, shape, dtype, made=None):
+        """The segmentation layer, added (with ``made``, a layer object made for it before, if
+        it fits) or emptied and reshaped for a volume of ``shape``; the selected layer (the
+        scribbles) stays selected."""
         layers = self.viewer.layers
         # none yet, or another volume's (not written into: emptied, reshaped in place)
         if SEGMENTATION not in layers or layers[SEGMENTATION].data.shape != tuple(shape):
             from ._layers import update_or_add_layer
-            update_or_add_layer(self.viewer, "labels", np.zeros(shape, dtype), SEGMENTATION,
-                                parent=self, scale=self._volume_layer().scale[-3:], opacity=0.5)
+            kwargs = self._segmentation_kwargs(shape, dtype)
+            if made is not None and (made.data.shape != tuple(shape) or made.data.dtype != dtype
+                                     or tuple(made.scale) != kwargs["scale"]):
+                made = None
+            update_or_add_layer(self.viewer, parent=self, keep_selection=True, made=made,
+                                **kwargs)
         return self.viewer.layers[SEGMENTATION]
 
     def _plane_on_screen(self):

@@ -47,7 +47,8 @@ from ._controller import (CLASS_COLORS_KEY, CLASS_NAMES_KEY, PREDICT, RETRAIN, T
                           label_hints_spec, load_classifier, new_labels, probability_spec,
                           segmentation_spec, training_status, uncertainty_spec, update_job,
                           write_class_legend)
-from ._layers import in_turns, repaint_next_turn, update_or_add_layer
+from ._layers import (in_turns, insert_unselected, make_layer, repaint_next_turn,
+                      update_or_add_layer)
 from ._notify import USER_ERRORS, notify_error
 from ._preload import preload_in_background
 
@@ -70,6 +71,8 @@ IMAGE_KEY = "msclassify_image"
 CLASS_ROWS = 5
 # "Segment this frame" from anywhere in the napari window.
 SEGMENT_SHORTCUT = "Shift+S"
+# Seconds from the dock's build, or its last layer step, to loading the first fit's kernels.
+PRELOAD_DELAY_S = 1.0
 # Training progress is drawn at most this often: a progress bar repaints at once.
 PROGRESS_INTERVAL_S = 0.1
 
@@ -228,6 +231,7 @@ class PixelClassifierWidget(QWidget):
         # fit_started, fit_done, predict_started, predict_done (worker thread), delivered (the
         # prediction reached the GUI thread), layer_updated, shown (Result panel too)
         self.timeline = {}
+        self._preload_pending = True      # until the kernels' load is scheduled (`__init__`)
 
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
@@ -239,11 +243,15 @@ class PixelClassifierWidget(QWidget):
 
         self._build_ui()
         self._connect_viewer()
+        # the first fit's Numba kernels load in a thread with the garbage collector paused,
+        # PRELOAD_DELAY_S after the dock's last step (`_on_scribble_layer_changed`: its turns
+        # can take longer than that), or after the dock's build: at once, it shared the GIL
+        # with the dock's layer adds (0.30-0.33 s stalls against 0.19-0.24 s without it, load
+        # 3-4)
         self._refresh_layer_choices()
-        # the first fit's Numba kernels load in a thread with the garbage collector paused, 1 s
-        # later: at once, it shared the GIL with the dock's layer adds (0.30-0.33 s stalls
-        # against 0.19-0.24 s without it, load 3-4)
-        preload_in_background(delay=1.0)
+        if self._preload_pending:
+            self._preload_pending = False
+            preload_in_background(delay=PRELOAD_DELAY_S)
 
     # -- construction ----------------------------------------------------------------------------
     def _build_ui(self):
@@ -508,7 +516,7 @@ class PixelClassifierWidget(QWidget):
             combo.blockSignals(False)
         if self.image_combo.currentText() != image_before:
             self._on_image_changed()
-        elif self.scribble_layer is not self._scribble_layer:
+        elif not _same_layer(self.scribble_layer, self._scribble_layer):
             self._on_scribble_layer_changed()
 
     def _choose_scribbles_for_image(self):
@@ -543,7 +551,9 @@ class PixelClassifierWidget(QWidget):
         return FrameStack(image.data, rgb=image.rgb)
 
     def new_scribble_layer(self):
-        """Add an empty scribble Labels layer matching the image, ready to paint label 1.
+        """Add an empty scribble Labels layer matching the image, ready to paint label 1
+        (selected and in paint mode a turn of the event loop later, its segmentation layer
+        after that: `_on_scribble_layer_changed`).
 
         A time stack gets a `FrameLabels`: a frame takes memory once painted on.
         """
@@ -560,12 +570,14 @@ class PixelClassifierWidget(QWidget):
         layer = Labels(new_labels(stack), name=f"{image.name} scribbles", scale=image.scale,
                        translate=image.translate, opacity=1.0, metadata=metadata,
                        features=features, colormap=colormap)
-        layers = self.viewer.layers
-        repaint_next_turn(self)              # napari's add and the window's repaint: two turns
-        layers.insert(layers.index(self._arranged_layers(scribbles=False)[-1]) + 1, layer)
         layer.brush_size = 5
         layer.selected_label = 1
-        layer.mode = "paint"
+        layers = self.viewer.layers
+        repaint_next_turn(self)              # napari's add and the window's repaint: two turns
+        # inserted with the selection left where it is: the selection moves to it, in paint
+        # mode, in a turn of its own (`_on_scribble_layer_changed`, `_start_painting`)
+        insert_unselected(layers, layers.index(self._arranged_layers(scribbles=False)[-1]) + 1,
+                          layer)
         self.scribble_combo.setCurrentText(layer.name)
         self._arrange_layers()
         return layer
@@ -596,46 +608,64 @@ class PixelClassifierWidget(QWidget):
     def _on_scribble_layer_changed(self, *_):
         layer = self.scribble_layer
         steps = []
-        chosen = layer is not None and layer is not self._scribble_layer
+        chosen = layer is not None and not _same_layer(layer, self._scribble_layer)
         if chosen:
-            self._keep_selected(layer)
-            # the class colours and names into the layer (napari redraws it: a user's own
-            # scribble layer when the dock is built) in a turn of their own, not the dock's
+            # each in a turn of its own, the window's repaint after it in the next
+            # (`repaint_next_turn`): the class colours and names into the layer (napari
+            # redraws it: a user's own scribble layer when the dock is built); the layer
+            # selected and in paint mode (napari's first brush of a session, its cursor
+            # overlay, costs as much as a layer)
             steps.append(lambda: self._publish_classes_of(layer.name))
-            # ready to paint, in a turn of its own: napari's first brush of a session (its
-            # cursor overlay) costs as much as a layer
             steps.append(lambda: self._start_painting(layer.name))
         self._follow_scribbles(layer)
         self._fill_class_table(publish=not chosen)
         self._frame_status()
         if layer is not None and self.image_layer is not None:
             # the segmentation layer comes with the scribbles, so no job waits for napari to
-            # build a layer; in a turn of its own, so the window draws the scribble layer in
-            # between (adding a Labels layer takes 0.1-0.4 s of napari's)
-            steps.append(self._add_segmentation_layer)
+            # build a layer: the layer object made in one turn, napari's insert in the next
+            # (adding a Labels layer takes 0.1-0.4 s of napari's)
+            made = []
+            steps.append(lambda: made.append(self._make_segmentation_layer()))
+            steps.append(lambda: self._add_segmentation_layer(*made))
+        if steps and self._preload_pending:          # (the dock's build: `__init__`)
+            self._preload_pending = False
+            steps.append(lambda: preload_in_background(delay=PRELOAD_DELAY_S))
         if steps:
             in_turns(steps, self, now=False)
 
     def _publish_classes_of(self, name):
         layer = self.scribble_layer          # (napari hands plugins proxies: compare names)
         if layer is not None and layer.name == name:
-            self._publish_classes(layer)
+            self._publish_classes(layer, hold_repaint=True)
 
     def _start_painting(self, name):
+        """Select scribble layer ``name`` and put it in paint mode (unless the user chose
+        another mode); the window repaints in the next turn."""
         layer = self.scribble_layer          # (napari hands plugins proxies: compare names)
-        if layer is not None and layer.name == name and layer.mode == "pan_zoom":
+        if layer is None or layer.name != name:
+            return
+        repaint_next_turn(self)
+        self._keep_selected(layer)
+        if layer.mode == "pan_zoom":
             layer.mode = "paint"
 
-    def _add_segmentation_layer(self):
+    def _make_segmentation_layer(self):
+        """The segmentation layer object for `_add_segmentation_layer` to insert in a later
+        turn, if the chosen image needs one (else None)."""
+        spec = self._segmentation_to_add() if self.scribble_layer is not None else None
+        return None if spec is None else make_layer(spec.layer_type, spec.data, spec.name,
+                                                    metadata={OUTPUT_KEY: True}, **spec.kwargs)
+
+    def _add_segmentation_layer(self, made=None):
         if self.scribble_layer is None or self.image_layer is None:
             return
         try:
-            self._ensure_segmentation_layer(self._stack())
+            self._ensure_segmentation_layer(self._stack(), made=made)
         except ValueError:
             pass                         # an image the classifier cannot take: said on Train
 
     def _follow_scribbles(self, layer):
-        if layer is self._scribble_layer:
+        if _same_layer(layer, self._scribble_layer):
             return
         if self._scribble_layer is not None:
             self._scribble_layer.events.paint.disconnect(self._on_scribbles_painted)
@@ -653,17 +683,19 @@ class PixelClassifierWidget(QWidget):
         if layer.data.ndim == 3:
             create_worker(self.scribbled.rescan, layer.data, _start_thread=True)
 
-    def _add_layer(self, spec, restyle=False, above=None):
+    def _add_layer(self, spec, restyle=False, above=None, made=None):
         """Update the layer called ``spec.name`` in place, or add it right above ``above``
         (default: the image's layers below the scribbles), the selected layer left selected
         (`insert_unselected`: the brush keeps painting on the scribbles). ``restyle``: a layer
         renamed for ``spec`` (another class's probability) takes its colormap and attributes
-        too."""
+        too. ``made``: the new layer object, made beforehand from ``spec``
+        (`update_or_add_layer`)."""
         if above is None:
             above = self._arranged_layers(scribbles=False)[-1]
         layer, added = update_or_add_layer(self.viewer, spec.layer_type, spec.data, spec.name,
                                            parent=self, above=above, keep_selection=True,
-                                           metadata={OUTPUT_KEY: True}, **spec.kwargs)
+                                           made=made, metadata={OUTPUT_KEY: True},
+                                           **spec.kwargs)
         if added or restyle:
             styles = {"colormap": spec.kwargs["colormap"]} \
                 if restyle and "colormap" in spec.kwargs else {}
@@ -709,19 +741,35 @@ class PixelClassifierWidget(QWidget):
         if layer is not None and layer in self.viewer.layers:
             self.viewer.layers.selection.active = layer
 
-    def _ensure_segmentation_layer(self, stack, classes=(1, 2)):
-        """The segmentation layer of the image, created (above the image, below the
-        scribbles) if missing or of the wrong shape."""
+    def _segmentation_to_add(self, stack=None, classes=(1, 2)):
+        """The `LayerSpec` of the chosen image's segmentation layer if it is missing or of the
+        wrong shape (made in the class colours: nothing to publish after), else None (also
+        without an image the classifier takes)."""
+        try:
+            stack = self._stack() if stack is None else stack
+        except ValueError:
+            return None
         segmentation = self._segmentation_layer()
         if segmentation is not None and segmentation.data.shape == stack.labels_shape \
                 and np.iinfo(segmentation.data.dtype).max >= int(np.max(classes)):
-            return segmentation
+            return None
         image, scribbles = self.image_layer, self.scribble_layer
         spec = segmentation_spec(image.name, stack, classes, image.scale, image.translate)
-        if scribbles is not None:            # made in the class colours: nothing to publish after
+        if scribbles is not None:
             features, colormap = _class_style(scribbles.metadata, segmentation=True)
             spec.kwargs.update(features=features, colormap=colormap)
-        segmentation = self._add_layer(spec, above=image)
+        return spec
+
+    def _ensure_segmentation_layer(self, stack, classes=(1, 2), made=None):
+        """The segmentation layer of the image, created (above the image, below the
+        scribbles) if missing or of the wrong shape; ``made``: a layer object made for it
+        beforehand (`_make_segmentation_layer`), used if it still fits."""
+        spec = self._segmentation_to_add(stack, classes)
+        if spec is None:
+            return self._segmentation_layer()
+        if made is not None and not _made_for(made, spec):
+            made = None
+        segmentation = self._add_layer(spec, above=self.image_layer, made=made)
         self.predicted_frames.clear()
         return segmentation
 
@@ -775,18 +823,22 @@ class PixelClassifierWidget(QWidget):
                 self._publish_classes(layer)
         self.class_table.blockSignals(False)
 
-    def _publish_classes(self, layer):
+    def _publish_classes(self, layer, hold_repaint=False):
         """Name the classes in napari's status bar; colour the scribbles and the segmentation
         with the class colours (`_class_style`; what is so already is left alone: napari
-        redraws a layer whose features or colormap are set)."""
+        redraws a layer whose features or colormap are set; with ``hold_repaint``, in the
+        next turn of the event loop, `repaint_next_turn`)."""
         targets = [(layer, False), (self._segmentation_layer(), True)]
         for target, segmentation in targets:
             if target is None:
                 continue
             features, colormap = _class_style(layer.metadata, segmentation)
+            same_colormap = _same_colormap(target.colormap, colormap)
+            if hold_repaint and not same_colormap:
+                repaint_next_turn(self)
             if not target.features.equals(features):
                 target.features = features
-            if not _same_colormap(target.colormap, colormap):
+            if not same_colormap:
                 target.colormap = colormap
 
     def _on_class_name_edited(self, item):
@@ -1473,6 +1525,27 @@ def _set_colormap(layer, rgba):
     colormap = _label_colormap(rgba)
     if not _same_colormap(layer.colormap, colormap):
         layer.colormap = colormap
+
+
+def _same_layer(first, second):
+    """Whether napari layers ``first`` and ``second`` (or None) are the same layer. A widget
+    docked from napari's menu gets a proxy of the viewer that hands out a new proxy of a layer
+    at each access: equal to the layer, but not it (with ``is``, every layer inserted anywhere
+    made the widget take its scribble layer as newly chosen and set it up again)."""
+    return first is second or (first is not None and second is not None and first == second)
+
+
+def _made_for(layer, spec):
+    """Whether napari layer ``layer`` is what `make_layer` makes of ``spec`` (its name, data
+    shape and type, scale and translate; its class colours and names are the scribbles'
+    then, `_class_style`, unless changed in between)."""
+    features, colormap = spec.kwargs.get("features"), spec.kwargs.get("colormap")
+    return layer.name == spec.name and layer.data.shape == spec.data.shape \
+        and layer.data.dtype == spec.data.dtype \
+        and all(np.allclose(getattr(layer, key), spec.kwargs[key])
+                for key in ("scale", "translate") if key in spec.kwargs) \
+        and (features is None or layer.features.equals(features)) \
+        and (colormap is None or _same_colormap(layer.colormap, colormap))
 
 
 def _class_values(metadata):
