@@ -31,6 +31,31 @@ def interleaved_times(functions, rounds=5):
     return times, results
 
 
+def alternated_ways(ways, run, rounds):
+    """``run(way)`` for every way in ``ways``, ``rounds`` times, the ways alternating (so the
+    machine's load hits them alike), each result printed; returns ``{way: [results]}`` and the
+    load averages seen (min, max)."""
+    runs = {way: [] for way in ways}
+    loads = [os.getloadavg()[0]]
+    for _ in range(rounds):
+        for way in ways:
+            runs[way].append(run(way))
+            loads.append(os.getloadavg()[0])
+            print(way, runs[way][-1], flush=True)
+    return runs, (min(loads), max(loads))
+
+
+def write_study(name, rounds, loads, rows, runs):
+    """Print ``rows`` as a table and write them with the ``runs`` of `alternated_ways` to
+    ``results/<name>.json`` (CPU, rounds, load averages, date)."""
+    print_table(rows, list(rows[0]))
+    path = write_results(name, {"cpu": cpu_model(), "rounds": rounds,
+                                "load_average": list(loads),
+                                "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                                "rows": rows, "runs": runs})
+    print(f"wrote {path}; load average {loads[0]:.1f}-{loads[1]:.1f}; {command_line()}")
+
+
 def checkouts_parser(description, frames, rounds):
     """Arguments of a study that times this checkout against others on fly frames:
     --model, --frames, --rounds and --compare (for `alternated_checkouts`)."""

@@ -18,13 +18,11 @@ a table (medians of the rounds).
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
-import time
 
-from _common import REPO, command_line, cpu_model, print_table, write_results
+from _common import REPO, alternated_ways, write_study
 
 WAYS = ("cold", "warm")
 
@@ -67,25 +65,12 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    runs = {way: [] for way in WAYS}
-    loads = [os.getloadavg()[0]]
-    for _ in range(args.rounds):
-        for way in WAYS:
-            runs[way].append(run(way))
-            loads.append(os.getloadavg()[0])
-            print(way, runs[way][-1], flush=True)
+    runs, loads = alternated_ways(WAYS, run, args.rounds)
     rows = [{"session": way,
              **{key: statistics.median(r[key] for r in runs[way])
                 for key in ("warm_s", "first_add_s", "second_add_s")}}
             for way in WAYS]
-    print_table(rows, list(rows[0]))
-    path = write_results("first_layer", {"cpu": cpu_model(), "rounds": args.rounds,
-                                         "load_average": [min(loads), max(loads)],
-                                         "date": time.strftime("%Y-%m-%d %H:%M UTC",
-                                                               time.gmtime()),
-                                         "rows": rows, "runs": runs})
-    print(f"wrote {path}; load average {min(loads):.1f}-{max(loads):.1f}; "
-          f"{command_line()}")
+    write_study("first_layer", args.rounds, loads, rows, runs)
 
 
 if __name__ == "__main__":

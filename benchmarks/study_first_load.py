@@ -23,9 +23,8 @@ import os
 import statistics
 import subprocess
 import sys
-import time
 
-from _common import REPO, command_line, cpu_model, print_table, write_results
+from _common import REPO, alternated_ways, write_study
 
 WAYS = ("main", "thread", "thread, gc paused")
 
@@ -93,13 +92,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    runs = {way: [] for way in WAYS}
-    loads = [os.getloadavg()[0]]
-    for _ in range(args.rounds):
-        for way in WAYS:
-            runs[way].append(run(way))
-            loads.append(os.getloadavg()[0])
-            print(way, runs[way][-1], flush=True)
+    runs, loads = alternated_ways(WAYS, run, args.rounds)
     rows = [{"way": way,
              "stall_s": statistics.median(r["stall_s"] for r in runs[way]),
              "stall_max_s": max(r["stall_s"] for r in runs[way]),
@@ -107,14 +100,7 @@ def main():
              "gaps_over_50ms": statistics.median(r["gaps_over_50ms"] for r in runs[way]),
              "longest_where": max(runs[way], key=lambda r: r["stall_s"])["where"]}
             for way in WAYS]
-    print_table(rows, list(rows[0]))
-    path = write_results("first_load", {"cpu": cpu_model(), "rounds": args.rounds,
-                                        "load_average": [min(loads), max(loads)],
-                                        "date": time.strftime("%Y-%m-%d %H:%M UTC",
-                                                              time.gmtime()),
-                                        "rows": rows, "runs": runs})
-    print(f"wrote {path}; load average {min(loads):.1f}-{max(loads):.1f}; "
-          f"{command_line()}")
+    write_study("first_load", args.rounds, loads, rows, runs)
 
 
 if __name__ == "__main__":
