@@ -126,9 +126,10 @@ def test_dock_scribbles_trains_updates_and_applies_in_a_viewer(make_napari_viewe
 @pytest.mark.gui
 def test_new_scribbles_stay_selected_in_paint_mode_when_the_segmentation_comes(
         make_napari_viewer, qtbot, monkeypatch):
-    """Volume New: the scribbles selected and in paint mode, the segmentation layer inserted a
-    few turns later on top, its layer object made a turn before napari's insert; it leaves the
-    scribbles selected (the brush must paint on them, not on the result)."""
+    """Volume New: the scribbles inserted, selected and in paint mode a turn later, the
+    segmentation layer inserted a few turns later on top, its layer object made a turn before
+    napari's insert; it leaves the scribbles selected (the brush must paint on them, not on
+    the result)."""
     from msclassify_napari import _layers
     from msclassify_napari._volume import VolumeWidget
 
@@ -142,6 +143,8 @@ def test_new_scribbles_stay_selected_in_paint_mode_when_the_segmentation_comes(
                         made.append(make_layer(*args, **kwargs)) or made[-1])
     layer = dock.new_scribbles()
     assert SEGMENTATION not in viewer.layers                  # not in New's own turn
+    # inserted with the volume left selected: the selection moves in a turn of its own
+    assert viewer.layers.selection.active.name == "stack" and layer in viewer.layers
     qtbot.waitUntil(lambda: SEGMENTATION in viewer.layers, timeout=10000)
     qtbot.wait(100)
     assert [layer.name for layer in made] == [SEGMENTATION]

@@ -174,25 +174,34 @@ class VolumeWidget(_qt_widget_base()):
             return None
         for box, value in zip(self.spacing, layer.scale[-3:]):
             box.setValue(float(value))
-        from ._layers import in_turns, repaint_next_turn
-        repaint_next_turn(self)              # napari's add and the window's repaint: two turns
-        scribbles = self.viewer.add_labels(np.zeros(volume.shape[:3], np.uint8), name=SCRIBBLES,
-                                           scale=layer.scale[-3:])      # (selected: napari's)
+        from napari.layers import Labels
+
+        from ._layers import in_turns, insert_unselected, repaint_next_turn
+        scribbles = Labels(np.zeros(volume.shape[:3], np.uint8), name=SCRIBBLES,
+                           scale=layer.scale[-3:])
         scribbles.events.paint.connect(self._painted)
-        # Each in a turn of the event loop of its own, the window answering in between: paint
-        # mode (its repaint in the next turn; the session's first costs napari as much as a
-        # layer); the result layer, soon, not when the first plane is done (adding a layer is
-        # napari's slowest step, docs/volumes.md, better now than in a live update): its layer
-        # object made, then napari's insert, with the scribbles left selected.
+        layers = self.viewer.layers
+        repaint_next_turn(self)              # napari's add and the window's repaint: two turns
+        # on top, as `add_labels` puts it, with the selection left where it is (napari's
+        # switch of its layer list and controls to the new layer out of the insert's turn)
+        insert_unselected(layers, len(layers), scribbles)
+        # Each in a turn of the event loop of its own, the window answering in between: the
+        # scribbles selected, in paint mode (its repaint in the next turn; the session's first
+        # paint mode costs napari as much as a layer); the result layer, soon, not when the
+        # first plane is done (adding a layer is napari's slowest step, docs/volumes.md, better
+        # now than in a live update): its layer object made, then napari's insert, with the
+        # scribbles left selected.
         in_turns([lambda: self._start_painting(scribbles), self._make_segmentation,
                   self._add_segmentation], self, now=False)
         return scribbles
 
     def _start_painting(self, scribbles):
         from ._layers import repaint_next_turn
-        if scribbles in self.viewer.layers and scribbles.mode == "pan_zoom":
+        if scribbles in self.viewer.layers:
             repaint_next_turn(self)
-            scribbles.mode = "paint"
+            self.viewer.layers.selection.active = scribbles
+            if scribbles.mode == "pan_zoom":
+                scribbles.mode = "paint"
 
     def _segmentation_kwargs(self, shape, dtype):
         """The segmentation layer's ``update_or_add_layer`` arguments (data to name)."""
