@@ -965,3 +965,30 @@ def test_update_or_add_layer_places_a_new_layer_and_can_leave_the_selection_alon
     last, _ = update_or_add_layer(viewer, "labels", np.ones((4, 5), np.uint8), "last",
                                   keep_selection=True)
     assert viewer.layers[-1] is last and viewer.layers.selection.active is last
+
+
+def test_update_or_add_layer_inserts_a_made_layer_only_while_it_is_what_the_arguments_make():
+    from napari.components import ViewerModel
+    from napari.utils.colormaps import CyclicLabelColormap
+    from msclassify_napari._layers import make_layer, update_or_add_layer
+
+    def colormap(rgba):
+        return CyclicLabelColormap(colors=np.array([[0, 0, 0, 0], rgba], np.float32),
+                                   background_value=0)
+
+    before = {"data": np.zeros((4, 5), np.uint8), "scale": (2.0, 1.0),
+              "colormap": colormap([1, 0, 0, 1])}
+    viewer = ViewerModel()
+    made = make_layer("labels", name="result", **before)
+    layer, added = update_or_add_layer(viewer, "labels", name="result", made=made, **before)
+    assert added and layer is made and viewer.layers["result"] is made
+    # made turns before, the arguments changed in between: a new layer, as they say now
+    for changed in ({"data": np.zeros((4, 6), np.uint8)}, {"data": np.zeros((4, 5), np.uint16)},
+                    {"scale": (3.0, 1.0)}, {"colormap": colormap([0, 1, 0, 1])}):
+        made = make_layer("labels", name="other", **before)
+        now = {**before, **changed}
+        other, added = update_or_add_layer(viewer, "labels", name="other", made=made, **now)
+        assert added and other is not made and viewer.layers["other"] is other
+        assert other.data.shape == now["data"].shape and other.data.dtype == now["data"].dtype
+        assert tuple(other.scale) == now["scale"]
+        viewer.layers.remove("other")

@@ -21,10 +21,12 @@ then two, the insert and the repaint (docs/napari.md, "A layer add in two turns"
 
 from functools import partial
 
+import numpy as np
+
 from napari.layers import Image, Labels, Tracks
 
-__all__ = ["PLACEMENT", "in_turns", "insert_unselected", "make_layer", "repaint_next_turn",
-           "update_or_add_layer"]
+__all__ = ["PLACEMENT", "in_turns", "insert_unselected", "make_layer", "made_from",
+           "repaint_next_turn", "same_colormap", "update_or_add_layer"]
 
 _KINDS = {"image": Image, "labels": Labels, "tracks": Tracks}
 # Layer properties that follow the result when a layer is updated in place.
@@ -38,12 +40,11 @@ def update_or_add_layer(viewer, layer_type, data, name, parent=None, above=None,
     one (``viewer.add_<layer_type>(data, name=name, **kwargs)``, replacing a layer of that
     name; with a layer ``above``, the new one goes right above it instead of on top, so that
     no move follows; with ``keep_selection``, the selected layer stays selected, see
-    `insert_unselected`; ``made``: the new layer object, built beforehand from the same
-    arguments, e.g. a turn earlier with `make_layer`). With ``multiscale=True`` in ``kwargs``,
-    ``data`` is the list of
-    levels and only a multiscale layer is updated in place. With a Qt widget ``parent`` (the
-    dock), the window repaints an added layer in the next event-loop turn
-    (`repaint_next_turn`).
+    `insert_unselected`; ``made``: the new layer object, built beforehand, e.g. a turn earlier
+    with `make_layer`, used if it is still what these arguments make, `made_from`). With
+    ``multiscale=True`` in ``kwargs``, ``data`` is the list of levels and only a multiscale
+    layer is updated in place. With a Qt widget ``parent`` (the dock), the window repaints an
+    added layer in the next event-loop turn (`repaint_next_turn`).
 
     Returns
     -------
@@ -71,7 +72,9 @@ def update_or_add_layer(viewer, layer_type, data, name, parent=None, above=None,
     if above is None and not keep_selection and made is None:
         return getattr(viewer, f"add_{layer_type}")(data, name=name, **kwargs), True
     # what add_* does, placed
-    layer = make_layer(layer_type, data, name, **kwargs) if made is None else made
+    if made is None or not made_from(made, data, name, **kwargs):
+        made = make_layer(layer_type, data, name, **kwargs)
+    layer = made
     index = layers.index(above) + 1 if above is not None and above in layers else len(layers)
     if keep_selection:
         insert_unselected(layers, index, layer)
@@ -85,6 +88,28 @@ def make_layer(layer_type, data, name, **kwargs):
     insert (not inserted): building it (``Labels.__init__``: 10-55 ms) can then take a turn
     of the event loop of its own before napari's insert (`update_or_add_layer`'s ``made``)."""
     return _KINDS[layer_type](data, name=name, **kwargs)
+
+
+def made_from(layer, data, name, **kwargs):
+    """Whether layer object ``layer`` is still what `make_layer` would make of these arguments
+    (made turns before, they may have changed in between): its name, the data's shape and
+    type, and those of scale, translate, features and colormap given (see `same_colormap`)."""
+    same = {"scale": np.array_equal, "translate": np.array_equal,
+            "features": lambda current, given: current.equals(given),
+            "colormap": same_colormap}
+    return layer.name == name and layer.data.shape == data.shape \
+        and layer.data.dtype == data.dtype \
+        and all(check(getattr(layer, key), kwargs[key]) for key, check in same.items()
+                if key in kwargs)
+
+
+def same_colormap(current, colormap):
+    """Whether napari label colormap ``current`` draws as ``colormap`` (a
+    `CyclicLabelColormap`: the same type, background value and colours)."""
+    return isinstance(current, type(colormap)) \
+        and current.background_value == colormap.background_value \
+        and np.shape(current.colors) == np.shape(colormap.colors) \
+        and np.allclose(current.colors, colormap.colors)
 
 
 def insert_unselected(layers, index, layer):

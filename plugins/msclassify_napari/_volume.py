@@ -231,18 +231,14 @@ class VolumeWidget(_qt_widget_base()):
 
     def _segmentation(self, shape, dtype, made=None):
         """The segmentation layer, added (with ``made``, a layer object made for it before, if
-        it fits) or emptied and reshaped for a volume of ``shape``; the selected layer (the
-        scribbles) stays selected."""
+        it still fits: `update_or_add_layer`) or emptied and reshaped for a volume of
+        ``shape``; the selected layer (the scribbles) stays selected."""
         layers = self.viewer.layers
         # none yet, or another volume's (not written into: emptied, reshaped in place)
         if SEGMENTATION not in layers or layers[SEGMENTATION].data.shape != tuple(shape):
             from ._layers import update_or_add_layer
-            kwargs = self._segmentation_kwargs(shape, dtype)
-            if made is not None and (made.data.shape != tuple(shape) or made.data.dtype != dtype
-                                     or tuple(made.scale) != kwargs["scale"]):
-                made = None
             update_or_add_layer(self.viewer, parent=self, keep_selection=True, made=made,
-                                **kwargs)
+                                **self._segmentation_kwargs(shape, dtype))
         return self.viewer.layers[SEGMENTATION]
 
     def _plane_on_screen(self):

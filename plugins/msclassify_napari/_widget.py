@@ -48,7 +48,7 @@ from ._controller import (CLASS_COLORS_KEY, CLASS_NAMES_KEY, PREDICT, RETRAIN, T
                           segmentation_spec, training_status, uncertainty_spec, update_job,
                           write_class_legend)
 from ._layers import (in_turns, insert_unselected, make_layer, repaint_next_turn,
-                      update_or_add_layer)
+                      same_colormap, update_or_add_layer)
 from ._notify import USER_ERRORS, notify_error
 from ._preload import preload_in_background
 
@@ -763,12 +763,10 @@ class PixelClassifierWidget(QWidget):
     def _ensure_segmentation_layer(self, stack, classes=(1, 2), made=None):
         """The segmentation layer of the image, created (above the image, below the
         scribbles) if missing or of the wrong shape; ``made``: a layer object made for it
-        beforehand (`_make_segmentation_layer`), used if it still fits."""
+        beforehand (`_make_segmentation_layer`), used if it still fits (`made_from`)."""
         spec = self._segmentation_to_add(stack, classes)
         if spec is None:
             return self._segmentation_layer()
-        if made is not None and not _made_for(made, spec):
-            made = None
         segmentation = self._add_layer(spec, above=self.image_layer, made=made)
         self.predicted_frames.clear()
         return segmentation
@@ -833,12 +831,12 @@ class PixelClassifierWidget(QWidget):
             if target is None:
                 continue
             features, colormap = _class_style(layer.metadata, segmentation)
-            same_colormap = _same_colormap(target.colormap, colormap)
-            if hold_repaint and not same_colormap:
+            unchanged = same_colormap(target.colormap, colormap)
+            if hold_repaint and not unchanged:
                 repaint_next_turn(self)
             if not target.features.equals(features):
                 target.features = features
-            if not same_colormap:
+            if not unchanged:
                 target.colormap = colormap
 
     def _on_class_name_edited(self, item):
@@ -1514,16 +1512,10 @@ def _label_colormap(rgba):
     return CyclicLabelColormap(colors=np.asarray(rgba, np.float32), background_value=0)
 
 
-def _same_colormap(current, colormap):
-    return isinstance(current, CyclicLabelColormap) and current.background_value == 0 \
-        and np.shape(current.colors) == np.shape(colormap.colors) \
-        and np.allclose(current.colors, colormap.colors)
-
-
 def _set_colormap(layer, rgba):
     """Colour ``layer`` with `_label_colormap` ``(rgba)``, unless it already is."""
     colormap = _label_colormap(rgba)
-    if not _same_colormap(layer.colormap, colormap):
+    if not same_colormap(layer.colormap, colormap):
         layer.colormap = colormap
 
 
@@ -1533,19 +1525,6 @@ def _same_layer(first, second):
     at each access: equal to the layer, but not it (with ``is``, every layer inserted anywhere
     made the widget take its scribble layer as newly chosen and set it up again)."""
     return first is second or (first is not None and second is not None and first == second)
-
-
-def _made_for(layer, spec):
-    """Whether napari layer ``layer`` is what `make_layer` makes of ``spec`` (its name, data
-    shape and type, scale and translate; its class colours and names are the scribbles'
-    then, `_class_style`, unless changed in between)."""
-    features, colormap = spec.kwargs.get("features"), spec.kwargs.get("colormap")
-    return layer.name == spec.name and layer.data.shape == spec.data.shape \
-        and layer.data.dtype == spec.data.dtype \
-        and all(np.allclose(getattr(layer, key), spec.kwargs[key])
-                for key in ("scale", "translate") if key in spec.kwargs) \
-        and (features is None or layer.features.equals(features)) \
-        and (colormap is None or _same_colormap(layer.colormap, colormap))
 
 
 def _class_values(metadata):
