@@ -305,7 +305,8 @@ def test_scribble_train_and_segment_the_visible_region_in_a_real_window(
     qtbot.wait(50)
     dock.features_combo.setCurrentText("fast")
     assert dock.features_combo.currentText() == "fast"
-    dock.scribble_here()
+    dock.scribble_here()         # the layer made, napari's insert, the brush: a turn each
+    qtbot.waitUntil(lambda: "image scribbles" in viewer.layers)
     layer = viewer.layers["image scribbles"]
     qtbot.waitUntil(lambda: layer.mode == "paint")     # painting starts one turn after the add
     assert viewer.layers.selection.active is layer

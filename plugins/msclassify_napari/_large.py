@@ -20,7 +20,7 @@ from qtpy.QtCore import QEvent, Signal
 from msclassify.io import open_image
 from msclassify.pixel import BACKGROUND_NICE, run_at_lower_priority
 
-from ._layers import in_turns, repaint_next_turn, update_or_add_layer
+from ._layers import in_turns, make_layer, update_or_add_layer
 from ._tiled_labels import TiledLabels
 from ._zarr_reader import read_ome_zarr
 
@@ -196,7 +196,7 @@ class LargeImageWidget(_qt_widget_base()):
 
         from qtpy.QtCore import QTimer
 
-        from ._preload import preload_in_background
+        from ._preload import PRELOAD_DELAY_S, preload_in_background
 
         super().__init__()
         self.viewer = napari_viewer
@@ -252,8 +252,10 @@ class LargeImageWidget(_qt_widget_base()):
         self._stop_requested = False
         self._started = self._progress_drawn = 0.0
         # the classifier's libraries and kernels load in a thread (`preload_classifier`), not
-        # on docking: importing them on the GUI thread froze the window 1.25 s (quiet box)
-        preload_in_background()
+        # on docking: importing them on the GUI thread froze the window 1.25 s (quiet box);
+        # and once napari has docked the widget: started at once, the load shared the GIL
+        # with the dock's turn
+        preload_in_background(delay=PRELOAD_DELAY_S, after_this_turn=True)
         self._presets_timer = QTimer(self, interval=100)
         self._presets_timer.timeout.connect(self._add_presets)
         self._presets_timer.start()
@@ -317,11 +319,6 @@ class LargeImageWidget(_qt_widget_base()):
         return {"scale": scale,
                 "translate": np.asarray(image.translate)[-2:] + np.asarray(offset) * scale}
 
-    def _place(self, layer, offset, image):
-        """Put ``layer`` (level-0 pixels of ``image``) at ``offset`` over that image layer."""
-        for key, value in self._placement(offset, image).items():
-            setattr(layer, key, value)
-
     def view_corners(self):
         """Level-0 data coordinates of the top-left and bottom-right of the canvas."""
         image = self._image_layer()
@@ -348,23 +345,27 @@ class LargeImageWidget(_qt_widget_base()):
         window = job.scribbles.window(region)
         image = self._image_layer()
         name = self._scribble_name(image)
-        added = name not in self.viewer.layers
-        if added:
-            repaint_next_turn(self)          # napari's add and the window's repaint: two turns
-            # placed by the add itself (set afterwards, each moved and re-sliced the layer)
-            layer = self.viewer.add_labels(window, name=name,
-                                           **self._placement(window.origin, image))
-            layer.brush_size = 8
+        placement = self._placement(window.origin, image)     # placed as it is made
+        if name in self.viewer.layers:
+            layer, _ = update_or_add_layer(self.viewer, "labels", window, name, **placement)
+            layer.selected_label = self.class_spin.value()
+            self._paint_on(name)
         else:
-            layer = self.viewer.layers[name]
-            layer.data = window
-            self._place(layer, window.origin, image)
-        layer.selected_label = self.class_spin.value()
-        # napari's add and its first brush (cursor, overlays) in two turns
-        in_turns([lambda: self._paint_on(name)], self, now=not added)
+            # the layer object, napari's insert, its first brush (cursor, overlays): a turn
+            # each, the window drawn in between
+            made = []
+            in_turns([lambda: made.append(make_layer("labels", window, name, **placement)),
+                      lambda: self._add_scribbles(window, name, placement, made[0]),
+                      lambda: self._paint_on(name)], self)
         self.status.setText(f"scribble on rows {region[0].start}–{region[0].stop}, columns "
                             f"{region[1].start}–{region[1].stop}; class "
                             f"{self.class_spin.value()} (change it above)")
+
+    def _add_scribbles(self, window, name, placement, made):
+        layer, _ = update_or_add_layer(self.viewer, "labels", window, name, parent=self,
+                                       made=made, **placement)
+        layer.brush_size = 8
+        layer.selected_label = self.class_spin.value()
 
     def _paint_on(self, name):
         if name in self.viewer.layers:
@@ -475,24 +476,42 @@ class LargeImageWidget(_qt_widget_base()):
         if self._gone(image):
             return
         labels, offset = result
-        layer, added = update_or_add_layer(self.viewer, "labels", labels, "visible region",
-                                           parent=self, opacity=0.5)
-        if added:
-            self._under_scribbles(layer, image)
-        self._place(layer, offset, image)
-        self.status.setText(f"segmented {labels.shape[0]}x{labels.shape[1]} pixels at "
-                            f"{offset} in {time.perf_counter() - self._started:.1f} s")
-        self.region_shown.emit()
 
-    def _under_scribbles(self, layer, image):
-        """Move ``layer`` right under the scribbles of ``image``, which stay selected so that
-        painting goes on."""
-        scribbles = self._scribble_name(image)
-        if scribbles in self.viewer.layers:
-            self.viewer.layers.move(self.viewer.layers.index(layer),
-                                    self.viewer.layers.index(scribbles))
-            self.viewer.layers.selection.active = self.viewer.layers[scribbles]
-        return layer
+        def shown():
+            self.status.setText(f"segmented {labels.shape[0]}x{labels.shape[1]} pixels at "
+                                f"{offset} in {time.perf_counter() - self._started:.1f} s")
+            self.region_shown.emit()
+
+        self._show_under_scribbles(labels, "visible region", image, offset, shown)
+
+    def _show_under_scribbles(self, data, name, image, offset, then, **kwargs):
+        """Show labels ``data`` (level-0 pixels of ``image`` from ``offset``; a multiscale
+        list with ``multiscale=True``) in the layer ``name``, in place if there is one; else
+        in a new layer right under the image's scribbles, which stay selected so that
+        painting goes on: the layer object made in this turn, napari's insert in the next
+        (a single-scale layer; a turn each, the window drawn in between). Then ``then()``."""
+        placement = self._placement(offset, image)
+        kwargs = {"opacity": 0.5, **placement, **kwargs}
+        if name in self.viewer.layers:
+            update_or_add_layer(self.viewer, "labels", data, name, **kwargs)
+            then()
+            return
+        made = []
+
+        def insert():
+            if self._gone(image):
+                return
+            layers = self.viewer.layers
+            scribbles = self._scribble_name(image)
+            below = layers[layers.index(scribbles) - 1] if scribbles in layers else image
+            update_or_add_layer(self.viewer, "labels", data, name, parent=self, above=below,
+                                keep_selection=True, made=made[0] if made else None, **kwargs)
+            then()
+
+        steps = [insert]
+        if not kwargs.get("multiscale"):
+            steps.insert(0, lambda: made.append(make_layer("labels", data, name, **kwargs)))
+        in_turns(steps, self)
 
     def segment_whole(self):
         """Segment every chunk into the output store in a worker thread (resumes a store of
@@ -542,15 +561,11 @@ class LargeImageWidget(_qt_widget_base()):
         self.status.setText(f"done: {output}")
         if self._gone(image):
             return
-        name = f"{Path(output).name} classes"
         for data, kwargs, _ in read_ome_zarr(Path(output) / "labels" / "classes"):
             # an earlier run's layer (resumed) is updated in place, not removed and re-added
-            layer, added = update_or_add_layer(self.viewer, "labels", data, name, parent=self,
-                                               opacity=0.5, multiscale=kwargs["multiscale"])
-            if added:
-                self._under_scribbles(layer, image)
-            self._place(layer, (0, 0), image)
-        self.whole_finished.emit(output)
+            self._show_under_scribbles(data, f"{Path(output).name} classes", image, (0, 0),
+                                       lambda: self.whole_finished.emit(output),
+                                       multiscale=kwargs["multiscale"])
 
     def stop(self):
         """Stop the whole-image run after the current chunk (the finished chunks stay)."""

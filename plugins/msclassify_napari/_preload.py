@@ -25,6 +25,9 @@ __all__ = ["import_quietly", "preload_classifier", "preload_in_background", "pre
 
 # The longest the collector stays paused (a warm load takes 1-5 s).
 GC_PAUSE_LIMIT_S = 30.0
+# Seconds from a dock's build (or its last layer step), or from the end of an open's turn, to
+# the start of the load: it shares the GIL and the cores with the GUI thread's work.
+PRELOAD_DELAY_S = 1.0
 
 _lock = threading.Lock()
 _loaded = []

@@ -113,8 +113,8 @@ def activate(context=None, settings=None):
     # shared the GIL with it: opening the video stalled 1.9 s instead of 1.4 s; 2 s after
     # activation, it began inside the open's turn whenever that took over 2 s; 2 s after the
     # turn, docking 5 s after the open waited 8-22 s for it at load 17 instead of 3-14 s)
-    from ._preload import preload_in_background
-    preload_in_background(delay=1.0, after_this_turn=True)
+    from ._preload import PRELOAD_DELAY_S, preload_in_background
+    preload_in_background(delay=PRELOAD_DELAY_S, after_this_turn=True)
 
 
 def _contrast_limits(data):

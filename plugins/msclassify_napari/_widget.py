@@ -50,7 +50,7 @@ from ._controller import (CLASS_COLORS_KEY, CLASS_NAMES_KEY, PREDICT, RETRAIN, T
 from ._layers import (in_turns, insert_unselected, make_layer, repaint_next_turn,
                       same_colormap, update_or_add_layer)
 from ._notify import USER_ERRORS, notify_error
-from ._preload import preload_in_background
+from ._preload import PRELOAD_DELAY_S, preload_in_background
 
 __all__ = ["ExportDialog", "PixelClassifierWidget", "set_progress"]
 
@@ -71,8 +71,6 @@ IMAGE_KEY = "msclassify_image"
 CLASS_ROWS = 5
 # "Segment this frame" from anywhere in the napari window.
 SEGMENT_SHORTCUT = "Shift+S"
-# Seconds from the dock's build, or its last layer step, to loading the first fit's kernels.
-PRELOAD_DELAY_S = 1.0
 # Training progress is drawn at most this often: a progress bar repaints at once.
 PROGRESS_INTERVAL_S = 0.1
 
