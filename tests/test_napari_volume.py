@@ -188,3 +188,9 @@ def test_new_scribbles_stay_selected_in_paint_mode_when_the_segmentation_comes(
     assert [layer.name for layer in viewer.layers][-2:] == [SCRIBBLES, SEGMENTATION]
     assert viewer.layers.selection.active is layer and layer.mode == "paint"
     assert viewer.window._qt_window.updatesEnabled()
+    # Train before painting: the worker's error said in the status line, not raised again
+    # (pytest-qt fails a test on an exception in a Qt slot; a bare PyQt6 application aborted)
+    dock.settings = SETTINGS
+    dock.train(live=False)
+    qtbot.waitUntil(lambda: dock.worker is None, timeout=120000)
+    assert "hold no scribbles" in dock.status.text()

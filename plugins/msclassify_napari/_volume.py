@@ -289,7 +289,9 @@ class VolumeWidget(_qt_widget_base()):
     # -- actions -----------------------------------------------------------------------------
     def _start(self, function, *args, returned=None, yielded=None):
         from napari.qt.threading import create_worker
-        worker = create_worker(function, *args)
+        # its errors (no scribbles, one class, ...) said in the dock's status line, not raised
+        # again on the window's thread (a traceback; a bare PyQt6 application aborts)
+        worker = create_worker(function, *args, _ignore_errors=True)
         if returned is not None:
             worker.returned.connect(returned)
         if yielded is not None:
