@@ -64,6 +64,7 @@ def session(slices, n_estimators, strokes, repeats):
     from qtpy.QtWidgets import QApplication
 
     from msclassify_napari._controller import ClassifierSettings
+    from msclassify_napari._preload import preload_classifier
     from msclassify_napari._volume import SCRIBBLES, SEGMENTATION, VolumeWidget
 
     volume = em_volume(slices)
@@ -77,6 +78,10 @@ def session(slices, n_estimators, strokes, repeats):
     dock = VolumeWidget(viewer)
     dock.settings = ClassifierSettings(n_estimators=n_estimators)
     viewer.window.add_dock_widget(dock, name="Volume")
+    # what docking it from the menu does in the background (`_dock.VolumeDock`): the classifier
+    # imported, the kernels loaded, the collector paused (else the first Train's imports hold
+    # the GIL, 0.6-0.8 s stalls)
+    preload_classifier()
     app = QApplication.instance()
     monitor = EventLoopMonitor()
     settle(app, 30)
