@@ -124,6 +124,8 @@ def test_dock_scribbles_trains_updates_and_applies_in_a_viewer(make_napari_viewe
     after = viewer.layers[SEGMENTATION]
     assert after is before and not after.data.any() and after.opacity == 0.9
     assert tuple(after.scale) == (2, 1, 1)
+    # ... and on top again, above the stack opened since (not hidden under it)
+    assert viewer.layers.index(after) > viewer.layers.index(viewer.layers["small stack"])
     # the first volume's scribbles are kept, set aside by name; Train uses the new ones
     assert viewer.layers[SCRIBBLES] is layer and layer.data.shape == (5, 20, volume.shape[2])
     assert viewer.layers[f"{SCRIBBLES} (stack)"] is old and np.array_equal(old.data, scribbles)
@@ -194,3 +196,33 @@ def test_new_scribbles_stay_selected_in_paint_mode_when_the_segmentation_comes(
     dock.train(live=False)
     qtbot.waitUntil(lambda: dock.worker is None, timeout=120000)
     assert "hold no scribbles" in dock.status.text()
+
+
+@pytest.mark.gui
+def test_dock_saves_and_loads_a_volume_model(make_napari_viewer, qtbot, tmp_path):
+    """Save model… / Load model…: a model saved from one dock segments the volume in another
+    as it did; a 2D model, a missing file or no model yet are said in the status line."""
+    from msclassify.pixel import PixelClassifier
+    from msclassify_napari._volume import VolumeWidget
+
+    volume, scribbles = _volume()
+    viewer = make_napari_viewer()
+    viewer.add_image(volume, name="stack", scale=(3, 1, 1))
+    dock = VolumeWidget(viewer)
+    assert not dock.save_model(tmp_path / "none.msc") and "train one first" in dock.status.text()
+    dock.job = VolumeJob(volume, (3, 1, 1), SETTINGS)
+    model = dock.job.train(scribbles)
+    assert dock.save_model(tmp_path / "volume.msc")
+    other = VolumeWidget(viewer)
+    other.spacing[0].setValue(1.0)
+    assert other.load_model(tmp_path / "volume.msc")
+    assert [box.value() for box in other.spacing] == [3.0, 1.0, 1.0]
+    other.apply()
+    qtbot.waitUntil(lambda: other.worker is None and "done" in other.status.text(),
+                    timeout=120000)
+    assert np.array_equal(viewer.layers[SEGMENTATION].data, model.predict(volume))
+    PixelClassifier(features="fast", n_estimators=2).fit(volume[4], scribbles[4]).save(
+        tmp_path / "flat.msc")
+    assert not other.load_model(tmp_path / "flat.msc")
+    assert "2D (per-slice) model" in other.status.text()
+    assert not other.load_model(tmp_path / "missing.msc") and other.status.text()

@@ -133,20 +133,29 @@ class VolumeWidget(_qt_widget_base()):
         self.live = QCheckBox("Live update (the plane on screen)")
         self.apply_button = QPushButton("Apply to volume")
         self.stop_button = QPushButton("Stop")
+        self.save_button = QPushButton("Save model…")
+        self.load_button = QPushButton("Load model…")
         self.status = QLabel("")
         layout = QVBoxLayout(self)
+        layout.addWidget(QLabel("voxel spacing z, y, x (from the image layer's scale)"))
         row = QHBoxLayout()
-        row.addWidget(QLabel("spacing z, y, x"))
         for box in self.spacing:
             row.addWidget(box)
         layout.addLayout(row)
         for widget in (self.new_button, self.train_button, self.live, self.apply_button,
-                       self.stop_button, self.status):
+                       self.stop_button):
             layout.addWidget(widget)
+        row = QHBoxLayout()
+        row.addWidget(self.save_button)
+        row.addWidget(self.load_button)
+        layout.addLayout(row)
+        layout.addWidget(self.status)
         self.new_button.clicked.connect(self.new_scribbles)
         self.train_button.clicked.connect(lambda: self.train(live=False))
         self.apply_button.clicked.connect(self.apply)
         self.stop_button.clicked.connect(self.stop)
+        self.save_button.clicked.connect(self._ask_save_model)
+        self.load_button.clicked.connect(self._ask_load_model)
         self.settings = ClassifierSettings()     # the pixel-classifier dock's defaults
         self.job, self.worker, self._pending = None, None, False
         self._made = None                 # a segmentation layer object not inserted yet
@@ -268,8 +277,13 @@ class VolumeWidget(_qt_widget_base()):
         # none yet, or another volume's (not written into: emptied, reshaped in place)
         if SEGMENTATION not in layers or layers[SEGMENTATION].data.shape != tuple(shape):
             from ._layers import update_or_add_layer
-            update_or_add_layer(self.viewer, parent=self, keep_selection=True, made=made,
-                                **self._segmentation_kwargs(shape, dtype))
+            layer, added = update_or_add_layer(self.viewer, parent=self, keep_selection=True,
+                                               made=made, **self._segmentation_kwargs(shape,
+                                                                                      dtype))
+            volume = self._scribbled_layer
+            if not added and volume in layers and layers.index(layer) < layers.index(volume):
+                # another volume's, below the one opened since: on top again, as if added
+                layers.move(layers.index(layer), len(layers))
         return self.viewer.layers[SEGMENTATION]
 
     def _plane_on_screen(self, layer):
@@ -398,3 +412,61 @@ class VolumeWidget(_qt_widget_base()):
     def stop(self):
         if self.worker is not None:
             self.worker.quit()
+
+    # -- the model's file --------------------------------------------------------------------
+    def save_model(self, path):
+        """Save the dock's volume model (``.msc``: its spacing and pyramid are in the file;
+        ``msclassify predict MODEL stack.tif --axes zyx`` applies it outside napari)."""
+        if self.job is None or self.job.model is None:
+            self.status.setText("there is no model to save yet: train one first")
+            return False
+        try:
+            self.job.model.save(path)
+        except OSError as exc:
+            self.status.setText(f"could not save the model: {exc}")
+            return False
+        self.status.setText(f"model saved to {path}")
+        return True
+
+    def load_model(self, path):
+        """Load a volume model saved by this dock (or ``msclassify train --axes zyx``) for the
+        scribbles' volume (or the last volume opened): Apply to volume segments it with the
+        model, Train trains a new one on the scribbles. The spacing fields take its spacing."""
+        from ._controller import load_classifier
+        try:
+            volume, layer = self._scribbled() if SCRIBBLES in self.viewer.layers \
+                else self._volume()
+            model = load_classifier(path)
+        except (OSError, ValueError) as exc:          # ModelFileError is a ValueError
+            self.status.setText(str(exc))
+            return False
+        if model.spacing is None:
+            self.status.setText(f"{path} holds a 2D (per-slice) model: the Volume dock needs a "
+                                "volume model (trained with a voxel spacing)")
+            return False
+        if self._busy():
+            return False
+        spacing = tuple(float(v) for v in model.spacing)
+        for box, value in zip(self.spacing, spacing):
+            box.setValue(value)
+        self._scribbled_layer = layer
+        self.job = VolumeJob(volume, spacing, self.settings)
+        self.job.model = model
+        scale = tuple(float(v) for v in layer.scale[-3:])
+        self.status.setText(f"model loaded from {path}: Apply to volume" + (
+            "" if np.allclose(scale, spacing) else f" (trained with voxel spacing {spacing}; "
+            f"'{layer.name}' has scale {scale})"))
+        return True
+
+    def _ask_save_model(self):
+        from qtpy.QtWidgets import QFileDialog
+        path, _ = QFileDialog.getSaveFileName(self, "Save model", "volume_classifier.msc",
+                                              "msclassify model (*.msc)")
+        if path:
+            self.save_model(path)
+
+    def _ask_load_model(self):
+        from qtpy.QtWidgets import QFileDialog
+        path, _ = QFileDialog.getOpenFileName(self, "Load model", "", "msclassify model (*.msc)")
+        if path:
+            self.load_model(path)
