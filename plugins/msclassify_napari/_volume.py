@@ -150,6 +150,7 @@ class VolumeWidget(_qt_widget_base()):
         row.addWidget(self.load_button)
         layout.addLayout(row)
         layout.addWidget(self.status)
+        layout.addStretch(1)                  # packed at the top, whatever the dock's height
         self.new_button.clicked.connect(self.new_scribbles)
         self.train_button.clicked.connect(lambda: self.train(live=False))
         self.apply_button.clicked.connect(self.apply)
