@@ -115,9 +115,10 @@ def _qt_widget_base():
 class VolumeWidget(_qt_widget_base()):
     """Dock: scribble on slices of a volume, train a 3D model, segment (module docstring).
 
-    The last image layer of 3 or more dimensions is the volume (its last three axes z, y,
-    x; a colour or channel axis last is taken as channels when the layer is ``rgb``); the
-    spacing fields start at the layer's ``scale``.
+    New scribbles makes them for the last image layer of 3 or more dimensions (its last three
+    axes z, y, x; a colour or channel axis last is taken as channels when the layer is
+    ``rgb``; the spacing fields start at the layer's ``scale``); Train, the live update and
+    Apply then work on that volume, whatever is opened after it.
     """
 
     def __init__(self, napari_viewer):
