@@ -228,7 +228,8 @@ class VolumeWidget(_qt_widget_base()):
         out of the way of new ones (their strokes no longer start live updates)."""
         layers = self.viewer.layers
         if SCRIBBLES in layers:
-            layers[SCRIBBLES].name = f"{SCRIBBLES} ({layers[SCRIBBLES].metadata.get('volume')})"
+            volume = layers[SCRIBBLES].metadata.get("volume", "before")
+            layers[SCRIBBLES].name = f"{SCRIBBLES} ({volume})"
 
     def _insert_scribbles(self, scribbles):
         from ._layers import insert_unselected, repaint_next_turn
