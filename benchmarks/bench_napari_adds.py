@@ -129,7 +129,10 @@ rng = np.random.default_rng(0)
 for repeat in range({repeats}):
     viewer.add_image(rng.integers(0, 255, (40, 256, 256), dtype=np.uint8), name="volume")
     settle(app, 30)
-    measure("Volume New (scribbles + segmentation layer)", volume_dock.new_scribbles)
+    # (until napari has inserted both layers: New's steps come in turns of their own)
+    measure("Volume New (scribbles + segmentation layer)",
+            lambda: (volume_dock.new_scribbles(),
+                     wait_until(lambda: SEGMENTATION in viewer.layers, 60)))
     for name in (SCRIBBLES, SEGMENTATION, "volume"):
         if name in viewer.layers:
             viewer.layers.remove(name)

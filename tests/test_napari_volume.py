@@ -82,6 +82,8 @@ def test_dock_scribbles_trains_updates_and_applies_in_a_viewer(make_napari_viewe
     viewer.window.add_dock_widget(dock)
     layer = dock.new_scribbles()
     assert [box.value() for box in dock.spacing] == [3.0, 1.0, 1.0]
+    qtbot.waitUntil(lambda: layer in viewer.layers and SEGMENTATION in viewer.layers,
+                    timeout=10000)                         # napari's inserts, turns later
     assert layer.data.shape == volume.shape and viewer.dims.ndisplay == 2
     layer.data = scribbles                                 # what painting slice 4 leaves
     viewer.dims.set_current_step(0, 4)
@@ -115,12 +117,43 @@ def test_dock_scribbles_trains_updates_and_applies_in_a_viewer(make_napari_viewe
     before = viewer.layers[SEGMENTATION]
     before.opacity = 0.9                                   # the user's setting stays
     viewer.add_image(volume[:5, :20], name="small stack", scale=(2, 1, 1))
+    old = layer
     layer = dock.new_scribbles()
     qtbot.waitUntil(lambda: viewer.layers[SEGMENTATION].data.shape == (5, 20, volume.shape[2]),
                     timeout=10000)
     after = viewer.layers[SEGMENTATION]
     assert after is before and not after.data.any() and after.opacity == 0.9
     assert tuple(after.scale) == (2, 1, 1)
+    # ... and on top again, above the stack opened since (not hidden under it)
+    assert viewer.layers.index(after) > viewer.layers.index(viewer.layers["small stack"])
+    # the first volume's scribbles are kept, set aside by name; Train uses the new ones
+    assert viewer.layers[SCRIBBLES] is layer and layer.data.shape == (5, 20, volume.shape[2])
+    assert viewer.layers[f"{SCRIBBLES} (stack)"] is old and np.array_equal(old.data, scribbles)
+    dock.live.setChecked(True)
+    old.events.paint()                                     # strokes there: no update
+    assert dock.worker is None
+    dock.live.setChecked(False)
+    layer.data = scribbles[:5, :20]
+    # the plane on screen in the volume's own voxels: napari's slider is in world units
+    # (z: 0, 2, 4, ... with spacings 3 and 2), world z 4 is the small stack's slice 2
+    viewer.dims.order = (0, 1, 2)
+    viewer.dims.set_point(0, 4.0)
+    dock.train(live=False)
+    qtbot.waitUntil(lambda: dock.worker is None and "segmented" in dock.status.text(),
+                    timeout=120000)
+    assert dock.job.volume.shape == (5, 20, volume.shape[2])
+    assert "plane 2 along z" in dock.status.text()
+    assert np.array_equal(viewer.layers[SEGMENTATION].data[2],
+                          dock.job.model.predict(volume[:5, :20])[2])
+    viewer.dims.set_point(0, 20.0)                         # beyond its 5 slices (world 0-8)
+    dock.train(live=False)
+    qtbot.waitUntil(lambda: dock.worker is None and "trained" in dock.status.text(),
+                    timeout=120000)
+    assert "outside the volume" in dock.status.text()
+    # the scribbles' volume deleted: Train says so (another image of 3 dimensions is open)
+    viewer.layers.remove("small stack")
+    dock.train(live=False)
+    assert dock.worker is None and "'small stack' of the scribbles is gone" in dock.status.text()
 
 
 @pytest.mark.gui
@@ -141,14 +174,55 @@ def test_new_scribbles_stay_selected_in_paint_mode_when_the_segmentation_comes(
     made, make_layer = [], _layers.make_layer
     monkeypatch.setattr(_layers, "make_layer", lambda *args, **kwargs:
                         made.append(make_layer(*args, **kwargs)) or made[-1])
+    painting, start_painting = [], dock._start_painting
+    monkeypatch.setattr(dock, "_start_painting", lambda scribbles: painting.append(
+        (viewer.layers.selection.active.name, scribbles in viewer.layers))
+        or start_painting(scribbles))
     layer = dock.new_scribbles()
-    assert SEGMENTATION not in viewer.layers                  # not in New's own turn
-    # inserted with the volume left selected: the selection moves in a turn of its own
-    assert viewer.layers.selection.active.name == "stack" and layer in viewer.layers
+    # New's own turn makes the layer object; napari inserts it in a turn of its own
+    assert SEGMENTATION not in viewer.layers and layer not in viewer.layers
     qtbot.waitUntil(lambda: SEGMENTATION in viewer.layers, timeout=10000)
+    # inserted with the volume left selected: the selection moves in a turn of its own
+    assert painting == [("stack", True)]
     qtbot.wait(100)
     assert [layer.name for layer in made] == [SEGMENTATION]
     assert made[0] is viewer.layers[SEGMENTATION]
     assert [layer.name for layer in viewer.layers][-2:] == [SCRIBBLES, SEGMENTATION]
     assert viewer.layers.selection.active is layer and layer.mode == "paint"
     assert viewer.window._qt_window.updatesEnabled()
+    # Train before painting: the worker's error said in the status line, not raised again
+    # (pytest-qt fails a test on an exception in a Qt slot; a bare PyQt6 application aborted)
+    dock.settings = SETTINGS
+    dock.train(live=False)
+    qtbot.waitUntil(lambda: dock.worker is None, timeout=120000)
+    assert "hold no scribbles" in dock.status.text()
+
+
+@pytest.mark.gui
+def test_dock_saves_and_loads_a_volume_model(make_napari_viewer, qtbot, tmp_path):
+    """Save model… / Load model…: a model saved from one dock segments the volume in another
+    as it did; a 2D model, a missing file or no model yet are said in the status line."""
+    from msclassify.pixel import PixelClassifier
+    from msclassify_napari._volume import VolumeWidget
+
+    volume, scribbles = _volume()
+    viewer = make_napari_viewer()
+    viewer.add_image(volume, name="stack", scale=(3, 1, 1))
+    dock = VolumeWidget(viewer)
+    assert not dock.save_model(tmp_path / "none.msc") and "train one first" in dock.status.text()
+    dock.job = VolumeJob(volume, (3, 1, 1), SETTINGS)
+    model = dock.job.train(scribbles)
+    assert dock.save_model(tmp_path / "volume.msc")
+    other = VolumeWidget(viewer)
+    other.spacing[0].setValue(1.0)
+    assert other.load_model(tmp_path / "volume.msc")
+    assert [box.value() for box in other.spacing] == [3.0, 1.0, 1.0]
+    other.apply()
+    qtbot.waitUntil(lambda: other.worker is None and "done" in other.status.text(),
+                    timeout=120000)
+    assert np.array_equal(viewer.layers[SEGMENTATION].data, model.predict(volume))
+    PixelClassifier(features="fast", n_estimators=2).fit(volume[4], scribbles[4]).save(
+        tmp_path / "flat.msc")
+    assert not other.load_model(tmp_path / "flat.msc")
+    assert "2D (per-slice) model" in other.status.text()
+    assert not other.load_model(tmp_path / "missing.msc") and other.status.text()
