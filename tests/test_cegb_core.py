@@ -127,8 +127,22 @@ def test_lazy_cost_only_for_unpaid_samples_across_trees():
 @pytest.mark.parametrize("seed", range(6))
 def test_matches_reference_implementation(seed):
     """Random tiny problems with every cost term: trees equal the naive reference exactly."""
+    _check_against_reference(seed, 4, 2)
+
+
+@pytest.mark.parametrize("n_features, min_samples_leaf", [(1, 2), (2, 6), (5, 2), (7, 6)])
+def test_matches_reference_with_features_in_threes_and_children_that_may_not_split(
+        n_features, min_samples_leaf):
+    """Features are histogrammed three at a time (here with a last group of one or two), and
+    a child that may not split gets no histograms (the last split of every tree; with 6
+    samples a leaf of 40 rows, many children of fewer than 12 labelled rows): the trees
+    are still the reference's."""
+    _check_against_reference(10 + n_features, n_features, min_samples_leaf)
+
+
+def _check_against_reference(seed, m, min_samples_leaf):
     rng = np.random.default_rng(seed)
-    n, m = 40, 4
+    n = 40
     X = rng.integers(0, 6, size=(n, m)).astype(float)
     y = X @ rng.normal(size=m) + rng.normal(scale=0.5, size=n)
     beta = rng.uniform(0, 0.05, m)
@@ -136,10 +150,12 @@ def test_matches_reference_implementation(seed):
     share = rng.choice([1.0, 4.0, 16.0, 64.0], m)
     alpha = 0.02
     model = train(X, y, "regression", dict(n_estimators=4, learning_rate=1.0, max_leaves=6,
-                                           min_samples_leaf=2, cost_tradeoff=1.0,
+                                           min_samples_leaf=min_samples_leaf, cost_tradeoff=1.0,
                                            split_cost=alpha, feature_costs=beta,
                                            feature_batch_costs=gamma, feature_share=share))
-    ref = reference_trees(X, y, 4, 6, 1.0, alpha, beta, gamma, share, min_samples_leaf=2)
+    ref = reference_trees(X, y, 4, 6, 1.0, alpha, beta, gamma, share,
+                          min_samples_leaf=min_samples_leaf)
+    assert len(model.trees) == len(ref) == 4
     for ours, theirs in zip(model.trees, ref):
         assert np.array_equal(ours["feature"], theirs["feature"])
         assert np.array_equal(ours["left"], theirs["left"])

@@ -384,9 +384,12 @@ def _grow_tree(Xb, n_bins, active, ghc, grad, hess, is_loss, cost_weight, rows, 
         G, H, N, W = leaf_sums[slot, 0], leaf_sums[slot, 1], leaf_sums[slot, 2], leaf_sums[slot, 3]
         new_slot = n_open + 1  # slots are handed out in order and never freed
         src = leaf_rows[slot]
+        # The children split only below the depth limit and if this split leaves room for
+        # another (the tree's last split's children are neither ranked nor split).
+        children_may_split = depth + 1 < max_depth and n_open + 2 < max_leaves
         split_args = (Xb, rows, src, start, stop, m, threshold_bin, missing_left, ghc, is_loss,
                       cost_weight, unit_cost, weigh_leaves, paid_bits, count_unpaid, n_bins,
-                      active, features, G, H, N, depth + 1 < max_depth, l2, min_samples,
+                      active, features, G, H, N, children_may_split, l2, min_samples,
                       min_hessian, chunk_counts, loss_rows, sorted_ghc, cost_rows, sorted_cost,
                       hist, slot, new_slot, gain, split_bin, default_left, unpaid, none_paid)
         # The smaller child, histogrammed, has at most half the parent's rows.

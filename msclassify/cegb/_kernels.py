@@ -7,8 +7,8 @@ missing values; value bins are ``0 .. n_bins[m]-1`` where bin ``b`` holds
 
 Histograms have shape ``(M, 256, 4)``: per bin the sums of gradient, hessian and
 the number of labelled samples (``sample_weight > 0``), and a padding lane, so
-that a bin is one 4-lane vector (`add_lanes`). Features are histogrammed in pairs
-(`_histograms`).
+that a bin is one 4-lane vector (`add_lanes`). Features are histogrammed three at a
+time (`_histograms`).
 """
 
 import types
@@ -248,41 +248,60 @@ def _clear_bins(h, n_bins):
 
 
 @njit(inline="always")
-def _histograms(Xb, n_bins, hist, a, b, first, n_loss, loss_rows, ghc, sorted_ghc):
-    """Histograms ``hist[a]`` and ``hist[b]`` (each (N_SLOTS, LANES)) of features a and b
-    (``b < 0``: a alone) over a leaf gathered by `_gather_loss`; each row's statistics
-    are loaded once for both. Only the bins a feature has are written (`_clear_bins`)."""
-    col_a = Xb[a]
-    at_a = a * N_SLOTS * LANES
-    _clear_bins(hist[a], n_bins[a])
-    if b < 0:
+def _histograms(Xb, n_bins, hist, group, first, n_loss, loss_rows, ghc, sorted_ghc):
+    """Histograms ``hist[m]`` (each (N_SLOTS, LANES)) of the features m of ``group`` (up to
+    three, `_group`; -1 past the end) over a leaf gathered by `_gather_loss`; each row's
+    statistics are loaded once for all of them. Only the bins a feature has are written
+    (`_clear_bins`). Every bin sums its rows in leaf order, however many features share the
+    pass. Three features a pass took 9 % less time than two on a 4-class photo's root (four:
+    20 % more, their histograms filling the 32 KB L1 cache)."""
+    a, b, c = group
+    for m in group:
+        if m >= 0:
+            _clear_bins(hist[m], n_bins[m])
+    col_a, col_b, col_c = Xb[a], Xb[max(b, 0)], Xb[max(c, 0)]
+    at_a, at_b, at_c = a * N_SLOTS * LANES, b * N_SLOTS * LANES, c * N_SLOTS * LANES
+    if c >= 0:
         if first >= 0:
             for k in range(first, first + n_loss):
-                add_lanes(hist, at_a + np.intp(col_a[k]) * LANES, ghc, k * LANES)
+                add_lanes(hist, (at_a + np.intp(col_a[k]) * LANES,
+                                 at_b + np.intp(col_b[k]) * LANES,
+                                 at_c + np.intp(col_c[k]) * LANES), ghc, k * LANES)
         else:
             for k in range(n_loss):
-                add_lanes(hist, at_a + np.intp(col_a[loss_rows[k]]) * LANES, sorted_ghc,
-                          k * LANES)
-        return
-    col_b = Xb[b]
-    at_b = b * N_SLOTS * LANES
-    _clear_bins(hist[b], n_bins[b])
-    if first >= 0:
+                i = loss_rows[k]
+                add_lanes(hist, (at_a + np.intp(col_a[i]) * LANES,
+                                 at_b + np.intp(col_b[i]) * LANES,
+                                 at_c + np.intp(col_c[i]) * LANES), sorted_ghc, k * LANES)
+    elif b >= 0:
+        if first >= 0:
+            for k in range(first, first + n_loss):
+                add_lanes(hist, (at_a + np.intp(col_a[k]) * LANES,
+                                 at_b + np.intp(col_b[k]) * LANES), ghc, k * LANES)
+        else:
+            for k in range(n_loss):
+                i = loss_rows[k]
+                add_lanes(hist, (at_a + np.intp(col_a[i]) * LANES,
+                                 at_b + np.intp(col_b[i]) * LANES), sorted_ghc, k * LANES)
+    elif first >= 0:
         for k in range(first, first + n_loss):
-            add_lanes(hist, (at_a + np.intp(col_a[k]) * LANES, at_b + np.intp(col_b[k]) * LANES),
-                      ghc, k * LANES)
+            add_lanes(hist, at_a + np.intp(col_a[k]) * LANES, ghc, k * LANES)
     else:
         for k in range(n_loss):
-            i = loss_rows[k]
-            add_lanes(hist, (at_a + np.intp(col_a[i]) * LANES, at_b + np.intp(col_b[i]) * LANES),
-                      sorted_ghc, k * LANES)
+            add_lanes(hist, at_a + np.intp(col_a[loss_rows[k]]) * LANES, sorted_ghc, k * LANES)
+
+
+# Features histogrammed in one pass over a leaf's rows (`_group` and `_histograms` take three).
+GROUP = 3
 
 
 @njit(inline="always")
-def _pair(features, p):
-    """The p-th pair of ``features`` (the second is -1 past the end)."""
-    a = features[2 * p]
-    return a, (features[2 * p + 1] if 2 * p + 1 < features.shape[0] else -1)
+def _group(features, p):
+    """The p-th group of `GROUP` consecutive ``features`` (-1 past the end)."""
+    n = features.shape[0]
+    at = GROUP * p
+    return (features[at], features[at + 1] if at + 1 < n else -1,
+            features[at + 2] if at + 2 < n else -1)
 
 
 @njit(inline="always")
@@ -323,6 +342,10 @@ def _best_split(hm, n_bins, G, H, N, l2, min_samples, min_hessian):
     Returns ``(gain, bin, missing_left)``; the gain is ``-inf`` without a valid
     split. The cost penalty does not depend on the threshold, so it is applied
     later when features and leaves are compared.
+
+    A feature without missing values in the leaf (its missing bin is zero) takes a
+    loop without the missing-left side: the same gains, as adding the bin's zeros
+    changes no sum that enters one, in a quarter less time on a photo's features.
     """
     best = -np.inf
     best_bin = 0
@@ -337,6 +360,21 @@ def _best_split(hm, n_bins, G, H, N, l2, min_samples, min_hessian):
     gl = 0.0
     hl = 0.0
     nl = 0.0
+    if not has_missing:
+        for b in range(n_bins - 1):
+            gl += hm[b, 0]
+            hl += hm[b, 1]
+            nl += hm[b, 2]
+            gR = G - gl
+            hR = H - hl
+            nR = N - nl
+            if nl < min_samples or nR < min_samples or hl < min_hessian or hR < min_hessian:
+                continue
+            gain = 0.5 * (gl * gl / (hl + l2) + gR * gR / (hR + l2) - parent)
+            if gain > best:
+                best = gain
+                best_bin = b
+        return best, best_bin, best_left
     for b in range(n_bins - 1):
         gl += hm[b, 0]
         hl += hm[b, 1]
@@ -394,7 +432,7 @@ def _root_splits(Xb, order, n, ghc, is_loss, cost_weight, unit_cost, cost_mask, 
     only for features with a per-sample cost; ``unit_cost``: every cost weight
     is 0 or 1); ``none_paid[0, m]`` says that
     none of them has paid feature m yet. The tree's ``features`` (increasing) run
-    in pairs, the pairs in parallel (in the parallel twin): each one's histogram
+    in groups of three, the groups in parallel (in the parallel twin): each one's histogram
     is built, searched and left in ``hist[0, m]``; other features get no split.
     """
     first, n_loss = _gather_loss(order, 0, n, ghc, is_loss, loss_rows, sorted_ghc)
@@ -404,10 +442,10 @@ def _root_splits(Xb, order, n, ghc, is_loss, cost_weight, unit_cost, cost_mask, 
         default_left[0, m] = False
         unpaid[0, m] = 0.0
         none_paid[0, m] = False
-    for p in prange((features.shape[0] + 1) // 2):
-        a, b = _pair(features, p)
-        _histograms(Xb, n_bins, hist[0], a, b, first, n_loss, loss_rows, ghc, sorted_ghc)
-        for m in (a, b):
+    for p in prange((features.shape[0] + GROUP - 1) // GROUP):
+        group = _group(features, p)
+        _histograms(Xb, n_bins, hist[0], group, first, n_loss, loss_rows, ghc, sorted_ghc)
+        for m in group:
             if m < 0:
                 continue
             if count_unpaid[m]:
@@ -432,10 +470,16 @@ def _split_leaf(Xb, rows, src, start, stop, feature, threshold_bin, missing_left
     having paid it. The child with fewer rows gets ``new_slot``: its histograms
     are built; the other child's are the parent's minus those, in place in
     ``slot``. Then both children's best splits and unpaid cost weights, for the
-    tree's ``features`` in pairs (``active`` marks them). A feature that none of the leaf's cost rows has paid (``none_paid``,
-    kept per slot) is unpaid by all rows of the smaller child: their cost weight,
-    summed once, instead of a look-up of every row per feature (the same sum in
-    the same order, so the same number).
+    tree's ``features`` in groups of three (``active`` marks them). A feature that none
+    of the leaf's cost rows has paid (``none_paid``, kept per slot) is unpaid by all rows
+    of the smaller child: their cost weight, summed once, instead of a look-up of every
+    row per feature (the same sum in the same order, so the same number).
+
+    A child that may not split (``children_may_split`` False, or fewer than
+    ``2 * min_samples`` labelled rows) is never ranked nor split, so it gets no
+    split, and no histograms: the larger child's are not subtracted, and when
+    neither child may split (the last split of a tree) the smaller child's are
+    not built either.
 
     The parallel twin partitions in chunks of `PARTITION_CHUNK` rows (one
     parallel pass counts, one places each row and gathers the smaller child's
@@ -461,6 +505,11 @@ def _split_leaf(Xb, rows, src, start, stop, feature, threshold_bin, missing_left
     GR = G - GL
     HR = H - HL
     NR = N - NL
+    left_may_split = children_may_split and NL >= 2 * min_samples
+    right_may_split = children_may_split and NR >= 2 * min_samples
+    # A child that may not split is never ranked nor split: it needs no histograms, and
+    # neither child does when neither may split (the tree's last split, say).
+    need_small = left_may_split or right_may_split
 
     order = rows[src]
     dest = rows[1 - src]
@@ -540,8 +589,9 @@ def _split_leaf(Xb, rows, src, start, stop, feature, threshold_bin, missing_left
             at_left += goes_left
             at_right += 1 - goes_left
         small_lo, small_hi = (left_start, at_left) if small_is_left else (right_start, at_right)
-        _gather(dest, small_lo, small_hi, ghc, is_loss, loss_rows, sorted_ghc, counts[c, 2])
-        if want_cost:
+        if need_small:
+            _gather(dest, small_lo, small_hi, ghc, is_loss, loss_rows, sorted_ghc, counts[c, 2])
+        if want_cost and need_small:
             at = counts[c, 3]
             for k in range(small_lo, small_hi):
                 i = dest[k]
@@ -549,9 +599,6 @@ def _split_leaf(Xb, rows, src, start, stop, feature, threshold_bin, missing_left
                     cost_rows[at] = i
                     sorted_cost[at] = cost_weight[i]
                     at += 1
-    small_cost = 0.0
-    for k in range(n_cost):
-        small_cost += sorted_cost[k]
     if count_unpaid[feature] and unpaid[slot, feature] > 0.0:
         # (Rows of a leaf without unpaid cost weight have paid or carry no cost.)
         bits = paid_bits[feature]
@@ -559,8 +606,6 @@ def _split_leaf(Xb, rows, src, start, stop, feature, threshold_bin, missing_left
             i = dest[k]
             bits[i >> 6] |= np.uint64(1) << np.uint64(i & 63)
 
-    left_may_split = children_may_split and NL >= 2 * min_samples
-    right_may_split = children_may_split and NR >= 2 * min_samples
     if small_is_left:
         small_may_split, large_may_split = left_may_split, right_may_split
         Gs, Hs, Ns, Gl, Hl, Nl = GL, HL, NL, GR, HR, NR
@@ -568,12 +613,17 @@ def _split_leaf(Xb, rows, src, start, stop, feature, threshold_bin, missing_left
         small_may_split, large_may_split = right_may_split, left_may_split
         Gs, Hs, Ns, Gl, Hl, Nl = GR, HR, NR, GL, HL, NL
     for m in range(Xb.shape[0]):
-        if not active[m]:
+        if not (active[m] and need_small):
             _clear_split(m, slot, new_slot, gain, split_bin, default_left, unpaid, none_paid)
-    for p in prange((features.shape[0] + 1) // 2):
-        a, b = _pair(features, p)
-        _histograms(Xb, n_bins, hist[new_slot], a, b, -1, n_loss, loss_rows, ghc, sorted_ghc)
-        for m in (a, b):
+    if not need_small:
+        return n_left, w_left, GL, HL, NL
+    small_cost = 0.0
+    for k in range(n_cost):
+        small_cost += sorted_cost[k]
+    for p in prange((features.shape[0] + GROUP - 1) // GROUP):
+        group = _group(features, p)
+        _histograms(Xb, n_bins, hist[new_slot], group, -1, n_loss, loss_rows, ghc, sorted_ghc)
+        for m in group:
             if m < 0:
                 continue
             parent_unpaid = unpaid[slot, m]
@@ -581,11 +631,12 @@ def _split_leaf(Xb, rows, src, start, stop, feature, threshold_bin, missing_left
             _clear_split(m, slot, new_slot, gain, split_bin, default_left, unpaid, none_paid)
             small = hist[new_slot, m]
             large = hist[slot, m]
-            for bin_ in range(n_bins[m]):
+            if large_may_split:
+                for bin_ in range(n_bins[m]):
+                    for j in range(LANES):
+                        large[bin_, j] -= small[bin_, j]
                 for j in range(LANES):
-                    large[bin_, j] -= small[bin_, j]
-            for j in range(LANES):
-                large[MISSING_BIN, j] -= small[MISSING_BIN, j]
+                    large[MISSING_BIN, j] -= small[MISSING_BIN, j]
             if count_unpaid[m] and parent_unpaid > 0.0 and m != feature:
                 # A child of a leaf whose rows have all paid m has nothing left to pay, nor
                 # has one of a leaf split on m.

@@ -8,10 +8,11 @@ scalar adds itself (its SLP vectoriser is off by default), so `add_lanes` emits
 the vector instructions through an intrinsic. Lane-wise addition is exactly the
 scalar addition: results do not change.
 
-Histograms are built two features at a time: each row's vector is loaded once
-and added to both features' bins, and a leaf's gathered statistics are streamed
-half as often (same sums in the same order). On an AMD EPYC a microbenchmark
-gave 24% less time per add than one feature at a time.
+Histograms are built three features at a time: each row's vector is loaded once
+and added to all three features' bins, and a leaf's gathered statistics are streamed
+a third as often (same sums in the same order). On an AMD EPYC a microbenchmark
+gave 24% less time per add with two features than with one, and three took 9%
+less than two (docs/scribbles.md, section 27).
 
 `prefetch` asks for a cache line ahead of its use: gathering the statistics of a
 leaf's rows reads them scattered over the whole array, and fetching the row 32
