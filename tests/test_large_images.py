@@ -419,7 +419,7 @@ def test_hdf5_and_tiff_outputs_refuse_a_volume_naming_ome_zarr(tmp_path, name):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_tiff_pyramid_holds_every_2nd_pixel(tmp_path):
+def test_tiff_pyramid_holds_every_2nd_pixel(tmp_path, caplog):
     from msclassify.io import ChunkedTiffWriter
 
     rng = np.random.default_rng(1)
@@ -430,6 +430,10 @@ def test_tiff_pyramid_holds_every_2nd_pixel(tmp_path):
     with tifffile.TiffFile(tmp_path / "p.tif") as tiff:
         levels = [level.asarray() for level in tiff.series[0].levels]
         assert json.loads(tiff.pages[0].description)["msclassify"]["classes"] == [1, 2, 3]
+        # read as the shaped series it was written as, not as a corrupted one (tifffile logs
+        # "invalid shaped series metadata or corrupted file" and falls back to a generic one)
+        assert tiff.series[0].kind == "shaped"
+    assert "corrupted" not in caplog.text
     assert len(levels) == 2
     assert np.array_equal(levels[0], full) and np.array_equal(levels[1], full[::2, ::2])
 
