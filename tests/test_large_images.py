@@ -96,6 +96,42 @@ def test_bad_input_is_refused_naming_file_and_chunk(tmp_path):
         open_image(stack)
 
 
+def _blosc_zarr(path, data, zarr_format, chunks):
+    """A zarr array compressed with Blosc (zarr-python 2's default: most NGFF 0.4 stores)."""
+    if zarr_format == 2:
+        from numcodecs import Blosc
+        compressor = Blosc(cname="lz4", clevel=5)
+    else:
+        compressor = zarr.codecs.BloscCodec(cname="lz4")
+    z = zarr.create_array(str(path), shape=data.shape, chunks=chunks, dtype=data.dtype,
+                          zarr_format=zarr_format, compressors=[compressor])
+    z[:] = data
+    return path
+
+
+@pytest.mark.parametrize("zarr_format", [2, 3])
+def test_a_truncated_blosc_chunk_is_refused_not_read_as_garbage(tmp_path, zarr_format):
+    # Blosc decodes a truncated chunk without an error (into garbage): found by copying half
+    # of a real EM store's chunk; the size its header records tells it
+    noise = np.random.default_rng(0).integers(0, 65535, (70, 90), dtype=np.uint16)
+    path = _blosc_zarr(tmp_path / "b.zarr", noise, zarr_format, (32, 32))
+    chunk = path / ("1.1" if zarr_format == 2 else "c/1/1")
+    chunk.write_bytes(chunk.read_bytes()[:1000])
+    for allow_missing in (False, True):                 # label images too
+        image = open_image(path, allow_missing=allow_missing)
+        assert np.array_equal(image[:32, :], noise[:32])
+        with pytest.raises(FrameReadError, match=r"b.zarr: chunk \(1, 1\) .* holds 1000 bytes "
+                                                 r"but its Blosc header records \d+: it is "
+                                                 r"truncated"):
+            image[40:50, 40:50]
+    # a sparse Blosc label image (chunks never painted are not stored) still reads as zeros
+    labels = np.zeros((70, 90), np.uint8)
+    labels[5, 5] = 2
+    sparse = _blosc_zarr(tmp_path / "l.zarr", labels, zarr_format, (32, 32))
+    assert not (sparse / ("1.1" if zarr_format == 2 else "c/1/1")).exists()
+    assert np.array_equal(open_image(sparse, allow_missing=True)[:, :], labels)
+
+
 def test_writer_layout_is_ngff_labels_with_a_pyramid(tmp_path):
     writer = ChunkedLabelWriter(tmp_path / "out.zarr", (700, 520), (256, 256), [1, 2, 3],
                                 class_names=["background", "cell", "membrane"], n_classes=3)
