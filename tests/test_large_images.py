@@ -205,6 +205,39 @@ def test_full_disk_names_the_chunk_and_keeps_finished_ones(tmp_path, monkeypatch
         {(0, 0)}
 
 
+_HDF5_UNDER_A_FILE_SIZE_LIMIT = """
+import resource, sys
+import numpy as np
+from msclassify.io import ChunkedHDF5Writer, FrameWriteError
+resource.setrlimit(resource.RLIMIT_FSIZE, (int(sys.argv[2]), resource.RLIM_INFINITY))
+labels = np.random.default_rng(0).integers(1, 256, (2048, 2048)).astype(np.uint8)
+writer = ChunkedHDF5Writer(sys.argv[1], labels.shape, (512, 512), list(range(1, 256)))
+try:
+    for index in sorted(set(range(16)) - {4 * i + j for i, j in writer.completed()}):
+        window = writer.chunk(divmod(index, 4))
+        writer.write_chunk(divmod(index, 4), labels[window])
+except FrameWriteError as exc:
+    print(exc)
+    sys.exit(1)
+finally:
+    writer.close()
+print(np.array_equal(np.asarray(__import__("h5py").File(sys.argv[1])["labels"]), labels))
+"""
+
+
+def test_hdf5_output_refuses_a_chunk_the_disk_has_no_room_for_instead_of_crashing(tmp_path):
+    # HDF5 that runs out of space in a write (a full disk, ulimit -f) crashed the process in
+    # a segmentation fault (h5py freeing its objects) after the message: exit status 139
+    out = tmp_path / "out.h5"
+    run = [sys.executable, "-c", _HDF5_UNDER_A_FILE_SIZE_LIMIT, str(out)]
+    limited = subprocess.run(run + [str(2_500_000)], capture_output=True, text=True)
+    assert limited.returncode == 1, limited.stderr[-2000:]
+    assert "(File too large)" in limited.stdout and ".out.h5.partial (chunk (" in limited.stdout
+    assert not out.exists() and (tmp_path / ".out.h5.partial").is_file()
+    resumed = subprocess.run(run + [str(1 << 40)], capture_output=True, text=True)
+    assert resumed.returncode == 0 and resumed.stdout.strip() == "True", resumed.stderr[-2000:]
+
+
 def _model(shape=(200, 180)):
     rng = np.random.default_rng(0)
     image = rng.normal(70, 12, shape)
