@@ -92,7 +92,11 @@ def test_bad_input_is_refused_naming_file_and_chunk(tmp_path):
                                              r"0.4, 0.5"):
         open_image(tmp_path / "v06.zarr")
     stack = _ome_zarr(tmp_path / "t.zarr", np.stack([IMAGE] * 2)[:, np.newaxis], "tcyx", "0.5")
-    with pytest.raises(FrameReadError, match=r"has 2 points along axis 't'"):
+    with pytest.raises(FrameReadError, match=r"has 2 points along axis 't'; .* per image$"):
+        open_image(stack)
+    stack = _ome_zarr(tmp_path / "z.zarr", np.stack([IMAGE] * 2), "zyx", "0.4")
+    with pytest.raises(FrameReadError, match=r"has 2 points along axis 'z'; .* read the z-stack "
+                                             r"as a volume \(msclassify predict --axes zyx"):
         open_image(stack)
 
 
@@ -198,7 +202,8 @@ def test_full_disk_names_the_chunk_and_keeps_finished_ones(tmp_path, monkeypatch
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(type(writer._levels[0]), "__setitem__", full)
-    with pytest.raises(FrameWriteError, match=r"chunk \(0, 1\).*disk is full.*resumes"):
+    with pytest.raises(FrameWriteError, match=r"chunk \(0, 1\).*disk is full.*; chunks already "
+                                              r"written stay valid and a re-run resumes"):
         writer.write_chunk((0, 1), np.ones((32, 32), np.uint8))
     monkeypatch.setattr(type(writer._levels[0]), "__setitem__", real)
     assert ChunkedLabelWriter(tmp_path / "out.zarr", (64, 64), (32, 32), [1, 2]).completed() == \

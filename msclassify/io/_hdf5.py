@@ -247,7 +247,8 @@ class ChunkedHDF5Writer(ChunkedWriter):
             if not self._pending:
                 self._finish()
         except (OSError, RuntimeError) as exc:  # h5py raises RuntimeError for a failed flush
-            raise _write_error(f"{self._partial} (chunk {index})", _os_error(exc)) from None
+            raise _write_error(f"{self._partial} (chunk {index})", _os_error(exc),
+                               unit="chunk") from None
 
     def _stored(self, dataset, offset):
         return dataset.id.get_chunk_info_by_coord(offset).byte_offset is not None

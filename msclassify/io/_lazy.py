@@ -154,7 +154,9 @@ def _axes_for(shape, description, names=None):
             else:
                 raise FrameReadError(
                     f"{description} has {size} points along axis {name!r}; msclassify predicts "
-                    "one 2-D image: store one time point / plane per image")
+                    "one 2-D image: store one time point / plane per image" + (
+                        ", or read the z-stack as a volume (msclassify predict --axes zyx, "
+                        "msclassify.io.open_volume)" if name == "z" else ""))
         if not set(_SPATIAL) <= set(axes):
             raise FrameReadError(f"{description} has axes {list(names)}, without both y and x")
         return axes
