@@ -439,3 +439,26 @@ def test_open_volume_refuses_a_missing_or_truncated_chunk_and_an_unknown_ngff_ve
     root.attrs["multiscales"] = [dict(root.attrs["multiscales"][0], version="0.3")]
     with pytest.raises(FrameReadError, match=r"NGFF\) version 0.3; msclassify reads versions"):
         open_volume(tmp_path / "v.zarr", "zyx")
+
+
+def test_a_truncated_imagej_volume_is_refused_not_read_as_its_first_slice(tmp_path):
+    # tifffile reads a cut-off ImageJ hyperstack as its first page (a 2-D array), so the user
+    # was told the axes were wrong ("name each of its 2 axes") instead of the file being cut
+    import tifffile
+
+    from msclassify.io import open_volume, read_volume
+
+    volume = (np.arange(6 * 20 * 30) % 251).astype(np.uint8).reshape(6, 20, 30)
+    whole = tmp_path / "whole.tif"
+    tifffile.imwrite(whole, volume, imagej=True, metadata={"spacing": 3, "axes": "ZYX"})
+    cut = tmp_path / "cut.tif"
+    cut.write_bytes(whole.read_bytes()[:whole.stat().st_size // 2])
+    for read in (lambda path: read_volume(path, "zyx"), lambda path: open_volume(path, "zyx")):
+        with pytest.raises(ValueError, match=r"cut.tif is truncated or damaged: its ImageJ header "
+                                             r"\('images='\) records 6 images but 1 can be read"):
+            read(cut)
+        assert read(whole).spacing == (3.0, 1.0, 1.0)
+    two_channels = tmp_path / "zcyx.tif"                  # planes of every channel are counted
+    tifffile.imwrite(two_channels, np.stack([volume, volume], 1), imagej=True,
+                     metadata={"axes": "ZCYX"})
+    assert read_volume(two_channels, "zcyx").data.shape[-1] == 2

@@ -20,7 +20,7 @@ import numpy as np
 from ..checks import file_problem
 from ._errors import FrameReadError, _reason
 from ._lazy import _ngff_version, _zarr_chunk_checker
-from ._volume import check_axes, ngff_spacing, tiff_spacing
+from ._volume import check_axes, check_complete, ngff_spacing, tiff_spacing
 
 __all__ = ["LazyVolume", "open_volume"]
 
@@ -142,6 +142,7 @@ def _tiff_volume(path):
 
     try:
         with tifffile.TiffFile(path) as tif:
+            check_complete(tif, path)
             spacing = tiff_spacing(tif)
         store = tifffile.imread(path, aszarr=True)
         return zarr.open(store, mode="r"), str(path), spacing, None
