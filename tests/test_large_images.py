@@ -92,8 +92,48 @@ def test_bad_input_is_refused_naming_file_and_chunk(tmp_path):
                                              r"0.4, 0.5"):
         open_image(tmp_path / "v06.zarr")
     stack = _ome_zarr(tmp_path / "t.zarr", np.stack([IMAGE] * 2)[:, np.newaxis], "tcyx", "0.5")
-    with pytest.raises(FrameReadError, match=r"has 2 points along axis 't'"):
+    with pytest.raises(FrameReadError, match=r"has 2 points along axis 't'; .* per image$"):
         open_image(stack)
+    stack = _ome_zarr(tmp_path / "z.zarr", np.stack([IMAGE] * 2), "zyx", "0.4")
+    with pytest.raises(FrameReadError, match=r"has 2 points along axis 'z'; .* read the z-stack "
+                                             r"as a volume \(msclassify predict --axes zyx"):
+        open_image(stack)
+
+
+def _blosc_zarr(path, data, zarr_format, chunks):
+    """A zarr array compressed with Blosc (zarr-python 2's default: most NGFF 0.4 stores)."""
+    if zarr_format == 2:
+        from numcodecs import Blosc
+        compressor = Blosc(cname="lz4", clevel=5)
+    else:
+        compressor = zarr.codecs.BloscCodec(cname="lz4")
+    z = zarr.create_array(str(path), shape=data.shape, chunks=chunks, dtype=data.dtype,
+                          zarr_format=zarr_format, compressors=[compressor])
+    z[:] = data
+    return path
+
+
+@pytest.mark.parametrize("zarr_format", [2, 3])
+def test_a_truncated_blosc_chunk_is_refused_not_read_as_garbage(tmp_path, zarr_format):
+    # Blosc decodes a truncated chunk without an error (into garbage): found by copying half
+    # of a real EM store's chunk; the size its header records tells it
+    noise = np.random.default_rng(0).integers(0, 65535, (70, 90), dtype=np.uint16)
+    path = _blosc_zarr(tmp_path / "b.zarr", noise, zarr_format, (32, 32))
+    chunk = path / ("1.1" if zarr_format == 2 else "c/1/1")
+    chunk.write_bytes(chunk.read_bytes()[:1000])
+    for allow_missing in (False, True):                 # label images too
+        image = open_image(path, allow_missing=allow_missing)
+        assert np.array_equal(image[:32, :], noise[:32])
+        with pytest.raises(FrameReadError, match=r"b.zarr: chunk \(1, 1\) .* holds 1000 bytes "
+                                                 r"but its Blosc header records \d+: it is "
+                                                 r"truncated"):
+            image[40:50, 40:50]
+    # a sparse Blosc label image (chunks never painted are not stored) still reads as zeros
+    labels = np.zeros((70, 90), np.uint8)
+    labels[5, 5] = 2
+    sparse = _blosc_zarr(tmp_path / "l.zarr", labels, zarr_format, (32, 32))
+    assert not (sparse / ("1.1" if zarr_format == 2 else "c/1/1")).exists()
+    assert np.array_equal(open_image(sparse, allow_missing=True)[:, :], labels)
 
 
 def test_writer_layout_is_ngff_labels_with_a_pyramid(tmp_path):
@@ -162,11 +202,45 @@ def test_full_disk_names_the_chunk_and_keeps_finished_ones(tmp_path, monkeypatch
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(type(writer._levels[0]), "__setitem__", full)
-    with pytest.raises(FrameWriteError, match=r"chunk \(0, 1\).*disk is full.*resumes"):
+    with pytest.raises(FrameWriteError, match=r"chunk \(0, 1\).*disk is full.*; chunks already "
+                                              r"written stay valid and a re-run resumes"):
         writer.write_chunk((0, 1), np.ones((32, 32), np.uint8))
     monkeypatch.setattr(type(writer._levels[0]), "__setitem__", real)
     assert ChunkedLabelWriter(tmp_path / "out.zarr", (64, 64), (32, 32), [1, 2]).completed() == \
         {(0, 0)}
+
+
+_HDF5_UNDER_A_FILE_SIZE_LIMIT = """
+import resource, sys
+import numpy as np
+from msclassify.io import ChunkedHDF5Writer, FrameWriteError
+resource.setrlimit(resource.RLIMIT_FSIZE, (int(sys.argv[2]), resource.RLIM_INFINITY))
+labels = np.random.default_rng(0).integers(1, 256, (2048, 2048)).astype(np.uint8)
+writer = ChunkedHDF5Writer(sys.argv[1], labels.shape, (512, 512), list(range(1, 256)))
+try:
+    for index in sorted(set(range(16)) - {4 * i + j for i, j in writer.completed()}):
+        window = writer.chunk(divmod(index, 4))
+        writer.write_chunk(divmod(index, 4), labels[window])
+except FrameWriteError as exc:
+    print(exc)
+    sys.exit(1)
+finally:
+    writer.close()
+print(np.array_equal(np.asarray(__import__("h5py").File(sys.argv[1])["labels"]), labels))
+"""
+
+
+def test_hdf5_output_refuses_a_chunk_the_disk_has_no_room_for_instead_of_crashing(tmp_path):
+    # HDF5 that runs out of space in a write (a full disk, ulimit -f) crashed the process in
+    # a segmentation fault (h5py freeing its objects) after the message: exit status 139
+    out = tmp_path / "out.h5"
+    run = [sys.executable, "-c", _HDF5_UNDER_A_FILE_SIZE_LIMIT, str(out)]
+    limited = subprocess.run(run + [str(2_500_000)], capture_output=True, text=True)
+    assert limited.returncode == 1, limited.stderr[-2000:]
+    assert "(File too large)" in limited.stdout and ".out.h5.partial (chunk (" in limited.stdout
+    assert not out.exists() and (tmp_path / ".out.h5.partial").is_file()
+    resumed = subprocess.run(run + [str(1 << 40)], capture_output=True, text=True)
+    assert resumed.returncode == 0 and resumed.stdout.strip() == "True", resumed.stderr[-2000:]
 
 
 def _model(shape=(200, 180)):
@@ -419,7 +493,7 @@ def test_hdf5_and_tiff_outputs_refuse_a_volume_naming_ome_zarr(tmp_path, name):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_tiff_pyramid_holds_every_2nd_pixel(tmp_path):
+def test_tiff_pyramid_holds_every_2nd_pixel(tmp_path, caplog):
     from msclassify.io import ChunkedTiffWriter
 
     rng = np.random.default_rng(1)
@@ -430,6 +504,10 @@ def test_tiff_pyramid_holds_every_2nd_pixel(tmp_path):
     with tifffile.TiffFile(tmp_path / "p.tif") as tiff:
         levels = [level.asarray() for level in tiff.series[0].levels]
         assert json.loads(tiff.pages[0].description)["msclassify"]["classes"] == [1, 2, 3]
+        # read as the shaped series it was written as, not as a corrupted one (tifffile logs
+        # "invalid shaped series metadata or corrupted file" and falls back to a generic one)
+        assert tiff.series[0].kind == "shaped"
+    assert "corrupted" not in caplog.text
     assert len(levels) == 2
     assert np.array_equal(levels[0], full) and np.array_equal(levels[1], full[::2, ::2])
 

@@ -396,3 +396,69 @@ def test_cli_trains_a_volume_from_windows_around_its_scribbles(tmp_path, capsys)
                               else ["--spacing", "4", "1", "1"]))
         assert code != 0 and message in err and err.count("\n") == 1, (message, err)
         assert not (tmp_path / "bad.msc").exists()
+
+
+def test_open_volume_refuses_a_missing_or_truncated_chunk_and_an_unknown_ngff_version(tmp_path):
+    import zarr
+    from numcodecs import Blosc
+
+    from msclassify.io import FrameReadError, open_volume
+
+    noise = np.random.default_rng(0).integers(0, 65535, (6, 40, 40), dtype=np.uint16)
+    root = zarr.open_group(str(tmp_path / "v.zarr"), mode="w", zarr_format=2)
+    root.create_array("0", shape=noise.shape, chunks=(2, 16, 16), dtype=noise.dtype,
+                      compressors=[Blosc(cname="lz4")])[:] = noise
+    root.attrs["multiscales"] = [{"version": "0.4", "axes": list("zyx"), "datasets": [
+        {"path": "0", "coordinateTransformations": [{"type": "scale", "scale": [3, 1, 1]}]}]}]
+    (tmp_path / "v.zarr" / "0" / "1.0.0").unlink()                        # a lost chunk
+    chunk = tmp_path / "v.zarr" / "0" / "2.1.1"                           # half copied
+    chunk.write_bytes(chunk.read_bytes()[:500])
+    volume = open_volume(tmp_path / "v.zarr", "zyx")
+    assert volume.spacing == (3.0, 1.0, 1.0)
+    assert np.array_equal(volume[:2, :16, :16], noise[:2, :16, :16])        # elsewhere it reads
+    with pytest.raises(FrameReadError, match=r"v.zarr \(OME-Zarr\): chunk \(1, 0, 0\) .* is "
+                                             r"missing"):
+        volume[1:3, :8, :8]
+    with pytest.raises(FrameReadError, match=r"chunk \(2, 1, 1\) .* holds 500 bytes but its "
+                                             r"Blosc header records"):
+        volume[4:, 20:30, 20:30]
+    # labels may be sparse: a missing chunk reads as zeros, a truncated one is still refused
+    labels = open_volume(tmp_path / "v.zarr", "zyx", allow_missing=True)
+    assert not labels[2:4, :16, :16].any()
+    with pytest.raises(FrameReadError, match=r"holds 500 bytes"):
+        labels[4:, 20:30, 20:30]
+    # a chunk its codec cannot decode: one line naming the voxels
+    zstd = zarr.create_array(str(tmp_path / "z.zarr"), shape=noise.shape, chunks=(2, 16, 16),
+                             dtype=noise.dtype)
+    zstd[:] = noise
+    chunk = tmp_path / "z.zarr" / "c" / "0" / "0" / "0"
+    chunk.write_bytes(chunk.read_bytes()[:100])
+    with pytest.raises(FrameReadError, match=r"z.zarr: cannot read voxels z 0..2, y 0..8, "
+                                             r"x 0..8 .*damaged or truncated"):
+        open_volume(tmp_path / "z.zarr", "zyx")[:2, :8, :8]
+    root.attrs["multiscales"] = [dict(root.attrs["multiscales"][0], version="0.3")]
+    with pytest.raises(FrameReadError, match=r"NGFF\) version 0.3; msclassify reads versions"):
+        open_volume(tmp_path / "v.zarr", "zyx")
+
+
+def test_a_truncated_imagej_volume_is_refused_not_read_as_its_first_slice(tmp_path):
+    # tifffile reads a cut-off ImageJ hyperstack as its first page (a 2-D array), so the user
+    # was told the axes were wrong ("name each of its 2 axes") instead of the file being cut
+    import tifffile
+
+    from msclassify.io import open_volume, read_volume
+
+    volume = (np.arange(6 * 20 * 30) % 251).astype(np.uint8).reshape(6, 20, 30)
+    whole = tmp_path / "whole.tif"
+    tifffile.imwrite(whole, volume, imagej=True, metadata={"spacing": 3, "axes": "ZYX"})
+    cut = tmp_path / "cut.tif"
+    cut.write_bytes(whole.read_bytes()[:whole.stat().st_size // 2])
+    for read in (lambda path: read_volume(path, "zyx"), lambda path: open_volume(path, "zyx")):
+        with pytest.raises(ValueError, match=r"cut.tif is truncated or damaged: its ImageJ header "
+                                             r"\('images='\) records 6 images but 1 can be read"):
+            read(cut)
+        assert read(whole).spacing == (3.0, 1.0, 1.0)
+    two_channels = tmp_path / "zcyx.tif"                  # planes of every channel are counted
+    tifffile.imwrite(two_channels, np.stack([volume, volume], 1), imagej=True,
+                     metadata={"axes": "ZCYX"})
+    assert read_volume(two_channels, "zcyx").data.shape[-1] == 2

@@ -172,7 +172,7 @@ def train_volume_windows(args, features, make_classifier, chunk):
                            "scribbles (--chunks, zarr input) train a volume model: drop one")
     try:
         volume = open_volume(args.images[0], args.axes)
-        labels = open_volume(args.labels[0], args.axes.replace("c", ""))
+        labels = open_volume(args.labels[0], args.axes.replace("c", ""), allow_missing=True)
     except ValueError as exc:
         raise CommandError(str(exc)) from None
     if labels.shape != volume.shape[:3]:

@@ -43,9 +43,10 @@ def _reason(exc):
     return f"{type(exc).__name__}: {text[:200]}" if text else type(exc).__name__
 
 
-def _write_error(path, exc, writing_frame=True):
-    """A FrameWriteError naming ``path``, the cause and the fix."""
-    resume = "; frames already written stay valid and a re-run resumes after them"
+def _write_error(path, exc, writing_frame=True, unit="frame"):
+    """A FrameWriteError naming ``path``, the cause and the fix (and, ``writing_frame``, that
+    the ``unit``s written before stay)."""
+    resume = f"; {unit}s already written stay valid and a re-run resumes after them"
     if isinstance(exc, FrameWriteError):  # from write_atomically: already says what and why
         return FrameWriteError(f"{exc}{resume if writing_frame else ''}", errno=exc.errno,
                                filename=exc.filename)

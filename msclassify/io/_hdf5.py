@@ -18,13 +18,18 @@ A chunk's done marker is set after its data, and a chunk counts as done only if
 its data are stored, so a run stopped between two chunks (Ctrl-C, kill -9, a full
 disk) resumes without rewriting a finished chunk. A kill in the middle of a flush
 can leave the hidden file unreadable: the next run then says so, and
-``overwrite=True`` starts over.
+``overwrite=True`` starts over. A chunk is written only when the disk has room for
+it uncompressed (and a margin for HDF5's own records) and the file may grow by as
+much (``ulimit -f``): HDF5 that runs out of space in a write crashes the process
+(h5py frees its objects into a segmentation fault), so a full disk is refused before
+the chunk, like any other write error.
 """
 
 import errno
 import json
 import os
 import re
+import shutil
 
 import numpy as np
 
@@ -40,6 +45,8 @@ _FORMAT = "msclassify-chunks-hdf5"
 _VERSION = 1
 _DEFAULT_DATASET = "/labels"
 _KEYS = ("shape", "chunks", "dtype", "classes", "n_classes", "dataset")
+# Room kept free beside a chunk's own bytes for HDF5's records (B-tree nodes, heaps).
+_SPACE_MARGIN = 1 << 20
 
 
 def _os_error(exc):
@@ -50,6 +57,20 @@ def _os_error(exc):
             code = int(found.group(1))
             return OSError(code, os.strerror(code))
     return exc
+
+
+def _check_room(path, size):
+    """OSError (ENOSPC, EFBIG) unless file ``path`` can grow by ``size`` bytes: room on its
+    disk and under the process's file size limit."""
+    if shutil.disk_usage(path.parent).free < size:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    try:
+        import resource
+    except ImportError:  # not on POSIX: no file size limit
+        return
+    limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+    if limit != resource.RLIM_INFINITY and path.stat().st_size + size > limit:
+        raise OSError(errno.EFBIG, os.strerror(errno.EFBIG))
 
 
 class ChunkedHDF5Writer(ChunkedWriter):
@@ -215,6 +236,8 @@ class ChunkedHDF5Writer(ChunkedWriter):
         if self._finished:
             raise ValueError(f"{self.path} is complete; open it with overwrite=True to rewrite it")
         try:
+            _check_room(self._partial, labels.nbytes + _SPACE_MARGIN + (
+                0 if probabilities is None else probabilities.nbytes))
             if probabilities is not None:
                 self._proba[(slice(None),) + window] = probabilities
             self._labels[window] = labels
@@ -223,8 +246,9 @@ class ChunkedHDF5Writer(ChunkedWriter):
             self._pending.discard(index)
             if not self._pending:
                 self._finish()
-        except OSError as exc:
-            raise _write_error(f"{self._partial} (chunk {index})", _os_error(exc)) from None
+        except (OSError, RuntimeError) as exc:  # h5py raises RuntimeError for a failed flush
+            raise _write_error(f"{self._partial} (chunk {index})", _os_error(exc),
+                               unit="chunk") from None
 
     def _stored(self, dataset, offset):
         return dataset.id.get_chunk_info_by_coord(offset).byte_offset is not None
@@ -259,8 +283,13 @@ class ChunkedHDF5Writer(ChunkedWriter):
     def close(self):
         """Close the file; an unfinished one stays (hidden) for a re-run to resume."""
         if self._file is not None:
-            self._file.close()
-            self._file = None
+            file, self._file = self._file, None
+            try:
+                file.close()
+            except (OSError, RuntimeError):
+                # it cannot be flushed (a full disk): the chunks flushed before stay done, and
+                # the write's own error, already raised, says what happened
+                pass
 
     @property
     def location(self):

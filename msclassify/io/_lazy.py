@@ -11,8 +11,9 @@ NGFF v0.4 and v0.5, whose ``multiscales`` metadata names level 0 and the axes),
 h5py (``file.h5:/group/dataset``) and tifffile (tiled or pyramidal TIFF through
 its zarr store, level 0). Damaged input is refused with one line naming the file
 and the chunk: a chunk file that is missing (zarr would silently read the fill
-value) or cannot be decoded, a dataset path that does not exist, an NGFF version
-or axes this reader does not know.
+value), of another size than its Blosc header records (Blosc would silently decode
+a truncated one into garbage) or that cannot be decoded, a dataset path that does
+not exist, an NGFF version or axes this reader does not know.
 """
 
 import hashlib
@@ -107,7 +108,7 @@ class LazyImage:
             window = (window,)
         ys, xs, key = self._key(window)
         if self._check_chunk is not None:
-            self._check_chunk(ys, xs)
+            self._check_chunk(key)
         try:
             data = np.asarray(self._array[key])
         except Exception as exc:
@@ -153,7 +154,9 @@ def _axes_for(shape, description, names=None):
             else:
                 raise FrameReadError(
                     f"{description} has {size} points along axis {name!r}; msclassify predicts "
-                    "one 2-D image: store one time point / plane per image")
+                    "one 2-D image: store one time point / plane per image" + (
+                        ", or read the z-stack as a volume (msclassify predict --axes zyx, "
+                        "msclassify.io.open_volume)" if name == "z" else ""))
         if not set(_SPATIAL) <= set(axes):
             raise FrameReadError(f"{description} has axes {list(names)}, without both y and x")
         return axes
@@ -174,32 +177,72 @@ def _check_dtype(array, description):
                              "float or bool images")
 
 
-def _zarr_chunk_checker(array, description, axes):
-    """A check that every chunk a window touches exists (zarr reads a missing chunk as its
-    fill value, silently); local stores only, where a chunk is a file."""
-    if _chunk_path(array, (0,) * array.ndim) is None:
-        return None          # a remote or sharded store: a chunk is not one file
-    chunk_shape = array.chunks
-    y_axis, x_axis = axes.index("y"), axes.index("x")
+def _blosc_framed(array):
+    """Whether every chunk file of zarr ``array`` is one Blosc frame (its only compressor)."""
+    compressors = getattr(array, "compressors", ())
+    return len(compressors) == 1 and type(compressors[0]).__name__ in ("Blosc", "BloscCodec")
 
-    def check(ys, xs):
+
+def _blosc_size_problem(file):
+    """How a Blosc-framed chunk ``file``'s size differs from the one its header records, or
+    None: Blosc decodes a truncated frame without an error, into garbage."""
+    with open(file, "rb") as handle:
+        header = handle.read(16)
+    size = file.stat().st_size
+    recorded = int.from_bytes(header[12:16], "little") if len(header) == 16 else None
+    if recorded == size:
+        return None
+    return (f"holds {size} bytes but its Blosc header records "
+            + (f"{recorded}" if recorded is not None else "a 16-byte header"))
+
+
+def _zarr_chunk_checker(array, description, allow_missing=False):
+    """A check of the chunk files a read of zarr ``array`` touches: ``check(key)``, ``key``
+    one slice or index per stored axis; None where a chunk is not one file (a remote or
+    sharded store). A missing chunk is refused unless ``allow_missing`` (zarr reads it as its
+    fill value, silently: label images may be sparse), a Blosc chunk whose size differs from
+    its header's always (Blosc would decode a truncated one into garbage, silently)."""
+    if _chunk_path(array, (0,) * array.ndim) is None:
+        return None
+    blosc = _blosc_framed(array)
+    if allow_missing and not blosc:
+        return None
+
+    def check(key):
         ranges = []
-        for axis, (size, chunk) in enumerate(zip(array.shape, chunk_shape)):
-            if axis == y_axis:
-                ranges.append(range(ys.start // chunk, -(-ys.stop // chunk)))
-            elif axis == x_axis:
-                ranges.append(range(xs.start // chunk, -(-xs.stop // chunk)))
-            elif isinstance(axes[axis], int):
-                ranges.append([axes[axis] // chunk])
+        for index, size, chunk in zip(key, array.shape, array.chunks):
+            if isinstance(index, slice):
+                start, stop, _ = index.indices(size)
+                ranges.append(range(start // chunk, -(-stop // chunk)))
             else:
-                ranges.append(range(-(-size // chunk)))
+                ranges.append([index // chunk])
         for coords in itertools.product(*ranges):
             file = _chunk_path(array, coords)
             if not file.is_file():
+                if allow_missing:
+                    continue
                 raise FrameReadError(
                     f"{description}: chunk {coords} ({file}) is missing, so "
                     "its pixels are unknown; the copy is incomplete: re-copy the store")
+            problem = blosc and _blosc_size_problem(file)
+            if problem:
+                raise FrameReadError(
+                    f"{description}: chunk {coords} ({file}) {problem}: it is truncated or "
+                    "damaged, so its pixels are unknown; re-copy the store")
     return check
+
+
+def _ngff_version(attrs, path):
+    """The NGFF version of OME-Zarr image group ``path`` with attributes ``attrs`` (0.4: in
+    its first multiscale, 0.5: under ``"ome"``); FrameReadError for one this reader does
+    not know."""
+    ome = attrs.get("ome", attrs)
+    version = str(ome.get("version", "")) or None
+    version = str(ome["multiscales"][0].get("version", version))
+    if version not in NGFF_VERSIONS:
+        raise FrameReadError(f"{path} is OME-Zarr (NGFF) version {version}; msclassify "
+                             f"reads versions {', '.join(NGFF_VERSIONS)}")
+    return version
 
 
 def _open_zarr(path, allow_missing):
@@ -222,10 +265,7 @@ def _open_zarr(path, allow_missing):
                 + (f"open one of its arrays: {path}/{arrays[0]}" if arrays else
                    "it holds no arrays"))
         first = multiscales[0]
-        version = str(first.get("version", version))
-        if version not in NGFF_VERSIONS:
-            raise FrameReadError(f"{path} is OME-Zarr (NGFF) version {version}; msclassify "
-                                 f"reads versions {', '.join(NGFF_VERSIONS)}")
+        version = _ngff_version(attrs, path)
         try:
             level0 = first["datasets"][0]["path"]
             names = [a["name"] if isinstance(a, dict) else a for a in first["axes"]]
@@ -245,7 +285,7 @@ def _open_zarr(path, allow_missing):
     axes = _axes_for(node.shape, description, names)
     chunks = [node.chunks[axes.index(a)] for a in _SPATIAL]
     return LazyImage(node, description, axes, chunks,
-                     None if allow_missing else _zarr_chunk_checker(node, description, axes))
+                     _zarr_chunk_checker(node, description, allow_missing))
 
 
 def _open_h5(path, dataset):

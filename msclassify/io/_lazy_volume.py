@@ -18,7 +18,9 @@ from pathlib import Path
 import numpy as np
 
 from ..checks import file_problem
-from ._volume import check_axes, ngff_spacing, tiff_spacing
+from ._errors import FrameReadError, _reason
+from ._lazy import _ngff_version, _zarr_chunk_checker
+from ._volume import check_axes, check_complete, ngff_spacing, tiff_spacing
 
 __all__ = ["LazyVolume", "open_volume"]
 
@@ -36,6 +38,9 @@ class LazyVolume:
         What it is, for messages and provenance.
     spacing : tuple of 3 float or None
         Voxel size ``(z, y, x)`` the file records.
+    check_chunk : callable or None
+        Called with the stored array's key before every read (a zarr store's check that
+        the chunks it touches are there and whole).
 
     Attributes
     ----------
@@ -52,8 +57,9 @@ class LazyVolume:
     ((4, 5, 6, 2), (2, 2, 2, 2))
     """
 
-    def __init__(self, array, axes, description, spacing=None):
+    def __init__(self, array, axes, description, spacing=None, check_chunk=None):
         self._array, self.description, self.spacing = array, description, spacing
+        self._check_chunk = check_chunk
         self._axes = check_axes(axes)
         if len(self._axes) != len(array.shape):
             raise ValueError(f"{description} holds an array of shape {tuple(array.shape)} but "
@@ -76,7 +82,16 @@ class LazyVolume:
         spatial = dict(zip("zyx", window[:3]))
         key = tuple(spatial[a] if a in spatial else slice(None) if a == "c" else 0
                     for a in self._axes)
-        data = np.asarray(self._array[key])
+        if self._check_chunk is not None:
+            self._check_chunk(key)
+        try:
+            data = np.asarray(self._array[key])
+        except Exception as exc:  # a decoder's error: zarr and tifffile raise many types
+            where = ", ".join(f"{a} {w.start}..{w.stop}" for a, w in zip(
+                "zyx", (slice(*w.indices(n)) for w, n in zip(window[:3], self.shape))))
+            raise FrameReadError(f"{self.description}: cannot read voxels {where} "
+                                 f"({_reason(exc)}); the file is damaged or truncated there: "
+                                 "re-copy or re-export it") from None
         kept = [a for a in self._axes if a != "t"]
         order = [kept.index(a) for a in "zyx" if a in kept] + (
             [kept.index("c")] if "c" in kept else [])
@@ -98,7 +113,7 @@ class LazyVolume:
         return f"<LazyVolume {self.description}: {self.shape} {self.dtype}>"
 
 
-def _zarr_volume(path):
+def _zarr_volume(path, allow_missing):
     import zarr
 
     try:
@@ -114,8 +129,11 @@ def _zarr_volume(path):
         except (KeyError, IndexError, TypeError):
             raise ValueError(f"{path} is a zarr group but not an OME-Zarr image with a level-0 "
                              "dataset; give the image group or one of its arrays") from None
-        return node, f"{path} (OME-Zarr)", ngff_spacing(attrs)
-    return node, str(path), None
+        _ngff_version(attrs, path)        # refuses a version this reader does not know
+        description = f"{path} (OME-Zarr)"
+        return node, description, ngff_spacing(attrs), _zarr_chunk_checker(node, description,
+                                                                           allow_missing)
+    return node, str(path), None, _zarr_chunk_checker(node, str(path), allow_missing)
 
 
 def _tiff_volume(path):
@@ -124,15 +142,16 @@ def _tiff_volume(path):
 
     try:
         with tifffile.TiffFile(path) as tif:
+            check_complete(tif, path)
             spacing = tiff_spacing(tif)
         store = tifffile.imread(path, aszarr=True)
-        return zarr.open(store, mode="r"), str(path), spacing
+        return zarr.open(store, mode="r"), str(path), spacing, None
     except (OSError, ValueError, tifffile.TiffFileError, IndexError) as exc:
         raise ValueError(f"cannot read {path} as a TIFF volume ({exc}); give a multi-page "
                          "TIFF, OME-TIFF or ImageJ hyperstack, or an OME-Zarr store") from None
 
 
-def open_volume(path, axes):
+def open_volume(path, axes, allow_missing=False):
     """Open a volume to read window by window: OME-Zarr, zarr or TIFF (module docstring).
 
     Parameters
@@ -140,6 +159,9 @@ def open_volume(path, axes):
     path : str or Path
     axes : str
         One letter per stored axis, from ``tzcyx`` (`check_axes`).
+    allow_missing : bool, optional
+        Read a zarr chunk file that is missing as zeros (label volumes may be sparse); by
+        default it is refused, naming the chunk (zarr would silently read its fill value).
 
     Returns
     -------
@@ -153,12 +175,12 @@ def open_volume(path, axes):
     axes = check_axes(axes)
     path = Path(path)
     if path.is_dir():
-        array, description, spacing = _zarr_volume(path)
+        array, description, spacing, check = _zarr_volume(path, allow_missing)
     else:
         problem = file_problem(path)  # before opening: a FIFO named .tif would block
         if problem:
             raise ValueError(f"volume {path} {problem}")
-        array, description, spacing = _tiff_volume(path)
+        array, description, spacing, check = _tiff_volume(path)
     if np.dtype(array.dtype).kind not in "uifb":
         raise ValueError(f"{description} holds {array.dtype} values; expected numbers")
-    return LazyVolume(array, axes, description, spacing)
+    return LazyVolume(array, axes, description, spacing, check)

@@ -232,7 +232,7 @@ class ChunkedLabelWriter(ChunkedWriter):
                     labels[tuple(slice(None, None, step) for step in steps)]
             self._done[index] = 1
         except OSError as exc:
-            raise _write_error(self.path / f"chunk {index}", exc) from None
+            raise _write_error(self.path / f"chunk {index}", exc, unit="chunk") from None
 
     def completed(self):
         """Chunks already written in full (their marker is set and their files exist)."""

@@ -200,8 +200,10 @@ class ChunkedTiffWriter(ChunkedWriter):
                 tiff.write((tile for plane in planes for tile in _tiles(array, plane)),
                            shape=shape, dtype=array.dtype, tile=(_TILE, _TILE),
                            compression="zlib", photometric="minisblack",
+                           # the reduced levels keep tifffile's default metadata: with None
+                           # tifffile reads the file back as a corrupted shaped series
                            **({"subifds": len(levels) - 1, "metadata": metadata} if level == 0
-                              else {"subfiletype": 1, "metadata": None}))
+                              else {"subfiletype": 1}))
 
     @property
     def location(self):

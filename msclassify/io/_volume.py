@@ -26,6 +26,7 @@ import tifffile
 
 from ..checks import available_memory, file_problem
 from ._atomic import write_atomically
+from ._tiff import _declared_frames
 
 __all__ = ["VolumeData", "check_axes", "ngff_spacing", "read_volume", "recorded_z_axis",
            "tiff_spacing", "write_volume"]
@@ -144,6 +145,17 @@ def ngff_spacing(attributes):
         return None
 
 
+def check_complete(tif, path):
+    """ValueError if the metadata of open `tifffile.TiffFile` ``tif`` records more planes than
+    its first series holds: a truncated file, which tifffile reads as its first page."""
+    series, page = tif.series[0], tif.pages.first
+    planes = int(np.prod(series.shape, dtype=np.int64)) // max(int(page.size), 1)
+    declared, which = _declared_frames(tif, max(int(page.size), 1))
+    if declared is not None and declared > planes:
+        raise ValueError(f"{path} is truncated or damaged: {which} records {declared} images "
+                         f"but {planes} can be read; re-copy or re-export it")
+
+
 def read_volume(path, axes, reserve=0):
     """A TIFF's array in ``(T, Z, Y, X, C)`` order, with the spacing and axes it records.
 
@@ -173,6 +185,7 @@ def read_volume(path, axes, reserve=0):
         raise ValueError(f"TIFF volume {path} {problem}")
     try:
         with tifffile.TiffFile(path) as tif:
+            check_complete(tif, path)
             series = tif.series[0]
             _check_fits(path, series.shape, series.dtype, reserve)
             data = series.asarray()
