@@ -428,6 +428,8 @@ def volume_files(tmp_path_factory):
     tifffile.imwrite(folder / "vol.tif", volume, imagej=True, resolution=(1, 1),
                      metadata={"axes": "ZYX", "spacing": 3.0})
     tifffile.imwrite(folder / "plain.tif", volume)
+    tifffile.imwrite(folder / "zero.tif", volume, imagej=True, resolution=(1, 1),
+                     metadata={"axes": "ZYX", "spacing": 0.0})     # a file's wrong metadata
     tifffile.imwrite(folder / "lab.tif", labels)
     tifffile.imwrite(folder / "gt.tif", label_instances(ball, volume=True).astype(np.uint16))
     return folder
@@ -498,6 +500,8 @@ def test_cli_ctrl_c_between_volumes_keeps_the_finished_one_and_resumes(volume_fi
 @pytest.mark.parametrize("args, message", [
     (["train", "plain.tif", "--labels", "lab.tif", "--axes", "zyx", "-o", "{tmp}/x.msc"],
      "records no voxel spacing; pass --spacing Z Y X"),
+    (["train", "zero.tif", "--labels", "lab.tif", "--axes", "zyx", "-o", "{tmp}/x.msc"],
+     "the voxel spacing zero.tif records must be three positive finite voxel sizes"),
     (["train", "vol.tif", "--labels", "lab.tif", "--axes", "zyx", "--spacing", "0", "1", "1",
       "-o", "{tmp}/x.msc"], "--spacing must be three positive finite voxel sizes"),
     (["train", "vol.tif", "--labels", "lab.tif", "--axes", "zyx", "--spacing", "-1", "1", "1",
@@ -534,6 +538,21 @@ def test_cli_refuses_models_of_the_other_kind(volume_files, tmp_path, capsys):
         assert not (tmp_path / "out").exists()
     code, _, err = _cli(capsys, "predict", tmp_path / "flat.msc", f / "vol.tif", "-o",
                         tmp_path / "out", "--axes", "zyx", "--per-slice")
+    assert code == 0, err
+
+
+def test_cli_refuses_a_spacing_a_file_records_wrongly(volume_files, tmp_path, capsys):
+    """A file recording a voxel size of 0 is told, not read as "no spacing" (then predict
+    took the model's spacing in silence); --spacing still overrides it."""
+    f = volume_files
+    assert _cli(capsys, "train", f / "vol.tif", "--labels", f / "lab.tif", "--axes", "zyx",
+                "-o", tmp_path / "m.msc", "--n-estimators", "3")[0] == 0
+    code, _, err = _cli(capsys, "predict", tmp_path / "m.msc", f / "zero.tif", "-o",
+                        tmp_path / "out", "--axes", "zyx")
+    assert code == 1 and "zero.tif records must be three positive" in err
+    assert "pass --spacing Z Y X" in err and not (tmp_path / "out").exists()
+    code, _, err = _cli(capsys, "predict", tmp_path / "m.msc", f / "zero.tif", "-o",
+                        tmp_path / "out", "--axes", "zyx", "--spacing", "3", "1", "1")
     assert code == 0, err
 
 

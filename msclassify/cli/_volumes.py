@@ -76,7 +76,11 @@ def _spacing(args, recorded, source):
     if recorded is None:
         raise CommandError(f"{source} records no voxel spacing; pass --spacing Z Y X (e.g. "
                            "--spacing 50 4 4), or --per-slice to classify its slices as frames")
-    return recorded
+    try:
+        return check_spacing(recorded, f"the voxel spacing {source} records")
+    except ValueError as exc:
+        raise CommandError(f"{exc}; correct the file's metadata or pass --spacing Z Y X") \
+            from None
 
 
 def _read(path, axes, reserve=0):

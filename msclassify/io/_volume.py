@@ -16,7 +16,6 @@ attributes, for the NGFF reader of the io package.
 the spacing in its metadata), atomically.
 """
 
-import math
 from pathlib import Path
 from typing import NamedTuple
 from xml.etree import ElementTree
@@ -109,17 +108,18 @@ def _imagej_spacing(tif):
     return (float(meta["spacing"]), *sizes)
 
 
-def _spacing_or_none(spacing):
-    if spacing is None or not all(math.isfinite(s) and s > 0 for s in spacing):
-        return None
-    return tuple(float(s) for s in spacing)
+def _recorded(spacing):
+    """The spacing as recorded, valid or not (a zero or negative size is the file's error, for
+    the caller to tell, `msclassify.features.check_spacing`), or None."""
+    return None if spacing is None else tuple(float(s) for s in spacing)
 
 
 def tiff_spacing(tif):
-    """The ``(z, y, x)`` voxel size an open `tifffile.TiffFile` records (OME or ImageJ), or None."""
+    """The ``(z, y, x)`` voxel size an open `tifffile.TiffFile` records (OME or ImageJ), as
+    recorded (a size of 0 too: the caller tells it), or None."""
     spacing = _ome_spacing(tif.ome_metadata) if tif.is_ome and tif.ome_metadata \
         else _imagej_spacing(tif) if tif.is_imagej else None
-    return _spacing_or_none(spacing)
+    return _recorded(spacing)
 
 
 def ngff_spacing(attributes):
@@ -140,7 +140,7 @@ def ngff_spacing(attributes):
         names = [axis["name"] if isinstance(axis, dict) else axis for axis in multiscale["axes"]]
         transforms = multiscale["datasets"][0]["coordinateTransformations"]
         scale = next(t["scale"] for t in transforms if t.get("type") == "scale")
-        return _spacing_or_none([float(scale[names.index(axis)]) for axis in "zyx"])
+        return _recorded([float(scale[names.index(axis)]) for axis in "zyx"])
     except (KeyError, IndexError, TypeError, ValueError, StopIteration, AttributeError):
         return None
 
