@@ -184,7 +184,11 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         teacher's weight exp(-d / 30 px), d the distance to the nearest
         scribble; `msclassify.pixel._forest_teacher.BlendTeacher`): on EM
         clicks it gains most of the forest's gain and keeps the fly crop's
-        outlines (docs/scribbles.md, sections 24-25). docs/scribbles.md,
+        outlines (docs/scribbles.md, sections 24-25). A frame scribbled so
+        densely that the forest would outweigh the boosted teacher on less than
+        half its pixels (d > 30 ln 2 = 21 px) is labelled by the boosted
+        teacher alone, and the forest is fitted only if a frame needs it
+        (section 27). docs/scribbles.md,
         sections 14, 16, 24 and 25. The teacher only labels training pixels: prediction costs the
         same.
     teacher_estimators : int or None, optional
