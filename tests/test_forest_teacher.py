@@ -88,7 +88,7 @@ def test_teacher_parameter_picks_the_teachers_learner(monkeypatch, teacher):
                           random_state=0).fit(image, labels)
     assert seen and set(seen) == {teacher}
     assert clf.predict(image)[14, 14] == 2 and clf.predict(image)[0, 5] == 1
-    assert PixelClassifier().teacher == "boost"
+    assert PixelClassifier().teacher == "blend"
 
 
 def test_teacher_must_be_a_known_learner():
