@@ -6,7 +6,8 @@ import pytest
 
 from msclassify.cegb import Booster, most_probable_class
 from msclassify.pixel import PixelClassifier, _classifier
-from msclassify.pixel._distill import fit_teacher, teacher_classes
+from msclassify.features import FeatureBank
+from msclassify.pixel._distill import fit_teacher, teacher_classes, teacher_pixels
 from msclassify.pixel._forest_teacher import (
     BLEND_FOREST_TREES,
     PROBABILITY_FLOOR,
@@ -87,7 +88,7 @@ def test_teacher_parameter_picks_the_teachers_learner(monkeypatch, teacher):
                           random_state=0).fit(image, labels)
     assert seen and set(seen) == {teacher}
     assert clf.predict(image)[14, 14] == 2 and clf.predict(image)[0, 5] == 1
-    assert PixelClassifier().teacher == "boost"
+    assert PixelClassifier().teacher == "blend"
 
 
 def test_teacher_must_be_a_known_learner():
@@ -256,21 +257,74 @@ def test_fit_teacher_blend_and_its_model():
     y = (X[:, 0] >= 10).astype(float)
     params = {"random_state": 0, "n_estimators": 5, "min_samples_leaf": 2, "feature_share": [1.0]}
     teacher = fit_teacher(X, y, np.ones(20), params, np.array([0]), "binary", None, kind="blend")
-    assert isinstance(teacher.near, Booster) and isinstance(teacher.far, ForestTeacher)
-    assert len(teacher.far.forest_.estimators_) == BLEND_FOREST_TREES == 25
     rows = np.array([[0.0], [19.0]], np.float32)
-    assert teacher.predict_raw(rows, np.array([1e9, 1e9])) == pytest.approx(
-        teacher.far.predict_raw(rows))
+    # the forest is fitted when a row first needs it, not before
+    assert isinstance(teacher.near, Booster) and not isinstance(teacher.far, ForestTeacher)
+    assert teacher.predict_raw(rows, np.array([0.0, 0.0])) == pytest.approx(
+        teacher.near.predict_raw(rows))
+    assert not isinstance(teacher.far, ForestTeacher)
+    raw = teacher.predict_raw(rows, np.array([1e9, 1e9]))
+    assert isinstance(teacher.far, ForestTeacher)
+    assert len(teacher.far.forest_.estimators_) == BLEND_FOREST_TREES == 25
+    assert raw == pytest.approx(teacher.far.predict_raw(rows))
     # a whole fit with the blended teacher: the model separates a bright square from the floor
+    # (two 4 x 4 scribbles leave most of the 96 x 96 frame to the forest)
     rng = np.random.default_rng(0)
-    image = rng.normal(0, 0.1, (48, 48)).astype(np.float32)
-    image[12:36, 12:36] += 1.0
-    labels = np.zeros((48, 48), np.uint8)
+    image = rng.normal(0, 0.1, (96, 96)).astype(np.float32)
+    image[24:72, 24:72] += 1.0
+    labels = np.zeros((96, 96), np.uint8)
     labels[2:6, 2:6] = 1
-    labels[22:26, 22:26] = 2
+    labels[46:50, 46:50] = 2
     clf = PixelClassifier(teacher="blend", random_state=0).fit([image], [labels])
     truth = np.where(image > 0.5, 2, 1)
     assert (clf.predict(image) == truth).mean() > 0.95
+
+
+def test_blend_teacher_frame_distance_only_where_the_forest_would_decide_most_pixels():
+    # a 1 x 100 frame: the forest outweighs the boosted teacher where d > 30 ln 2 = 20.8 px
+    teacher = BlendTeacher(_Const(3.0), _Const(-3.0))
+    labels = np.zeros((1, 100), np.uint8)
+    labels[0, 0] = 1                        # d = x: 79 of 100 pixels (x >= 21) far -> sparse
+    assert np.array_equal(teacher.frame_distance(labels), np.arange(100.0)[None])
+    labels[0, 50] = 2                       # far: x = 21..29 and 71..99, 38 of 100 -> dense
+    assert teacher.frame_distance(labels) is None
+    labels[0, 50] = 0
+    labels[0, 71] = 2                       # far: x = 21..50 and 92..99, 38 of 100 -> dense
+    assert teacher.frame_distance(labels) is None
+    labels[0, 71] = 0
+    labels[0, 29] = 2                       # far: x = 50..99, exactly half -> sparse
+    assert teacher.frame_distance(labels) is not None
+    # no scribbles: the forest everywhere
+    assert np.all(teacher.frame_distance(np.zeros((3, 4))) == np.inf)
+
+
+def test_blend_on_dense_scribbles_is_the_boosted_teachers_model_and_fits_no_forest():
+    rng = np.random.default_rng(0)
+    image = rng.normal(0, 0.1, (96, 96)).astype(np.float32)
+    image[24:72, 24:72] += 1.0
+    dense = np.zeros((96, 96), np.uint8)    # every pixel within 20.8 px of a scribble
+    dense[2::12, 2::12] = np.where(image[2::12, 2::12] > 0.5, 2, 1)
+    sparse = np.zeros((96, 96), np.uint8)   # most pixels farther
+    sparse[2:6, 2:6], sparse[46:50, 46:50] = 1, 2
+    proba = {}
+    for name, labels in (("dense", dense), ("sparse", sparse)):
+        for teacher in ("boost", "blend"):
+            clf = PixelClassifier("fast", n_estimators=5, teacher=teacher, random_state=0)
+            proba[name, teacher] = clf.fit([image], [labels]).predict_proba(image)
+    assert np.array_equal(proba["dense", "blend"], proba["dense", "boost"])
+    assert not np.array_equal(proba["sparse", "blend"], proba["sparse", "boost"])
+    # the distillation of the dense frame never asks for the forest, so it is never fitted
+    X = np.arange(20, dtype=np.float32)[:, None]
+    params = {"random_state": 0, "n_estimators": 5, "min_samples_leaf": 2, "feature_share": [1.0]}
+    teacher = fit_teacher(X, (X[:, 0] >= 10).astype(float), np.ones(20), params, np.array([0]),
+                          "binary", None, kind="blend")
+    levels = FeatureBank(specs=["L0:intensity:c0"]).compute_levels(image)
+    teacher_pixels(lambda frame: levels, [(image, dense)], teacher, np.array([0]), 100, 3,
+                   np.random.default_rng(0))
+    assert not isinstance(teacher.far, ForestTeacher)
+    teacher_pixels(lambda frame: levels, [(image, sparse)], teacher, np.array([0]), 100, 3,
+                   np.random.default_rng(0))
+    assert isinstance(teacher.far, ForestTeacher)
 
 
 def test_blend_teacher_fits_a_volume():

@@ -165,10 +165,23 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         (`msclassify.pixel._distill.teacher_classes`): 4, the default, makes
         about 6-14% of the predictions of 1 (every pixel) and the same class map
         but for a few pixels (docs/scribbles.md).
-    teacher : {"boost", "forest", "mean", "blend"}, optional
+    teacher : {"blend", "boost", "forest", "mean"}, optional
         The distillation teacher's learner, on the same full-resolution
-        features. ``"boost"`` (default): plain gradient boosting with the
-        model's tree settings. ``"forest"``: a forest of 50 extremely randomised trees of
+        features. ``"blend"`` (default): the boosted teacher near the scribbles
+        and a forest of 25 extremely randomised trees far from them (raw scores
+        mixed with the boosted teacher's weight exp(-d / 30 px), d the distance
+        to the nearest scribble; `msclassify.pixel._forest_teacher.BlendTeacher`):
+        on EM clicks it gains most of the forest's gain (membrane F1 -0.003
+        against scikit-image's recipe instead of -0.016, 8 draws) and keeps the
+        fly crop's outlines and the fly tracks (docs/scribbles.md, sections
+        24-26). A frame scribbled so densely that the forest would outweigh
+        the boosted teacher on less than half its pixels (d > 30 ln 2 = 21 px)
+        is labelled by the boosted teacher alone, and the forest is fitted only
+        if a frame needs it: such fits (a 4-class photo with dense strokes) are
+        the ``"boost"`` model and cost what it costs (section 28).
+        ``"boost"``: plain gradient boosting with the model's tree settings
+        (the default before; a little cheaper to train on sparse scribbles).
+        ``"forest"``: a forest of 50 extremely randomised trees of
         depth 10 (`msclassify.pixel._forest_teacher`); on a handful of clicks
         it varies less with which pixels were clicked (EM clicks: membrane F1
         +0.016, larvae clicks: larva F1 +0.073 over the draws), but it draws
@@ -177,16 +190,10 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         their raw scores (`msclassify.pixel._forest_teacher.MeanTeacher`):
         the boosted teacher's outlines with part of the forest's gain on
         clicks (EM clicks +0.004, larvae clicks +0.011), for 6-18% more
-        training time; not the default because the fly tracks' centroid
-        median against SLEAP moves from 2.96 to 3.01 px (target 3).
-        ``"blend"``: both, the boosted teacher near the scribbles and a
-        forest of 25 trees far from them (raw scores mixed with the boosted
-        teacher's weight exp(-d / 30 px), d the distance to the nearest
-        scribble; `msclassify.pixel._forest_teacher.BlendTeacher`): on EM
-        clicks it gains most of the forest's gain and keeps the fly crop's
-        outlines (docs/scribbles.md, sections 24-25). docs/scribbles.md,
-        sections 14, 16, 24 and 25. The teacher only labels training pixels: prediction costs the
-        same.
+        training time; the fly tracks' centroid median against SLEAP moves
+        from 2.96 to 3.01 px (target 3). docs/scribbles.md, sections 14, 16
+        and 24-27. The teacher only labels training pixels: prediction costs
+        the same.
     teacher_estimators : int or None, optional
         Boosting rounds of the boosted teacher (``teacher="boost"``,
         ``"mean"`` or ``"blend"``). None (default): ``n_estimators`` with two classes; with
@@ -334,8 +341,8 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
     **Distillation.** Scribbles sit away from object boundaries, so on them
     alone a coarse 8x8-block decision looks as good as a full-resolution one
     and the cost penalty picks it: staircase outlines. So `fit` first trains a
-    teacher on the bank's full-resolution features (plain boosting by
-    default: ``teacher``), and adds
+    teacher on the bank's full-resolution features (by default plain boosting
+    near the scribbles and a forest far from them: ``teacher``), and adds
     ``n_distill_pixels`` pixels per frame labelled by it, most of them within
     3 px of its outlines (weight ``distill_weight`` times the scribbles';
     `msclassify.pixel._distill`). The model then pays for coarse decisions
@@ -396,7 +403,7 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
                  share_mode="path", growth="best_first", hessian="exact",
                  feature_cost_mode="lazy", evaluation_cost_mode="leaf", n_cost_samples=16384,
                  distill_weight=3.0, n_distill_pixels=25000, teacher_stride=4,
-                 teacher="boost", teacher_estimators=None, teacher_context=False,
+                 teacher="blend", teacher_estimators=None, teacher_context=False,
                  class_weight="auto", semi_supervised=False, n_unlabelled=4096, n_neighbors=9,
                  laplacian_regularization=0.0, spacing=None):
         self.features = features

@@ -119,7 +119,8 @@ def fit_teacher(X, y, sample_weight, params, feature_indices, objective, n_class
     ``params["random_state"]``) on the same rows. ``kind="mean"``: a
     `MeanTeacher` of both (the class of their mean raw score). ``kind="blend"``:
     a `BlendTeacher` of both (the boosted one near the scribbles, a forest of
-    ``BLEND_FOREST_TREES`` trees far from them). Rows with zero
+    ``BLEND_FOREST_TREES`` trees far from them, fitted when a sparsely scribbled
+    frame first needs it). Rows with zero
     ``sample_weight`` (cost samples) are left out. ``callback(iteration,
     n_iterations)`` follows the boosting (progress; the forest reports once,
     when it is fitted).
@@ -131,11 +132,11 @@ def fit_teacher(X, y, sample_weight, params, feature_indices, objective, n_class
         return MeanTeacher([_boosted_teacher(rows, y, weight, params, feature_indices,
                                              objective, n_classes, callback),
                             _forest_teacher(rows, y, weight, params, n_classes, None)])
-    if kind == "blend":
+    if kind == "blend":         # the forest is fitted when a sparsely scribbled frame needs it
         return BlendTeacher(_boosted_teacher(rows, y, weight, params, feature_indices, objective,
                                              n_classes, callback),
-                            _forest_teacher(rows, y, weight, params, n_classes, None,
-                                            n_estimators=BLEND_FOREST_TREES))
+                            functools.partial(_forest_teacher, rows, y, weight, params,
+                                              n_classes, None, n_estimators=BLEND_FOREST_TREES))
     if kind == "forest":
         return _forest_teacher(rows, y, weight, params, n_classes, callback)
     return _boosted_teacher(rows, y, weight, params, feature_indices, objective, n_classes,
@@ -461,10 +462,8 @@ def teacher_pixels(compute_levels, pairs, teacher, feature_indices, n_pixels, ba
         shape = levels.shape
         context = None if context_indices is None else \
             functools.partial(interpolated, levels, context_indices)
-        distance = None
-        if isinstance(teacher, BlendTeacher):   # pixels to the frame's nearest scribble
-            distance = ndi.distance_transform_edt(np.asarray(labels) == 0) \
-                if np.any(labels) else np.full(shape, np.inf)
+        # pixels to the frame's nearest scribble (None: densely scribbled, the boosted teacher)
+        distance = teacher.frame_distance(labels) if isinstance(teacher, BlendTeacher) else None
         classes = teacher_classes(levels.arrays[0], levels.slot[feature_indices], teacher,
                                   shape, stride, context=context, distance=distance)
         if outline_teacher is not None:

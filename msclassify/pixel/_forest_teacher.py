@@ -20,12 +20,16 @@ labels training pixels: prediction costs the same.
 
 import numpy as np
 
-__all__ = ["BLEND_DISTANCE", "BLEND_FOREST_TREES", "FOREST_TREES", "PROBABILITY_FLOOR",
-           "BlendTeacher", "ForestTeacher", "MeanTeacher"]
+__all__ = ["BLEND_DISTANCE", "BLEND_FAR_SHARE", "BLEND_FOREST_TREES", "FOREST_TREES",
+           "PROBABILITY_FLOOR", "BlendTeacher", "ForestTeacher", "MeanTeacher"]
 
 # BlendTeacher: the boosted teacher's weight falls as exp(-d / BLEND_DISTANCE), d in pixels to
 # the nearest scribble (docs/scribbles.md, section 24: 10 and 30 measured).
 BLEND_DISTANCE = 30.0
+# BlendTeacher: the forest is asked in a frame where it outweighs the boosted teacher
+# (d > BLEND_DISTANCE * ln 2) on at least this share of the pixels; in a frame scribbled more
+# densely the boosted teacher alone labels it (docs/scribbles.md, section 28).
+BLEND_FAR_SHARE = 0.5
 # Trees of a forest teacher (teacher="forest", "mean"), and of the blend's forest
 # (docs/scribbles.md, section 25: 25 as accurate as 50).
 FOREST_TREES = 50
@@ -139,20 +143,25 @@ class BlendTeacher:
     At a pixel ``d`` pixels from the nearest scribbled pixel the raw score is
     ``w * near + (1 - w) * far`` with ``w = exp(-d / distance)``: on a scribble
     the boosted teacher alone, 30 px away (the default ``distance``) a weight of
-    0.37 for it, 90 px away 0.05. Where labels are dense the sharp boosted
-    teacher draws the outlines; where they are sparse (a few clicks in a large
-    frame) the forest, which varies less with which pixels were clicked,
+    0.37 for it, 90 px away 0.05. Where labels are sparse (a few clicks in a
+    large frame) the forest, which varies less with which pixels were clicked,
     decides (docs/scribbles.md, section 24; 10 px gave the forest too much of
-    the fly clicks' outlines). A teacher whose weight is 0 at every row is not
-    asked: the forest when all rows are scribbled (``d`` = 0), the boosted one
-    in a frame without scribbles (``d`` = inf). Without distances
-    (`predict_raw`'s ``distance`` None: the cost samples of
-    ``class_weight="auto"``) it is the boosted teacher.
+    the fly clicks' outlines). Where they are dense (the forest would outweigh
+    the boosted teacher, ``d > distance * ln 2``, on less than
+    ``BLEND_FAR_SHARE`` of a frame's pixels: `frame_distance` returns None) the
+    boosted teacher alone labels the frame, and a forest that no frame needs is
+    never fitted (docs/scribbles.md, section 28). A teacher whose weight is 0
+    at every row is not asked: the forest when all rows are scribbled (``d`` =
+    0), the boosted one in a frame without scribbles (``d`` = inf). Without
+    distances (`predict_raw`'s ``distance`` None: the cost samples of
+    ``class_weight="auto"``, a densely scribbled frame) it is the boosted teacher.
 
     Parameters
     ----------
-    near, far : fitted teachers with ``predict_raw``
-        The boosted teacher (`msclassify.cegb.Booster`) and the `ForestTeacher`.
+    near : fitted teacher with ``predict_raw``
+        The boosted teacher (`msclassify.cegb.Booster`).
+    far : fitted teacher with ``predict_raw``, or a callable without arguments
+        The `ForestTeacher`, or what fits it (called when a row first needs it).
     distance : float, optional
 
     Examples
@@ -165,12 +174,31 @@ class BlendTeacher:
     [4.0, -2.0]
     >>> teacher.predict_raw(np.zeros((2, 1))).tolist()
     [4.0, 4.0]
+    >>> dense = np.zeros((40, 40), int); dense[::10, ::10] = 1
+    >>> teacher.frame_distance(dense) is None, teacher.frame_distance(dense[:1, :1]) is None
+    (True, True)
+    >>> float(teacher.frame_distance(np.pad(dense[:1, :1], (0, 39)))[39, 39])
+    55.154328932550705
     """
 
     def __init__(self, near, far, distance=BLEND_DISTANCE):
         self.near = near
         self.far = far
         self.distance = float(distance)
+
+    def frame_distance(self, labels):
+        """Pixels of a frame (or volume) to its nearest scribble, or None if densely scribbled.
+
+        ``labels``: 0 unlabelled. None when the forest would outweigh the
+        boosted teacher on less than ``BLEND_FAR_SHARE`` of the pixels: the
+        frame's class map is then the boosted teacher's."""
+        from scipy import ndimage as ndi
+        labels = np.asarray(labels)
+        if not labels.any():
+            return np.full(labels.shape, np.inf)
+        d = ndi.distance_transform_edt(labels == 0)
+        far = np.count_nonzero(d > self.distance * np.log(2))
+        return d if far >= BLEND_FAR_SHARE * d.size else None
 
     def predict_raw(self, X, distance=None):
         """Raw scores at rows ``X`` whose pixels lie ``distance`` px from the nearest scribble."""
@@ -180,7 +208,11 @@ class BlendTeacher:
         # a teacher that weighs 0 at every row is not asked (exact: w * near + (1 - w) * far);
         # asking each only for its rows copied them and cost more than it saved (section 25)
         near = np.asarray(self.near.predict_raw(X), np.float64) if w.any() else None
-        far = np.asarray(self.far.predict_raw(X), np.float64) if (w < 1).any() else None
+        far = None
+        if (w < 1).any():
+            if not hasattr(self.far, "predict_raw"):      # fitted the first time it is needed
+                self.far = self.far()
+            far = np.asarray(self.far.predict_raw(X), np.float64)
         if (near if near is not None else far).ndim == 2:
             w = w[:, None]
         if far is None:
