@@ -74,7 +74,8 @@ import msclassify, msclassify_napari      # the checkout's (PYTHONPATH), before 
 sys.path.insert(0, {benchmarks!r})
 import numpy as np
 from qtpy.QtWidgets import QApplication
-from napari_session import EventLoopMonitor, fly_stack_window, settle, wait_until
+from napari_session import (EventLoopMonitor, fly_stack_window, second_image, settle,
+                            wait_until)
 from bench_napari import larvae_photo
 from study_dock_turns import breakdown
 
@@ -142,15 +143,8 @@ if {brush_first}:                         # napari's own first brush, before the
 measure("dock the Pixel classifier", dock)
 photo = larvae_photo()[0]
 for repeat in range({repeats}):
-    viewer.add_image(photo, name="larvae", rgb=True)
-    settle(app, 20)
-    widget.image_combo.setCurrentText("larvae")
-    settle(app, 20)
-    measure("New, second image", widget.new_scribble_layer)
-    for name in ("larvae scribbles", "larvae segmentation", "larvae"):
-        viewer.layers.remove(name)
-    settle(app, 20)
-    viewer.layers.selection.active = viewer.layers["scribbles"]
+    with second_image(viewer, widget, photo):
+        measure("New, second image", widget.new_scribble_layer)
 
 
 def held_add(make):
