@@ -357,6 +357,29 @@ def test_scribble_train_and_segment_the_visible_region_in_a_real_window(
 
 
 @pytest.mark.gui
+def test_the_dock_closed_right_after_scribble_here_leaves_the_layer_alone(
+        make_napari_viewer, qtbot, tmp_path, model_and_image):
+    """Scribble here puts its new layer in paint mode a turn later (`_layers.in_turns`); the
+    dock closed before that stops it (as New's steps in
+    `tests/test_napari_plugin.py::test_a_dock_closed_before_its_steps_ran_stops_them`)."""
+    from msclassify_napari._large import LargeImageWidget
+
+    _, image = model_and_image
+    viewer = make_napari_viewer(show=True)
+    for data, kwargs, _ in read_ome_zarr(_ome(tmp_path / "image.zarr", image)):
+        viewer.add_image(data, **kwargs)
+    dock = LargeImageWidget(viewer)
+    viewer.window.add_dock_widget(dock)
+    qtbot.waitUntil(lambda: dock.features_combo.isEnabled(), timeout=300000)
+    viewer.reset_view()
+    qtbot.wait(50)
+    dock.scribble_here()
+    layer = viewer.layers["image scribbles"]
+    viewer.window.remove_dock_widget(dock)           # what the dock's X does
+    qtbot.wait(300)
+    assert layer.mode == "pan_zoom"
+
+
 def test_whole_image_results_update_in_place_and_closing_the_dock_stops_a_run(
         make_napari_viewer, qtbot, tmp_path, model_and_image):
     _, image = model_and_image
