@@ -13,10 +13,12 @@ Shared by ``benchmarks/bench_napari.py`` (numbers) and ``tests/test_napari_plugi
   every stall on this machine.
 * `cpu_slowdown` measures how much slower CPU work runs now than alone on a core.
 * `settle` lets the event loop run for ``n`` rounds of 10 ms.
-* `fly_stack_window` opens the window ``bench_napari_adds.py`` and ``study_dock_turns.py`` time.
+* `fly_stack_window` opens the window ``bench_napari_adds.py`` and ``study_dock_turns.py`` time;
+  `second_image` shows a second image there, chosen in the Pixel classifier dock, for a New.
 """
 
 import time
+from contextlib import contextmanager
 
 import numpy as np
 from qtpy.QtCore import QEvent, QObject, QPoint, QPointF, Qt, QTimer
@@ -25,8 +27,8 @@ from qtpy.QtWidgets import QApplication
 
 __all__ = ["CanvasPaints", "EventLoopMonitor", "bare_repaint_stall", "canvas_position",
            "fly_stack_window",
-           "canvas_widget", "cpu_slowdown", "move", "press", "release", "settle", "stroke",
-           "wait_until"]
+           "canvas_widget", "cpu_slowdown", "move", "press", "release", "second_image", "settle",
+           "stroke", "wait_until"]
 
 TICK_MS = 10
 
@@ -234,3 +236,23 @@ def fly_stack_window(scribble_metadata=None):
     viewer.add_image(frames, name="flies")
     viewer.add_labels(scribbles, name="scribbles", metadata=scribble_metadata or {})
     return viewer, frames
+
+
+@contextmanager
+def second_image(viewer, widget, photo, name="larvae"):
+    """In the block: RGB ``photo`` shown as layer ``name`` and chosen as the image of the Pixel
+    classifier ``widget`` (the window settled), e.g. for a New. Afterwards that image is
+    removed with the layers of its name New added (scribbles, segmentation), and the layer
+    ``scribbles`` (`fly_stack_window`'s) is selected again."""
+    app = QApplication.instance()
+    viewer.add_image(photo, name=name, rgb=True)
+    settle(app, 20)
+    widget.image_combo.setCurrentText(name)
+    settle(app, 20)
+    yield
+    for layer in (f"{name} scribbles", f"{name} segmentation", name):
+        if layer in viewer.layers:
+            viewer.layers.remove(layer)
+    settle(app, 20)
+    if "scribbles" in viewer.layers:
+        viewer.layers.selection.active = viewer.layers["scribbles"]

@@ -21,8 +21,11 @@ timer on the GUI thread, `napari_session.EventLoopMonitor`; every gap over 25 ms
 For every turn a cProfile runs from one tick of the timer to the next (so each turn has its
 own profile); the table gives, per turn, its wall time, the GUI thread's CPU time
 (``time.thread_time``) and the seconds under marker functions (inclusive: a row's time
-contains the rows indented under it). cProfile slows Python code about 1.5-2x, Qt's and
-Mesa's C++ not at all: read the shares, and the wall times of ``bench_napari_adds.py``.
+contains the rows indented under it), with, first, the plugin's own work in the turn (its
+functions' own time and that of what they call directly outside napari, Qt and vispy; the
+three largest plugin functions below it), and in the summary that in each step's longest turn.
+cProfile slows Python code about 1.5-2x, Qt's and Mesa's C++ not at all: read the shares,
+and the wall times of ``bench_napari_adds.py``.
 """
 
 import argparse
@@ -74,7 +77,8 @@ import msclassify, msclassify_napari      # the checkout's (PYTHONPATH), before 
 sys.path.insert(0, {benchmarks!r})
 import numpy as np
 from qtpy.QtWidgets import QApplication
-from napari_session import EventLoopMonitor, fly_stack_window, settle, wait_until
+from napari_session import (EventLoopMonitor, fly_stack_window, second_image, settle,
+                            wait_until)
 from bench_napari import larvae_photo
 from study_dock_turns import breakdown
 
@@ -142,15 +146,8 @@ if {brush_first}:                         # napari's own first brush, before the
 measure("dock the Pixel classifier", dock)
 photo = larvae_photo()[0]
 for repeat in range({repeats}):
-    viewer.add_image(photo, name="larvae", rgb=True)
-    settle(app, 20)
-    widget.image_combo.setCurrentText("larvae")
-    settle(app, 20)
-    measure("New, second image", widget.new_scribble_layer)
-    for name in ("larvae scribbles", "larvae segmentation", "larvae"):
-        viewer.layers.remove(name)
-    settle(app, 20)
-    viewer.layers.selection.active = viewer.layers["scribbles"]
+    with second_image(viewer, widget, photo):
+        measure("New, second image", widget.new_scribble_layer)
 
 
 def held_add(make):
@@ -180,8 +177,24 @@ print("RESULT " + json.dumps(out))
 """
 
 
+OURS = "ours: the plugin's own work (its functions and what they call outside napari, Qt)"
+PLUGIN = "msclassify_napari"
+# calls from the plugin into these are napari's (and Qt's, vispy's) work, not ours
+NAPARI = ("napari", "vispy", "qtpy", "PyQt", "superqt", "app_model", "psygnal", "magicgui")
+
+
+def _ours(path):
+    return PLUGIN in path
+
+
+def _napari(path):
+    return not _ours(path) and any(part in path for part in NAPARI)
+
+
 def breakdown(profile):
-    """Seconds under each of `MARKS` in a cProfile ``profile`` (rows under 0.5 ms left out)."""
+    """Seconds under each of `MARKS` in a cProfile ``profile``, and `OURS`: the plugin's
+    functions' own time and that of what they call directly outside napari, Qt and vispy
+    (its three largest plugin functions too; rows under 0.5 ms left out)."""
     stats = pstats.Stats(profile).stats
     parts = {}
     for row, where, name, field in MARKS:
@@ -191,6 +204,22 @@ def breakdown(profile):
                 total += inclusive if field == "ct" else own
         if total > 0.0005:
             parts[row] = total
+    # the plugin's functions' own time, and what they call directly outside the plugin
+    # that is not napari's, Qt's or vispy's (NumPy, Python), per plugin function
+    own = {}
+    for (path, _, function), (_, _, tt, _, callers) in stats.items():
+        if _ours(path):
+            key = f"  ours: {Path(path).name}:{function}"
+            own[key] = own.get(key, 0.0) + tt
+        elif not _napari(f"{path} {function}"):       # (Qt's methods: path "~")
+            for (caller, _, name), edge in callers.items():
+                if _ours(caller):
+                    key = f"  ours: {Path(caller).name}:{name}"
+                    own[key] = own.get(key, 0.0) + edge[3]
+    if sum(own.values()) > 0.0005:
+        parts[OURS] = sum(own.values())
+        # the three longest, each its own row
+        parts.update(sorted(own.items(), key=lambda entry: -entry[1])[:3])
     return parts
 
 
@@ -230,7 +259,9 @@ def main():
                         "longest_turn_ms": round(1000 * statistics.median(
                             turn["wall_s"] for turn in longest)),
                         "its_cpu_ms": round(1000 * statistics.median(
-                            turn["cpu_s"] for turn in longest))})
+                            turn["cpu_s"] for turn in longest)),
+                        "ours_in_it_ms": round(1000 * statistics.median(
+                            turn["parts"].get(OURS, 0.0) for turn in longest), 1)})
     print_table(summary, list(summary[0]))
     for step, measures in out.items():
         if step.startswith("napari"):
@@ -238,7 +269,9 @@ def main():
         turns = measures[0]
         print(f"\n{step} (first measure): each turn's wall / CPU ms, and what ran in it (ms)")
         rows = []
-        for row, *_ in MARKS:
+        entries = sorted({part for turn in turns for part in turn["parts"]
+                          if part.startswith("  ours: ")})
+        for row in [OURS] + entries + [row for row, *_ in MARKS]:
             values = [turn["parts"].get(row) for turn in turns]
             if any(values):
                 rows.append({"part": row, **{

@@ -285,15 +285,11 @@ def test_a_region_result_stays_on_its_image_or_is_dropped_with_it(make_napari_vi
     assert "visible region" not in viewer.layers
 
 
-@pytest.mark.gui
-def test_scribble_train_and_segment_the_visible_region_in_a_real_window(
-        make_napari_viewer, qtbot, tmp_path, model_and_image):
-    """Mouse strokes on a multiscale OME-Zarr -> Train -> Segment visible region: the result
-    layer is what the API gives from the same scribbles, on the region on screen."""
-    from benchmarks.napari_session import stroke
+def _shown_dock(make_napari_viewer, qtbot, tmp_path, image):
+    """A shown viewer with ``image`` as an OME-Zarr ("image"), all of it on screen, and a
+    Large image dock docked, its classifier loaded."""
     from msclassify_napari._large import LargeImageWidget
 
-    _, image = model_and_image
     viewer = make_napari_viewer(show=True)
     for data, kwargs, _ in read_ome_zarr(_ome(tmp_path / "image.zarr", image)):
         viewer.add_image(data, **kwargs)
@@ -303,6 +299,18 @@ def test_scribble_train_and_segment_the_visible_region_in_a_real_window(
     qtbot.waitUntil(lambda: dock.features_combo.isEnabled(), timeout=300000)
     viewer.reset_view()                                  # the whole image on screen
     qtbot.wait(50)
+    return viewer, dock
+
+
+@pytest.mark.gui
+def test_scribble_train_and_segment_the_visible_region_in_a_real_window(
+        make_napari_viewer, qtbot, tmp_path, model_and_image):
+    """Mouse strokes on a multiscale OME-Zarr -> Train -> Segment visible region: the result
+    layer is what the API gives from the same scribbles, on the region on screen."""
+    from benchmarks.napari_session import stroke
+
+    _, image = model_and_image
+    viewer, dock = _shown_dock(make_napari_viewer, qtbot, tmp_path, image)
     dock.features_combo.setCurrentText("fast")
     assert dock.features_combo.currentText() == "fast"
     dock.scribble_here()         # the layer made, napari's insert, the brush: a turn each
@@ -355,6 +363,20 @@ def test_scribble_train_and_segment_the_visible_region_in_a_real_window(
     api.save(tmp_path / "m.msc")
     assert np.array_equal(dock.job().model.predict(image), load_model(tmp_path / "m.msc")
                           .predict(image))
+
+
+@pytest.mark.gui
+def test_the_dock_closed_right_after_scribble_here_leaves_the_layer_alone(
+        make_napari_viewer, qtbot, tmp_path, model_and_image):
+    """Scribble here puts its new layer in paint mode a turn later (`_layers.in_turns`); the
+    dock closed before that stops it (as New's steps in
+    `tests/test_napari_plugin.py::test_a_dock_closed_before_its_steps_ran_stops_them`)."""
+    viewer, dock = _shown_dock(make_napari_viewer, qtbot, tmp_path, model_and_image[1])
+    dock.scribble_here()
+    layer = viewer.layers["image scribbles"]
+    viewer.window.remove_dock_widget(dock)           # what the dock's X does
+    qtbot.wait(300)
+    assert layer.mode == "pan_zoom"
 
 
 @pytest.mark.gui

@@ -972,3 +972,35 @@ def test_the_kernels_load_after_the_docks_layer_steps(make_napari_viewer, plugin
     qtbot.wait(200)
     assert calls == [("inserted", "frame segmentation"),
                      ("preload", widget_module.PRELOAD_DELAY_S)]
+
+
+@pytest.mark.parametrize("dock_name", ["Pixel classifier", "Volume"])
+def test_a_dock_closed_before_its_steps_ran_stops_them(make_napari_viewer, plugin, qtbot,
+                                                       dock_name):
+    """New queues its layer steps (`_layers.in_turns`); the dock closed right after (its X:
+    napari takes the dock out of the window and frees it in a later garbage collection) stops
+    the steps left. Before, they ran for the closed dock: the segmentation step replaced the
+    user's own layer of its name, napari's removal collected the garbage, the dock with it,
+    and the step went on with a deleted widget ("wrapped C/C++ object ... has been deleted",
+    a traceback in the window)."""
+    import msclassify_napari._volume  # noqa: F401  (imported: the dock is built at once)
+    viewer = make_napari_viewer(show=True)
+    pixel = dock_name == "Pixel classifier"
+    shape = (96, 128) if pixel else (8, 32, 32)
+    name = "frame" if pixel else "volume"
+    viewer.add_image(np.full(shape, 40, np.uint8), name=name)
+    dock_widget, dock = viewer.window.add_plugin_dock_widget("msclassify", dock_name)
+    widget = dock.widget             # (the module is imported: built at once, `_dock`)
+    qtbot.wait(300)                                  # the dock's own steps
+    # the user's own layer of the segmentation's name, not a Labels layer of that shape
+    viewer.add_image(np.zeros((4, 4)), name=f"{name} segmentation")
+    (widget.new_scribble_layer if pixel else widget.new_scribbles)()
+    scribbles = f"{name} scribbles"
+    assert scribbles in viewer.layers
+    dock_widget.destroyOnClose()                     # what the dock's X does
+    del dock, widget
+    qtbot.wait(600)                                  # (pytest-qt fails on a step's exception)
+    assert sorted(layer.name for layer in viewer.layers) == \
+        [name, scribbles, f"{name} segmentation"]
+    assert viewer.layers[f"{name} segmentation"].data.shape == (4, 4)    # left as it was
+    assert viewer.layers[scribbles].mode == "pan_zoom"      # nor put in paint mode

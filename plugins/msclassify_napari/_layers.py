@@ -166,15 +166,37 @@ def in_turns(steps, parent, delay_ms=20, now=True):
     `repaint_next_turn` too, however long the turn that held it), so each is one napari stall
     instead of one freeze for all of them. (Counted from the step's start, a delay shorter than
     the step and its repaint made the next step due at once: Qt ran it right after the
-    repaint, in the same turn.) The timers are children of the QObject ``parent``: the steps
-    left stop when it is deleted."""
+    repaint, in the same turn.)
+
+    The timers are children of the Qt widget ``parent`` (the dock): the steps left stop when
+    it is deleted, and when the window it was shown in is closed or it left that window.
+    napari closes a dock by taking it out of the window (hidden) and deleting it only in a
+    later garbage collection, which can come in the middle of a step (napari collects on each
+    layer removal): the step then met a deleted widget ("wrapped C/C++ object deleted")."""
+    _in_turns(list(steps), parent, delay_ms, now, shown=False)
+
+
+def _in_turns(steps, parent, delay_ms, now, shown):
+    window = _window(parent)
+    if window is None or (shown and not window.isVisible()):
+        return                                   # deleted, or its dock or window closed
+    shown = shown or window.isVisible()
     if now:
         steps[0]()
         steps = steps[1:]
-    if steps:
+    if steps and _window(parent) is not None:
         # a 0 ms timer fires once the event loop is back; the delay is counted from there
         _after(parent, 0, lambda: _after(parent, delay_ms,
-                                         lambda: in_turns(steps, parent, delay_ms)))
+                                         lambda: _in_turns(steps, parent, delay_ms, True,
+                                                           shown)))
+
+
+def _window(widget):
+    """``widget``'s window, or None when its C++ object has been deleted."""
+    try:
+        return widget.window()
+    except RuntimeError:                  # (the wrapper outlived the widget)
+        return None
 
 
 def _after(parent, delay_ms, function):
