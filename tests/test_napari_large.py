@@ -366,17 +366,18 @@ def test_scribble_train_and_segment_the_visible_region_in_a_real_window(
 
 
 @pytest.mark.gui
-def test_the_dock_closed_right_after_scribble_here_leaves_the_layer_alone(
+def test_the_dock_closed_right_after_scribble_here_stops_its_steps(
         make_napari_viewer, qtbot, tmp_path, model_and_image):
-    """Scribble here puts its new layer in paint mode a turn later (`_layers.in_turns`); the
-    dock closed before that stops it (as New's steps in
-    `tests/test_napari_plugin.py::test_a_dock_closed_before_its_steps_ran_stops_them`)."""
+    """Scribble here makes its layer, napari inserts it and its brush starts, a turn each
+    (`_layers.in_turns`); the dock closed right after the press stops the steps left (as
+    New's in `tests/test_napari_plugin.py::test_a_dock_closed_before_its_steps_ran_stops_them`):
+    no layer of a closed dock's goes into the window."""
     viewer, dock = _shown_dock(make_napari_viewer, qtbot, tmp_path, model_and_image[1])
     dock.scribble_here()
-    layer = viewer.layers["image scribbles"]
     viewer.window.remove_dock_widget(dock)           # what the dock's X does
     qtbot.wait(300)
-    assert layer.mode == "pan_zoom"
+    assert "image scribbles" not in viewer.layers
+    assert [layer.name for layer in viewer.layers] == ["image"]
 
 
 @pytest.mark.gui
