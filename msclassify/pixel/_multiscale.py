@@ -35,6 +35,8 @@ from ._apply import label_dtype
 
 # Columns of the node records the walk reads (`_node_records`): one 64-byte row per node.
 _LEVEL, _BASE, _PLANE, _ROW, _COL, _LEFT, _RIGHT, _THRESHOLD = range(8)
+# The threshold's column in the float32 view of the records (the first half of `_THRESHOLD`).
+_THRESHOLD32 = 2 * _THRESHOLD
 
 # Pending child blocks of one tree walk: at most 7 per block split along the path.
 _STACK_SIZE = 7 * (N_LEVELS - 1) + 1
@@ -91,7 +93,7 @@ def _walk_pixels(features, nodes, node_threshold, default_left, value, node_cost
                     if cost is not None:
                         cost[acc_offset // n_outputs + (z * acc_height + y) * acc_width
                              + x] += node_cost[node]
-                    go_left = v <= node_threshold[node, _THRESHOLD] or (np.isnan(v)
+                    go_left = v <= node_threshold[node, _THRESHOLD32] or (np.isnan(v)
                                                                         and default_left[node])
                     node = nodes[node, _LEFT] if go_left else nodes[node, _RIGHT]
                 acc[acc_offset + ((z * acc_height + y) * acc_width + x) * n_outputs
@@ -115,7 +117,7 @@ def _split_record(nodes, node_threshold, default_left, node, level, feature_leve
     block goes left if ``v <= threshold`` or ``v`` is NaN and ``nan_left``, where ``v =
     features[base + (y >> shift) * row_step + (x >> shift) * col_step]``."""
     return (feature_level - level, nodes[node, _BASE], nodes[node, _ROW], nodes[node, _COL],
-            node_threshold[node, _THRESHOLD], default_left[node])
+            node_threshold[node, _THRESHOLD32], default_left[node])
 
 
 @njit(inline="always")
@@ -208,7 +210,7 @@ def _split_pixels(features, nodes, node_threshold, default_left, value, node, fe
     base = nodes[node, _BASE]
     row_step = nodes[node, _ROW]
     col_step = nodes[node, _COL]
-    threshold = node_threshold[node, _THRESHOLD]
+    threshold = node_threshold[node, _THRESHOLD32]
     nan_left = default_left[node]
     left_value = value[nodes[node, _LEFT]] if left_leaf else 0.0
     right_value = value[nodes[node, _RIGHT]] if right_leaf else 0.0
@@ -647,7 +649,7 @@ def _walk_blocks(features, nodes, node_threshold, default_left, value, node_cost
                                             cost[level_offset[level] // n_outputs
                                                  + (z * level_height[level] + y)
                                                  * level_width[level] + x] += node_cost[node]
-                                        go_left = (v <= node_threshold[node, _THRESHOLD]
+                                        go_left = (v <= node_threshold[node, _THRESHOLD32]
                                                    or (np.isnan(v) and default_left[node]))
                                         node = (nodes[node, _LEFT] if go_left
                                                 else nodes[node, _RIGHT])
@@ -865,9 +867,30 @@ def _node_records(flat, node_level, node_slot, level_arrays):
     nodes[split, _COL] = level_count[levels]
     nodes[split, _LEFT] = flat["left"][split]
     nodes[split, _RIGHT] = flat["right"][split]
-    node_threshold = nodes.view(np.float64)
-    node_threshold[:, _THRESHOLD] = flat["threshold"]
+    node_threshold = nodes.view(np.float32)
+    node_threshold[:, _THRESHOLD32] = float32_threshold(flat["threshold"])
     return nodes, node_threshold
+
+
+def float32_threshold(threshold):
+    """The largest float32 at most each float64 ``threshold``: for every float32 ``v``,
+    ``v <= threshold`` exactly when ``v <= float32_threshold(threshold)`` (NaN neither), so
+    the walk compares its float32 features without widening them.
+
+    Examples
+    --------
+    >>> t = float32_threshold(np.array([0.1, 0.5, 1e300, -1e300]))
+    >>> t.dtype, bool(t[0] <= 0.1 < np.nextafter(t[0], np.float32(1))), t[1] == 0.5
+    (dtype('float32'), True, True)
+    >>> bool(t[2] == np.finfo(np.float32).max), bool(t[3] == -np.inf)
+    (True, True)
+    """
+    threshold = np.asarray(threshold, dtype=np.float64)
+    with np.errstate(over="ignore"):
+        rounded = threshold.astype(np.float32)
+    above = rounded > threshold
+    rounded[above] = np.nextafter(rounded[above], np.float32(-np.inf))
+    return rounded
 
 
 def _flat_features(level_arrays):
