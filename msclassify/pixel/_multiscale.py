@@ -129,20 +129,51 @@ def _split_record(nodes, node_threshold, default_left, node, level, feature_leve
 
 
 @njit(inline="always")
+def _goes_left(v, threshold, nan_left):
+    """Whether ``v`` goes left at a split: ``v <= threshold``, or NaN with ``nan_left``. With
+    ``nan_left`` a constant this is one comparison (``not v > threshold`` is true for NaN)."""
+    return not (v > threshold) if nan_left else v <= threshold
+
+
+@njit(inline="always")
+def _split_blocks(features, split, nan_left, y_first, blocks, spare, start, stop, target):
+    """Split the level-``level`` blocks ``blocks[start:stop]`` of a row (`_walk_row`) at the
+    split ``split`` (`_split_record`; NaN goes left if ``nan_left``): the blocks going left
+    go to ``blocks[target:]``, in order, and those going right follow them, in order.
+    Return how many go left."""
+    shift, base, row_step, col_step, threshold, _ = split
+    n_left = 0
+    n_right = 0
+    for i in range(start, stop):
+        block = blocks[_u(i)]
+        wide = np.int64(block)
+        v = features[_u(base + ((y_first + (wide & 7)) >> shift) * row_step
+                        + ((wide >> 3) >> shift) * col_step)]
+        go_left = _goes_left(v, threshold, nan_left)
+        blocks[_u(target + n_left)] = block
+        spare[_u(n_right)] = block
+        n_left += go_left
+        n_right += 1 - go_left
+    blocks[target + n_left:target + stop - start] = spare[:n_right]
+    return n_left
+
+
+@njit(inline="always")
 def _split_to_leaves(features, nodes, node_threshold, default_left, value, node, level,
                      feature_level, y_first, blocks, start, stop, target, acc_base, row_width,
-                     n_outputs, acc, left_leaf, right_leaf):
+                     n_outputs, acc, left_leaf, right_leaf, nan_left):
     """Evaluate split ``node``, a child of which at least is a leaf, on the level-``level``
     blocks ``blocks[start:stop]`` of a row (`_walk_row`), in one pass: a block going to a
     leaf child adds its value to the block's accumulator cell; with one leaf child, the
     blocks going to the other child are kept, in order, at ``blocks[target:]`` (two leaves
-    write no block). Return how many were kept.
+    write no block). Return how many were kept. ``nan_left`` is ``default_left[node]``,
+    passed as a constant (`_goes_left`).
 
     Every block adds a value, 0.0 if its child is not a leaf, without a branch: that leaves
     the cell as it was, since no cell is ever -0.0 (they start at +0.0, and a sum is -0.0
     only if both terms are).
     """
-    shift, base, row_step, col_step, threshold, nan_left = _split_record(
+    shift, base, row_step, col_step, threshold, _ = _split_record(
         nodes, node_threshold, default_left, node, level, feature_level)
     left_value = value[nodes[node, _LEFT]] if left_leaf else 0.0
     right_value = value[nodes[node, _RIGHT]] if right_leaf else 0.0
@@ -153,7 +184,7 @@ def _split_to_leaves(features, nodes, node_threshold, default_left, value, node,
             y = y_first + (wide & 7)
             x = wide >> 3
             v = features[_u(base + (y >> shift) * row_step + (x >> shift) * col_step)]
-            go_left = (v <= threshold) | (nan_left & (v != v))
+            go_left = _goes_left(v, threshold, nan_left)
             acc[_u(acc_base + (y * row_width + x) * n_outputs)] += \
                 left_value if go_left else right_value
         return n_kept
@@ -163,7 +194,7 @@ def _split_to_leaves(features, nodes, node_threshold, default_left, value, node,
         y = y_first + (wide & 7)
         x = wide >> 3
         v = features[_u(base + (y >> shift) * row_step + (x >> shift) * col_step)]
-        go_left = (v <= threshold) | (nan_left & (v != v))
+        go_left = _goes_left(v, threshold, nan_left)
         acc[_u(acc_base + (y * row_width + x) * n_outputs)] += \
             left_value if go_left else right_value
         blocks[_u(target + n_kept)] = block
@@ -208,19 +239,19 @@ def _add_to_pixels(acc, base, row_width, n_outputs, y, x, mask, left, left_value
 @njit(inline="always")
 def _split_pixels(features, nodes, node_threshold, default_left, value, node, feature_level,
                   y_first, blocks, start, stop, target, spare, acc, acc_base, row_width,
-                  n_outputs, left_leaf, right_leaf):
+                  n_outputs, left_leaf, right_leaf, nan_left):
     """Evaluate split ``node`` on the masked level-1 blocks ``blocks[start:stop]`` of a
     level-0 list of `_walk_row`: a pixel feature on each pixel of a block (four tests), a
     coarser one once for the block. Each block's pixels going left keep it, with their
     mask, at ``blocks[target:]`` in order, those going right at ``spare[0:]``; pixels going
     to a leaf child (``left_leaf`` / ``right_leaf``) add its value instead. Return the
-    numbers of blocks kept on each side.
+    numbers of blocks kept on each side. ``nan_left`` is ``default_left[node]``, passed as
+    a constant (`_goes_left`).
     """
     base = nodes[node, _BASE]
     row_step = nodes[node, _ROW]
     col_step = nodes[node, _COL]
     threshold = node_threshold[node, _THRESHOLD32]
-    nan_left = default_left[node]
     left_value = value[nodes[node, _LEFT]] if left_leaf else 0.0
     right_value = value[nodes[node, _RIGHT]] if right_leaf else 0.0
     shift = feature_level - 1
@@ -237,13 +268,13 @@ def _split_pixels(features, nodes, node_threshold, default_left, value, node, fe
             v1 = features[_u(at + col_step)]
             v2 = features[_u(at + row_step)]
             v3 = features[_u(at + row_step + col_step)]
-            left = (np.int64((v0 <= threshold) | (nan_left & (v0 != v0)))
-                    | (np.int64((v1 <= threshold) | (nan_left & (v1 != v1))) << 1)
-                    | (np.int64((v2 <= threshold) | (nan_left & (v2 != v2))) << 2)
-                    | (np.int64((v3 <= threshold) | (nan_left & (v3 != v3))) << 3))
+            left = (np.int64(_goes_left(v0, threshold, nan_left))
+                    | (np.int64(_goes_left(v1, threshold, nan_left)) << 1)
+                    | (np.int64(_goes_left(v2, threshold, nan_left)) << 2)
+                    | (np.int64(_goes_left(v3, threshold, nan_left)) << 3))
         else:
             v = features[_u(base + (y >> shift) * row_step + (x >> shift) * col_step)]
-            left = -np.int64((v <= threshold) | (nan_left & (v != v))) & 0xF
+            left = -np.int64(_goes_left(v, threshold, nan_left)) & 0xF
         if left_leaf or right_leaf:
             _add_to_pixels(acc, acc_base, row_width, n_outputs, y, x, mask, left, left_value,
                            right_value)
@@ -294,11 +325,19 @@ def _walk_pixel_list(features, nodes, node_threshold, default_left, value, same_
         # A leaf child takes its pixels' values in the pass, unless the next tree reuses
         # this root's lists.
         target = top[0] if root else start
-        n_left, n_right = _split_pixels(
-            features, nodes, node_threshold, default_left, value, node, feature_level, y_first,
-            blocks, start, stop, target, spare, acc, acc_base, row_width, n_outputs,
-            nodes[left, _LEVEL] < 0 and not (root and keep),
-            nodes[right, _LEVEL] < 0 and not (root and keep))
+        left_leaf = nodes[left, _LEVEL] < 0 and not (root and keep)
+        right_leaf = nodes[right, _LEVEL] < 0 and not (root and keep)
+        # NaN's way as a constant: each call compiles to one comparison a value
+        if default_left[node]:
+            n_left, n_right = _split_pixels(
+                features, nodes, node_threshold, default_left, value, node, feature_level,
+                y_first, blocks, start, stop, target, spare, acc, acc_base, row_width,
+                n_outputs, left_leaf, right_leaf, True)
+        else:
+            n_left, n_right = _split_pixels(
+                features, nodes, node_threshold, default_left, value, node, feature_level,
+                y_first, blocks, start, stop, target, spare, acc, acc_base, row_width,
+                n_outputs, left_leaf, right_leaf, False)
         if root:
             right_at = target + n_left
             top[0] = right_at + n_right
@@ -459,11 +498,19 @@ def _walk_row(features, nodes, node_threshold, default_left, value, roots, root_
                 left_leaf = nodes[left, _LEVEL] < 0
                 right_leaf = nodes[right, _LEVEL] < 0
                 if (left_leaf or right_leaf) and not (root and (same_root[t] or keep)):
-                    n_kept = _split_to_leaves(features, nodes, node_threshold, default_left,
-                                              value, node, level, feature_level, y_first,
-                                              blocks, start, stop, target,
-                                              level_offset[level] + k, level_width[level],
-                                              n_outputs, acc, left_leaf, right_leaf)
+                    acc_base = level_offset[level] + k
+                    row_width = level_width[level]
+                    # NaN's way as a constant: each call compiles to one comparison a block
+                    if default_left[node]:
+                        n_kept = _split_to_leaves(
+                            features, nodes, node_threshold, default_left, value, node, level,
+                            feature_level, y_first, blocks, start, stop, target, acc_base,
+                            row_width, n_outputs, acc, left_leaf, right_leaf, True)
+                    else:
+                        n_kept = _split_to_leaves(
+                            features, nodes, node_threshold, default_left, value, node, level,
+                            feature_level, y_first, blocks, start, stop, target, acc_base,
+                            row_width, n_outputs, acc, left_leaf, right_leaf, False)
                     if n_kept > 0:
                         pending = _push(stack, pending, right if left_leaf else left, level,
                                         target, target + n_kept)
@@ -474,21 +521,15 @@ def _walk_row(features, nodes, node_threshold, default_left, value, roots, root_
                     blocks[target:target + count] = blocks[2 * templates + first[level]:
                                                            2 * templates + first[level] + count]
                 else:
-                    shift, base, row_step, col_step, threshold, nan_left = _split_record(
-                        nodes, node_threshold, default_left, node, level, feature_level)
-                    n_left = 0
-                    n_right = 0
-                    for i in range(start, stop):
-                        block = blocks[_u(i)]
-                        wide = np.int64(block)
-                        v = features[_u(base + ((y_first + (wide & 7)) >> shift) * row_step
-                                        + ((wide >> 3) >> shift) * col_step)]
-                        go_left = (v <= threshold) | (nan_left & (v != v))
-                        blocks[_u(target + n_left)] = block
-                        spare[_u(n_right)] = block
-                        n_left += go_left
-                        n_right += 1 - go_left
-                    blocks[target + n_left:target + count] = spare[:n_right]
+                    split = _split_record(nodes, node_threshold, default_left, node, level,
+                                          feature_level)
+                    # NaN's way as a constant: each call compiles to a loop of one comparison
+                    if split[5]:
+                        n_left = _split_blocks(features, split, True, y_first, blocks, spare,
+                                               start, stop, target)
+                    else:
+                        n_left = _split_blocks(features, split, False, y_first, blocks, spare,
+                                               start, stop, target)
                     if root and keep:
                         root_left = n_left
                         blocks[2 * templates + first[level]:
