@@ -573,8 +573,9 @@ def _walk_blocks(features, nodes, node_threshold, default_left, value, node_cost
 
     All feature levels live in the flat ``features`` buffer. Node ``n`` is the record
     ``nodes[n] = (level, base, plane, row, col, left, right, threshold)`` (one cache
-    line; level -1 for a leaf; ``node_threshold`` is the same buffer as float64, to
-    read the threshold): a split reads its feature at level-``level`` position
+    line; level -1 for a leaf; ``node_threshold`` is the same buffer as float32, whose
+    column ``_THRESHOLD32`` holds the threshold rounded down to a float32,
+    `float32_threshold`): a split reads its feature at level-``level`` position
     (p, r, c) from ``features[base + p * plane + r * row + c * col]``, addresses that
     depend on the node alone, so a node evaluation waits for one lookup, not two (an
     image, ``depth == 1``, skips the plane term, whose level lookup would be a second). A
@@ -901,8 +902,10 @@ def _node_levels(booster, feature_level, feature_slot):
 def _node_records(flat, node_level, node_slot, level_arrays):
     """The nodes as the walk reads them: int64 ``(n_nodes, 8)`` records ``(level, base,
     plane, row, col, left, right, threshold)`` (`_walk_blocks`), and the same buffer as
-    float64, where column ``_THRESHOLD`` holds the threshold. Where each split node finds
-    its feature in the flat buffer of all levels depends on the node alone (0 for leaves)."""
+    float32 ``(n_nodes, 16)``, where column ``_THRESHOLD32`` holds the threshold as
+    `float32_threshold` rounds it (the other half of ``_THRESHOLD`` is 0). Where each split
+    node finds its feature in the flat buffer of all levels depends on the node alone (0 for
+    leaves)."""
     level_start = np.cumsum([0] + [a.size for a in level_arrays[:-1]]).astype(np.int64)
     level_count = np.array([a.shape[-1] for a in level_arrays], dtype=np.int64)
     level_row = np.array([a.shape[-2] for a in level_arrays], dtype=np.int64) * level_count
