@@ -933,10 +933,10 @@ def float32_threshold(threshold):
     Examples
     --------
     >>> t = float32_threshold(np.array([0.1, 0.5, 1e300, -1e300]))
-    >>> t.dtype, bool(t[0] <= 0.1 < np.nextafter(t[0], np.float32(1))), t[1] == 0.5
-    (dtype('float32'), True, True)
-    >>> bool(t[2] == np.finfo(np.float32).max), bool(t[3] == -np.inf)
-    (True, True)
+    >>> t.dtype, float(t[0]) <= 0.1 < float(np.nextafter(t[0], np.float32(1)))
+    (dtype('float32'), True)
+    >>> float(t[1]), float(t[2]) == float(np.finfo(np.float32).max), float(t[3])
+    (0.5, True, -inf)
     """
     threshold = np.asarray(threshold, dtype=np.float64)
     with np.errstate(over="ignore"):
