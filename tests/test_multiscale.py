@@ -433,3 +433,90 @@ def test_level_arrays_in_one_buffer_or_apart_predict_alike():
     np.testing.assert_array_equal(in_place.values, shuffled.values)
     np.testing.assert_allclose(in_place.values[:, :, 0].ravel(), booster.predict_raw(X),
                                atol=1e-12)
+
+
+@pytest.mark.parametrize("nan_left", [False, True])
+def test_nan_either_way_in_every_split_loop_hand_checked(nan_left):
+    # Features: 0 on level 1 (2x2 blocks), 1 on level 0. Image 8 x 8 (the walk by lists),
+    # every split sending NaN the same way. Tree 0's root has two split children (a block
+    # list split in two), its left child two leaves, its right child a pixel split with a
+    # leaf child whose other child tests the level-1 feature on masked blocks; tree 1's root
+    # has one leaf child. Each loop compiles NaN's way as a constant: all must agree with
+    # the rule "v <= threshold, or NaN and default_left", and with the general walk.
+    tree0 = _hand_tree([(0, 0.5, 1, 2, 0.0, 4.0),
+                        (0, 0.25, 3, 4, 0.0, 4.0),
+                        (1, 0.5, 5, 6, 0.0, 1.0),
+                        (-1, np.nan, -1, -1, 1.0, 4.0), (-1, np.nan, -1, -1, 2.0, 4.0),
+                        (-1, np.nan, -1, -1, 3.0, 1.0),
+                        (0, 0.75, 7, 8, 0.0, 1.0),
+                        (-1, np.nan, -1, -1, 4.0, 1.0), (-1, np.nan, -1, -1, 5.0, 1.0)])
+    tree1 = _hand_tree([(0, 0.6, 1, 2, 0.0, 4.0), (-1, np.nan, -1, -1, 10.0, 4.0),
+                        (0, 0.8, 3, 4, 0.0, 4.0), (-1, np.nan, -1, -1, 20.0, 4.0),
+                        (-1, np.nan, -1, -1, 30.0, 4.0)])
+    for tree in (tree0, tree1):
+        tree["default_left"][tree["feature"] >= 0] = nan_left
+    booster = Booster([tree0, tree1], [0.0], 2, "regression", split_cost=1.0,
+                      feature_share=[4.0, 1.0])
+    level1 = np.array([[0.1, 0.4, np.nan, 0.55], [0.7, 0.9, 0.1, np.nan],
+                       [np.nan, 0.7, 0.55, 0.4], [0.9, np.nan, 0.7, 0.1]], np.float32)
+    pixel = np.tile([[0.2, 0.8, np.nan, 0.8], [np.nan, 0.2, 0.8, 0.2]], (4, 2)).astype(
+        np.float32)
+    arrays = [pixel[:, :, None], level1[:, :, None], np.zeros((2, 2, 0), np.float32),
+              np.zeros((1, 1, 0), np.float32)]
+    fast = predict_multiscale(booster, arrays, [1, 0], [0, 0], (8, 8))
+    general = predict_multiscale(booster, arrays, [1, 0], [0, 0], (8, 8), cost_map=True)
+
+    def left(v, threshold):
+        return v <= threshold or (np.isnan(v) and nan_left)
+
+    expected = np.zeros((8, 8))
+    for y in range(8):
+        for x in range(8):
+            b, p = float(level1[y // 2, x // 2]), float(pixel[y, x])
+            if left(b, 0.5):
+                expected[y, x] = 1.0 if left(b, 0.25) else 2.0
+            elif left(p, 0.5):
+                expected[y, x] = 3.0
+            else:
+                expected[y, x] = 4.0 if left(b, 0.75) else 5.0
+            expected[y, x] += 10.0 if left(b, 0.6) else (20.0 if left(b, 0.8) else 30.0)
+    assert len(np.unique(expected)) >= 6
+    np.testing.assert_array_equal(fast.values[:, :, 0], expected)
+    np.testing.assert_array_equal(general.values[:, :, 0], expected)
+    assert fast.n_evaluations == general.n_evaluations
+
+
+def test_float32_threshold_rounds_down():
+    from msclassify.pixel._multiscale import float32_threshold
+    half = np.float32(0.5)
+    below = np.nextafter(half, np.float32(0))
+    t = float32_threshold(np.array([0.5 - 1e-12, 0.5, 0.5 + 1e-12, np.inf, -np.inf, 1e300]))
+    assert t.dtype == np.float32
+    np.testing.assert_array_equal(t, [below, half, half, np.inf, -np.inf,
+                                      np.finfo(np.float32).max])
+
+
+@pytest.mark.parametrize("threshold", [0.5 - 1e-12, 0.5, 0.5 + 1e-12])
+def test_thresholds_between_float32_values_split_as_in_float64(threshold):
+    # A float64 threshold just below 0.5 must send a feature of exactly 0.5 right (rounded to
+    # the nearest float32 it would be 0.5 and send it left); the walk by lists and the
+    # general walk compare float32 features with the threshold rounded down.
+    half = np.float32(0.5)
+    values = np.array([np.nextafter(half, np.float32(0)), half,
+                       np.nextafter(half, np.float32(1)), half], np.float32)
+    block_tree = _hand_tree([(0, threshold, 1, 2, 0.0, 4.0), (-1, np.nan, -1, -1, 1.0, 4.0),
+                             (-1, np.nan, -1, -1, 2.0, 4.0)])
+    pixel_tree = _hand_tree([(1, threshold, 1, 2, 0.0, 1.0), (-1, np.nan, -1, -1, 10.0, 1.0),
+                             (-1, np.nan, -1, -1, 20.0, 1.0)])
+    booster = Booster([block_tree, pixel_tree], [0.0], 2, "regression", split_cost=1.0,
+                      feature_share=[4.0, 1.0])
+    level1 = np.tile(values, (4, 1))
+    pixel = np.tile(values, (8, 2))
+    arrays = [pixel[:, :, None], level1[:, :, None], np.zeros((2, 2, 0), np.float32),
+              np.zeros((1, 1, 0), np.float32)]
+    expected = (np.where(np.repeat(np.repeat(level1, 2, 0), 2, 1).astype(np.float64)
+                         <= threshold, 1.0, 2.0)
+                + np.where(pixel.astype(np.float64) <= threshold, 10.0, 20.0))
+    for cost_map in (False, True):              # the walk by lists, the general walk
+        result = predict_multiscale(booster, arrays, [1, 0], [0, 0], (8, 8), cost_map=cost_map)
+        np.testing.assert_array_equal(result.values[:, :, 0], expected)

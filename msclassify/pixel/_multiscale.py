@@ -35,6 +35,8 @@ from ._apply import label_dtype
 
 # Columns of the node records the walk reads (`_node_records`): one 64-byte row per node.
 _LEVEL, _BASE, _PLANE, _ROW, _COL, _LEFT, _RIGHT, _THRESHOLD = range(8)
+# The threshold's column in the float32 view of the records (the first half of `_THRESHOLD`).
+_THRESHOLD32 = 2 * _THRESHOLD
 
 # Pending child blocks of one tree walk: at most 7 per block split along the path.
 _STACK_SIZE = 7 * (N_LEVELS - 1) + 1
@@ -69,6 +71,14 @@ class MultiscaleResult(NamedTuple):
 
 
 @njit(inline="always")
+def _u(index):
+    """``index`` (never negative) as unsigned: Numba then indexes an array without the
+    test for a negative index that a signed one costs (three instructions a lookup in the
+    walk's loops)."""
+    return np.uint64(index)
+
+
+@njit(inline="always")
 def _walk_pixels(features, nodes, node_threshold, default_left, value, node_cost, start_node, k,
                  n_outputs, level_zshift, z_start, z_stop, y_start, y_stop, x_start, x_stop,
                  acc_offset, acc_height, acc_width, acc, cost):
@@ -91,7 +101,7 @@ def _walk_pixels(features, nodes, node_threshold, default_left, value, node_cost
                     if cost is not None:
                         cost[acc_offset // n_outputs + (z * acc_height + y) * acc_width
                              + x] += node_cost[node]
-                    go_left = v <= node_threshold[node, _THRESHOLD] or (np.isnan(v)
+                    go_left = v <= node_threshold[node, _THRESHOLD32] or (np.isnan(v)
                                                                         and default_left[node])
                     node = nodes[node, _LEFT] if go_left else nodes[node, _RIGHT]
                 acc[acc_offset + ((z * acc_height + y) * acc_width + x) * n_outputs
@@ -115,47 +125,79 @@ def _split_record(nodes, node_threshold, default_left, node, level, feature_leve
     block goes left if ``v <= threshold`` or ``v`` is NaN and ``nan_left``, where ``v =
     features[base + (y >> shift) * row_step + (x >> shift) * col_step]``."""
     return (feature_level - level, nodes[node, _BASE], nodes[node, _ROW], nodes[node, _COL],
-            node_threshold[node, _THRESHOLD], default_left[node])
+            node_threshold[node, _THRESHOLD32], default_left[node])
+
+
+@njit(inline="always")
+def _goes_left(v, threshold, nan_left):
+    """Whether ``v`` goes left at a split: ``v <= threshold``, or NaN with ``nan_left``. With
+    ``nan_left`` a constant this is one comparison (``not v > threshold`` is true for NaN)."""
+    return not (v > threshold) if nan_left else v <= threshold
+
+
+@njit(inline="always")
+def _split_blocks(features, split, nan_left, y_first, blocks, spare, start, stop, target):
+    """Split the level-``level`` blocks ``blocks[start:stop]`` of a row (`_walk_row`) at the
+    split ``split`` (`_split_record`; NaN goes left if ``nan_left``): the blocks going left
+    go to ``blocks[target:]``, in order, and those going right follow them, in order.
+    Return how many go left."""
+    shift, base, row_step, col_step, threshold, _ = split
+    n_left = 0
+    n_right = 0
+    for i in range(start, stop):
+        block = blocks[_u(i)]
+        wide = np.int64(block)
+        v = features[_u(base + ((y_first + (wide & 7)) >> shift) * row_step
+                        + ((wide >> 3) >> shift) * col_step)]
+        go_left = _goes_left(v, threshold, nan_left)
+        blocks[_u(target + n_left)] = block
+        spare[_u(n_right)] = block
+        n_left += go_left
+        n_right += 1 - go_left
+    blocks[target + n_left:target + stop - start] = spare[:n_right]
+    return n_left
 
 
 @njit(inline="always")
 def _split_to_leaves(features, nodes, node_threshold, default_left, value, node, level,
                      feature_level, y_first, blocks, start, stop, target, acc_base, row_width,
-                     n_outputs, acc, left_leaf, right_leaf):
+                     n_outputs, acc, left_leaf, right_leaf, nan_left):
     """Evaluate split ``node``, a child of which at least is a leaf, on the level-``level``
     blocks ``blocks[start:stop]`` of a row (`_walk_row`), in one pass: a block going to a
     leaf child adds its value to the block's accumulator cell; with one leaf child, the
     blocks going to the other child are kept, in order, at ``blocks[target:]`` (two leaves
-    write no block). Return how many were kept.
+    write no block). Return how many were kept. ``nan_left`` is ``default_left[node]``,
+    passed as a constant (`_goes_left`).
 
     Every block adds a value, 0.0 if its child is not a leaf, without a branch: that leaves
     the cell as it was, since no cell is ever -0.0 (they start at +0.0, and a sum is -0.0
     only if both terms are).
     """
-    shift, base, row_step, col_step, threshold, nan_left = _split_record(
+    shift, base, row_step, col_step, threshold, _ = _split_record(
         nodes, node_threshold, default_left, node, level, feature_level)
     left_value = value[nodes[node, _LEFT]] if left_leaf else 0.0
     right_value = value[nodes[node, _RIGHT]] if right_leaf else 0.0
     n_kept = 0
     if left_leaf and right_leaf:
         for i in range(start, stop):
-            wide = np.int64(blocks[i])
+            wide = np.int64(blocks[_u(i)])
             y = y_first + (wide & 7)
             x = wide >> 3
-            v = features[base + (y >> shift) * row_step + (x >> shift) * col_step]
-            go_left = (v <= threshold) | (nan_left & (v != v))
-            acc[acc_base + (y * row_width + x) * n_outputs] += \
+            v = features[_u(base + (y >> shift) * row_step + (x >> shift) * col_step)]
+            go_left = _goes_left(v, threshold, nan_left)
+            acc[_u(acc_base + (y * row_width + x) * n_outputs)] += \
                 left_value if go_left else right_value
         return n_kept
     for i in range(start, stop):
-        block = blocks[i]
+        block = blocks[_u(i)]
         wide = np.int64(block)
         y = y_first + (wide & 7)
         x = wide >> 3
-        v = features[base + (y >> shift) * row_step + (x >> shift) * col_step]
-        go_left = (v <= threshold) | (nan_left & (v != v))
-        acc[acc_base + (y * row_width + x) * n_outputs] += left_value if go_left else right_value
-        blocks[target + n_kept] = block
+        v = features[_u(base + (y >> shift) * row_step + (x >> shift) * col_step)]
+        go_left = _goes_left(v, threshold, nan_left)
+        acc[_u(acc_base + (y * row_width + x) * n_outputs)] += \
+            left_value if go_left else right_value
+        blocks[_u(target + n_kept)] = block
         n_kept += go_left ^ left_leaf
     return n_kept
 
@@ -172,7 +214,7 @@ def _pixels_in(blocks, start, stop):
     """Pixels of the masked level-1 blocks ``blocks[start:stop]``."""
     n = 0
     for i in range(start, stop):
-        mask = np.int64(blocks[i]) >> _MASK_SHIFT
+        mask = np.int64(blocks[_u(i)]) >> _MASK_SHIFT
         n += (mask & 1) + ((mask >> 1) & 1) + ((mask >> 2) & 1) + (mask >> 3)
     return n
 
@@ -185,62 +227,62 @@ def _add_to_pixels(acc, base, row_width, n_outputs, y, x, mask, left, left_value
     at = base + 2 * (y * row_width + x) * n_outputs
     below = at + row_width * n_outputs
     v = left_value if left & 1 else right_value
-    acc[at] += v if mask & 1 else 0.0
+    acc[_u(at)] += v if mask & 1 else 0.0
     v = left_value if left & 2 else right_value
-    acc[at + n_outputs] += v if mask & 2 else 0.0
+    acc[_u(at + n_outputs)] += v if mask & 2 else 0.0
     v = left_value if left & 4 else right_value
-    acc[below] += v if mask & 4 else 0.0
+    acc[_u(below)] += v if mask & 4 else 0.0
     v = left_value if left & 8 else right_value
-    acc[below + n_outputs] += v if mask & 8 else 0.0
+    acc[_u(below + n_outputs)] += v if mask & 8 else 0.0
 
 
 @njit(inline="always")
 def _split_pixels(features, nodes, node_threshold, default_left, value, node, feature_level,
                   y_first, blocks, start, stop, target, spare, acc, acc_base, row_width,
-                  n_outputs, left_leaf, right_leaf):
+                  n_outputs, left_leaf, right_leaf, nan_left):
     """Evaluate split ``node`` on the masked level-1 blocks ``blocks[start:stop]`` of a
     level-0 list of `_walk_row`: a pixel feature on each pixel of a block (four tests), a
     coarser one once for the block. Each block's pixels going left keep it, with their
     mask, at ``blocks[target:]`` in order, those going right at ``spare[0:]``; pixels going
     to a leaf child (``left_leaf`` / ``right_leaf``) add its value instead. Return the
-    numbers of blocks kept on each side.
+    numbers of blocks kept on each side. ``nan_left`` is ``default_left[node]``, passed as
+    a constant (`_goes_left`).
     """
     base = nodes[node, _BASE]
     row_step = nodes[node, _ROW]
     col_step = nodes[node, _COL]
-    threshold = node_threshold[node, _THRESHOLD]
-    nan_left = default_left[node]
+    threshold = node_threshold[node, _THRESHOLD32]
     left_value = value[nodes[node, _LEFT]] if left_leaf else 0.0
     right_value = value[nodes[node, _RIGHT]] if right_leaf else 0.0
     shift = feature_level - 1
     n_left = 0
     n_right = 0
     for i in range(start, stop):
-        wide = np.int64(blocks[i])
+        wide = np.int64(blocks[_u(i)])
         y = y_first + (wide & 7)
         x = (wide >> 3) & (_POSITION >> 3)
         mask = wide >> _MASK_SHIFT
         if feature_level == 0:
             at = base + 2 * (y * row_step + x * col_step)
-            v0 = features[at]
-            v1 = features[at + col_step]
-            v2 = features[at + row_step]
-            v3 = features[at + row_step + col_step]
-            left = (np.int64((v0 <= threshold) | (nan_left & (v0 != v0)))
-                    | (np.int64((v1 <= threshold) | (nan_left & (v1 != v1))) << 1)
-                    | (np.int64((v2 <= threshold) | (nan_left & (v2 != v2))) << 2)
-                    | (np.int64((v3 <= threshold) | (nan_left & (v3 != v3))) << 3))
+            v0 = features[_u(at)]
+            v1 = features[_u(at + col_step)]
+            v2 = features[_u(at + row_step)]
+            v3 = features[_u(at + row_step + col_step)]
+            left = (np.int64(_goes_left(v0, threshold, nan_left))
+                    | (np.int64(_goes_left(v1, threshold, nan_left)) << 1)
+                    | (np.int64(_goes_left(v2, threshold, nan_left)) << 2)
+                    | (np.int64(_goes_left(v3, threshold, nan_left)) << 3))
         else:
-            v = features[base + (y >> shift) * row_step + (x >> shift) * col_step]
-            left = -np.int64((v <= threshold) | (nan_left & (v != v))) & 0xF
+            v = features[_u(base + (y >> shift) * row_step + (x >> shift) * col_step)]
+            left = -np.int64(_goes_left(v, threshold, nan_left)) & 0xF
         if left_leaf or right_leaf:
             _add_to_pixels(acc, acc_base, row_width, n_outputs, y, x, mask, left, left_value,
                            right_value)
         left_mask = mask & left
         right_mask = mask & ~left
         position = wide & _POSITION
-        blocks[target + n_left] = (left_mask << _MASK_SHIFT) | position
-        spare[n_right] = (right_mask << _MASK_SHIFT) | position
+        blocks[_u(target + n_left)] = (left_mask << _MASK_SHIFT) | position
+        spare[_u(n_right)] = (right_mask << _MASK_SHIFT) | position
         n_left += (left_mask != 0) & (not left_leaf)
         n_right += (right_mask != 0) & (not right_leaf)
     return n_left, n_right
@@ -262,7 +304,7 @@ def _walk_pixel_list(features, nodes, node_threshold, default_left, value, same_
     if feature_level < 0:
         leaf = value[node]
         for i in range(start, stop):
-            wide = np.int64(blocks[i])
+            wide = np.int64(blocks[_u(i)])
             _add_to_pixels(acc, acc_base, row_width, n_outputs, y_first + (wide & 7),
                            (wide >> 3) & (_POSITION >> 3), wide >> _MASK_SHIFT, 0xF, leaf, 0.0)
         return pending, 0, root_left, root_count
@@ -283,11 +325,19 @@ def _walk_pixel_list(features, nodes, node_threshold, default_left, value, same_
         # A leaf child takes its pixels' values in the pass, unless the next tree reuses
         # this root's lists.
         target = top[0] if root else start
-        n_left, n_right = _split_pixels(
-            features, nodes, node_threshold, default_left, value, node, feature_level, y_first,
-            blocks, start, stop, target, spare, acc, acc_base, row_width, n_outputs,
-            nodes[left, _LEVEL] < 0 and not (root and keep),
-            nodes[right, _LEVEL] < 0 and not (root and keep))
+        left_leaf = nodes[left, _LEVEL] < 0 and not (root and keep)
+        right_leaf = nodes[right, _LEVEL] < 0 and not (root and keep)
+        # NaN's way as a constant: each call compiles to one comparison a value
+        if default_left[node]:
+            n_left, n_right = _split_pixels(
+                features, nodes, node_threshold, default_left, value, node, feature_level,
+                y_first, blocks, start, stop, target, spare, acc, acc_base, row_width,
+                n_outputs, left_leaf, right_leaf, True)
+        else:
+            n_left, n_right = _split_pixels(
+                features, nodes, node_threshold, default_left, value, node, feature_level,
+                y_first, blocks, start, stop, target, spare, acc, acc_base, row_width,
+                n_outputs, left_leaf, right_leaf, False)
         if root:
             right_at = target + n_left
             top[0] = right_at + n_right
@@ -413,9 +463,9 @@ def _walk_row(features, nodes, node_threshold, default_left, value, roots, root_
                 row_width = level_width[level]
                 leaf = value[node]
                 for i in range(start, stop):
-                    block = np.int64(blocks[i])
-                    acc[base + ((y_first + (block & 7)) * row_width + (block >> 3))
-                        * n_outputs] += leaf
+                    block = np.int64(blocks[_u(i)])
+                    acc[_u(base + ((y_first + (block & 7)) * row_width + (block >> 3))
+                           * n_outputs)] += leaf
             elif feature_level < level:
                 # Finer than the blocks: their children on the feature's level (for a pixel
                 # feature, the level-1 blocks with all their pixels).
@@ -424,11 +474,11 @@ def _walk_row(features, nodes, node_threshold, default_left, value, roots, root_
                 pixels = _ALL_PIXELS if feature_level == 0 else 0
                 at = top[feature_level]
                 for i in range(start, stop):
-                    block = np.int64(blocks[i])
+                    block = np.int64(blocks[_u(i)])
                     child = ((block >> 3) << (shift + 3)) | ((block & 7) << shift) | pixels
                     for dx in range(side):
                         for dy in range(side):
-                            blocks[at] = child + ((dx << 3) | dy)
+                            blocks[_u(at)] = child + ((dx << 3) | dy)
                             at += 1
                 pending = _push(stack, pending, node, feature_level, top[feature_level], at)
                 top[feature_level] = at
@@ -448,11 +498,19 @@ def _walk_row(features, nodes, node_threshold, default_left, value, roots, root_
                 left_leaf = nodes[left, _LEVEL] < 0
                 right_leaf = nodes[right, _LEVEL] < 0
                 if (left_leaf or right_leaf) and not (root and (same_root[t] or keep)):
-                    n_kept = _split_to_leaves(features, nodes, node_threshold, default_left,
-                                              value, node, level, feature_level, y_first,
-                                              blocks, start, stop, target,
-                                              level_offset[level] + k, level_width[level],
-                                              n_outputs, acc, left_leaf, right_leaf)
+                    acc_base = level_offset[level] + k
+                    row_width = level_width[level]
+                    # NaN's way as a constant: each call compiles to one comparison a block
+                    if default_left[node]:
+                        n_kept = _split_to_leaves(
+                            features, nodes, node_threshold, default_left, value, node, level,
+                            feature_level, y_first, blocks, start, stop, target, acc_base,
+                            row_width, n_outputs, acc, left_leaf, right_leaf, True)
+                    else:
+                        n_kept = _split_to_leaves(
+                            features, nodes, node_threshold, default_left, value, node, level,
+                            feature_level, y_first, blocks, start, stop, target, acc_base,
+                            row_width, n_outputs, acc, left_leaf, right_leaf, False)
                     if n_kept > 0:
                         pending = _push(stack, pending, right if left_leaf else left, level,
                                         target, target + n_kept)
@@ -463,21 +521,15 @@ def _walk_row(features, nodes, node_threshold, default_left, value, roots, root_
                     blocks[target:target + count] = blocks[2 * templates + first[level]:
                                                            2 * templates + first[level] + count]
                 else:
-                    shift, base, row_step, col_step, threshold, nan_left = _split_record(
-                        nodes, node_threshold, default_left, node, level, feature_level)
-                    n_left = 0
-                    n_right = 0
-                    for i in range(start, stop):
-                        block = blocks[i]
-                        wide = np.int64(block)
-                        v = features[base + ((y_first + (wide & 7)) >> shift) * row_step
-                                     + ((wide >> 3) >> shift) * col_step]
-                        go_left = (v <= threshold) | (nan_left & (v != v))
-                        blocks[target + n_left] = block
-                        spare[n_right] = block
-                        n_left += go_left
-                        n_right += 1 - go_left
-                    blocks[target + n_left:target + count] = spare[:n_right]
+                    split = _split_record(nodes, node_threshold, default_left, node, level,
+                                          feature_level)
+                    # NaN's way as a constant: each call compiles to a loop of one comparison
+                    if split[5]:
+                        n_left = _split_blocks(features, split, True, y_first, blocks, spare,
+                                               start, stop, target)
+                    else:
+                        n_left = _split_blocks(features, split, False, y_first, blocks, spare,
+                                               start, stop, target)
                     if root and keep:
                         root_left = n_left
                         blocks[2 * templates + first[level]:
@@ -521,8 +573,9 @@ def _walk_blocks(features, nodes, node_threshold, default_left, value, node_cost
 
     All feature levels live in the flat ``features`` buffer. Node ``n`` is the record
     ``nodes[n] = (level, base, plane, row, col, left, right, threshold)`` (one cache
-    line; level -1 for a leaf; ``node_threshold`` is the same buffer as float64, to
-    read the threshold): a split reads its feature at level-``level`` position
+    line; level -1 for a leaf; ``node_threshold`` is the same buffer as float32, whose
+    column ``_THRESHOLD32`` holds the threshold rounded down to a float32,
+    `float32_threshold`): a split reads its feature at level-``level`` position
     (p, r, c) from ``features[base + p * plane + r * row + c * col]``, addresses that
     depend on the node alone, so a node evaluation waits for one lookup, not two (an
     image, ``depth == 1``, skips the plane term, whose level lookup would be a second). A
@@ -647,7 +700,7 @@ def _walk_blocks(features, nodes, node_threshold, default_left, value, node_cost
                                             cost[level_offset[level] // n_outputs
                                                  + (z * level_height[level] + y)
                                                  * level_width[level] + x] += node_cost[node]
-                                        go_left = (v <= node_threshold[node, _THRESHOLD]
+                                        go_left = (v <= node_threshold[node, _THRESHOLD32]
                                                    or (np.isnan(v) and default_left[node]))
                                         node = (nodes[node, _LEFT] if go_left
                                                 else nodes[node, _RIGHT])
@@ -849,8 +902,10 @@ def _node_levels(booster, feature_level, feature_slot):
 def _node_records(flat, node_level, node_slot, level_arrays):
     """The nodes as the walk reads them: int64 ``(n_nodes, 8)`` records ``(level, base,
     plane, row, col, left, right, threshold)`` (`_walk_blocks`), and the same buffer as
-    float64, where column ``_THRESHOLD`` holds the threshold. Where each split node finds
-    its feature in the flat buffer of all levels depends on the node alone (0 for leaves)."""
+    float32 ``(n_nodes, 16)``, where column ``_THRESHOLD32`` holds the threshold as
+    `float32_threshold` rounds it (the other half of ``_THRESHOLD`` is 0). Where each split
+    node finds its feature in the flat buffer of all levels depends on the node alone (0 for
+    leaves)."""
     level_start = np.cumsum([0] + [a.size for a in level_arrays[:-1]]).astype(np.int64)
     level_count = np.array([a.shape[-1] for a in level_arrays], dtype=np.int64)
     level_row = np.array([a.shape[-2] for a in level_arrays], dtype=np.int64) * level_count
@@ -865,9 +920,30 @@ def _node_records(flat, node_level, node_slot, level_arrays):
     nodes[split, _COL] = level_count[levels]
     nodes[split, _LEFT] = flat["left"][split]
     nodes[split, _RIGHT] = flat["right"][split]
-    node_threshold = nodes.view(np.float64)
-    node_threshold[:, _THRESHOLD] = flat["threshold"]
+    node_threshold = nodes.view(np.float32)
+    node_threshold[:, _THRESHOLD32] = float32_threshold(flat["threshold"])
     return nodes, node_threshold
+
+
+def float32_threshold(threshold):
+    """The largest float32 at most each float64 ``threshold``: for every float32 ``v``,
+    ``v <= threshold`` exactly when ``v <= float32_threshold(threshold)`` (NaN neither), so
+    the walk compares its float32 features without widening them.
+
+    Examples
+    --------
+    >>> t = float32_threshold(np.array([0.1, 0.5, 1e300, -1e300]))
+    >>> t.dtype, float(t[0]) <= 0.1 < float(np.nextafter(t[0], np.float32(1)))
+    (dtype('float32'), True)
+    >>> float(t[1]), float(t[2]) == float(np.finfo(np.float32).max), float(t[3])
+    (0.5, True, -inf)
+    """
+    threshold = np.asarray(threshold, dtype=np.float64)
+    with np.errstate(over="ignore"):
+        rounded = threshold.astype(np.float32)
+    above = rounded > threshold
+    rounded[above] = np.nextafter(rounded[above], np.float32(-np.inf))
+    return rounded
 
 
 def _flat_features(level_arrays):
