@@ -133,9 +133,12 @@ def _fit_tiny():
 
     from msclassify.pixel import PixelClassifier
 
-    image = np.random.default_rng(0).random((40, 56)).astype(np.float32)
+    image = np.random.default_rng(0).random((96, 96)).astype(np.float32)
     labels = np.zeros(image.shape, np.uint8)
-    labels[:8], labels[-8:] = 1, 2
+    # two dots far apart: scribbled sparsely, so the default teacher's forest (scikit-learn's,
+    # `teacher="blend"`) is imported and fitted here too, not in the first Train's worker
+    # (an import holds the GIL: the window stalled 0.11-0.18 s in the Volume dock's Train)
+    labels[2:6, 2:6], labels[-6:-2, -6:-2] = 1, 2
     model = PixelClassifier(features="default", n_estimators=2, random_state=0)
     model.fit(image, labels).predict_proba(image)
     # the widgets' modules that the GUI thread imports when the first progress comes
