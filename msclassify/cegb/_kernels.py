@@ -365,12 +365,7 @@ def _best_split(hm, n_bins, G, H, N, l2, min_samples, min_hessian):
             gl += hm[b, 0]
             hl += hm[b, 1]
             nl += hm[b, 2]
-            gR = G - gl
-            hR = H - hl
-            nR = N - nl
-            if nl < min_samples or nR < min_samples or hl < min_hessian or hR < min_hessian:
-                continue
-            gain = 0.5 * (gl * gl / (hl + l2) + gR * gR / (hR + l2) - parent)
+            gain = _split_gain(gl, hl, nl, G, H, N, l2, parent, min_samples, min_hessian)
             if gain > best:
                 best = gain
                 best_bin = b
@@ -379,21 +374,27 @@ def _best_split(hm, n_bins, G, H, N, l2, min_samples, min_hessian):
         gl += hm[b, 0]
         hl += hm[b, 1]
         nl += hm[b, 2]
-        for missing_left in range(2 if has_missing else 1):
-            gL = gl + g_miss * missing_left
-            hL = hl + h_miss * missing_left
-            nL = nl + n_miss * missing_left
-            gR = G - gL
-            hR = H - hL
-            nR = N - nL
-            if nL < min_samples or nR < min_samples or hL < min_hessian or hR < min_hessian:
-                continue
-            gain = 0.5 * (gL * gL / (hL + l2) + gR * gR / (hR + l2) - parent)
+        for missing_left in range(2):
+            gain = _split_gain(gl + g_miss * missing_left, hl + h_miss * missing_left,
+                               nl + n_miss * missing_left, G, H, N, l2, parent, min_samples,
+                               min_hessian)
             if gain > best:
                 best = gain
                 best_bin = b
                 best_left = missing_left == 1
     return best, best_bin, best_left
+
+
+@njit(inline="always")
+def _split_gain(gl, hl, nl, G, H, N, l2, parent, min_samples, min_hessian):
+    """The gain of sending the left sums ``(gl, hl, nl)`` of a leaf's ``(G, H, N)`` left
+    (with the 1/2 factor); ``-inf`` when a side has too few samples or too little hessian."""
+    gR = G - gl
+    hR = H - hl
+    nR = N - nl
+    if nl < min_samples or nR < min_samples or hl < min_hessian or hR < min_hessian:
+        return -np.inf
+    return 0.5 * (gl * gl / (hl + l2) + gR * gR / (hR + l2) - parent)
 
 
 @njit(inline="always")
