@@ -31,10 +31,15 @@ def interleaved_times(functions, rounds=5):
     return times, results
 
 
-def alternated_ways(ways, run, rounds):
-    """``run(way)`` for every way in ``ways``, ``rounds`` times, the ways alternating (so the
-    machine's load hits them alike), each result printed; returns ``{way: [results]}`` and the
-    load averages seen (min, max)."""
+def study_of_ways(name, description, ways, run, row):
+    """A study's command line (``--rounds``, default 3): ``run(way)`` for every way in ``ways``,
+    the ways alternating round after round (so the machine's load hits them alike), each
+    result printed; then ``row(way, results)`` of each way printed as a table and written with
+    the results to ``results/<name>.json`` (CPU, rounds, load averages, date)."""
+    import argparse
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--rounds", type=int, default=3)
+    rounds = parser.parse_args().rounds
     runs = {way: [] for way in ways}
     loads = [os.getloadavg()[0]]
     for _ in range(rounds):
@@ -42,18 +47,13 @@ def alternated_ways(ways, run, rounds):
             runs[way].append(run(way))
             loads.append(os.getloadavg()[0])
             print(way, runs[way][-1], flush=True)
-    return runs, (min(loads), max(loads))
-
-
-def write_study(name, rounds, loads, rows, runs):
-    """Print ``rows`` as a table and write them with the ``runs`` of `alternated_ways` to
-    ``results/<name>.json`` (CPU, rounds, load averages, date)."""
+    rows = [row(way, runs[way]) for way in ways]
     print_table(rows, list(rows[0]))
     path = write_results(name, {"cpu": cpu_model(), "rounds": rounds,
-                                "load_average": list(loads),
+                                "load_average": [min(loads), max(loads)],
                                 "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                                 "rows": rows, "runs": runs})
-    print(f"wrote {path}; load average {loads[0]:.1f}-{loads[1]:.1f}; {command_line()}")
+    print(f"wrote {path}; load average {min(loads):.1f}-{max(loads):.1f}; {command_line()}")
 
 
 def checkouts_parser(description, frames, rounds):

@@ -16,13 +16,12 @@ Run: ``QT_API=pyqt6 xvfb-run -a python benchmarks/study_first_layer.py [--rounds
 a table (medians of the rounds).
 """
 
-import argparse
 import json
 import statistics
 import subprocess
 import sys
 
-from _common import REPO, alternated_ways, write_study
+from _common import REPO, study_of_ways
 
 WAYS = ("cold", "warm")
 
@@ -62,15 +61,9 @@ def run(way):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=3)
-    args = parser.parse_args()
-    runs, loads = alternated_ways(WAYS, run, args.rounds)
-    rows = [{"session": way,
-             **{key: statistics.median(r[key] for r in runs[way])
-                for key in ("warm_s", "first_add_s", "second_add_s")}}
-            for way in WAYS]
-    write_study("first_layer", args.rounds, loads, rows, runs)
+    study_of_ways("first_layer", __doc__.splitlines()[0], WAYS, run, lambda way, results: {
+        "session": way, **{key: statistics.median(r[key] for r in results)
+                           for key in ("warm_s", "first_add_s", "second_add_s")}})
 
 
 if __name__ == "__main__":

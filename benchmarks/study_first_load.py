@@ -17,14 +17,13 @@ subprocess each, so the machine's load hits them alike). Writes
 benchmarks/results/first_load.json and prints a table (median of the rounds).
 """
 
-import argparse
 import json
 import os
 import statistics
 import subprocess
 import sys
 
-from _common import REPO, alternated_ways, write_study
+from _common import REPO, study_of_ways
 
 WAYS = ("main", "thread", "thread, gc paused")
 
@@ -89,18 +88,13 @@ def run(way):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=3)
-    args = parser.parse_args()
-    runs, loads = alternated_ways(WAYS, run, args.rounds)
-    rows = [{"way": way,
-             "stall_s": statistics.median(r["stall_s"] for r in runs[way]),
-             "stall_max_s": max(r["stall_s"] for r in runs[way]),
-             "seconds": statistics.median(r["seconds"] for r in runs[way]),
-             "gaps_over_50ms": statistics.median(r["gaps_over_50ms"] for r in runs[way]),
-             "longest_where": max(runs[way], key=lambda r: r["stall_s"])["where"]}
-            for way in WAYS]
-    write_study("first_load", args.rounds, loads, rows, runs)
+    study_of_ways("first_load", __doc__.splitlines()[0], WAYS, run, lambda way, results: {
+        "way": way,
+        "stall_s": statistics.median(r["stall_s"] for r in results),
+        "stall_max_s": max(r["stall_s"] for r in results),
+        "seconds": statistics.median(r["seconds"] for r in results),
+        "gaps_over_50ms": statistics.median(r["gaps_over_50ms"] for r in results),
+        "longest_where": max(results, key=lambda r: r["stall_s"])["where"]})
 
 
 if __name__ == "__main__":
