@@ -398,7 +398,7 @@ def test_cli_train_auto_on_the_sample_data_prints_and_saves_the_choice(tmp_path,
                  "-o", str(fixed), "--cost-tradeoff", "3e-4", "--n-estimators", "5", "-q"]) == 0
     assert main(["info", str(fixed)]) == 0
     info = capsys.readouterr().out
-    assert "cost tradeoff: 0.0003 (given)\n" in info and "chosen" not in info
+    assert "cost tradeoff: 0.0003 (fixed)\n" in info and "chosen" not in info
 
 
 def test_auto_with_distillation_holds_out_scribbles_only_and_trains_on_teacher_pixels():

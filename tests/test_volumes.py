@@ -448,6 +448,7 @@ def test_cli_trains_predicts_and_evaluates_a_volume(volume_files, tmp_path, caps
                           "zyx", "-o", tmp_path / "m.msc", "--n-estimators", "8")
     assert code == 0, err
     assert "voxel spacing (z, y, x): 3 x 1 x 1 (recorded in" in out
+    assert "training on 1 labelled volume(s) (grey)" in out and "frame(s)" not in out
     code, out, _ = _cli(capsys, "info", tmp_path / "m.msc", "--image", f / "vol.tif", "--axes",
                         "zyx")
     assert "geometry:   volumes, 3D, voxel spacing (z, y, x) 3 x 1 x 1; pyramid blocks 1x2x2, " \

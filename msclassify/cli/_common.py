@@ -54,7 +54,7 @@ def training_progress(bar):
 def tradeoff_lines(model):
     """How a fitted `PixelClassifier`'s cost_tradeoff came about: a summary, then its path table."""
     if model.tradeoff_path_ is None:
-        return [f"cost tradeoff: {model.cost_tradeoff_:g} (given)"]
+        return [f"cost tradeoff: {model.cost_tradeoff_:g} (fixed)"]
     lines = [f"cost tradeoff: {model.cost_tradeoff_:g} (chosen automatically): "
              f"{model.tradeoff_reason_}"]
     if model.tradeoff_path_:

@@ -146,6 +146,7 @@ def _cmd_train(args):
         else:
             clf, frames, labels = train_volumes(args, make)
         say(args, train_summary(args, clf, frames))
+        unit = "slice(s)" if clf.spacing is None else "volume(s)"
     else:
         if args.chunks is not None or any(is_large_image(path) for path in args.images):
             frames, labels = large_training_frames(args, features)
@@ -153,10 +154,11 @@ def _cmd_train(args):
             frames, labels = read_training_frames(args.images, args.labels,
                                                   as_gray=args.as_gray)
         clf = PixelClassifier(features=features, **params)
+        unit = "frame(s)"
     classes, counts = np.unique(np.concatenate([lab[lab > 0] for lab in labels]),
                                 return_counts=True)
     channels = "grey" if frames[0].ndim == labels[0].ndim else f"{frames[0].shape[-1]} channels"
-    say(args, f"training on {len(frames)} labelled frame(s) ({channels}): "
+    say(args, f"training on {len(frames)} labelled {unit} ({channels}): "
                + ", ".join(f"class {c}: {n} px" for c, n in zip(classes, counts)))
     fit_start = time.perf_counter()
     with progress(100, "training", args.quiet, unit="%") as bar:
