@@ -102,6 +102,22 @@ def label_files(folder):
 
 # -- train / info ------------------------------------------------------------------------------
 
+def test_train_shows_the_stages_in_order_an_eta_and_ends_at_100_percent(data, tmp_path, capsys):
+    """Issue 24 item 4 on the command line: "training: features", "teacher", "model" in that
+    order on the progress bar, an ETA, and the bar at 100 % at the end."""
+    folder, _ = data
+    assert main(["train", str(folder / "frames.tif"), "--labels", str(folder / "scribbles.tif"),
+                 "-o", str(tmp_path / "m.msc"), "--features", "fast", "--n-estimators", "8",
+                 "--random-state", "0"]) == 0
+    shown = capsys.readouterr().err.replace("\r", "\n").splitlines()
+    stages = [re.match(r"training: (\w+)", line).group(1) for line in shown
+              if re.match(r"training: \w+", line)]
+    firsts = [stage for k, stage in enumerate(stages) if stage not in stages[:k]]
+    assert firsts[0] == "features" and firsts[-1] == "model", firsts
+    assert any("ETA" in line for line in shown)
+    assert re.search(r"100%.*100/100", shown[-1] if shown[-1].strip() else shown[-2])
+
+
 def test_train_passes_the_options_to_pixel_classifier_and_trains_every_tree(data, model):
     clf = load_model(model)
     assert isinstance(clf, PixelClassifier)
@@ -714,6 +730,9 @@ def test_demo_trains_predicts_and_reports(tmp_path):
     out = tmp_path / "demo"
     result = run_cli("demo", "-o", out, timeout=600, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
+    # its training bar shows the stage and the ETA, as `msclassify train`'s (it counted trees)
+    assert "training: features" in result.stderr and "training: model" in result.stderr
+    assert "ETA" in result.stderr and "tree/s" not in result.stderr
     seg = float(re.search(r"SEG vs the exact masks: ([0-9.]+) over 24 flies", result.stdout)
                 .group(1))
     assert seg > 0.75  # measured 0.847 with the defaults

@@ -477,6 +477,31 @@ def test_cancel_training_and_apply_to_all_frames(make_napari_viewer, plugin, qtb
     assert widget.apply_button.isEnabled() and not widget.apply_cancel_button.isEnabled()
 
 
+def test_the_status_line_is_about_the_frame_on_screen_also_back_on_the_trained_one(
+        make_napari_viewer, plugin, qtbot, flies):
+    """Trained on frame 0, the slider moved to 3 and back: the line says frame 0 is segmented
+    (it kept "Frame 3 is not segmented yet" on frame 0). A single image has no frame number."""
+    frames, _, scribbles = flies
+    viewer = make_napari_viewer()
+    viewer.add_image(frames, name="flies")
+    viewer.add_labels(scribbles, name="scribbles")
+    widget = pixel_widget(viewer)
+    widget.trees_spin.setValue(5)
+    viewer.dims.set_current_step(0, 0)
+    run_job(qtbot, widget, widget.train)
+    assert widget.status_label.text() == "Frame 0 segmented."
+    viewer.dims.set_current_step(0, 3)
+    assert widget.status_label.text().startswith("Frame 3 is not segmented yet")
+    viewer.dims.set_current_step(0, 0)
+    assert widget.status_label.text() == "Frame 0 segmented."
+
+    viewer.add_image(frames[0], name="one frame")
+    widget.image_combo.setCurrentText("one frame")
+    widget.new_scribble_layer().data[...] = scribbles[0]
+    run_job(qtbot, widget, widget.train)
+    assert widget.status_label.text() == "The image is segmented."
+
+
 def test_rgb_image(make_napari_viewer, plugin, qtbot):
     """A colour frame trains on its three channels; outputs are 2-D."""
     rng = np.random.default_rng(0)

@@ -15,7 +15,8 @@ from ..metrics import label_instances, seg_score
 from ..objects import ObjectPipeline, ObjectTracker, write_table
 from ..pixel import PixelClassifier
 from ..plotting import agreement_overlay, cost_map_figure, tracks_figure
-from ._common import CommandError, make_output_folder, progress, say, training_callback, write_png
+from ._common import (CommandError, make_output_folder, progress, say, training_progress,
+                      write_png)
 
 _FLY = 2  # class value of "fly" in the sample data's scribbles (1 = background)
 _MIN_FLY = 500  # pixels: a sample fly covers about 2500
@@ -102,9 +103,9 @@ def _cmd_demo(args):
                "(a first run also compiles Numba kernels) ...")
     clf = PixelClassifier(random_state=0)
     fit_start = time.perf_counter()
-    with progress(clf.n_estimators, "training", args.quiet, unit="tree") as bar:
+    with progress(100, "training", args.quiet, unit="%") as bar:     # stage and ETA, as train
         clf.fit([frames[t] for t in scribbled], [scribbles[t] for t in scribbled],
-                callback=training_callback(bar))
+                progress=training_progress(bar))
     say(args, f"trained in {time.perf_counter() - fit_start:.1f} s: {clf.booster_.n_trees} "
                f"trees using {len(clf.features_used_)} of {len(clf.bank_)} candidate features "
                f"({', '.join(clf.features_used_)})")

@@ -220,7 +220,8 @@ class PixelClassifierWidget(QWidget):
         self._worker = None
         self._cancel = threading.Event()
         self._batch_worker = None
-        self._last_frame = None
+        self._last_frame = None           # the frame the last job worked on
+        self._seen_frame = None           # the frame on screen at the last frame change
         self._progress_drawn = 0.0
         self._edited_at = None
         self._panel_stale = False
@@ -584,7 +585,7 @@ class PixelClassifierWidget(QWidget):
         if self._worker is not None or self._batch_worker is not None:
             self.cancel()                    # their results belong to the image before
             self.cancel_batch()
-        self._last_frame = None
+        self._last_frame = self._seen_frame = None
         self._update_frame_range()
         set_progress(self.apply_progress, 0, 1, "")     # the last run was another image's
         self.scribble_combo.blockSignals(True)
@@ -1004,11 +1005,14 @@ class PixelClassifierWidget(QWidget):
             frame = self.current_frame()
         except ValueError:
             return
-        if frame == self._last_frame:
+        if frame == self._seen_frame:
             return
+        self._seen_frame = frame
         if self.scheduler.enabled:
-            self.scheduler.request(PREDICT)
+            if frame != self._last_frame:        # the frame the last job worked on: done
+                self.scheduler.request(PREDICT)
         elif self._batch_worker is None and self._worker is None:
+            # also back on the last job's frame: the status line is about the frame seen since
             self._frame_status()
 
     def _frame_status(self):
@@ -1026,7 +1030,12 @@ class PixelClassifierWidget(QWidget):
             frame = self.current_frame()
         except ValueError:
             return
-        if frame in self.predicted_frames:
+        if not self._stack().is_stack:       # one image: no frame number (none on screen)
+            self.status_label.setText(
+                "The image is segmented." if frame in self.predicted_frames else
+                f"The image is not segmented yet: press 'Segment this frame' ({SEGMENT_SHORTCUT}) "
+                "or tick Live update.")
+        elif frame in self.predicted_frames:
             self.status_label.setText(f"Frame {frame} segmented.")
         else:
             self.status_label.setText(f"Frame {frame} is not segmented yet: press 'Segment this "
@@ -1063,7 +1072,7 @@ class PixelClassifierWidget(QWidget):
             self.job_done.emit()
             return
         self._cancel = threading.Event()
-        self._last_frame = frame_index
+        self._last_frame = self._seen_frame = frame_index
         self._job_image = self.image_combo.currentText()
         worker = create_worker(update_job, kind, settings, stack, frame_index,
                                scribbles=scribbles, classifier=self.classifier,
