@@ -130,6 +130,23 @@ def test_as_gray_auto_reads_grey_footage_stored_as_colour_as_grey(videos, tmp_pa
         open_frames(tmp_path / "red.tif", as_gray="yes")
 
 
+def test_as_gray_auto_opens_a_grey_video_once_and_reads_what_as_gray_reads(videos,
+                                                                           monkeypatch):
+    """Issue 25: the probe of frame 0 no longer closes the video to open it again as grey (a
+    second packet index and a second decode of frame 0 in napari's open)."""
+    from msclassify.io._video import _VideoSource
+    folder, _ = videos
+    indexed = []
+    index_packets = _VideoSource._index_packets
+    monkeypatch.setattr(_VideoSource, "_index_packets",
+                        lambda self, path: indexed.append(path) or index_packets(self, path))
+    with open_frames(folder / "movie.mp4", as_gray="auto") as auto:
+        assert len(indexed) == 1 and auto.shape == (HEIGHT, WIDTH)
+        with open_frames(folder / "movie.mp4", as_gray=True) as gray:
+            for index in [0, 1, 2, N_FRAMES - 1, 5, 21]:      # on from the probe, then seeks
+                np.testing.assert_array_equal(auto.read(index), gray.read(index))
+
+
 def test_training_frames_auto_grey_only_when_no_input_has_colour(videos, tmp_path):
     folder, frames = videos
     labels = np.zeros((1, HEIGHT, WIDTH), np.uint8)

@@ -154,6 +154,12 @@ class FrameSource(_Opened):
     def __getitem__(self, index):
         return self.read(index)
 
+    def _as_grey(self):
+        """This source reading grey frames from now on (`open_frames`' ``as_gray="auto"``
+        for colour frames whose channels are equal), or None: open it again with
+        ``as_gray=True``."""
+        return None
+
     def iter_frames(self, start=0, stop=None):
         """Yield frames ``start`` to ``stop - 1`` in order (``stop=None``: to the end).
 

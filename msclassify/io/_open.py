@@ -83,6 +83,9 @@ def open_frames(source, *, as_gray=False):
         frames = open_frames(source)
         if not _is_grey_stored_as_colour(frames.read(0)):
             return frames
+        grey = frames._as_grey()   # a video switches its pixel format: no second open
+        if grey is not None:
+            return grey
         frames.close()
         return open_frames(source, as_gray=True)
     if isinstance(source, (list, tuple)):

@@ -52,6 +52,13 @@ class _VideoSource(FrameSource):
         self._next_index = None   # display index the generator yields next
         self._target_pts = None   # timestamp of the frame being read
 
+    def _as_grey(self):
+        """The same container and packet index, frames converted to grey: opening again would
+        index the packets and decode frame 0 a second time."""
+        self._pixel_format = "gray" if self._pixel_format == "rgb24" else "gray16le"
+        self.shape = self.shape[:2]
+        return self
+
     def _open_container(self, path):
         try:
             container = self._av.open(str(path))
