@@ -37,7 +37,8 @@ the widget docked; everything below goes through Qt's event loop:
   the widget's scribble layer; interleaved, the order rotating (`measure_painting`).
 * **a second image, 4 classes**: the top-left 512 x 384 of fly_larvae_dev/img_1.png added over
   the fly stack, chosen in the widget: New, 4 classes, Train, live strokes; checks that its
-  result is drawn right above it (`multiclass_session`).
+  result is drawn right above it; then Train on a user's few clicks instead (sparse: the
+  default teacher fits its forest; `larvae_photo(style="clicks")`) (`multiclass_session`).
 * **a long movie**: fly_sleap/clip.mp4 (1500 frames of 1024²) opened with the plugin's reader,
   New scribbles for it, frame changes far along it, against napari's own add of an in-memory
   image and of a Labels layer of the same shape (`video_session`; ``--skip-video``); and our
@@ -329,12 +330,15 @@ def cpu_slowdown_now():
 LARVAE_CLASSES = {1: "tray (background)", 2: "larva", 3: "feed", 4: "rim"}
 
 
-def larvae_photo(seed=0):
+def larvae_photo(seed=0, style="strokes"):
     """The top-left 512 x 384 of fly_larvae_dev/img_1.png (the tray's corner: its dark rim,
     the grey floor, larvae, feed) and scribbles of its four classes: larvae from the real mask
     (eroded), the rim as lines along its dark edge, feed (saturated, brown) and floor (grey)
     by colour away from the larvae. A stand-in for a user's strokes, for timings and the
-    screenshot only; ``seed`` draws which larvae and pieces of feed are scribbled."""
+    screenshot only; ``seed`` draws which larvae and pieces of feed are scribbled.
+    ``style="clicks"``: a user's few clicks instead (`_real_data.click_scribbles` of the
+    class map: floor away from larvae and feed, larvae, feed, rim lines; 3 clicks of 7 px
+    a class, drawn with ``seed``), so sparse that the default teacher asks its forest."""
     import imageio.v3 as iio
     from scipy import ndimage
     from _common import SHARED_DATA
@@ -350,9 +354,17 @@ def larvae_photo(seed=0):
     rim[20:22, 40:500] = rim[40:370, 7:9] = True         # the rim's dark edge (measured rows)
     far_from_objects = ndimage.distance_transform_edt(~(larvae | (saturation > 35))) > 6
     floor = (saturation < 18) & (brightness > 85) & (brightness < 130) & far_from_objects
+    feed_pixels = (saturation > 35) & ~ndimage.binary_dilation(larvae, iterations=3) & inside
+    if style == "clicks":
+        from _real_data import click_scribbles
+        classes = np.zeros(larvae.shape, np.uint8)
+        classes[floor & inside] = 1
+        classes[larvae] = 2
+        classes[feed_pixels] = 3
+        classes[rim] = 4
+        return photo, larvae, click_scribbles(classes, seed)
     grid = np.zeros(larvae.shape, bool)
     grid[::6, ::4] = True
-    feed_pixels = (saturation > 35) & ~ndimage.binary_dilation(larvae, iterations=3) & inside
     feed_regions, n_feed = ndimage.label(feed_pixels)
     pieces = np.flatnonzero(np.bincount(feed_regions.ravel())[1:] >= 15) + 1
     feed = np.isin(feed_regions, rng.choice(pieces, min(len(pieces), 40), replace=False))
@@ -431,8 +443,18 @@ def multiclass_session(app, viewer, widget, monitor, paints, repeats, screenshot
     wait_until(lambda: widget.scheduler.running is None and widget.scheduler.pending is None)
     if screenshot:
         save_multiclass_screenshot(app, viewer, widget, screenshot)
+    # a user's few clicks instead of the strokes: sparse, the default teacher fits its forest
+    layer.data[...] = larvae_photo(style="clicks")[2]
+    layer.refresh()
+    for repeat in range(repeats):
+        row = measure_action(app, widget, monitor, paints, widget.train, widget.job_done)
+        rows.append({"action": "4 classes, clicks: Train (full model)", "repeat": repeat, **row,
+                     "slowdown": cpu_slowdown_now(), "load": os.getloadavg()[0]})
+    found = viewer.layers["larvae segmentation"].data.ravel() == 2
+    f1_clicks = 2 * np.sum(found & truth) / max(np.sum(found) + np.sum(truth), 1)
     widget.image_combo.setCurrentText("flies")
-    return rows, {"larva_pixel_f1_crop": float(f1)}
+    return rows, {"larva_pixel_f1_crop": float(f1),
+                  "larva_pixel_f1_crop_clicks": float(f1_clicks)}
 
 
 def _settle(app, n=20):
@@ -715,7 +737,8 @@ def main():
                                 "per_move_min_ms", "over_plain_ms", "slowdown_median",
                                 "load_median"])
     print(f"\n4-class photo: larva pixel F1 on the crop (its real mask) "
-          f"{multiclass_info['larva_pixel_f1_crop']:.3f}")
+          f"{multiclass_info['larva_pixel_f1_crop']:.3f} (strokes), "
+          f"{multiclass_info['larva_pixel_f1_crop_clicks']:.3f} (clicks)")
     path = write_results("napari_multiclass_only" if args.multiclass_only else
                          "napari_live_only" if args.live_only else "napari", {
         "data": "fly_masks_dev train frames (10 x 1024 x 1024), scribbles of frame 0; "

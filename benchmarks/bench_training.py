@@ -52,7 +52,7 @@ a live retrain costs once the frame's features are cached. ``--ref PATH`` runs t
 
 ``accuracy`` (4-class cases) is, on the pixels not scribbled and after the timing, the
 pixel accuracy of the fitted model's prediction against the 4-class map (fly-4,
-larvae-4) or its larva pixel F1 against the real larva mask of the crop (photo-4).
+larvae-4) or its larva pixel F1 against the real larva mask of the crop (photo-4, photo-4-clicks).
 
 What is measured
 ----------------
@@ -85,7 +85,7 @@ import numpy as np
 import msclassify  # noqa: F401  (before _common puts this checkout first: --ref runs another)
 from _common import REPO, cpu_model, print_table, write_results
 
-CASES = ("fly-2", "fly-4", "larvae-2", "larvae-4", "photo-4")
+CASES = ("fly-2", "fly-4", "larvae-2", "larvae-4", "photo-4", "photo-4-clicks")
 VARIANTS = {"default": {}, "auto": {"cost_tradeoff": "auto"},
             "no-distill": {"distill_weight": 0.0}, "no-balance": {"class_weight": None},
             "balanced": {"class_weight": "balanced"}, "teacher-stride-1": {"teacher_stride": 1},
@@ -132,9 +132,10 @@ def case_data(case, truth=False, draw=0):
         classes = four_classes(flies, far)
         return (data["test_images"][0], balanced_scribbles(classes, seed=1000 * draw)) + (
             (classes,) if truth else ())
-    if case == "photo-4":
+    if case in ("photo-4", "photo-4-clicks"):
         from bench_napari import larvae_photo
-        photo, larvae, scribbles = larvae_photo()
+        photo, larvae, scribbles = larvae_photo(
+            style="clicks" if case == "photo-4-clicks" else "strokes")
         return (photo, scribbles) + ((larvae,) if truth else ())
     data = load_fly_larvae_dev("balanced")
     image = data["train_images"][0]
