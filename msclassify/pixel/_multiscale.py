@@ -87,7 +87,7 @@ def _walk_pixels(features, nodes, node_threshold, default_left, value, node_cost
     for z in range(z_start, z_stop):
         for y in range(y_start, y_stop):
             for x in range(x_start, x_stop):
-                node = start_node
+                node = _u(start_node)
                 while True:
                     feature_level = nodes[node, _LEVEL]
                     if feature_level < 0:
@@ -95,17 +95,17 @@ def _walk_pixels(features, nodes, node_threshold, default_left, value, node_cost
                     at = (nodes[node, _BASE] + (y >> feature_level) * nodes[node, _ROW]
                           + (x >> feature_level) * nodes[node, _COL])
                     if z_stop > 1:
-                        at += (z >> level_zshift[feature_level]) * nodes[node, _PLANE]
-                    v = features[at]
+                        at += (z >> level_zshift[_u(feature_level)]) * nodes[node, _PLANE]
+                    v = features[_u(at)]
                     n_eval += 1
                     if cost is not None:
-                        cost[acc_offset // n_outputs + (z * acc_height + y) * acc_width
-                             + x] += node_cost[node]
+                        cost[_u(acc_offset // n_outputs + (z * acc_height + y) * acc_width
+                                + x)] += node_cost[node]
                     go_left = v <= node_threshold[node, _THRESHOLD32] or (np.isnan(v)
                                                                         and default_left[node])
-                    node = nodes[node, _LEFT] if go_left else nodes[node, _RIGHT]
-                acc[acc_offset + ((z * acc_height + y) * acc_width + x) * n_outputs
-                    + k] += value[node]
+                    node = _u(nodes[node, _LEFT] if go_left else nodes[node, _RIGHT])
+                acc[_u(acc_offset + ((z * acc_height + y) * acc_width + x) * n_outputs
+                       + k)] += value[node]
     return n_eval
 
 
@@ -671,14 +671,14 @@ def _walk_blocks(features, nodes, node_threshold, default_left, value, node_cost
                     for z_root in range(z_first, z_last):
                         for y_root in range(y_first, y_last):
                             for x_root in range(x_first, x_last):
-                                node = np.int64(roots[t])
+                                node = _u(roots[t])
                                 level = first_level
                                 z = z_root
                                 y = y_root
                                 x = x_root
                                 top = 0
                                 while True:
-                                    zshift = level_zshift[level]
+                                    zshift = level_zshift[_u(level)]
                                     back = (z + 1) << zshift
                                     bottom = (y + 1) << level
                                     right_edge = (x + 1) << level
@@ -692,18 +692,19 @@ def _walk_blocks(features, nodes, node_threshold, default_left, value, node_cost
                                               + (x >> shift) * nodes[node, _COL])
                                         # an image's plane term is 0: skip its lookup
                                         if depth > 1:
-                                            at += ((z >> (level_zshift[feature_level] - zshift))
+                                            at += ((z >> (level_zshift[_u(feature_level)] - zshift))
                                                    * nodes[node, _PLANE])
-                                        v = features[at]
+                                        v = features[_u(at)]
                                         n += 1
                                         if cost is not None:
-                                            cost[level_offset[level] // n_outputs
-                                                 + (z * level_height[level] + y)
-                                                 * level_width[level] + x] += node_cost[node]
+                                            cost[_u(level_offset[_u(level)] // n_outputs
+                                                   + (z * level_height[_u(level)] + y)
+                                                   * level_width[_u(level)] + x)] += \
+                                                node_cost[node]
                                         go_left = (v <= node_threshold[node, _THRESHOLD32]
                                                    or (np.isnan(v) and default_left[node]))
-                                        node = (nodes[node, _LEFT] if go_left
-                                                else nodes[node, _RIGHT])
+                                        node = _u(nodes[node, _LEFT] if go_left
+                                                  else nodes[node, _RIGHT])
                                         feature_level = nodes[node, _LEVEL]
                                     if block_inside or (back <= depth and bottom <= height
                                                         and right_edge <= width):
@@ -716,9 +717,10 @@ def _walk_blocks(features, nodes, node_threshold, default_left, value, node_cost
                                              * (min(width, right_edge) - (x << level)))
                                             << (unit_bits - 2 * level - zshift))
                                     if feature_level < 0:
-                                        acc[level_offset[level] + ((z * level_height[level] + y)
-                                                                   * level_width[level] + x)
-                                            * n_outputs + k] += value[node]
+                                        acc[_u(level_offset[_u(level)]
+                                               + ((z * level_height[_u(level)] + y)
+                                                  * level_width[_u(level)] + x)
+                                               * n_outputs + k)] += value[node]
                                     elif feature_level == 0:
                                         # Nothing is finer than a pixel: finish the subtree pixel by
                                         # pixel, without the block bookkeeping.
@@ -734,8 +736,8 @@ def _walk_blocks(features, nodes, node_threshold, default_left, value, node_cost
                                         # continue on the first child block (4 in a 1x2x2 step, 8 in
                                         # a 2x2x2 step), queue the others that hold image pixels.
                                         level -= 1
-                                        z_step = zshift - level_zshift[level]
-                                        zshift = level_zshift[level]
+                                        z_step = zshift - level_zshift[_u(level)]
+                                        zshift = level_zshift[_u(level)]
                                         z <<= z_step
                                         y *= 2
                                         x *= 2
@@ -750,21 +752,21 @@ def _walk_blocks(features, nodes, node_threshold, default_left, value, node_cost
                                                         break
                                                     if dz + dy + dx == 0:
                                                         continue
-                                                    stack_node[top] = node
-                                                    stack_level[top] = level
-                                                    stack_z[top] = z + dz
-                                                    stack_y[top] = y + dy
-                                                    stack_x[top] = x + dx
+                                                    stack_node[_u(top)] = node
+                                                    stack_level[_u(top)] = level
+                                                    stack_z[_u(top)] = z + dz
+                                                    stack_y[_u(top)] = y + dy
+                                                    stack_x[_u(top)] = x + dx
                                                     top += 1
                                         continue
                                     if top == 0:
                                         break
                                     top -= 1
-                                    node = stack_node[top]
-                                    level = stack_level[top]
-                                    z = stack_z[top]
-                                    y = stack_y[top]
-                                    x = stack_x[top]
+                                    node = _u(stack_node[_u(top)])
+                                    level = stack_level[_u(top)]
+                                    z = stack_z[_u(top)]
+                                    y = stack_y[_u(top)]
+                                    x = stack_x[_u(top)]
             evaluations[block_index] = n_inside + n_border
             pixel_evaluations[block_index] = n_inside + border_units / (1 << unit_bits)
             if labels is not None:
