@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from msclassify.features import VoxelGrid
 from msclassify.pixel import predict_multiscale
 from msclassify.cegb import Booster, train
 
@@ -520,3 +521,49 @@ def test_thresholds_between_float32_values_split_as_in_float64(threshold):
     for cost_map in (False, True):              # the walk by lists, the general walk
         result = predict_multiscale(booster, arrays, [1, 0], [0, 0], (8, 8), cost_map=cost_map)
         np.testing.assert_array_equal(result.values[:, :, 0], expected)
+
+
+@pytest.mark.parametrize("nan_left", [False, True])
+def test_volume_walk_hand_checked_with_nan(nan_left):
+    # A volume (2x2x2 blocks on level 1) whose sides divide no block size, walked by the
+    # general walk (the walk by lists is for images): tree 0 splits level-1 blocks, then
+    # their voxels (the per-voxel walk below a block); tree 1 is rooted on the voxel feature
+    # and tests the level-1 feature per voxel (its plane term). Every split sends NaN the
+    # same way; the values and the cost map must follow "v <= threshold, or NaN and
+    # default_left".
+    tree0 = _hand_tree([(0, 0.5, 1, 2, 0.0, 8.0), (-1, np.nan, -1, -1, 1.0, 8.0),
+                        (1, 0.5, 3, 4, 0.0, 1.0), (-1, np.nan, -1, -1, 2.0, 1.0),
+                        (-1, np.nan, -1, -1, 3.0, 1.0)])
+    tree1 = _hand_tree([(1, 0.3, 1, 2, 0.0, 1.0), (0, 0.2, 3, 4, 0.0, 1.0),
+                        (-1, np.nan, -1, -1, 30.0, 1.0), (-1, np.nan, -1, -1, 10.0, 1.0),
+                        (-1, np.nan, -1, -1, 20.0, 1.0)])
+    for tree in (tree0, tree1):
+        tree["default_left"][tree["feature"] >= 0] = nan_left
+    booster = Booster([tree0, tree1], [0.0], 2, "regression", split_cost=1.0,
+                      feature_share=[8.0, 1.0])
+    rng = np.random.default_rng(5)
+    shape = (3, 5, 6)
+    voxel = rng.random((8, 8, 8)).astype(np.float32)
+    block = rng.random((4, 4, 4)).astype(np.float32)
+    voxel[rng.random(voxel.shape) < 0.2] = np.nan
+    block[rng.random(block.shape) < 0.2] = np.nan
+    arrays = [voxel[..., None], block[..., None], np.zeros((2, 2, 2, 0), np.float32),
+              np.zeros((1, 1, 1, 0), np.float32)]
+
+    def left(v, threshold):
+        return v <= threshold or (np.isnan(v) and nan_left)
+
+    expected = np.zeros(shape)
+    cost = np.zeros(shape)
+    for z, y, x in np.ndindex(shape):
+        b, v = float(block[z // 2, y // 2, x // 2]), float(voxel[z, y, x])
+        expected[z, y, x] = 1.0 if left(b, 0.5) else (2.0 if left(v, 0.5) else 3.0)
+        cost[z, y, x] = 1 / 8 + (0.0 if left(b, 0.5) else 1.0)
+        expected[z, y, x] += (10.0 if left(b, 0.2) else 20.0) if left(v, 0.3) else 30.0
+        cost[z, y, x] += 1.0 + (1.0 if left(v, 0.3) else 0.0)
+    assert np.isnan(voxel[:3, :5, :6]).any() and np.isnan(block[:2, :3, :3]).any()
+    assert len(np.unique(expected)) >= 5
+    result = predict_multiscale(booster, arrays, [1, 0], [0, 0], shape, cost_map=True,
+                                blocks=VoxelGrid((1, 1, 1)).blocks)
+    np.testing.assert_array_equal(result.values[..., 0], expected)
+    np.testing.assert_allclose(result.cost_map, cost, rtol=0, atol=1e-12)

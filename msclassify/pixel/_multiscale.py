@@ -87,7 +87,7 @@ def _walk_pixels(features, nodes, node_threshold, default_left, value, node_cost
     for z in range(z_start, z_stop):
         for y in range(y_start, y_stop):
             for x in range(x_start, x_stop):
-                node = start_node
+                node = _u(start_node)
                 while True:
                     feature_level = nodes[node, _LEVEL]
                     if feature_level < 0:
@@ -95,17 +95,17 @@ def _walk_pixels(features, nodes, node_threshold, default_left, value, node_cost
                     at = (nodes[node, _BASE] + (y >> feature_level) * nodes[node, _ROW]
                           + (x >> feature_level) * nodes[node, _COL])
                     if z_stop > 1:
-                        at += (z >> level_zshift[feature_level]) * nodes[node, _PLANE]
-                    v = features[at]
+                        at += (z >> level_zshift[_u(feature_level)]) * nodes[node, _PLANE]
+                    v = features[_u(at)]
                     n_eval += 1
                     if cost is not None:
-                        cost[acc_offset // n_outputs + (z * acc_height + y) * acc_width
-                             + x] += node_cost[node]
+                        cost[_u(acc_offset // n_outputs + (z * acc_height + y) * acc_width
+                                + x)] += node_cost[node]
                     go_left = v <= node_threshold[node, _THRESHOLD32] or (np.isnan(v)
                                                                         and default_left[node])
-                    node = nodes[node, _LEFT] if go_left else nodes[node, _RIGHT]
-                acc[acc_offset + ((z * acc_height + y) * acc_width + x) * n_outputs
-                    + k] += value[node]
+                    node = _u(nodes[node, _LEFT] if go_left else nodes[node, _RIGHT])
+                acc[_u(acc_offset + ((z * acc_height + y) * acc_width + x) * n_outputs
+                       + k)] += value[node]
     return n_eval
 
 
@@ -563,6 +563,148 @@ def _longest_path(nodes, roots):
     return longest
 
 
+@njit(cache=True, nogil=True)
+def _walk_general(features, nodes, node_threshold, default_left, value, node_cost, roots,
+                  root_level, tree_output, n_outputs, start_level, depth, height, width,
+                  level_zshift, level_offset, level_height, level_width, acc, cost, unit_bits,
+                  block_plane, block_row, first_col, n_block_cols):
+    """`_walk_blocks`' general walk of the start-level blocks ``first_col:n_block_cols`` of
+    one row (plane ``block_plane``, row ``block_row``), block by block and tree by tree; return
+    the evaluations of blocks inside the image, those of blocks reaching into the padding,
+    and the latter's image pixels in units of ``2**-unit_bits`` of a coarsest block. Its own
+    function, so that the walk by lists' loop in `_walk_blocks` is compiled without it."""
+    start_zshift = level_zshift[start_level]
+    stack_node = np.empty(_STACK_SIZE, dtype=np.int64)
+    stack_level = np.empty(_STACK_SIZE, dtype=np.int64)
+    stack_z = np.empty(_STACK_SIZE, dtype=np.int64)
+    stack_y = np.empty(_STACK_SIZE, dtype=np.int64)
+    stack_x = np.empty(_STACK_SIZE, dtype=np.int64)
+    n_inside = 0
+    n_border = 0
+    border_units = 0
+    for block_col in range(first_col, n_block_cols):
+        # A start-level block wholly inside the image: so are all its blocks.
+        block_inside = (((block_plane + 1) << start_zshift) <= depth
+                        and ((block_row + 1) << start_level) <= height
+                        and ((block_col + 1) << start_level) <= width)
+        for t in range(roots.shape[0]):
+            k = tree_output[t]
+            first_level = np.int64(root_level[t])
+            # The level-`first_level` blocks of this start-level block holding image pixels.
+            first_zshift = level_zshift[first_level]
+            z_factor = start_zshift - first_zshift
+            step = start_level - first_level
+            z_first = np.int64(block_plane) << z_factor
+            y_first = np.int64(block_row) << step
+            x_first = np.int64(block_col) << step
+            z_last = min(z_first + (1 << z_factor),
+                         (depth + (1 << first_zshift) - 1) >> first_zshift)
+            y_last = min(y_first + (1 << step),
+                         (height + (1 << first_level) - 1) >> first_level)
+            x_last = min(x_first + (1 << step),
+                         (width + (1 << first_level) - 1) >> first_level)
+            for z_root in range(z_first, z_last):
+                for y_root in range(y_first, y_last):
+                    for x_root in range(x_first, x_last):
+                        node = _u(roots[t])
+                        level = first_level
+                        z = z_root
+                        y = y_root
+                        x = x_root
+                        top = 0
+                        while True:
+                            zshift = level_zshift[_u(level)]
+                            back = (z + 1) << zshift
+                            bottom = (y + 1) << level
+                            right_edge = (x + 1) << level
+                            # Every feature constant on this block: one evaluation
+                            # serves it.
+                            n = 0
+                            feature_level = nodes[node, _LEVEL]
+                            while feature_level >= level:
+                                shift = feature_level - level
+                                at = (nodes[node, _BASE] + (y >> shift) * nodes[node, _ROW]
+                                      + (x >> shift) * nodes[node, _COL])
+                                # an image's plane term is 0: skip its lookup
+                                if depth > 1:
+                                    at += ((z >> (level_zshift[_u(feature_level)] - zshift))
+                                           * nodes[node, _PLANE])
+                                v = features[_u(at)]
+                                n += 1
+                                if cost is not None:
+                                    cost[_u(level_offset[_u(level)] // n_outputs
+                                           + (z * level_height[_u(level)] + y)
+                                           * level_width[_u(level)] + x)] += \
+                                        node_cost[node]
+                                go_left = (v <= node_threshold[node, _THRESHOLD32]
+                                           or (np.isnan(v) and default_left[node]))
+                                node = _u(nodes[node, _LEFT] if go_left
+                                          else nodes[node, _RIGHT])
+                                feature_level = nodes[node, _LEVEL]
+                            if block_inside or (back <= depth and bottom <= height
+                                                and right_edge <= width):
+                                n_inside += n
+                            elif n > 0:
+                                n_border += n
+                                border_units += n * (
+                                    ((min(depth, back) - (z << zshift))
+                                     * (min(height, bottom) - (y << level))
+                                     * (min(width, right_edge) - (x << level)))
+                                    << (unit_bits - 2 * level - zshift))
+                            if feature_level < 0:
+                                acc[_u(level_offset[_u(level)]
+                                       + ((z * level_height[_u(level)] + y)
+                                          * level_width[_u(level)] + x)
+                                       * n_outputs + k)] += value[node]
+                            elif feature_level == 0:
+                                # Nothing is finer than a pixel: finish the subtree pixel by
+                                # pixel, without the block bookkeeping.
+                                n_inside += _walk_pixels(
+                                    features, nodes, node_threshold, default_left, value,
+                                    node_cost, node, k, n_outputs, level_zshift,
+                                    z << zshift, min(depth, back), y << level,
+                                    min(height, bottom),
+                                    x << level, min(width, right_edge), level_offset[0],
+                                    level_height[0], level_width[0], acc, cost)
+                            else:
+                                # A coarser feature than a pixel but finer than the block:
+                                # continue on the first child block (4 in a 1x2x2 step, 8 in
+                                # a 2x2x2 step), queue the others that hold image pixels.
+                                level -= 1
+                                z_step = zshift - level_zshift[_u(level)]
+                                zshift = level_zshift[_u(level)]
+                                z <<= z_step
+                                y *= 2
+                                x *= 2
+                                for dz in range(1 << z_step):
+                                    if ((z + dz) << zshift) >= depth:
+                                        break
+                                    for dy in range(2):
+                                        if ((y + dy) << level) >= height:
+                                            break
+                                        for dx in range(2):
+                                            if ((x + dx) << level) >= width:
+                                                break
+                                            if dz + dy + dx == 0:
+                                                continue
+                                            stack_node[_u(top)] = node
+                                            stack_level[_u(top)] = level
+                                            stack_z[_u(top)] = z + dz
+                                            stack_y[_u(top)] = y + dy
+                                            stack_x[_u(top)] = x + dx
+                                            top += 1
+                                continue
+                            if top == 0:
+                                break
+                            top -= 1
+                            node = _u(stack_node[_u(top)])
+                            level = stack_level[_u(top)]
+                            z = stack_z[_u(top)]
+                            y = stack_y[_u(top)]
+                            x = stack_x[_u(top)]
+    return n_inside, n_border, border_units
+
+
 @njit(cache=True, parallel=True, nogil=True)
 def _walk_blocks(features, nodes, node_threshold, default_left, value, node_cost, roots,
                  root_level, same_root, tree_output, n_outputs, start_level, depth, height, width,
@@ -626,11 +768,6 @@ def _walk_blocks(features, nodes, node_threshold, default_left, value, node_cost
         if labels is not None:
             scores = np.empty((width, n_outputs))
         for block_index in range(chunk * n_rows // n_chunks, (chunk + 1) * n_rows // n_chunks):
-            stack_node = np.empty(_STACK_SIZE, dtype=np.int64)
-            stack_level = np.empty(_STACK_SIZE, dtype=np.int64)
-            stack_z = np.empty(_STACK_SIZE, dtype=np.int64)
-            stack_y = np.empty(_STACK_SIZE, dtype=np.int64)
-            stack_x = np.empty(_STACK_SIZE, dtype=np.int64)
             n_inside = 0
             n_border = 0
             border_units = 0
@@ -647,124 +784,14 @@ def _walk_blocks(features, nodes, node_threshold, default_left, value, node_cost
                                           roots, root_level, same_root, tree_output, n_outputs,
                                           start_level, block_row, n_listed, level_offset,
                                           level_width, path_nodes, row_blocks, row_spare, acc)
-            for block_col in range(n_listed, n_block_cols):
-                # A start-level block wholly inside the image: so are all its blocks.
-                block_inside = (((block_plane + 1) << start_zshift) <= depth
-                                and ((block_row + 1) << start_level) <= height
-                                and ((block_col + 1) << start_level) <= width)
-                for t in range(roots.shape[0]):
-                    k = tree_output[t]
-                    first_level = np.int64(root_level[t])
-                    # The level-`first_level` blocks of this start-level block holding image pixels.
-                    first_zshift = level_zshift[first_level]
-                    z_factor = start_zshift - first_zshift
-                    step = start_level - first_level
-                    z_first = np.int64(block_plane) << z_factor
-                    y_first = np.int64(block_row) << step
-                    x_first = np.int64(block_col) << step
-                    z_last = min(z_first + (1 << z_factor),
-                                 (depth + (1 << first_zshift) - 1) >> first_zshift)
-                    y_last = min(y_first + (1 << step),
-                                 (height + (1 << first_level) - 1) >> first_level)
-                    x_last = min(x_first + (1 << step),
-                                 (width + (1 << first_level) - 1) >> first_level)
-                    for z_root in range(z_first, z_last):
-                        for y_root in range(y_first, y_last):
-                            for x_root in range(x_first, x_last):
-                                node = np.int64(roots[t])
-                                level = first_level
-                                z = z_root
-                                y = y_root
-                                x = x_root
-                                top = 0
-                                while True:
-                                    zshift = level_zshift[level]
-                                    back = (z + 1) << zshift
-                                    bottom = (y + 1) << level
-                                    right_edge = (x + 1) << level
-                                    # Every feature constant on this block: one evaluation
-                                    # serves it.
-                                    n = 0
-                                    feature_level = nodes[node, _LEVEL]
-                                    while feature_level >= level:
-                                        shift = feature_level - level
-                                        at = (nodes[node, _BASE] + (y >> shift) * nodes[node, _ROW]
-                                              + (x >> shift) * nodes[node, _COL])
-                                        # an image's plane term is 0: skip its lookup
-                                        if depth > 1:
-                                            at += ((z >> (level_zshift[feature_level] - zshift))
-                                                   * nodes[node, _PLANE])
-                                        v = features[at]
-                                        n += 1
-                                        if cost is not None:
-                                            cost[level_offset[level] // n_outputs
-                                                 + (z * level_height[level] + y)
-                                                 * level_width[level] + x] += node_cost[node]
-                                        go_left = (v <= node_threshold[node, _THRESHOLD32]
-                                                   or (np.isnan(v) and default_left[node]))
-                                        node = (nodes[node, _LEFT] if go_left
-                                                else nodes[node, _RIGHT])
-                                        feature_level = nodes[node, _LEVEL]
-                                    if block_inside or (back <= depth and bottom <= height
-                                                        and right_edge <= width):
-                                        n_inside += n
-                                    elif n > 0:
-                                        n_border += n
-                                        border_units += n * (
-                                            ((min(depth, back) - (z << zshift))
-                                             * (min(height, bottom) - (y << level))
-                                             * (min(width, right_edge) - (x << level)))
-                                            << (unit_bits - 2 * level - zshift))
-                                    if feature_level < 0:
-                                        acc[level_offset[level] + ((z * level_height[level] + y)
-                                                                   * level_width[level] + x)
-                                            * n_outputs + k] += value[node]
-                                    elif feature_level == 0:
-                                        # Nothing is finer than a pixel: finish the subtree pixel by
-                                        # pixel, without the block bookkeeping.
-                                        n_inside += _walk_pixels(
-                                            features, nodes, node_threshold, default_left, value,
-                                            node_cost, node, k, n_outputs, level_zshift,
-                                            z << zshift, min(depth, back), y << level,
-                                            min(height, bottom),
-                                            x << level, min(width, right_edge), level_offset[0],
-                                            level_height[0], level_width[0], acc, cost)
-                                    else:
-                                        # A coarser feature than a pixel but finer than the block:
-                                        # continue on the first child block (4 in a 1x2x2 step, 8 in
-                                        # a 2x2x2 step), queue the others that hold image pixels.
-                                        level -= 1
-                                        z_step = zshift - level_zshift[level]
-                                        zshift = level_zshift[level]
-                                        z <<= z_step
-                                        y *= 2
-                                        x *= 2
-                                        for dz in range(1 << z_step):
-                                            if ((z + dz) << zshift) >= depth:
-                                                break
-                                            for dy in range(2):
-                                                if ((y + dy) << level) >= height:
-                                                    break
-                                                for dx in range(2):
-                                                    if ((x + dx) << level) >= width:
-                                                        break
-                                                    if dz + dy + dx == 0:
-                                                        continue
-                                                    stack_node[top] = node
-                                                    stack_level[top] = level
-                                                    stack_z[top] = z + dz
-                                                    stack_y[top] = y + dy
-                                                    stack_x[top] = x + dx
-                                                    top += 1
-                                        continue
-                                    if top == 0:
-                                        break
-                                    top -= 1
-                                    node = stack_node[top]
-                                    level = stack_level[top]
-                                    z = stack_z[top]
-                                    y = stack_y[top]
-                                    x = stack_x[top]
+            if n_listed < n_block_cols:
+                # The rest of the row (a volume's, a cost map's, or an image's border blocks).
+                inside, n_border, border_units = _walk_general(
+                    features, nodes, node_threshold, default_left, value, node_cost, roots,
+                    root_level, tree_output, n_outputs, start_level, depth, height, width,
+                    level_zshift, level_offset, level_height, level_width, acc, cost,
+                    unit_bits, block_plane, block_row, n_listed, n_block_cols)
+                n_inside += inside
             evaluations[block_index] = n_inside + n_border
             pixel_evaluations[block_index] = n_inside + border_units / (1 << unit_bits)
             if labels is not None:
