@@ -2,12 +2,18 @@
 
 import os
 import warnings
+from collections import OrderedDict
 
 import numpy as np
 
 from ..checks import file_problem
 from ._errors import FrameReadError, FrameReadWarning
 from ._frames import FrameSource, _are, _frames_text
+
+# Decoded frames kept for steps back: at most this many, and at most this many bytes (a
+# 1024² yuv420p frame is 1.5 MiB, so 16 of them; a 4K one 12 MiB, so 5)
+_RECENT_FRAMES = 16
+_RECENT_BYTES = 64 * 2**20
 
 
 class _VideoSource(FrameSource):
@@ -21,6 +27,13 @@ class _VideoSource(FrameSource):
     frames shown before it that no other frame refers to (FFmpeg's
     ``skip_frame="NONREF"``: the B-frames of H.264), so a read far from its
     keyframe decodes about half as many frames, and frame i is the same.
+
+    The last decoded frames (up to ``_RECENT_FRAMES``, ``_RECENT_BYTES`` of
+    decoded pictures) are kept undecoded-to-numpy, so stepping back (a slider
+    dragged backwards, playing in reverse) reads them instead of seeking to the
+    keyframe and decoding up to ~half a GOP again. A read that seeks backwards
+    decodes the frames just before its target in full, so the steps back from
+    there are kept too.
     """
 
     def __init__(self, path, as_gray):
@@ -50,7 +63,13 @@ class _VideoSource(FrameSource):
         self._index_of_pts = {pts: index for index, pts in enumerate(self._pts)}
         self._decoded = None      # generator of decoded frames after the last seek
         self._next_index = None   # display index the generator yields next
-        self._target_pts = None   # timestamp of the frame being read
+        self._skip_before = None  # timestamp before which non-reference frames are skipped
+        self._last_index = None   # the frame read last
+        # decoded frames (PyAV frames, converted on reading) by display index, oldest first;
+        # 3 samples a pixel bounds every decoded layout (4:4:4 at most)
+        frame_bytes = 3 * stream.width * stream.height * (1 if eight_bit else 2)
+        self._recent = OrderedDict()
+        self._keep = max(1, min(_RECENT_FRAMES, _RECENT_BYTES // max(frame_bytes, 1)))
 
     def _open_container(self, path):
         try:
@@ -152,12 +171,12 @@ class _VideoSource(FrameSource):
         """Decode from the last seek on: the packets before ``_data_limit`` (all of them in a
         whole file), then flush the decoder.
 
-        A packet whose frame is shown before the frame being read (``_target_pts``) is
-        decoded only if another frame refers to it (``skip_frame="NONREF"``); nothing but the
-        frames before the target is skipped, and reads in increasing order only move the
-        target forward. FFmpeg hands a packet cut by the end of the file to the decoder,
-        which then fails and takes the frames still buffered in it (B-frames) along: such
-        packets are not decoded.
+        A packet whose frame is shown before ``_skip_before`` (the frame being read, or the
+        first of the frames kept before it) is decoded only if another frame refers to it
+        (``skip_frame="NONREF"``); nothing but the frames before the target is skipped, and
+        reads in increasing order only move the target forward. FFmpeg hands a packet cut by
+        the end of the file to the decoder, which then fails and takes the frames still
+        buffered in it (B-frames) along: such packets are not decoded.
         """
         codec = self._stream.codec_context
         for packet in self._container.demux(self._stream):
@@ -166,7 +185,7 @@ class _VideoSource(FrameSource):
             if self._data_limit is not None and packet.pos is not None and packet.pos >= 0 \
                     and packet.pos + packet.size > self._data_limit:
                 break
-            before = packet.pts is not None and packet.pts < self._target_pts
+            before = packet.pts is not None and packet.pts < self._skip_before
             codec.skip_frame = "NONREF" if before else "DEFAULT"
             yield from codec.decode(packet)
         codec.skip_frame = "DEFAULT"
@@ -180,6 +199,11 @@ class _VideoSource(FrameSource):
                 if found is None:
                     continue
                 self._next_index = found + 1
+                if found > index - self._keep:
+                    self._recent[found] = frame
+                    self._recent.move_to_end(found)
+                    while len(self._recent) > self._keep:
+                        self._recent.popitem(last=False)
                 if found == index:
                     return frame
                 if found > index:
@@ -194,8 +218,17 @@ class _VideoSource(FrameSource):
     def _read(self, index):
         if self._container is None:
             raise ValueError(f"{self.path} is closed; open it again with open_frames")
-        self._target_pts = self._pts[index]
+        recent = self._recent.get(index)
+        stepped_back = self._last_index is not None and index < self._last_index
+        self._last_index = index
+        if recent is not None:
+            self._recent.move_to_end(index)
+            return recent.to_ndarray(format=self._pixel_format)
         keyframe = int(self._keyframes[np.searchsorted(self._keyframes, index, side="right") - 1])
+        # going backwards, the frames just before the target are decoded in full and kept,
+        # for the next steps back; otherwise only the target is needed
+        first_kept = max(index - self._keep + 1, keyframe) if stepped_back else index
+        self._skip_before = self._pts[first_kept]
         # Keep decoding when the target lies ahead and seeking would not skip anything;
         # otherwise seek to its keyframe; if that misses (imprecise seeking in some
         # containers), decode from the first frame.
@@ -217,3 +250,4 @@ class _VideoSource(FrameSource):
         if self._container is not None:
             self._container.close()
             self._container = self._decoded = None
+            self._recent.clear()
