@@ -30,7 +30,11 @@ and backwards), one-frame steps back and one-frame steps forward; for each move 
 above) and the time the reader took (``FrameSource.read``, on the GUI thread). Then, in the same
 window, the same moves on an in-memory image of the video's shape (napari's own floor of a frame
 change: slicing and repainting, no decoding) and the bare canvas repaint. Writes
-benchmarks/results/frame_change_video.json and prints a table (medians).
+benchmarks/results/frame_change_video.json and prints a table (medians). ``--decode`` makes the
+same moves with the reader alone (no napari; then the first 250 frames in order), in fresh
+processes alternated the same way (benchmarks/results/frame_change_decode.json)::
+
+    python benchmarks/study_frame_change.py --decode --rounds 5 --compare /work/main
 """
 
 import argparse
@@ -52,7 +56,8 @@ def _settle(app, seconds):
 
 # the moves of a --video session: (kind, frame); the slider starts at frame 0
 FAR_JUMPS = [1240, 480, 1490, 740, 245, 990]           # 230-249 frames after their key frame
-VIDEO_MOVES = ([("far jump", frame) for frame in FAR_JUMPS]
+VIDEO_MOVES = ([("far jump " + ("back" if frame < before else "forward"), frame)
+                for before, frame in zip([0] + FAR_JUMPS, FAR_JUMPS)]
                + [("step back", frame) for frame in range(989, 979, -1)]
                + [("step forward", frame) for frame in range(981, 991)])
 
@@ -120,6 +125,49 @@ viewer.close()
 """
 
 
+_DECODE_CHILD = r"""
+import json, os, time
+from msclassify.io import open_frames
+source = open_frames(ARGS["video"], as_gray="auto")
+source.read(0)
+rows = []
+for kind, frame in ARGS["moves"]:
+    begin = time.perf_counter()
+    source.read(frame)
+    rows.append({"kind": kind, "frame": frame, "read_s": time.perf_counter() - begin})
+begin = time.perf_counter()
+for _ in source.iter_frames(0, 250):
+    pass
+rows.append({"kind": "sequential, per frame", "read_s": (time.perf_counter() - begin) / 250})
+print("RESULT " + json.dumps({"video": rows, "load": os.getloadavg()[0]}))
+"""
+
+
+def decode_session(checkout):
+    """The reader alone (no napari), in a fresh process of ``checkout``: `VIDEO_MOVES`, then
+    the first 250 frames in order."""
+    arguments = {"moves": VIDEO_MOVES, "video": str(SHARED_DATA / "fly_sleap" / "clip.mp4")}
+    return napari_child(f"ARGS = {arguments!r}\n" + _DECODE_CHILD, checkout)
+
+
+def decode_study(args):
+    checkouts, runs = napari_checkouts(args.compare, args.rounds, decode_session)
+    rows = []
+    for kind in dict.fromkeys(row["kind"] for row in next(iter(runs.values()))[0]["video"]):
+        for label, results in runs.items():
+            reads = [row["read_s"] for result in results for row in result["video"]
+                     if row["kind"] == kind]
+            rows.append({"move": kind, "checkout": label, "n": len(reads),
+                         "read_median_ms": 1000 * statistics.median(reads),
+                         "read_max_ms": 1000 * max(reads),
+                         "load": statistics.median(result["load"] for result in results)})
+    print(f"{cpu_model()}; the reader alone; medians over {args.rounds} processes per "
+          f"checkout; load now {os.getloadavg()[0]:.2f}")
+    print_table(rows, ["move", "checkout", "n", "read_median_ms", "read_max_ms", "load"])
+    write_checkouts_results("frame_change_decode", {"rounds": args.rounds,
+                                                    "moves": VIDEO_MOVES}, checkouts, rows, runs)
+
+
 def video_session(checkout):
     """One fresh napari session of ``checkout`` moving along the fly video (`_VIDEO_CHILD`)."""
     arguments = {"benchmarks": str(REPO / "benchmarks"), "moves": VIDEO_MOVES,
@@ -130,7 +178,7 @@ def video_session(checkout):
 def video_study(args):
     checkouts, runs = napari_checkouts(args.compare, args.rounds, video_session)
     rows = []
-    for kind in ("far jump", "step back", "step forward"):
+    for kind in dict.fromkeys(kind for kind, _ in VIDEO_MOVES):
         for label, results in runs.items():
             for layer in ("video", "in memory"):
                 moved = [row for result in results for row in result[layer]
@@ -163,12 +211,16 @@ def main():
     parser.add_argument("--repeats", type=int, default=9)
     parser.add_argument("--video", action="store_true",
                         help="the fly video instead of the fly stack, fresh sessions per checkout")
-    parser.add_argument("--rounds", type=int, default=3, help="--video: sessions per checkout")
-    parser.add_argument("--compare", metavar="DIR",
-                        help="--video: another checkout (before), alternated round by round")
+    parser.add_argument("--decode", action="store_true",
+                        help="the --video moves by the reader alone (no napari), fresh processes "
+                             "per checkout")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="--video/--decode: sessions per checkout")
+    parser.add_argument("--compare", metavar="DIR", help="--video/--decode: another checkout "
+                                                         "(before), alternated round by round")
     args = parser.parse_args()
-    if args.video:
-        video_study(args)
+    if args.video or args.decode:
+        (video_study if args.video else decode_study)(args)
         return
     import napari
     from napari.settings import get_settings

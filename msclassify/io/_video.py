@@ -28,12 +28,11 @@ class _VideoSource(FrameSource):
     ``skip_frame="NONREF"``: the B-frames of H.264), so a read far from its
     keyframe decodes about half as many frames, and frame i is the same.
 
-    The last decoded frames (up to ``_RECENT_FRAMES``, ``_RECENT_BYTES`` of
-    decoded pictures) are kept undecoded-to-numpy, so stepping back (a slider
-    dragged backwards, playing in reverse) reads them instead of seeking to the
-    keyframe and decoding up to ~half a GOP again. A read that seeks backwards
-    decodes the frames just before its target in full, so the steps back from
-    there are kept too.
+    A read behind the previous one (a slider dragged backwards, playing in
+    reverse) decodes the frames just before its target in full too and keeps
+    them as decoded pictures (up to ``_RECENT_FRAMES``, ``_RECENT_BYTES``), so
+    the next steps back read them instead of seeking to the keyframe and
+    decoding up to ~half a GOP again each.
     """
 
     def __init__(self, path, as_gray):
@@ -191,15 +190,16 @@ class _VideoSource(FrameSource):
         codec.skip_frame = "DEFAULT"
         yield from codec.decode(None)
 
-    def _decode_to(self, index):
-        """Decode forward until frame ``index``; None if it never appears."""
+    def _decode_to(self, index, keep_from=None):
+        """Decode forward until frame ``index``; None if it never appears. The frames from
+        ``keep_from`` (None: none) to ``index`` are kept for the next reads."""
         try:
             for frame in self._decoded:
                 found = self._index_of_pts.get(frame.pts)
                 if found is None:
                     continue
                 self._next_index = found + 1
-                if found > index - self._keep:
+                if keep_from is not None and found >= keep_from:
                     self._recent[found] = frame
                     self._recent.move_to_end(found)
                     while len(self._recent) > self._keep:
@@ -226,9 +226,11 @@ class _VideoSource(FrameSource):
             return recent.to_ndarray(format=self._pixel_format)
         keyframe = int(self._keyframes[np.searchsorted(self._keyframes, index, side="right") - 1])
         # going backwards, the frames just before the target are decoded in full and kept,
-        # for the next steps back; otherwise only the target is needed
-        first_kept = max(index - self._keep + 1, keyframe) if stepped_back else index
-        self._skip_before = self._pts[first_kept]
+        # for the next steps back; otherwise only the target is needed, and nothing is kept
+        # (holding decoded frames makes the decoder's next pictures new memory: sequential
+        # reads took 2x longer keeping the last 16)
+        keep_from = max(index - self._keep + 1, keyframe) if stepped_back else None
+        self._skip_before = self._pts[index if keep_from is None else keep_from]
         # Keep decoding when the target lies ahead and seeking would not skip anything;
         # otherwise seek to its keyframe; if that misses (imprecise seeking in some
         # containers), decode from the first frame.
@@ -239,7 +241,7 @@ class _VideoSource(FrameSource):
         for restart in restarts:
             if restart is not None:
                 self._restart_at(restart)
-            frame = self._decode_to(index)
+            frame = self._decode_to(index, keep_from)
             if frame is not None:
                 return frame.to_ndarray(format=self._pixel_format)
         raise FrameReadError(f"frame {index} of video {self.path} cannot be decoded (damaged "
