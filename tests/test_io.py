@@ -108,9 +108,10 @@ def test_a_read_far_from_its_keyframe_gives_the_frame_of_decoding_every_frame(vi
 def test_steps_back_read_the_kept_frames_and_give_those_of_decoding_every_frame(videos,
                                                                                tmp_path,
                                                                                monkeypatch):
-    """A read that seeks backwards decodes the frames just before it in full and keeps them
-    (at most `_RECENT_FRAMES`): the steps back from there (a slider dragged backwards) need no
-    new seek, and every frame read is that of decoding the whole video."""
+    """A read a few frames behind the last one (up to 4 x `_RECENT_FRAMES`) decodes the
+    frames just before it in full and keeps them (at most `_RECENT_FRAMES`): the steps back
+    from there (a slider dragged backwards) need no new seek; a far jump back keeps nothing;
+    every frame read is that of decoding the whole video."""
     from msclassify.io import _video
     _, frames = videos
     path = tmp_path / "one_keyframe.mp4"
@@ -124,13 +125,16 @@ def test_steps_back_read_the_kept_frames_and_give_those_of_decoding_every_frame(
                         lambda self, index: (seeks.append(index), restart_at(self, index)))
     with open_frames(path) as source:
         np.testing.assert_array_equal(source.read(N_FRAMES - 1), decoded[N_FRAMES - 1])
-        np.testing.assert_array_equal(source.read(30), decoded[30])
-        assert len(seeks) == 2                   # the far read and the jump back
+        np.testing.assert_array_equal(source.read(8), decoded[8])   # far back: nothing kept
+        assert len(source._recent) == 0
+        np.testing.assert_array_equal(source.read(31), decoded[31])
+        np.testing.assert_array_equal(source.read(30), decoded[30])  # a step back: 25-30 kept
+        assert len(seeks) == 3                   # the far reads and the step back
         for index in range(29, 24, -1):          # the 5 kept before it
             np.testing.assert_array_equal(source.read(index), decoded[index])
-        assert len(seeks) == 2
+        assert len(seeks) == 3
         np.testing.assert_array_equal(source.read(24), decoded[24])
-        assert len(seeks) == 3                   # the kept frames are used up: seek again
+        assert len(seeks) == 4                   # the kept frames are used up: seek again
         for index in [N_FRAMES - 1, 20, 21, 19, 3, 2, 1, 0, 11, 10]:
             np.testing.assert_array_equal(source.read(index), decoded[index])
         # reading on after a step back continues from the decoder's position

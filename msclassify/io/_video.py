@@ -28,8 +28,8 @@ class _VideoSource(FrameSource):
     ``skip_frame="NONREF"``: the B-frames of H.264), so a read far from its
     keyframe decodes about half as many frames, and frame i is the same.
 
-    A read behind the previous one (a slider dragged backwards, playing in
-    reverse) decodes the frames just before its target in full too and keeps
+    A read a little behind the previous one (a slider dragged backwards,
+    playing in reverse) decodes the frames just before its target in full too and keeps
     them as decoded pictures (up to ``_RECENT_FRAMES``, ``_RECENT_BYTES``), so
     the next steps back read them instead of seeking to the keyframe and
     decoding up to ~half a GOP again each.
@@ -219,13 +219,16 @@ class _VideoSource(FrameSource):
         if self._container is None:
             raise ValueError(f"{self.path} is closed; open it again with open_frames")
         recent = self._recent.get(index)
-        stepped_back = self._last_index is not None and index < self._last_index
+        # a step back: up to 4 x the frames kept behind the frame read last (a slider dragged
+        # backwards); not a far jump back, which would decode them for nothing
+        stepped_back = (self._last_index is not None
+                        and 0 < self._last_index - index <= 4 * self._keep)
         self._last_index = index
         if recent is not None:
             self._recent.move_to_end(index)
             return recent.to_ndarray(format=self._pixel_format)
         keyframe = int(self._keyframes[np.searchsorted(self._keyframes, index, side="right") - 1])
-        # going backwards, the frames just before the target are decoded in full and kept,
+        # stepping back, the frames just before the target are decoded in full and kept,
         # for the next steps back; otherwise only the target is needed, and nothing is kept
         # (holding decoded frames makes the decoder's next pictures new memory: sequential
         # reads took 2x longer keeping the last 16)
