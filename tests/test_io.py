@@ -105,6 +105,65 @@ def test_a_read_far_from_its_keyframe_gives_the_frame_of_decoding_every_frame(vi
         np.testing.assert_array_equal(np.stack(list(source.iter_frames(25))),
                                       np.stack([array for _, array in decoded[25:]]))
 
+def test_steps_back_read_the_kept_frames_and_give_those_of_decoding_every_frame(videos,
+                                                                               tmp_path,
+                                                                               monkeypatch):
+    """A read a few frames behind the last one (up to 4 x `_RECENT_FRAMES`) decodes the
+    frames just before it in full and keeps them (at most `_RECENT_FRAMES`): the steps back
+    from there (a slider dragged backwards) need no new seek; a far jump back keeps nothing;
+    every frame read is that of decoding the whole video."""
+    from msclassify.io import _video
+    _, frames = videos
+    path = tmp_path / "one_keyframe.mp4"
+    write_video(path, frames, keyframe_interval=N_FRAMES)
+    with av.open(str(path)) as container:
+        decoded = [frame.to_ndarray(format="rgb24") for frame in container.decode(video=0)]
+    seeks = []
+    restart_at = _video._VideoSource._restart_at
+    monkeypatch.setattr(_video, "_RECENT_FRAMES", 6)
+    monkeypatch.setattr(_video._VideoSource, "_restart_at",
+                        lambda self, index: (seeks.append(index), restart_at(self, index)))
+    with open_frames(path) as source:
+        np.testing.assert_array_equal(source.read(N_FRAMES - 1), decoded[N_FRAMES - 1])
+        np.testing.assert_array_equal(source.read(8), decoded[8])   # far back: nothing kept
+        assert len(source._recent) == 0
+        np.testing.assert_array_equal(source.read(31), decoded[31])
+        np.testing.assert_array_equal(source.read(30), decoded[30])  # a step back: 25-30 kept
+        assert len(seeks) == 3                   # the far reads and the step back
+        for index in range(29, 24, -1):          # the 5 kept before it
+            np.testing.assert_array_equal(source.read(index), decoded[index])
+        assert len(seeks) == 3
+        np.testing.assert_array_equal(source.read(24), decoded[24])
+        assert len(seeks) == 4                   # the kept frames are used up: seek again
+        for index in [N_FRAMES - 1, 20, 21, 19, 3, 2, 1, 0, 11, 10]:
+            np.testing.assert_array_equal(source.read(index), decoded[index])
+        # reading on after a step back continues from the decoder's position
+        np.testing.assert_array_equal(np.stack(list(source.iter_frames(12))),
+                                      np.stack(decoded[12:]))
+        assert len(source._recent) <= 6
+
+
+@pytest.mark.slow
+def test_real_fly_clip_random_frames_equal_the_sequential_decode(shared_data):
+    """Far reads in both directions, steps back and forward, on the fly video (H.264 with
+    B-frames referring to B-frames, key frames every 250th): exactly the frames of decoding
+    it from the start, frame after frame."""
+    import hashlib
+
+    def digest(frame):
+        return hashlib.sha1(frame.tobytes()).hexdigest()
+
+    path = shared_data("fly_sleap/clip.mp4")
+    with open_frames(path, as_gray=True) as source:
+        sequential = [digest(frame) for frame in source]
+    rng = np.random.default_rng(25)
+    with open_frames(path, as_gray=True) as source:
+        for target in rng.integers(0, len(sequential), 25):
+            for index in (target, target - 1, target - 2, target - 9, target + 1, target - 20):
+                index = int(index) % len(sequential)
+                assert digest(source.read(index)) == sequential[index], index
+
+
 def test_video_as_gray_is_the_luma_of_rgb_frames(videos):
     folder, _ = videos
     with open_frames(folder / "movie.mp4") as rgb, \

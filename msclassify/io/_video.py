@@ -2,12 +2,18 @@
 
 import os
 import warnings
+from collections import OrderedDict
 
 import numpy as np
 
 from ..checks import file_problem
 from ._errors import FrameReadError, FrameReadWarning
 from ._frames import FrameSource, _are, _frames_text
+
+# Decoded frames kept for steps back: at most this many, and at most this many bytes (a
+# 1024² yuv420p frame is 1.5 MiB, so 16 of them; a 4K one 12 MiB, so 5)
+_RECENT_FRAMES = 16
+_RECENT_BYTES = 64 * 2**20
 
 
 class _VideoSource(FrameSource):
@@ -21,6 +27,12 @@ class _VideoSource(FrameSource):
     frames shown before it that no other frame refers to (FFmpeg's
     ``skip_frame="NONREF"``: the B-frames of H.264), so a read far from its
     keyframe decodes about half as many frames, and frame i is the same.
+
+    A read a little behind the previous one (a slider dragged backwards,
+    playing in reverse) decodes the frames just before its target in full too and keeps
+    them as decoded pictures (up to ``_RECENT_FRAMES``, ``_RECENT_BYTES``), so
+    the next steps back read them instead of seeking to the keyframe and
+    decoding up to ~half a GOP again each.
     """
 
     def __init__(self, path, as_gray):
@@ -50,7 +62,13 @@ class _VideoSource(FrameSource):
         self._index_of_pts = {pts: index for index, pts in enumerate(self._pts)}
         self._decoded = None      # generator of decoded frames after the last seek
         self._next_index = None   # display index the generator yields next
-        self._target_pts = None   # timestamp of the frame being read
+        self._skip_before = None  # timestamp before which non-reference frames are skipped
+        self._last_index = None   # the frame read last
+        # decoded frames (PyAV frames, converted on reading) by display index, oldest first;
+        # 3 samples a pixel bounds every decoded layout (4:4:4 at most)
+        frame_bytes = 3 * stream.width * stream.height * (1 if eight_bit else 2)
+        self._recent = OrderedDict()
+        self._keep = max(1, min(_RECENT_FRAMES, _RECENT_BYTES // max(frame_bytes, 1)))
 
     def _as_grey(self):
         """The same container and packet index, frames converted to grey: opening again would
@@ -159,12 +177,12 @@ class _VideoSource(FrameSource):
         """Decode from the last seek on: the packets before ``_data_limit`` (all of them in a
         whole file), then flush the decoder.
 
-        A packet whose frame is shown before the frame being read (``_target_pts``) is
-        decoded only if another frame refers to it (``skip_frame="NONREF"``); nothing but the
-        frames before the target is skipped, and reads in increasing order only move the
-        target forward. FFmpeg hands a packet cut by the end of the file to the decoder,
-        which then fails and takes the frames still buffered in it (B-frames) along: such
-        packets are not decoded.
+        A packet whose frame is shown before ``_skip_before`` (the frame being read, or the
+        first of the frames kept before it) is decoded only if another frame refers to it
+        (``skip_frame="NONREF"``); nothing but the frames before the target is skipped, and
+        reads in increasing order only move the target forward. FFmpeg hands a packet cut by
+        the end of the file to the decoder, which then fails and takes the frames still
+        buffered in it (B-frames) along: such packets are not decoded.
         """
         codec = self._stream.codec_context
         for packet in self._container.demux(self._stream):
@@ -173,20 +191,26 @@ class _VideoSource(FrameSource):
             if self._data_limit is not None and packet.pos is not None and packet.pos >= 0 \
                     and packet.pos + packet.size > self._data_limit:
                 break
-            before = packet.pts is not None and packet.pts < self._target_pts
+            before = packet.pts is not None and packet.pts < self._skip_before
             codec.skip_frame = "NONREF" if before else "DEFAULT"
             yield from codec.decode(packet)
         codec.skip_frame = "DEFAULT"
         yield from codec.decode(None)
 
-    def _decode_to(self, index):
-        """Decode forward until frame ``index``; None if it never appears."""
+    def _decode_to(self, index, keep_from=None):
+        """Decode forward until frame ``index``; None if it never appears. The frames from
+        ``keep_from`` (None: none) to ``index`` are kept for the next reads."""
         try:
             for frame in self._decoded:
                 found = self._index_of_pts.get(frame.pts)
                 if found is None:
                     continue
                 self._next_index = found + 1
+                if keep_from is not None and found >= keep_from:
+                    self._recent[found] = frame
+                    self._recent.move_to_end(found)
+                    while len(self._recent) > self._keep:
+                        self._recent.popitem(last=False)
                 if found == index:
                     return frame
                 if found > index:
@@ -201,8 +225,22 @@ class _VideoSource(FrameSource):
     def _read(self, index):
         if self._container is None:
             raise ValueError(f"{self.path} is closed; open it again with open_frames")
-        self._target_pts = self._pts[index]
+        recent = self._recent.get(index)
+        # a step back: up to 4 x the frames kept behind the frame read last (a slider dragged
+        # backwards); not a far jump back, which would decode them for nothing
+        stepped_back = (self._last_index is not None
+                        and 0 < self._last_index - index <= 4 * self._keep)
+        self._last_index = index
+        if recent is not None:
+            self._recent.move_to_end(index)
+            return recent.to_ndarray(format=self._pixel_format)
         keyframe = int(self._keyframes[np.searchsorted(self._keyframes, index, side="right") - 1])
+        # stepping back, the frames just before the target are decoded in full and kept,
+        # for the next steps back; otherwise only the target is needed, and nothing is kept
+        # (holding decoded frames makes the decoder's next pictures new memory: sequential
+        # reads took 2x longer keeping the last 16)
+        keep_from = max(index - self._keep + 1, keyframe) if stepped_back else None
+        self._skip_before = self._pts[index if keep_from is None else keep_from]
         # Keep decoding when the target lies ahead and seeking would not skip anything;
         # otherwise seek to its keyframe; if that misses (imprecise seeking in some
         # containers), decode from the first frame.
@@ -213,7 +251,7 @@ class _VideoSource(FrameSource):
         for restart in restarts:
             if restart is not None:
                 self._restart_at(restart)
-            frame = self._decode_to(index)
+            frame = self._decode_to(index, keep_from)
             if frame is not None:
                 return frame.to_ndarray(format=self._pixel_format)
         raise FrameReadError(f"frame {index} of video {self.path} cannot be decoded (damaged "
@@ -224,3 +262,4 @@ class _VideoSource(FrameSource):
         if self._container is not None:
             self._container.close()
             self._container = self._decoded = None
+            self._recent.clear()
