@@ -207,6 +207,18 @@ def open_once(checkout, path, plugin, size, scribble):
                                       plugin=plugin, size=size, scribble=scribble), checkout)
 
 
+def rotated_runs(variants, rounds, run):
+    """``{label: [run(label) per round]}``, the order of ``variants`` rotated round by round
+    (each comes first in turn, so none always follows the same one)."""
+    runs = {label: [] for label in variants}
+    labels = list(variants)
+    for round_ in range(rounds):
+        first = round_ % len(labels)
+        for label in labels[first:] + labels[:first]:
+            runs[label].append(run(label))
+    return runs
+
+
 def open_video_once(checkout, path, plugin, shape):
     return napari_child(_VIDEO_CHILD.format(benchmarks=str(REPO / "benchmarks"), path=str(path),
                                             plugin=plugin, shape=shape), checkout)
@@ -220,17 +232,16 @@ def video_main(args):
                 "napari: add_image of that shape": (REPO, "napari")}
     if args.compare:
         variants["msclassify, before"] = (args.compare.resolve(), "msclassify")
-    runs = {label: [] for label in variants}
-    labels = list(variants)
-    for round_ in range(args.rounds):
-        for label in labels[round_ % len(labels):] + labels[:round_ % len(labels)]:
-            checkout, plugin = variants[label]
-            result = open_video_once(checkout, args.video, plugin, shape)
-            runs[label].append(result)
-            print(label, {k: round(result[k], 3) for k in VIDEO_COLUMNS if k in result},
-                  "frames", [(i, round(t, 3), gui) for i, t, gui in result["frames"]],
-                  "turns", [round(t, 3) for t in result["turns_s"]], "load",
-                  round(result["load"], 2), flush=True)
+
+    def run(label):
+        checkout, plugin = variants[label]
+        result = open_video_once(checkout, args.video, plugin, shape)
+        print(label, {k: round(result[k], 3) for k in VIDEO_COLUMNS if k in result},
+              "frames", [(i, round(t, 3), gui) for i, t, gui in result["frames"]],
+              "turns", [round(t, 3) for t in result["turns_s"]], "load",
+              round(result["load"], 2), flush=True)
+        return result
+    runs = rotated_runs(variants, args.rounds, run)
     rows = []
     for label, results in runs.items():
         row = {"open": label, "n": len(results)}
@@ -279,19 +290,18 @@ def main():
                 "napari builtin reader": (REPO, "napari")}
     if args.compare:
         variants["msclassify, before"] = (args.compare.resolve(), "msclassify")
-    runs = {label: [] for label in variants}
-    labels = list(variants)
-    for round_ in range(args.rounds):
-        for label in labels[round_ % len(labels):] + labels[:round_ % len(labels)]:
-            checkout, plugin = variants[label]
-            runs[label].append(open_once(checkout, path, plugin, args.size, args.scribble))
-            result = runs[label][-1]
-            print(label, {k: round(result[k], 3) for k in COLUMNS}, "turns",
-                  [round(t, 3) for t in result["turns_s"]], result["modules_imported"],
-                  "modules; load", round(result["load"], 2), flush=True)
-            for step in STEPS:
-                if step in result:
-                    print("   ", step, "turns", [round(t, 3) for t in result[step]["turns_s"]])
+
+    def run(label):
+        checkout, plugin = variants[label]
+        result = open_once(checkout, path, plugin, args.size, args.scribble)
+        print(label, {k: round(result[k], 3) for k in COLUMNS}, "turns",
+              [round(t, 3) for t in result["turns_s"]], result["modules_imported"],
+              "modules; load", round(result["load"], 2), flush=True)
+        for step in STEPS:
+            if step in result:
+                print("   ", step, "turns", [round(t, 3) for t in result[step]["turns_s"]])
+        return result
+    runs = rotated_runs(variants, args.rounds, run)
     rows = []
     for label, results in runs.items():
         row = {"reader": label, "n": len(results)}
