@@ -40,11 +40,16 @@ def training_progress(bar):
 
     ``bar`` counts percent (total 100); its description is the stage ("features",
     "teacher", "distillation", "model", "μ path 3/5") and its postfix the ETA the
-    fit estimates (`msclassify.pixel.TrainingProgress`).
+    fit estimates (`msclassify.pixel.TrainingProgress`). A stage is drawn when it starts:
+    tqdm redraws at most every 0.1 s, so a quick stage would not be seen.
     """
+    shown = set()
+
     def progress(report):
         if report.stage != "done":
-            bar.set_description_str(f"training: {report.stage}", refresh=False)
+            bar.set_description_str(f"training: {report.stage}",
+                                    refresh=report.stage not in shown)
+            shown.add(report.stage)
         if report.eta_s is not None:
             bar.set_postfix_str(f"ETA {report.eta_s:.0f} s", refresh=False)
         bar.update(round(100 * report.fraction) - bar.n)
