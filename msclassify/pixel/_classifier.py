@@ -171,14 +171,15 @@ share_mode, growth, hessian, feature_cost_mode, evaluation_cost_mode
         and a forest of 25 extremely randomised trees far from them (raw scores
         mixed with the boosted teacher's weight exp(-d / 30 px), d the distance
         to the nearest scribble; `msclassify.pixel._forest_teacher.BlendTeacher`):
-        on EM clicks it gains most of the forest's gain (membrane F1 -0.003
-        against scikit-image's recipe instead of -0.016, 8 draws) and keeps the
-        fly crop's outlines and the fly tracks (docs/scribbles.md, sections
-        24-26). A frame scribbled so densely that the forest would outweigh
-        the boosted teacher on less than half its pixels (d > 30 ln 2 = 21 px)
-        is labelled by the boosted teacher alone, and the forest is fitted only
-        if a frame needs it: such fits (a 4-class photo with dense strokes) are
-        the ``"boost"`` model and cost what it costs (section 28).
+        on EM clicks it gains most of the forest's gain (membrane F1 +0.006
+        ± 0.006 against scikit-image's recipe over 16 draws; the boosted teacher
+        -0.016 over 8) and keeps the fly crop's outlines and the fly tracks
+        (docs/scribbles.md, sections 24-26 and 30). A frame scribbled so densely
+        that the forest would outweigh the boosted teacher on less than half its
+        pixels (d > 30 ln 2 = 21 px) is labelled by the boosted teacher alone,
+        and the forest is fitted only if a frame needs it: such fits (a 4-class
+        photo with dense strokes) are the ``"boost"`` model and cost what it
+        costs (section 28).
         ``"boost"``: plain gradient boosting with the model's tree settings
         (the default before; a little cheaper to train on sparse scribbles).
         ``"forest"``: a forest of 50 extremely randomised trees of
